@@ -1,0 +1,42 @@
+# The README's two commands are the contract: `make demo` and `make test` work on a fresh clone.
+# Installs are idempotent: the venv is rebuilt only when pyproject.toml changes.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | cksum | cut -d' ' -f1)
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install demo test lint bench local-llm browser clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# The CPU wheel of torch first: any other torch spec pulls gigabytes of CUDA.
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+demo: install
+	$(BIN)/agentlake demo
+
+test: install
+	@$(BIN)/python -m pytest; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
+
+lint: install
+	$(BIN)/ruff check src tests benchmarks
+
+# The optional local model (base Gemma 3 270M under llama-cpp-python). Compiles for ~11 minutes;
+# the flags avoid the AMX code that crashes on this CPU.
+local-llm: install
+	CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF" \
+		$(BIN)/pip install --no-cache-dir -e '.[local-llm]'
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

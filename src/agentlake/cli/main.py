@@ -1,0 +1,71 @@
+"""Builds the root ``agentlake`` app from the command-group modules and renders errors.
+
+``UserError`` -> one line on stderr, exit 2. ``RunError`` -> one line on stderr, exit 1.
+Set ``AGENTLAKE_DEBUG=1`` to see the traceback instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+import sys
+
+import typer
+
+import agentlake.cli as cli_package
+from agentlake import __version__
+from agentlake.errors import AgentlakeError
+
+_NOT_GROUPS = {"main", "output"}
+
+app = typer.Typer(
+    name="agentlake",
+    help="LLM agents over your own data that get better without retraining: lakehouse, agents, observer, lessons.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode="rich",
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"agentlake {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """agentlake: operational data work by agents, witnessed and improving."""
+
+
+def _register_groups() -> None:
+    for module in sorted(pkgutil.iter_modules(cli_package.__path__), key=lambda m: m.name):
+        if module.name in _NOT_GROUPS or module.name.startswith("_"):
+            continue
+        importlib.import_module(f"agentlake.cli.{module.name}").register(app)
+
+
+_register_groups()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    try:
+        app(args=argv, prog_name="agentlake")
+    except AgentlakeError as exc:
+        if os.environ.get("AGENTLAKE_DEBUG"):
+            raise
+        from agentlake.cli.output import err_console
+
+        err_console.print(f"[bold red]error:[/] {exc.message}", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

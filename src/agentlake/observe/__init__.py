@@ -1,0 +1,1 @@
+"""The observer: a durable record of every operation (see ``model.ObservedOp``)."""

@@ -1,0 +1,216 @@
+"""Every agentlake setting, declared once, as a table.
+
+Each field below is one row: name, type, default and help (its ``description``). Values are
+resolved in this order, first hit wins:
+
+1. arguments (CLI options and keyword arguments to :func:`load_settings`);
+2. environment variables ``AGENTLAKE_<NAME>`` (a few honour the ecosystem's own variables too:
+   ``OLLAMA_HOST``, ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``);
+3. the config file: ``agentlake.toml`` in the working directory, or the file named by
+   ``AGENTLAKE_CONFIG``;
+4. the default.
+
+``docs/configuration.md`` is generated from this table (``agentlake config docs``) and a
+test fails when the two drift apart.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+
+from agentlake.errors import UserError
+
+CONFIG_ENV = "AGENTLAKE_CONFIG"
+DEFAULT_CONFIG_FILE = "agentlake.toml"
+SCOPES = ("read", "write", "admin")
+
+
+def _env(name: str) -> AliasChoices:
+    """Accept ``AGENTLAKE_<NAME>`` first, then the ecosystem's own variable."""
+    return AliasChoices(f"AGENTLAKE_{name}", name, name.lower())
+
+
+class Settings(BaseSettings):
+    """The settings table. Add a row here, with a ``description``, and nowhere else."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="AGENTLAKE_",
+        extra="forbid",
+        populate_by_name=True,
+        validate_default=True,
+    )
+
+    # --- lake ---------------------------------------------------------------------------
+    data_dir: Path = Field(Path(".agentlake"), description="Directory for the lake, observer store, indexes and caches.")
+    lake_file: str = Field("lake.duckdb", description="DuckDB file of the lakehouse, relative to data_dir.")
+    sql_timeout_s: float = Field(10.0, gt=0, description="Read-only SQL queries are interrupted after this many seconds.")
+    sql_max_rows: int = Field(1000, gt=0, description="Read-only SQL results are capped at this many rows (flagged truncated).")
+    duckdb_threads: int = Field(2, gt=0, description="Threads DuckDB may use.")
+
+    # --- embed --------------------------------------------------------------------------
+    embed_model: str = Field(
+        "local:all-MiniLM-L6-v2",
+        description="Embedder: local:all-MiniLM-L6-v2 (offline, default), ollama:MODEL or openai:MODEL.",
+    )
+    embed_batch_size: int = Field(128, gt=0, description="Texts per embedding batch.")
+
+    # --- llm ----------------------------------------------------------------------------
+    ollama_host: str = Field(
+        "http://127.0.0.1:11434", validation_alias=_env("OLLAMA_HOST"), description="Ollama server (also OLLAMA_HOST)."
+    )
+    openai_base_url: str | None = Field(
+        None,
+        validation_alias=_env("OPENAI_BASE_URL"),
+        description="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (also OPENAI_BASE_URL).",
+    )
+    openai_api_key: SecretStr | None = Field(
+        None, validation_alias=_env("OPENAI_API_KEY"), description="Key for the OpenAI-compatible server (also OPENAI_API_KEY)."
+    )
+    llm_timeout_s: float = Field(120.0, gt=0, description="Timeout for one model call, in seconds.")
+    llm_max_retries: int = Field(3, ge=0, description="Retries on connection errors, 429 and 5xx (jittered backoff).")
+    llm_breaker_failures: int = Field(5, gt=0, description="Consecutive failures that open a provider+model circuit breaker.")
+    llm_breaker_cooldown_s: float = Field(30.0, gt=0, description="Seconds an open breaker waits before a half-open probe.")
+    llm_max_continuations: int = Field(3, ge=0, description="Continuations of a structurally incomplete reply before giving up.")
+    llm_max_tokens_cap: int = Field(16384, gt=0, description="Upper bound when a reply's token budget is doubled on retry.")
+    llm_models_file: Path | None = Field(None, description="Extra model registry (TOML or JSON) merged over the built-in one.")
+
+    # --- observe ------------------------------------------------------------------------
+    observer_file: str = Field("observe.duckdb", description="DuckDB file of the operation log, relative to data_dir.")
+    observer_url: str = Field("http://127.0.0.1:3800", description="Where ObserverClient sends events.")
+    observer_host: str = Field("127.0.0.1", description="Bind address of `agentlake observer serve`.")
+    observer_port: int = Field(3800, gt=0, lt=65536, description="Port of `agentlake observer serve`.")
+    observer_ring_size: int = Field(10000, gt=0, description="Recent ops kept in memory for live stats.")
+    observer_queue_max: int = Field(100000, gt=0, description="Pending writes before ingest answers 503.")
+
+    # --- security and gateway -----------------------------------------------------------
+    api_keys: SecretStr | None = Field(
+        None,
+        description="Comma-separated KEY:SCOPE pairs (scopes: read, write, admin). Once set, every endpoint but /health needs a key.",
+    )
+    max_body_bytes: int = Field(5 * 1024 * 1024, gt=0, description="Largest request body an HTTP endpoint accepts.")
+    gateway_host: str = Field("127.0.0.1", description="Bind address of `agentlake serve`.")
+    gateway_port: int = Field(3700, gt=0, lt=65536, description="Port of `agentlake serve`.")
+
+    # --- learn --------------------------------------------------------------------------
+    learn_extractor: str = Field("heuristic", description="Lesson extractor backend: heuristic or llm.")
+    learn_model: str | None = Field(None, description="Model for the llm lesson extractor, e.g. ollama:qwen3:4b.")
+    learn_interval_s: float = Field(300.0, gt=0, description="Seconds between scheduled lesson extraction runs.")
+    learn_dedup_threshold: float = Field(0.9, gt=0, le=1, description="Embedding similarity above which a new lesson merges into an old one.")
+    learn_min_runs_for_retire: int = Field(5, gt=0, description="Runs with a lesson before a negative measured effect retires it.")
+    lesson_token_budget: int = Field(400, gt=0, description="Token budget for lessons put into one prompt.")
+
+    # --- agents and scenarios -----------------------------------------------------------
+    executor_model: str | None = Field(None, description="Model of the executor agent, e.g. ollama:qwen3:4b.")
+    reviewer_model: str | None = Field(None, description="Model of the reviewer agent (defaults to the executor's).")
+    overseer_model: str | None = Field(None, description="Model of the overseer tier.")
+    agent_turn_budget: int = Field(12, gt=0, description="Executor+reviewer turns before a task ends as failed.")
+    runs_dir: Path = Field(Path("runs"), description="Where scenario runs write their results.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_file = os.environ.get(CONFIG_ENV, DEFAULT_CONFIG_FILE)
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+
+    @field_validator("learn_extractor")
+    @classmethod
+    def _known_extractor(cls, value: str) -> str:
+        if value not in ("heuristic", "llm"):
+            raise ValueError("must be 'heuristic' or 'llm'")
+        return value
+
+    @field_validator("api_keys")
+    @classmethod
+    def _parse_keys(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            _parse_api_keys(value.get_secret_value())
+        return value
+
+    @property
+    def lake_path(self) -> Path:
+        return self.data_dir / self.lake_file
+
+    @property
+    def observer_path(self) -> Path:
+        return self.data_dir / self.observer_file
+
+    @cached_property
+    def api_key_scopes(self) -> dict[str, str]:
+        """Map of configured API key -> scope; empty when no key is configured."""
+        return _parse_api_keys(self.api_keys.get_secret_value()) if self.api_keys else {}
+
+
+def _parse_api_keys(raw: str) -> dict[str, str]:
+    keys: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        key, sep, scope = item.rpartition(":")
+        if not sep or not key or scope not in SCOPES:
+            raise ValueError(f"each entry must be KEY:SCOPE with SCOPE one of {', '.join(SCOPES)}")
+        keys[key] = scope
+    return keys
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Resolve the settings: ``overrides`` (arguments), env, config file, defaults.
+
+    ``None`` overrides are ignored so CLI options can pass their unset values straight in.
+    Raises ``UserError`` naming the setting, its variable and the problem.
+    """
+    from pydantic import ValidationError
+
+    given = {key: value for key, value in overrides.items() if value is not None}
+    try:
+        return Settings(**given)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            name = ".".join(str(part) for part in err["loc"]) or "settings"
+            problems.append(f"{name} (AGENTLAKE_{name.upper()}): {err['msg']}")
+        raise UserError("invalid setting: " + "; ".join(problems)) from None
+    except (OSError, ValueError) as exc:  # an unreadable or malformed agentlake.toml
+        raise UserError(f"cannot read the config file {os.environ.get(CONFIG_ENV, DEFAULT_CONFIG_FILE)}: {exc}") from None
+
+
+def settings_table() -> list[tuple[str, str, str, str]]:
+    """Rows of (name, type, default, help) for docs and ``agentlake config docs``."""
+    rows = []
+    for name, field in Settings.model_fields.items():
+        annotation = getattr(field.annotation, "__name__", None) or str(field.annotation).replace("typing.", "")
+        default = field.default
+        shown = "" if default is None else str(default)
+        rows.append((name, annotation, shown, field.description or ""))
+    return rows
+
+
+def configuration_markdown() -> str:
+    """The text of ``docs/configuration.md``, generated from the table."""
+    lines = [
+        "# Configuration",
+        "",
+        "Generated by `agentlake config docs` from `src/agentlake/settings.py`; do not edit by hand.",
+        "",
+        "Each setting resolves from, first hit wins: command-line arguments, the environment variable",
+        "`AGENTLAKE_<NAME>` (upper case), the config file (`agentlake.toml` in the working directory, or",
+        "the file named by `AGENTLAKE_CONFIG`; keys are the lower-case names below), then the default.",
+        "",
+        "| name | variable | type | default | help |",
+        "|---|---|---|---|---|",
+    ]
+    for name, annotation, default, help_text in settings_table():
+        variable = f"AGENTLAKE_{name.upper()}"
+        if name in ("ollama_host", "openai_base_url", "openai_api_key"):
+            variable += f", {name.upper()}"
+        lines.append(f"| `{name}` | `{variable}` | {annotation} | `{default}` | {help_text} |")
+    return "\n".join(lines) + "\n"

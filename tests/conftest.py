@@ -1,0 +1,45 @@
+"""Test-wide fixtures. The network beyond 127.0.0.1 is off: a test that reaches out fails."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+_LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0", ""}
+_real_connect = socket.socket.connect
+_real_create_connection = socket.create_connection
+
+
+def _host_of(address: object) -> str | None:
+    if isinstance(address, tuple) and address:
+        return str(address[0])
+    return None  # unix sockets and the like are local
+
+
+def _guarded_connect(self: socket.socket, address: object) -> object:
+    host = _host_of(address)
+    if host is not None and host not in _LOCAL_HOSTS and not host.startswith("127."):
+        raise OSError(f"tests may not reach beyond 127.0.0.1 (tried {host})")
+    return _real_connect(self, address)
+
+
+socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test gets its own data dir and no config file or ambient keys."""
+    for name in list(os.environ):
+        if name.startswith("AGENTLAKE_") or name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST"):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AGENTLAKE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("AGENTLAKE_CONFIG", str(tmp_path / "agentlake.toml"))
+    # Any model server a test needs is a fake on 127.0.0.1; default hosts point nowhere real.
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")

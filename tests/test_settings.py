@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agentlake.cli.main import app
+from agentlake.errors import UserError
+from agentlake.settings import Settings, configuration_markdown, load_settings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_precedence_arguments_then_env_then_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "agentlake.toml"
+    config.write_text('sql_max_rows = 7\nsql_timeout_s = 3.5\nduckdb_threads = 1\n')
+    monkeypatch.setenv("AGENTLAKE_CONFIG", str(config))
+    monkeypatch.setenv("AGENTLAKE_SQL_TIMEOUT_S", "4.5")
+    settings = load_settings(duckdb_threads=2)
+    assert settings.sql_max_rows == 7  # file
+    assert settings.sql_timeout_s == 4.5  # env beats file
+    assert settings.duckdb_threads == 2  # argument beats both
+
+
+def test_ecosystem_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    settings = load_settings()
+    assert settings.openai_base_url == "http://127.0.0.1:8000/v1"
+    assert settings.openai_api_key is not None and settings.openai_api_key.get_secret_value() == "sk-test"
+
+
+def test_bad_value_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTLAKE_SQL_MAX_ROWS", "lots")
+    with pytest.raises(UserError, match="AGENTLAKE_SQL_MAX_ROWS"):
+        load_settings()
+
+
+def test_api_keys_parse_and_reject_unknown_scope() -> None:
+    assert load_settings(api_keys="k1:read, k2:admin").api_key_scopes == {"k1": "read", "k2": "admin"}
+    with pytest.raises(UserError, match="KEY:SCOPE"):
+        load_settings(api_keys="k1:superuser")
+
+
+def test_every_setting_is_documented() -> None:
+    for name, field in Settings.model_fields.items():
+        assert field.description, f"setting {name} has no help text"
+    assert (ROOT / "docs" / "configuration.md").read_text() == configuration_markdown(), (
+        "docs/configuration.md is stale: run `agentlake config docs > docs/configuration.md`"
+    )
+
+
+def test_cli_help_and_version() -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0 and "config" in result.output
+    assert "agentlake 0.1.0" in runner.invoke(app, ["--version"]).output
