@@ -25,7 +25,13 @@ $(STAMP): pyproject.toml Makefile
 demo: install
 	$(BIN)/agentlake demo
 
-test: install
+# Debian's chromium for the browser tests (Playwright drives it; it cannot download its own).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
+
+test: install browser
 	@$(BIN)/python -m pytest; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
 
