@@ -98,6 +98,8 @@ class Settings(BaseSettings):
     gateway_port: int = Field(3700, gt=0, lt=65536, description="Port of `agentlake serve`.")
 
     # --- learn --------------------------------------------------------------------------
+    learn_file: str = Field("lessons.duckdb", description="DuckDB file of the lesson store (lessons, history, citations, outcomes), relative to data_dir.")
+    learn_llm_timeout_s: float = Field(10.0, gt=0, description="Timeout of one llm lesson-extractor call; on expiry the heuristic extractor takes over.")
     learn_extractor: str = Field("heuristic", description="Lesson extractor backend: heuristic or llm.")
     learn_model: str | None = Field(None, description="Model for the llm lesson extractor, e.g. ollama:qwen3:4b.")
     learn_interval_s: float = Field(300.0, gt=0, description="Seconds between scheduled lesson extraction runs.")
