@@ -87,6 +87,12 @@ class Settings(BaseSettings):
     observer_port: int = Field(3800, gt=0, lt=65536, description="Port of `agentlake observer serve`.")
     observer_ring_size: int = Field(10000, gt=0, description="Recent ops kept in memory for live stats.")
     observer_queue_max: int = Field(100000, gt=0, description="Pending writes before ingest answers 503.")
+    observer_sink: str = Field(
+        "embedded",
+        pattern="^(embedded|http)$",
+        description="Where this process records ops: embedded (opens the observer DuckDB file; one process per file) or http (sends to observer_url, spooling to data_dir/spool while it is down; for worker processes).",
+    )
+    observer_api_key: SecretStr | None = Field(None, description="API key (write scope) that ObserverClient sends when the observer service requires keys.")
 
     # --- security and gateway -----------------------------------------------------------
     api_keys: SecretStr | None = Field(
