@@ -1,1 +1,82 @@
-"""The observer: a durable record of every operation (see ``model.ObservedOp``)."""
+"""The observer: a durable record of every operation, and the doors onto it.
+
+Owns recording (``record``: ``observe``, ``wrap_tool``, ``Observer``), storage (``store``:
+``OpStore``, DuckDB, one writer, group commit), the ingest service (``service.create_app``,
+including OTLP in ``otlp``) and its client (``client.ObserverClient``, which spools). The op's
+shape is ``model.ObservedOp``. Lessons are not made here (``agentlake.learn`` reads ops).
+
+The HTTP pieces are imported lazily so that recording in-process never imports FastAPI.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agentlake.observe.model import LLMUsage, ObservedOp, Provenance, Source, cap, new_op_id, scrub
+from agentlake.observe.record import (
+    Observer,
+    OpHandle,
+    Subscription,
+    close_default_observer,
+    get_observer,
+    observe,
+    observe_context,
+    open_observer,
+    set_observer,
+    summarize,
+    wrap_tool,
+)
+from agentlake.observe.sink import OpSink
+from agentlake.observe.store import AppendResult, OpStore, QueueFullError, Stats, Ticket
+
+if TYPE_CHECKING:
+    from agentlake.observe.client import ObserverClient, RemoteSink
+    from agentlake.observe.llm_calls import install_llm_recording
+    from agentlake.observe.service import create_app
+
+_LAZY = {
+    "ObserverClient": "agentlake.observe.client",
+    "RemoteSink": "agentlake.observe.client",
+    "create_app": "agentlake.observe.service",
+    "install_llm_recording": "agentlake.observe.llm_calls",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'agentlake.observe' has no attribute {name!r}")
+
+
+__all__ = [
+    "AppendResult",
+    "LLMUsage",
+    "ObservedOp",
+    "Observer",
+    "ObserverClient",
+    "OpHandle",
+    "OpSink",
+    "OpStore",
+    "Provenance",
+    "QueueFullError",
+    "RemoteSink",
+    "Source",
+    "Stats",
+    "Subscription",
+    "Ticket",
+    "cap",
+    "close_default_observer",
+    "create_app",
+    "get_observer",
+    "install_llm_recording",
+    "new_op_id",
+    "observe",
+    "observe_context",
+    "open_observer",
+    "scrub",
+    "set_observer",
+    "summarize",
+    "wrap_tool",
+]

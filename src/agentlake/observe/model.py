@@ -28,7 +28,9 @@ _SECRET_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{12,}\b"), "[REDACTED]"),
     (re.compile(r"\b(ghp|gho|ghs|github_pat|xox[abp]|AKIA)[A-Za-z0-9_]{12,}\b"), "[REDACTED]"),
     (
-        re.compile(r"(?i)((?:api[_-]?key|apikey|token|secret|password|passwd|pwd|authorization|x-api-key)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;&]{4,}"),
+        re.compile(
+            r"(?i)((?:api[_-]?key|apikey|token|secret|password|passwd|pwd|authorization|x-api-key)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;&]{4,}"
+        ),
         r"\1[REDACTED]",
     ),
 ]
@@ -97,7 +99,12 @@ class ObservedOp(BaseModel):
     trace_id: str | None = Field(None, max_length=MAX_ID_CHARS)
     span_id: str | None = Field(None, max_length=MAX_ID_CHARS)
     parent_span_id: str | None = Field(None, max_length=MAX_ID_CHARS)
-    endpoint: str = Field(..., min_length=1, max_length=256, description="What was done: 'tool.sql', 'llm.chat', 'POST /search'.")
+    endpoint: str = Field(
+        ...,
+        min_length=1,
+        max_length=256,
+        description="What was done: 'tool.sql', 'llm.chat', 'POST /search'.",
+    )
     source: Source = "external"
     agent_id: str | None = Field(None, max_length=MAX_ID_CHARS)
     input_summary: str = ""

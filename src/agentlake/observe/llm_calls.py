@@ -1,0 +1,77 @@
+"""Records every model call as an op, through the LLM layer's accounting hook.
+
+Owns the mapping ``agentlake.llm.accounting.CallRecord`` -> ``ObservedOp`` (source ``llm``,
+endpoint ``llm.<operation>``, usage filled, GenAI attributes kept) and the subscription. It
+does not own the accounting (``agentlake.llm.accounting``) nor storage.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from agentlake.observe.model import LLMUsage
+from agentlake.observe.record import Observer, _record_quietly, current_scope
+
+log = logging.getLogger(__name__)
+
+
+def op_from_call(record: Any) -> dict[str, Any]:
+    """The fields of the op for one ``CallRecord``, with the current observe context (trace,
+    parent span, agent, provenance) applied. Returned as fields so the caller builds the op."""
+    scope = current_scope()
+    started = getattr(record, "started_at", None)
+    if isinstance(started, datetime):
+        ts = started.timestamp() if started.tzinfo else started.replace(tzinfo=UTC).timestamp()
+    elif isinstance(started, (int, float)):
+        ts = float(started)
+    else:
+        ts = datetime.now(UTC).timestamp()
+    try:
+        attributes = dict(record.otel_attributes())
+    except Exception:  # attributes are a bonus; the usage columns carry the numbers
+        attributes = {}
+    operation = getattr(record, "operation", None) or "chat"
+    return dict(
+        ts=ts,
+        trace_id=scope.trace_id,
+        parent_span_id=scope.span_id,
+        endpoint=f"llm.{operation}",
+        source="llm",
+        agent_id=scope.agent_id,
+        input_summary="",
+        output_summary="",
+        success=bool(getattr(record, "success", True)),
+        duration_ms=max(0.0, float(getattr(record, "latency_ms", 0.0) or 0.0)),
+        error=getattr(record, "error", None),
+        provenance=dict(scope.provenance),
+        usage=LLMUsage(
+            provider=getattr(record, "provider", None),
+            model=getattr(record, "model", None),
+            input_tokens=getattr(record, "input_tokens", None),
+            output_tokens=getattr(record, "output_tokens", None),
+            thinking_tokens=getattr(record, "thinking_tokens", None),
+            finish_reason=getattr(record, "finish_reason", None),
+            attempts=getattr(record, "attempts", None),
+            continuations=getattr(record, "continuations", None),
+            cost_usd=getattr(record, "cost_usd", None),
+        ),
+        attributes={**scope.attributes, **attributes},
+    )
+
+
+def install_llm_recording(observer: Observer | None = None) -> Callable[[], None]:
+    """Record every model call made through ``agentlake.llm`` as an op (source ``llm``) in
+    ``observer`` (default: the process-wide one, looked up at each call). Returns the function
+    that stops recording. A recording failure is logged, never raised into the model call."""
+    from agentlake.llm.accounting import add_recorder
+
+    def _record(call: Any) -> None:
+        _record_quietly(observer, op_from_call(call))
+
+    return add_recorder(_record)
+
+
+__all__ = ["install_llm_recording", "op_from_call"]

@@ -1,0 +1,603 @@
+"""The one in-process recording path: ``Observer``, ``observe(...)``, ``wrap_tool`` and the
+process-wide default observer.
+
+Owns: the bounded ring of recent ops, live counters and latency percentiles, subscribers (the
+SSE live tail), the ``observe`` context manager/decorator with its context (trace/span ids,
+inherited provenance) and the choice of sink from settings (``observer_sink``: ``embedded``
+opens the DuckDB store in this process, ``http`` sends to a running observer service through
+``ObserverClient``, which spools when it is down). It does not own storage (``store``), HTTP
+(``service``, ``client``) or the op's shape (``model``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextvars
+import functools
+import inspect
+import json
+import logging
+import queue
+import secrets
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from agentlake.errors import UserError
+from agentlake.observe.model import MAX_SUMMARY_CHARS, LLMUsage, ObservedOp, Provenance, Source, cap
+from agentlake.observe.sink import OpSink
+from agentlake.observe.store import AppendResult, OpStore, Stats
+from agentlake.settings import Settings, load_settings
+
+log = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# How long an in-process caller waits for room when the write queue is full: in-process callers
+# get backpressure, not a 503 (the HTTP service answers 503 instead, see ``service``).
+IN_PROCESS_WAIT_FOR_SPACE_S = 30.0
+
+
+class Subscription:
+    """A live feed of newly stored ops (bounded; a slow reader loses the oldest, counted in
+    ``dropped``). Thread readers call :meth:`get`; asyncio readers pass ``loop`` to
+    ``Observer.subscribe`` and ``await`` :meth:`aget`."""
+
+    def __init__(self, observer: Observer, maxsize: int, loop: asyncio.AbstractEventLoop | None) -> None:
+        self._observer = observer
+        self._loop = loop
+        self._queue: queue.Queue[ObservedOp] = queue.Queue(maxsize)
+        self._aqueue: asyncio.Queue[ObservedOp] | None = asyncio.Queue(maxsize) if loop is not None else None
+        self.dropped = 0
+        self.closed = False
+
+    def _offer(self, op: ObservedOp) -> None:
+        if self._aqueue is not None and self._loop is not None:
+            try:
+                self._loop.call_soon_threadsafe(self._offer_async, op)
+            except RuntimeError:  # the loop is gone: the reader went away
+                self.close()
+            return
+        while True:
+            try:
+                self._queue.put_nowait(op)
+                return
+            except queue.Full:
+                try:
+                    self._queue.get_nowait()
+                    self.dropped += 1
+                except queue.Empty:
+                    pass
+
+    def _offer_async(self, op: ObservedOp) -> None:
+        assert self._aqueue is not None
+        if self._aqueue.full():
+            self._aqueue.get_nowait()
+            self.dropped += 1
+        self._aqueue.put_nowait(op)
+
+    def get(self, timeout: float | None = None) -> ObservedOp | None:
+        """The next op, or ``None`` after ``timeout`` seconds without one."""
+        try:
+            return self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    async def aget(self, timeout: float | None = None) -> ObservedOp | None:
+        """The next op for an asyncio reader, or ``None`` after ``timeout`` seconds."""
+        if self._aqueue is None:
+            raise UserError("this subscription was not created with an event loop; use get()")
+        try:
+            return await asyncio.wait_for(self._aqueue.get(), timeout)
+        except TimeoutError:
+            return None
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._observer._unsubscribe(self)
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Observer:
+    """The recording front: a sink (the durable truth), a bounded ring and live stats.
+
+    ``record``/``record_many`` return only once the ops are durable (stored, or for a remote
+    sink that is down, fsynced into the client's spool). Duplicated ids are answered
+    ``duplicate`` and never counted twice.
+    """
+
+    def __init__(self, sink: OpSink, *, ring_size: int = 10000, owns_sink: bool = True) -> None:
+        self.sink = sink
+        self.ring_size = ring_size
+        self._owns_sink = owns_sink
+        self._lock = threading.Lock()
+        self._ring: deque[ObservedOp] = deque(maxlen=ring_size)
+        self._subscribers: list[Subscription] = []
+        self._total = 0
+        self._successes = 0
+        self._by_source: Counter[str] = Counter()
+        self._by_endpoint: Counter[str] = Counter()
+        if sink.local:
+            # A restart rebuilds the ring and the counters from the store.
+            self._ring.extend(sink.recent(ring_size))
+            store: OpStore = sink  # type: ignore[assignment]
+            total, successes, by_source, by_endpoint = store.counters()
+            self._total, self._successes = total, successes
+            self._by_source.update(by_source)
+            self._by_endpoint.update(by_endpoint)
+
+    # --- recording ----------------------------------------------------------------------
+
+    def record(self, op: ObservedOp, *, timeout: float | None = None) -> ObservedOp:
+        """Make ``op`` durable, then return it. Raises ``RunError``/``UnavailableError`` if the
+        sink fails (the op is then NOT recorded; retrying with the same id is safe)."""
+        self.record_many([op], timeout=timeout)
+        return op
+
+    def record_many(self, ops: Sequence[ObservedOp], *, timeout: float | None = None) -> list[AppendResult]:
+        """Make ``ops`` durable; one :class:`AppendResult` per op, in order."""
+        ops = list(ops)
+        if not ops:
+            return []
+        results = self.sink.append(ops, timeout=timeout, wait_for_space=IN_PROCESS_WAIT_FOR_SPACE_S)
+        self._stored(ops, results)
+        return results
+
+    async def record_many_async(self, ops: Sequence[ObservedOp]) -> list[AppendResult]:
+        """``record_many`` for an asyncio server: fails fast with ``QueueFullError`` (503) when the
+        queue is full and awaits the group commit without holding a thread."""
+        ops = list(ops)
+        if not ops:
+            return []
+        submit = getattr(self.sink, "submit", None)
+        if submit is None:
+            return await asyncio.to_thread(self.record_many, ops)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+
+        def _wake(_ticket: Any) -> None:
+            loop.call_soon_threadsafe(lambda: future.done() or future.set_result(None))
+
+        ticket = submit(ops)
+        ticket.add_done_callback(_wake)
+        await future
+        results = ticket.result()
+        self._stored(ops, results)
+        return results
+
+    def _stored(self, ops: Sequence[ObservedOp], results: Sequence[AppendResult]) -> None:
+        fresh = [op for op, result in zip(ops, results, strict=True) if result.status != "duplicate"]
+        if not fresh:
+            return
+        with self._lock:
+            self._ring.extend(fresh)
+            for op in fresh:
+                self._total += 1
+                self._successes += op.success
+                self._by_source[op.source] += 1
+                self._by_endpoint[op.endpoint] += 1
+            subscribers = list(self._subscribers)
+        for subscriber in subscribers:
+            for op in fresh:
+                subscriber._offer(op)
+
+    # --- reading ------------------------------------------------------------------------
+
+    def recent(self, n: int = 100) -> list[ObservedOp]:
+        """The last ``n`` ops recorded (or rebuilt from the store), oldest first."""
+        with self._lock:
+            if n >= len(self._ring):
+                return list(self._ring)
+            return list(self._ring)[-n:] if n > 0 else []
+
+    @property
+    def ring_depth(self) -> int:
+        return len(self._ring)
+
+    def query(self, **filters: Any) -> list[ObservedOp]:
+        """Stored ops matching ``filters`` (see ``OpStore.query``)."""
+        return self.sink.query(**filters)
+
+    def stats(self, *, recent_scenario: int = 20) -> Stats:
+        """Live stats: exact totals, counts by source and endpoint; latency p50/p95 over the
+        ring; the latest scenario ops. A remote sink asks the service instead."""
+        if not self.sink.local:
+            return self.sink.stats()
+        with self._lock:
+            durations = sorted(op.duration_ms for op in self._ring)
+            scenario = [op for op in reversed(self._ring) if op.source == "scenario"][:recent_scenario]
+            stats = Stats(
+                total=self._total,
+                successes=self._successes,
+                failures=self._total - self._successes,
+                by_source=dict(self._by_source.most_common()),
+                by_endpoint=dict(self._by_endpoint.most_common()),
+                latency_window=len(durations),
+                recent_scenario=scenario,
+            )
+        if durations:
+            stats.latency_p50_ms = _percentile(durations, 0.50)
+            stats.latency_p95_ms = _percentile(durations, 0.95)
+        return stats
+
+    def health(self) -> dict[str, Any]:
+        """Status, ring depth and store lag (ops waiting for a commit, age of the oldest)."""
+        queued = getattr(self.sink, "queued_ops", 0)
+        oldest = getattr(self.sink, "oldest_pending_age", lambda: 0.0)()
+        return {
+            "status": "ok",
+            "sink": "embedded" if self.sink.local else "http",
+            "ring_depth": self.ring_depth,
+            "store_lag": {"queued_ops": queued, "oldest_pending_s": round(oldest, 3)},
+            "total": self._total if self.sink.local else None,
+        }
+
+    def subscribe(
+        self, *, maxsize: int = 1000, loop: asyncio.AbstractEventLoop | None = None
+    ) -> Subscription:
+        """A live feed of every op stored from now on (see :class:`Subscription`)."""
+        subscription = Subscription(self, maxsize, loop)
+        with self._lock:
+            self._subscribers.append(subscription)
+        return subscription
+
+    def _unsubscribe(self, subscription: Subscription) -> None:
+        with self._lock:
+            if subscription in self._subscribers:
+                self._subscribers.remove(subscription)
+
+    def close(self) -> None:
+        """Close the sink if this observer owns it (queued ops are committed first)."""
+        if self._owns_sink:
+            self.sink.close()
+
+    def __enter__(self) -> Observer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (what DuckDB's quantile_cont does)."""
+    position = (len(sorted_values) - 1) * q
+    low = int(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
+
+
+# --- the process-wide default observer ----------------------------------------------------
+
+_default: Observer | None = None
+_default_lock = threading.Lock()
+
+
+def open_observer(settings: Settings | None = None) -> Observer:
+    """A new Observer as ``settings.observer_sink`` says: ``embedded`` opens the DuckDB store at
+    ``settings.observer_path`` in this process; ``http`` sends to ``settings.observer_url``
+    through an ``ObserverClient`` (spooling to ``data_dir/spool`` while it is down)."""
+    settings = settings or load_settings()
+    if settings.observer_sink == "http":
+        from agentlake.observe.client import ObserverClient, RemoteSink
+
+        key = settings.observer_api_key.get_secret_value() if settings.observer_api_key else None
+        client = ObserverClient(settings.observer_url, api_key=key, spool_path=_default_spool(settings))
+        return Observer(RemoteSink(client), ring_size=settings.observer_ring_size)
+    store = OpStore(
+        settings.observer_path, queue_max=settings.observer_queue_max, threads=settings.duckdb_threads
+    )
+    return Observer(store, ring_size=settings.observer_ring_size)
+
+
+def _default_spool(settings: Settings) -> Any:
+    import os
+
+    return settings.data_dir / "spool" / f"observer-{os.getpid()}.jsonl"
+
+
+def get_observer(settings: Settings | None = None) -> Observer:
+    """The process-wide observer, created on first use from ``settings`` (see :func:`open_observer`)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = open_observer(settings)
+        return _default
+
+
+def set_observer(observer: Observer | None) -> Observer | None:
+    """Replace the process-wide observer (servers, tests); returns the previous one, NOT closed."""
+    global _default
+    with _default_lock:
+        previous, _default = _default, observer
+        return previous
+
+
+@atexit.register
+def close_default_observer() -> None:
+    """Close the process-wide observer, if one was opened (also run at interpreter exit)."""
+    previous = set_observer(None)
+    if previous is not None:
+        try:
+            previous.close()
+        except Exception:  # at exit there is nobody left to tell
+            log.exception("closing the observer failed")
+
+
+# --- context: trace/span ids and inherited provenance ---------------------------------------
+
+
+@dataclass(frozen=True)
+class _Scope:
+    trace_id: str | None = None
+    span_id: str | None = None
+    agent_id: str | None = None
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+
+
+_scope: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar(
+    "agentlake_observe_scope", default=None
+)
+_NO_SCOPE = _Scope()
+
+
+def current_scope() -> _Scope:
+    """The observe context in effect here (trace/span ids, agent, provenance, attributes)."""
+    return _scope.get() or _NO_SCOPE
+
+
+@contextmanager
+def observe_context(
+    *,
+    provenance: Provenance | Mapping[str, Any] | None = None,
+    agent_id: str | None = None,
+    trace_id: str | None = None,
+    **attributes: Any,
+) -> Iterator[None]:
+    """Set defaults inherited by every op recorded inside (across threads only if the context is
+    copied): provenance fields (e.g. a scenario's ``run_id``/``staffer_id``), an agent id, a trace
+    id and extra attributes. Nested contexts merge, inner values win."""
+    current = current_scope()
+    fields = _provenance_fields(provenance)
+    scope = _Scope(
+        trace_id=trace_id or current.trace_id,
+        span_id=current.span_id,
+        agent_id=agent_id or current.agent_id,
+        provenance={**current.provenance, **fields},
+        attributes={**current.attributes, **attributes},
+    )
+    token = _scope.set(scope)
+    try:
+        yield
+    finally:
+        _scope.reset(token)
+
+
+def _provenance_fields(provenance: Provenance | Mapping[str, Any] | None) -> dict[str, Any]:
+    if provenance is None:
+        return {}
+    if isinstance(provenance, Provenance):
+        return provenance.model_dump(exclude_none=True)
+    return {key: value for key, value in dict(provenance).items() if value is not None}
+
+
+def summarize(value: Any, limit: int = MAX_SUMMARY_CHARS) -> str:
+    """A short text of ``value`` for ``input_summary``/``output_summary``: strings as they are,
+    containers as JSON with long ones cut (the model scrubs secrets and caps the length)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return cap(value, limit)
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(mode="json")
+    if isinstance(value, (list, tuple)) and len(value) > 20:
+        value = [*value[:20], f"... {len(value) - 20} more"]
+    elif isinstance(value, dict) and len(value) > 50:
+        value = dict(list(value.items())[:50]) | {"...": f"{len(value) - 50} more keys"}
+    try:
+        text = json.dumps(value, default=str, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return cap(text, limit)
+
+
+def _span_id() -> str:
+    return secrets.token_hex(8)
+
+
+class OpHandle:
+    """What the body of ``observe(...)`` can set on its op before it is recorded."""
+
+    def __init__(self, op_id: str, attributes: dict[str, Any], provenance: dict[str, Any]) -> None:
+        self.id = op_id
+        self.attributes = attributes
+        self.provenance = provenance
+        self.output: Any = None
+        self.usage: LLMUsage | None = None
+        self.error: str | None = None
+        self.op: ObservedOp | None = None  # the recorded op, once the block has exited
+
+    def set_output(self, value: Any) -> None:
+        """Summarize ``value`` into the op's ``output_summary``."""
+        self.output = value
+
+    def set_usage(self, usage: LLMUsage | Mapping[str, Any]) -> None:
+        """Attach model-call accounting."""
+        self.usage = usage if isinstance(usage, LLMUsage) else LLMUsage(**usage)
+
+    def set_provenance(self, **fields: Any) -> None:
+        """Add provenance fields (``role``, ``city``, ``rescue_succeeded`` ...) known only inside."""
+        self.provenance.update({key: value for key, value in fields.items() if value is not None})
+
+    def fail(self, error: BaseException | str) -> None:
+        """Mark the op failed without raising (e.g. a tool that returns an error result)."""
+        self.error = _error_text(error)
+
+
+def _error_text(error: BaseException | str) -> str:
+    if isinstance(error, BaseException):
+        message = str(error)
+        return f"{type(error).__name__}: {message}" if message else type(error).__name__
+    return error
+
+
+class _Recording:
+    """One op in progress: opens a span in the context on creation, closes it in ``finish``."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        source: Source,
+        agent_id: str | None,
+        input: Any,
+        provenance: Provenance | Mapping[str, Any] | None,
+        attributes: dict[str, Any],
+    ) -> None:
+        self.scope = current_scope()
+        self.endpoint, self.source, self.input = endpoint, source, input
+        self.agent_id = agent_id or self.scope.agent_id
+        self.provenance = provenance
+        self.span_id = _span_id()
+        self.trace_id = self.scope.trace_id or secrets.token_hex(16)
+        self.handle = OpHandle(ObservedOp.model_fields["id"].default_factory(), dict(attributes), {})  # type: ignore[misc]
+        self.token = _scope.set(
+            _Scope(trace_id=self.trace_id, span_id=self.span_id, agent_id=self.agent_id,
+                   provenance=self.scope.provenance, attributes=self.scope.attributes)
+        )  # fmt: skip
+        self.started = time.time()
+        self.clock = time.perf_counter()
+
+    def finish(self) -> dict[str, Any]:
+        _scope.reset(self.token)
+        handle, scope = self.handle, self.scope
+        return dict(
+            id=handle.id,
+            ts=self.started,
+            trace_id=self.trace_id,
+            span_id=self.span_id,
+            parent_span_id=scope.span_id,
+            endpoint=self.endpoint,
+            source=self.source,
+            agent_id=self.agent_id,
+            input_summary=summarize(self.input),
+            output_summary=summarize(handle.output),
+            success=handle.error is None,
+            duration_ms=(time.perf_counter() - self.clock) * 1000,
+            error=handle.error,
+            provenance={**scope.provenance, **_provenance_fields(self.provenance), **handle.provenance},
+            usage=handle.usage,
+            attributes={**scope.attributes, **handle.attributes},
+        )
+
+
+@contextmanager
+def observe(
+    endpoint: str,
+    *,
+    source: Source = "agent",
+    agent_id: str | None = None,
+    input: Any = None,
+    provenance: Provenance | Mapping[str, Any] | None = None,
+    observer: Observer | None = None,
+    **attributes: Any,
+) -> Iterator[OpHandle]:
+    """Record the enclosed operation as one op: duration, success or failure, output, usage.
+
+    An exception in the block marks the op failed (``error`` = type and message) and is
+    re-raised unchanged. The op is recorded durably on exit through ``observer`` (default: the
+    process-wide one). If recording itself fails, that is logged and NOT raised: an observer
+    problem never fails the operation it watches. Usable as a decorator (``@observe("x")``).
+    Nested ``observe`` blocks share a trace id and link ``parent_span_id``.
+    """
+    recording = _Recording(endpoint, source, agent_id, input, provenance, attributes)
+    try:
+        yield recording.handle
+    except Exception as exc:
+        recording.handle.error = _error_text(exc)
+        raise
+    finally:
+        _record_quietly(observer, recording.finish(), recording.handle)
+
+
+def _record_quietly(
+    observer: Observer | None, fields: dict[str, Any], handle: OpHandle | None = None
+) -> None:
+    from datetime import UTC, datetime
+
+    try:
+        fields["ts"] = datetime.fromtimestamp(fields["ts"], UTC)
+        op = ObservedOp(**fields)
+        (observer or get_observer()).record(op)
+        if handle is not None:
+            handle.op = op
+    except Exception:
+        log.warning("could not record op %s (%s)", fields.get("endpoint"), fields.get("id"), exc_info=True)
+
+
+def wrap_tool(
+    fn: F,
+    *,
+    endpoint: str | None = None,
+    source: Source = "agent",
+    agent_id: str | None = None,
+    observer: Observer | None = None,
+) -> F:
+    """``fn`` wrapped so that every call is recorded as one op (arguments as input, return value
+    as output, an exception as the error; it is re-raised). Works for sync and async functions.
+    ``endpoint`` defaults to ``tool.<function name>``."""
+    name = endpoint or f"tool.{getattr(fn, '__name__', 'call')}"
+    try:
+        signature: inspect.Signature | None = inspect.signature(fn)
+    except (TypeError, ValueError):
+        signature = None
+
+    def _arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if signature is None:
+            return {"args": list(args), "kwargs": kwargs}
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:
+            return {"args": list(args), "kwargs": kwargs}
+        return {key: value for key, value in bound.arguments.items() if key not in ("self", "cls")}
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            recording = _Recording(name, source, agent_id, _arguments(args, kwargs), None, {})
+            try:
+                result = await fn(*args, **kwargs)
+                recording.handle.set_output(result)
+                return result
+            except Exception as exc:
+                recording.handle.error = _error_text(exc)
+                raise
+            finally:
+                # Recorded in a worker thread: the event loop never waits on a commit.
+                await asyncio.to_thread(_record_quietly, observer, recording.finish(), recording.handle)
+
+        return async_wrapper  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with observe(
+            name, source=source, agent_id=agent_id, input=_arguments(args, kwargs), observer=observer
+        ) as op:
+            result = fn(*args, **kwargs)
+            op.set_output(result)
+            return result
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,623 @@
+"""``OpStore``: the durable, append-only operation log (one DuckDB file, one writer thread).
+
+This module owns the ``ops`` table, its migrations, the write queue and group commit, and the
+read queries (``query``, ``recent``, ``stats``). It does not own the in-memory ring, live stats
+or subscribers (``record.Observer``) nor any HTTP (``service``, ``client``).
+
+Durability contract: ``append`` returns only after the DuckDB transaction holding the ops has
+committed (DuckDB syncs its write-ahead log on commit), so an acknowledged op survives a
+SIGKILL. The writer thread drains whatever is queued, up to ``batch_max`` ops, into ONE
+transaction and wakes every waiter of that batch: concurrent appends share one fsync.
+Idempotency: the op id is the primary key; an id already stored (or repeated inside a batch) is
+answered ``duplicate`` and stored once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import duckdb
+import pyarrow as pa
+from pydantic import BaseModel, Field
+
+from agentlake.errors import RunError, UnavailableError, UserError
+from agentlake.migrations import Migration, apply_migrations
+from agentlake.observe.model import LLMUsage, ObservedOp, Provenance
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS = [
+    Migration(
+        "0001_ops",
+        """
+        CREATE TABLE ops (
+            id VARCHAR PRIMARY KEY,
+            seq BIGINT NOT NULL,
+            ts TIMESTAMP NOT NULL,            -- UTC
+            trace_id VARCHAR,
+            span_id VARCHAR,
+            parent_span_id VARCHAR,
+            endpoint VARCHAR NOT NULL,
+            source VARCHAR NOT NULL,
+            agent_id VARCHAR,
+            input_summary VARCHAR,
+            output_summary VARCHAR,
+            success BOOLEAN NOT NULL,
+            duration_ms DOUBLE NOT NULL,
+            error VARCHAR,
+            staffer_id VARCHAR,
+            run_id VARCHAR,
+            event_kind VARCHAR,
+            role VARCHAR,
+            city VARCHAR,
+            state VARCHAR,
+            "count" INTEGER,
+            sig_hash VARCHAR,
+            rescue_attempted BOOLEAN,
+            rescue_succeeded BOOLEAN,
+            llm_provider VARCHAR,
+            llm_model VARCHAR,
+            input_tokens BIGINT,
+            output_tokens BIGINT,
+            thinking_tokens BIGINT,
+            finish_reason VARCHAR,
+            attempts INTEGER,
+            continuations INTEGER,
+            cost_usd DOUBLE,
+            attributes VARCHAR,               -- JSON object
+            stored_at TIMESTAMP NOT NULL      -- UTC, when the writer committed it
+        )
+        """,
+    ),
+]
+
+_PROVENANCE = list(Provenance.model_fields)
+# LLMUsage field -> column; provider and model are prefixed so they read clearly in SQL.
+_USAGE = {name: (f"llm_{name}" if name in ("provider", "model") else name) for name in LLMUsage.model_fields}
+
+_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("seq", pa.int64()),
+        ("ts", pa.timestamp("us")),
+        ("trace_id", pa.string()),
+        ("span_id", pa.string()),
+        ("parent_span_id", pa.string()),
+        ("endpoint", pa.string()),
+        ("source", pa.string()),
+        ("agent_id", pa.string()),
+        ("input_summary", pa.string()),
+        ("output_summary", pa.string()),
+        ("success", pa.bool_()),
+        ("duration_ms", pa.float64()),
+        ("error", pa.string()),
+        ("staffer_id", pa.string()),
+        ("run_id", pa.string()),
+        ("event_kind", pa.string()),
+        ("role", pa.string()),
+        ("city", pa.string()),
+        ("state", pa.string()),
+        ("count", pa.int32()),
+        ("sig_hash", pa.string()),
+        ("rescue_attempted", pa.bool_()),
+        ("rescue_succeeded", pa.bool_()),
+        ("llm_provider", pa.string()),
+        ("llm_model", pa.string()),
+        ("input_tokens", pa.int64()),
+        ("output_tokens", pa.int64()),
+        ("thinking_tokens", pa.int64()),
+        ("finish_reason", pa.string()),
+        ("attempts", pa.int32()),
+        ("continuations", pa.int32()),
+        ("cost_usd", pa.float64()),
+        ("attributes", pa.string()),
+        ("stored_at", pa.timestamp("us")),
+    ]
+)
+_COLUMNS = [f.name for f in _SCHEMA]
+_SELECT = ", ".join(f'"{name}"' for name in _COLUMNS)
+
+DEFAULT_BATCH_MAX = 20000
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """What happened to one op: ``stored`` now, already stored (``duplicate``), or ``spooled``
+    locally by an HTTP client to be replayed once the observer is back."""
+
+    id: str
+    status: Literal["stored", "duplicate", "spooled"] = "stored"
+
+    @property
+    def duplicate(self) -> bool:
+        return self.status == "duplicate"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "accepted": True, "status": self.status, "duplicate": self.duplicate}
+
+
+class Stats(BaseModel):
+    """Counts and latency over the operation log."""
+
+    total: int = 0
+    successes: int = 0
+    failures: int = 0
+    by_source: dict[str, int] = Field(default_factory=dict)
+    by_endpoint: dict[str, int] = Field(default_factory=dict)
+    latency_p50_ms: float | None = None
+    latency_p95_ms: float | None = None
+    latency_window: int = Field(0, description="How many ops the latency percentiles were computed over.")
+    recent_scenario: list[ObservedOp] = Field(default_factory=list)
+
+
+class QueueFullError(UnavailableError):
+    """The write queue holds ``queue_max`` ops already; retry after ``retry_after`` seconds."""
+
+    def __init__(self, message: str, *, retry_after: float = 1.0) -> None:
+        super().__init__(message, http_status=503, retry_after=retry_after)
+        self.retry_after = retry_after
+
+
+@dataclass
+class _Pending:
+    ops: list[ObservedOp]
+    done: threading.Event = field(default_factory=threading.Event)
+    results: list[AppendResult] | None = None
+    error: BaseException | None = None
+    callbacks: list[Callable[[_Pending], None]] = field(default_factory=list)
+    enqueued_at: float = field(default_factory=time.monotonic)
+
+
+class Ticket:
+    """A handle on queued ops: ``wait()`` blocks until they are durable; ``add_done_callback``
+    lets an asyncio server resolve a future from the writer thread instead of parking a thread."""
+
+    def __init__(self, pending: _Pending, lock: threading.Lock) -> None:
+        self._pending = pending
+        self._lock = lock
+
+    def add_done_callback(self, fn: Callable[[Ticket], None]) -> None:
+        with self._lock:
+            if not self._pending.done.is_set():
+                self._pending.callbacks.append(lambda _p: fn(self))
+                return
+        fn(self)
+
+    def result(self) -> list[AppendResult]:
+        """The results once done; raises the writer's error if the commit failed."""
+        if self._pending.error is not None:
+            raise self._pending.error
+        assert self._pending.results is not None
+        return self._pending.results
+
+    def wait(self, timeout: float | None = None) -> list[AppendResult]:
+        """Block until durable. Raises ``RunError`` on timeout (the ops may still commit later;
+        retrying with the same ids is safe) or the commit's own error."""
+        if not self._pending.done.wait(timeout):
+            raise RunError(f"observer store did not commit {len(self._pending.ops)} ops within {timeout} s")
+        return self.result()
+
+
+def _naive_utc(value: datetime) -> datetime:
+    return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
+
+
+def _to_table(ops: Sequence[ObservedOp], first_seq: int, stored_at: datetime) -> pa.Table:
+    cols: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
+    for seq, op in enumerate(ops, start=first_seq):
+        cols["id"].append(op.id)
+        cols["seq"].append(seq)
+        cols["ts"].append(_naive_utc(op.ts))
+        cols["trace_id"].append(op.trace_id)
+        cols["span_id"].append(op.span_id)
+        cols["parent_span_id"].append(op.parent_span_id)
+        cols["endpoint"].append(op.endpoint)
+        cols["source"].append(op.source)
+        cols["agent_id"].append(op.agent_id)
+        cols["input_summary"].append(op.input_summary)
+        cols["output_summary"].append(op.output_summary)
+        cols["success"].append(op.success)
+        cols["duration_ms"].append(op.duration_ms)
+        cols["error"].append(op.error)
+        prov = op.provenance
+        for name in _PROVENANCE:
+            cols[name].append(getattr(prov, name))
+        usage = op.usage
+        for name, column in _USAGE.items():
+            cols[column].append(None if usage is None else getattr(usage, name))
+        cols["attributes"].append(
+            json.dumps(op.attributes, default=str, ensure_ascii=False) if op.attributes else None
+        )
+        cols["stored_at"].append(stored_at)
+    return pa.Table.from_pydict(cols, schema=_SCHEMA)
+
+
+def _row_to_op(row: Sequence[Any]) -> ObservedOp:
+    rec = dict(zip(_COLUMNS, row, strict=True))
+    usage_values = {name: rec[column] for name, column in _USAGE.items()}
+    usage = LLMUsage(**usage_values) if any(v is not None for v in usage_values.values()) else None
+    return ObservedOp.model_construct(
+        id=rec["id"],
+        ts=rec["ts"].replace(tzinfo=UTC),
+        trace_id=rec["trace_id"],
+        span_id=rec["span_id"],
+        parent_span_id=rec["parent_span_id"],
+        endpoint=rec["endpoint"],
+        source=rec["source"],
+        agent_id=rec["agent_id"],
+        input_summary=rec["input_summary"] or "",
+        output_summary=rec["output_summary"] or "",
+        success=rec["success"],
+        duration_ms=rec["duration_ms"],
+        error=rec["error"],
+        provenance=Provenance.model_construct(**{name: rec[name] for name in _PROVENANCE}),
+        usage=usage,
+        attributes=json.loads(rec["attributes"]) if rec["attributes"] else {},
+    )
+
+
+def _is_lock_error(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "lock" in text and ("conflicting" in text or "could not set lock" in text)
+
+
+class OpStore:
+    """The durable op log in one DuckDB file, written by ONE thread (an ``OpSink``).
+
+    ``OpStore(path)`` opens (creating) the file read-write and starts the writer; at most one
+    process may do that per file (a DuckDB rule): others send ops over HTTP (see
+    ``settings.observer_sink``). ``OpStore(path, read_only=True)`` only reads and fails with
+    ``UnavailableError`` while another process holds the file.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        queue_max: int = 100_000,
+        batch_max: int = DEFAULT_BATCH_MAX,
+        read_only: bool = False,
+        threads: int = 2,
+    ) -> None:
+        self.local = True
+        self.path = Path(path)
+        self.queue_max = queue_max
+        self.batch_max = batch_max
+        self.read_only = read_only
+        if read_only and not self.path.exists():
+            raise UserError(
+                f"no observer store at {self.path}: record some ops first or check AGENTLAKE_DATA_DIR"
+            )
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = duckdb.connect(str(self.path), read_only=read_only, config={"threads": threads})
+        except duckdb.Error as exc:
+            if _is_lock_error(exc):
+                raise UnavailableError(
+                    f"the observer store {self.path} is held by another process (DuckDB allows one writer); "
+                    "send ops over HTTP (AGENTLAKE_OBSERVER_SINK=http) or query the running observer service"
+                ) from None
+            raise RunError(f"cannot open the observer store {self.path}: {exc}") from None
+        if not read_only:
+            apply_migrations(self._conn, MIGRATIONS)
+        self._next_seq = int(self._conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM ops").fetchone()[0])
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._queue: deque[_Pending] = deque()
+        self._queued_ops = 0
+        self._closing = False
+        self._closed = False
+        self.committed_batches = 0
+        self.last_commit_at: float | None = None
+        self._writer: threading.Thread | None = None
+        if not read_only:
+            self._writer = threading.Thread(target=self._write_loop, name="observer-writer", daemon=True)
+            self._writer.start()
+
+    # --- writing ------------------------------------------------------------------------
+
+    def submit(self, ops: Sequence[ObservedOp], *, wait_for_space: float = 0.0) -> Ticket:
+        """Queue ``ops`` for the next group commit and return a :class:`Ticket` at once.
+
+        Raises ``QueueFullError`` (503) when ``queue_max`` ops are already waiting, after waiting
+        up to ``wait_for_space`` seconds for room; ``UserError`` on a read-only or closed store.
+        """
+        if self.read_only:
+            raise UserError(f"the observer store {self.path} was opened read-only")
+        ops = list(ops)
+        pending = _Pending(ops)
+        deadline = time.monotonic() + wait_for_space
+        with self._cond:
+            while True:
+                if self._closing:
+                    raise UnavailableError("the observer store is closing")
+                # An empty queue always takes the batch, however large: it cannot starve.
+                if self._queued_ops == 0 or self._queued_ops + len(ops) <= self.queue_max:
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise QueueFullError(
+                        f"observer write queue is full ({self._queued_ops} ops waiting, limit {self.queue_max})",
+                        retry_after=1.0,
+                    )
+                self._cond.wait(min(left, 0.05))
+            self._queue.append(pending)
+            self._queued_ops += len(ops)
+            self._cond.notify_all()
+        return Ticket(pending, self._lock)
+
+    def append(
+        self, ops: Sequence[ObservedOp], *, timeout: float | None = None, wait_for_space: float = 0.0
+    ) -> list[AppendResult]:
+        """Store ``ops``; returns one :class:`AppendResult` per op, in order, once they are DURABLE.
+
+        Duplicated ids (already stored, or repeated in ``ops``) are stored once and answered
+        ``duplicate``. Raises ``QueueFullError`` when the queue is full (see :meth:`submit`),
+        ``RunError`` if the commit fails or ``timeout`` seconds pass first.
+        """
+        if not ops:
+            return []
+        return self.submit(ops, wait_for_space=wait_for_space).wait(timeout)
+
+    @property
+    def queued_ops(self) -> int:
+        """Ops waiting for a commit (the store's lag)."""
+        return self._queued_ops
+
+    def oldest_pending_age(self) -> float:
+        """Seconds the oldest queued batch has waited; 0 when nothing waits."""
+        with self._lock:
+            return time.monotonic() - self._queue[0].enqueued_at if self._queue else 0.0
+
+    def _take_batch(self) -> list[_Pending] | None:
+        with self._cond:
+            while not self._queue:
+                if self._closing:
+                    return None
+                self._cond.wait()
+            batch: list[_Pending] = []
+            count = 0
+            while self._queue and (not batch or count + len(self._queue[0].ops) <= self.batch_max):
+                pending = self._queue.popleft()
+                batch.append(pending)
+                count += len(pending.ops)
+            return batch
+
+    def _write_loop(self) -> None:
+        while True:
+            batch = self._take_batch()
+            if batch is None:
+                return
+            try:
+                results = self._commit(batch)
+                error: BaseException | None = None
+            except BaseException as exc:  # the waiters must hear about any failure
+                log.exception("observer store commit failed")
+                results, error = (
+                    None,
+                    RunError(f"observer store commit of {sum(len(p.ops) for p in batch)} ops failed: {exc}"),
+                )
+            with self._cond:
+                for index, pending in enumerate(batch):
+                    self._queued_ops -= len(pending.ops)
+                    if results is not None:
+                        pending.results = results[index]
+                    pending.error = error
+                    pending.done.set()
+                callbacks = [(pending, cb) for pending in batch for cb in pending.callbacks]
+                self._cond.notify_all()
+            for pending, callback in callbacks:
+                try:
+                    callback(pending)
+                except Exception:  # a waiter's callback must not kill the writer
+                    log.exception("observer ticket callback failed")
+
+    def _commit(self, batch: list[_Pending]) -> list[list[AppendResult]]:
+        seen: set[str] = set()
+        fresh: list[ObservedOp] = []
+        for pending in batch:
+            for op in pending.ops:
+                if op.id not in seen:
+                    seen.add(op.id)
+                    fresh.append(op)
+        now = datetime.now(UTC).replace(tzinfo=None)
+        table = _to_table(fresh, self._next_seq, now)
+        conn = self._conn
+        conn.execute("BEGIN TRANSACTION")
+        try:
+            conn.register("_incoming", table)
+            # The primary key answers "already stored" without a scan; RETURNING says which
+            # ids this transaction actually inserted.
+            inserted = {
+                row[0]
+                for row in conn.execute(
+                    f"INSERT OR IGNORE INTO ops ({_SELECT}) SELECT {_SELECT} FROM _incoming RETURNING id"
+                ).fetchall()
+            }
+            conn.unregister("_incoming")
+            conn.execute("COMMIT")
+        except BaseException:
+            try:
+                conn.execute("ROLLBACK")
+            except duckdb.Error:
+                pass
+            raise
+        # seq values of ops that turned out to be duplicates are simply skipped: seq orders
+        # commits, it does not need to be dense.
+        self._next_seq += len(fresh)
+        self.committed_batches += 1
+        self.last_commit_at = time.time()
+        results: list[list[AppendResult]] = []
+        for pending in batch:
+            per: list[AppendResult] = []
+            for op in pending.ops:
+                if op.id in inserted:
+                    inserted.discard(op.id)  # a repeat later in the same batch is a duplicate
+                    per.append(AppendResult(op.id, "stored"))
+                else:
+                    per.append(AppendResult(op.id, "duplicate"))
+            results.append(per)
+        return results
+
+    # --- reading ------------------------------------------------------------------------
+
+    def _cursor(self) -> duckdb.DuckDBPyConnection:
+        if self._closed:
+            raise UserError("the observer store is closed")
+        return self._conn.cursor()
+
+    def query(
+        self,
+        *,
+        source: str | None = None,
+        endpoint: str | None = None,
+        success: bool | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        staffer_id: str | None = None,
+        run_id: str | None = None,
+        agent_id: str | None = None,
+        trace_id: str | None = None,
+        after_seq: int | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        order: Literal["desc", "asc"] = "desc",
+    ) -> list[ObservedOp]:
+        """Committed ops matching every given filter, newest first (``order="asc"``: oldest first).
+
+        ``endpoint`` ending in ``*`` matches a prefix (``tool.*``). ``since`` is inclusive,
+        ``until`` exclusive; naive datetimes are taken as UTC. Raises ``UserError`` on a bad
+        ``limit``/``offset``/``order``.
+        """
+        if limit < 0 or offset < 0:
+            raise UserError("limit and offset must be >= 0")
+        if order not in ("asc", "desc"):
+            raise UserError("order must be 'asc' or 'desc'")
+        where, params = self._filters(
+            source=source, endpoint=endpoint, success=success, since=since, until=until,
+            staffer_id=staffer_id, run_id=run_id, agent_id=agent_id, trace_id=trace_id, after_seq=after_seq,
+        )  # fmt: skip
+        direction = "DESC" if order == "desc" else "ASC"
+        sql = f"SELECT {_SELECT} FROM ops {where} ORDER BY ts {direction}, seq {direction} LIMIT ? OFFSET ?"
+        rows = self._cursor().execute(sql, [*params, limit, offset]).fetchall()
+        return [_row_to_op(row) for row in rows]
+
+    def count(self, **filters: Any) -> int:
+        """How many committed ops match the same filters as :meth:`query`."""
+        where, params = self._filters(**filters)
+        return int(self._cursor().execute(f"SELECT count(*) FROM ops {where}", params).fetchone()[0])
+
+    @staticmethod
+    def _filters(
+        *,
+        source: str | None = None,
+        endpoint: str | None = None,
+        success: bool | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        staffer_id: str | None = None,
+        run_id: str | None = None,
+        agent_id: str | None = None,
+        trace_id: str | None = None,
+        after_seq: int | None = None,
+    ) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("source", source), ("success", success), ("staffer_id", staffer_id), ("run_id", run_id),
+            ("agent_id", agent_id), ("trace_id", trace_id),
+        ):  # fmt: skip
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        if endpoint is not None:
+            if endpoint.endswith("*"):
+                clauses.append("starts_with(endpoint, ?)")
+                params.append(endpoint[:-1])
+            else:
+                clauses.append("endpoint = ?")
+                params.append(endpoint)
+        if since is not None:
+            clauses.append("ts >= ?")
+            params.append(_naive_utc(since))
+        if until is not None:
+            clauses.append("ts < ?")
+            params.append(_naive_utc(until))
+        if after_seq is not None:
+            clauses.append("seq > ?")
+            params.append(after_seq)
+        return ("WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+    def recent(self, n: int = 100) -> list[ObservedOp]:
+        """The last ``n`` ops in commit order, oldest first (what rebuilds the ring)."""
+        rows = (
+            self._cursor()
+            .execute(
+                f"SELECT {_SELECT} FROM (SELECT {_SELECT} FROM ops ORDER BY seq DESC LIMIT ?) ORDER BY seq",
+                [n],
+            )
+            .fetchall()
+        )
+        return [_row_to_op(row) for row in rows]
+
+    def stats(self, *, latency_window: int = 10000, recent_scenario: int = 20) -> Stats:
+        """Exact counts over the whole log; latency percentiles over the last ``latency_window`` ops."""
+        cur = self._cursor()
+        total, successes = cur.execute("SELECT count(*), count(*) FILTER (WHERE success) FROM ops").fetchone()
+        by_source = dict(
+            cur.execute("SELECT source, count(*) FROM ops GROUP BY source ORDER BY 2 DESC").fetchall()
+        )
+        by_endpoint = dict(
+            cur.execute("SELECT endpoint, count(*) FROM ops GROUP BY endpoint ORDER BY 2 DESC").fetchall()
+        )
+        p50, p95, window = cur.execute(
+            "SELECT quantile_cont(duration_ms, 0.5), quantile_cont(duration_ms, 0.95), count(*) "
+            "FROM (SELECT duration_ms FROM ops ORDER BY seq DESC LIMIT ?)",
+            [latency_window],
+        ).fetchone()
+        return Stats(
+            total=total,
+            successes=successes,
+            failures=total - successes,
+            by_source=by_source,
+            by_endpoint=by_endpoint,
+            latency_p50_ms=p50,
+            latency_p95_ms=p95,
+            latency_window=window,
+            recent_scenario=self.query(source="scenario", limit=recent_scenario),
+        )
+
+    def counters(self) -> tuple[int, int, dict[str, int], dict[str, int]]:
+        """(total, successes, by_source, by_endpoint): the seed of an Observer's live counters."""
+        stats = self.stats(latency_window=1, recent_scenario=0)
+        return stats.total, stats.successes, stats.by_source, stats.by_endpoint
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Commit everything already queued, stop the writer and close the file. Idempotent."""
+        if self._closed:
+            return
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        if self._writer is not None:
+            self._writer.join()
+        self._closed = True
+        self._conn.close()
+
+    def __enter__(self) -> OpStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
