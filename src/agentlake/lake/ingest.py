@@ -1,0 +1,399 @@
+"""Ingest: read a CSV / Parquet / JSONL file into Arrow, then merge it into a dataset.
+
+Two halves with one boundary. :func:`read_source` turns a file into an Arrow table on a
+private in-memory DuckDB (the lake itself runs with external access off) and converts every
+reader failure into a ``UserError`` naming the file and, where known, the line.
+:func:`apply_ingest` runs inside the lake writer's transaction and does append / replace /
+upsert with schema checks, ``evolve``, key checks and the catalog record, so a failure at
+any step leaves the dataset exactly as it was. This module does not open the lake file;
+``Lake`` owns the writer and calls in.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import duckdb
+from pydantic import BaseModel, Field
+
+from agentlake.errors import UserError
+from agentlake.lake.catalog import (
+    catalog_key,
+    check_dataset_name,
+    quote_ident,
+    record_ingest,
+    table_columns,
+    table_exists,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+Mode = Literal["append", "replace", "upsert"]
+MODES: tuple[str, ...] = ("append", "replace", "upsert")
+
+CSV_SUFFIXES = (".csv", ".tsv", ".txt")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
+_INCOMING = "__agentlake_incoming"
+_NUMERIC = re.compile(
+    r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|DECIMAL.*)$"
+)
+
+
+class IngestResult(BaseModel):
+    """What one ingest did: row counts before/after and any columns ``evolve`` added."""
+
+    dataset: str
+    mode: str
+    rows_in: int
+    rows_before: int
+    rows_after: int
+    added_columns: list[str] = Field(default_factory=list)
+
+
+def check_mode(mode: str, key: str | None) -> None:
+    """``UserError`` for an unknown mode or an upsert without a key."""
+    if mode not in MODES:
+        raise UserError(f"unknown ingest mode {mode!r}: use one of {', '.join(MODES)}")
+    if mode == "upsert" and not key:
+        raise UserError(
+            "upsert needs a key: pass --key COLUMN naming the column that identifies a row (e.g. --key worker_id)"
+        )
+
+
+# --- reading -------------------------------------------------------------------------
+
+
+def read_source(source: Path | str, *, types: dict[str, str] | None = None, threads: int = 2) -> pa.Table:
+    """Read a CSV, Parquet or JSONL file into an Arrow table.
+
+    ``types`` (column -> DuckDB type) pins CSV column types, used when appending so that a
+    wrong value is reported at its line instead of silently changing the column's type.
+    Raises ``UserError`` for a missing, empty, unreadable or malformed file.
+    """
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise UserError(f"file not found: {path}; check the path")
+    if path.is_dir():
+        raise UserError(f"{path} is a directory; pass one CSV, Parquet or JSONL file")
+    suffix = path.suffix.lower()
+    if suffix not in CSV_SUFFIXES + PARQUET_SUFFIXES + JSON_SUFFIXES:
+        raise UserError(
+            f"cannot tell the format of {path.name}: name the file .csv, .parquet or .jsonl (also .tsv, .ndjson, .json)"
+        )
+    if path.stat().st_size == 0:
+        raise UserError(f"file {path} is empty; nothing to ingest")
+    # A private database: file access is allowed here because the user named this file.
+    reader = duckdb.connect(":memory:", config={"threads": threads, "autoinstall_known_extensions": False})
+    try:
+        if suffix in CSV_SUFFIXES:
+            table = _read_csv(reader, path, types or {})
+        elif suffix in PARQUET_SUFFIXES:
+            table = _read_with(reader, "SELECT * FROM read_parquet(?)", [str(path)], path, "Parquet")
+        else:
+            fmt = "auto" if suffix == ".json" else "newline_delimited"
+            table = _read_with(
+                reader, f"SELECT * FROM read_json(?, format='{fmt}')", [str(path)], path, "JSON"
+            )
+    finally:
+        reader.close()
+    if table.num_rows == 0:
+        raise UserError(
+            f"file {path} has no data rows (only a header or an empty document); nothing to ingest"
+        )
+    names = [name.lower() for name in table.column_names]
+    duplicated = sorted({name for name in names if names.count(name) > 1})
+    if duplicated:
+        raise UserError(
+            f"file {path} has duplicate column names {duplicated} (column names are case-insensitive)"
+        )
+    return table
+
+
+def _read_with(reader: duckdb.DuckDBPyConnection, sql: str, params: list, path: Path, kind: str) -> pa.Table:
+    try:
+        return reader.sql(sql, params=params).to_arrow_table()
+    except duckdb.Error as exc:
+        raise UserError(f"cannot read {path} as {kind}: {_condense(exc)}") from None
+
+
+def _sniff_delimiter(header_line: str, suffix: str) -> str:
+    if suffix == ".tsv":
+        return "\t"
+    counts = {delim: header_line.count(delim) for delim in (",", ";", "\t", "|")}
+    best = max(counts, key=lambda delim: counts[delim])
+    return best if counts[best] else ","
+
+
+def _read_csv(reader: duckdb.DuckDBPyConnection, path: Path, types: dict[str, str]) -> pa.Table:
+    with path.open(encoding="utf-8", errors="replace", newline="") as handle:
+        first = handle.readline()
+    delim = _sniff_delimiter(first, path.suffix.lower())
+    header = next(csv.reader([first], delimiter=delim), [])
+    if not header or not any(name.strip() for name in header):
+        raise UserError(f"file {path} has no header row; the first line must name the columns")
+    blank = [index + 1 for index, name in enumerate(header) if not name.strip()]
+    if blank:
+        raise UserError(
+            f"file {path}: header column(s) {blank} have no name; name every column in the first line"
+        )
+    pinned = {name: types[name.lower()] for name in header if name.lower() in types}
+    options = "delim=?, header=true, quote='\"', escape='\"', strict_mode=true, null_padding=false"
+    params: list = [str(path), delim]
+    if pinned:
+        options += ", types=?"
+        params.append(pinned)
+    try:
+        return reader.sql(f"SELECT * FROM read_csv(?, {options})", params=params).to_arrow_table()
+    except duckdb.Error as exc:
+        raise UserError(_csv_error(path, delim, len(header), exc)) from None
+
+
+_LINE = re.compile(r"CSV Error on Line: (\d+)")
+_CONVERT = re.compile(r'Error when converting column "(.+?)"\. Could not convert string "(.*?)" to \'(.+?)\'')
+
+
+def _csv_error(path: Path, delim: str, width: int, exc: duckdb.Error) -> str:
+    text = str(exc)
+    line = _LINE.search(text)
+    convert = _CONVERT.search(text)
+    if line and convert:
+        column, value, dtype = convert.groups()
+        return (
+            f"{path} line {line.group(1)}: column {column} has {value!r}, which is not a {dtype}; "
+            "fix the value (the dataset's column has that type)"
+        )
+    bad = _find_bad_row(path, delim, width)
+    if bad:
+        return bad
+    if line:
+        return f"{path} line {line.group(1)} is malformed: {_condense(exc)}"
+    return f"cannot read {path} as CSV: {_condense(exc)}"
+
+
+def _find_bad_row(path: Path, delim: str, width: int) -> str | None:
+    """Locate the first row whose field count differs from the header's (the reader's
+    sniffer often fails before it can say which line is wrong)."""
+    with path.open(encoding="utf-8", errors="replace", newline="") as handle:
+        rows = csv.reader(handle, delimiter=delim, strict=True)
+        try:
+            for row in rows:
+                if rows.line_num > 1 and row and len(row) != width:
+                    return (
+                        f"{path} line {rows.line_num} has {len(row)} fields but the header has {width}; "
+                        "fix that row (quote values that contain the delimiter)"
+                    )
+        except csv.Error as exc:
+            return f"{path} line {rows.line_num} is malformed ({exc}); fix that row"
+    return None
+
+
+def _condense(exc: BaseException) -> str:
+    """First meaningful line of a DuckDB error, without its 'X Error:' prefix."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    head = lines[0] if lines else type(exc).__name__
+    return re.sub(r"^[A-Za-z ]*Error: ", "", head)
+
+
+# --- merging -------------------------------------------------------------------------
+
+
+def apply_ingest(
+    conn: duckdb.DuckDBPyConnection,
+    *,
+    dataset: str,
+    table: pa.Table,
+    mode: str,
+    key: str | None,
+    evolve: bool,
+    source: str,
+) -> IngestResult:
+    """Merge ``table`` into ``dataset``; run inside the writer's transaction.
+
+    Every check happens before the first write, and the caller's transaction makes the
+    writes all-or-nothing. Raises ``UserError`` for schema mismatches (naming the missing,
+    extra and mistyped columns), key problems and bad modes.
+    """
+    check_dataset_name(dataset)
+    check_mode(mode, key)
+    if table.num_rows == 0:
+        raise UserError(f"nothing to ingest into {dataset}: the input has no rows")
+    conn.register(_INCOMING, table)
+    try:
+        return _merge(conn, dataset, table.num_rows, mode, key, evolve, source)
+    finally:
+        # DuckDB 2 refuses unregister while a result is half-read (an early raise after fetchone).
+        conn.complete()
+        conn.unregister(_INCOMING)
+
+
+def _merge(
+    conn: duckdb.DuckDBPyConnection,
+    dataset: str,
+    rows_in: int,
+    mode: str,
+    key: str | None,
+    evolve: bool,
+    source: str,
+) -> IngestResult:
+    target = quote_ident(dataset)
+    incoming = [
+        (str(row[0]), str(row[1])) for row in conn.execute(f"DESCRIBE SELECT * FROM {_INCOMING}").fetchall()
+    ]
+    incoming_by_lower = {name.lower(): (name, dtype) for name, dtype in incoming}
+    exists = table_exists(conn, dataset)
+    _, recorded_key = catalog_key(conn, dataset)
+    rows_before = _count(conn, target) if exists else 0
+
+    if key is not None and key.lower() not in incoming_by_lower:
+        raise UserError(
+            f"key column {key!r} is not in the input; its columns are: {', '.join(name for name, _ in incoming)}"
+        )
+    if mode == "upsert" and exists and recorded_key and key and key.lower() != recorded_key.lower():
+        raise UserError(f"dataset {dataset} is keyed by {recorded_key}; pass --key {recorded_key}")
+
+    added: list[str] = []
+    if not exists or mode == "replace":
+        effective_key = key or (
+            recorded_key if recorded_key and recorded_key.lower() in incoming_by_lower else None
+        )
+        if effective_key:
+            _check_unique_key(conn, incoming_by_lower[effective_key.lower()][0], "the input")
+        conn.execute(f"CREATE OR REPLACE TABLE {target} AS SELECT * FROM {_INCOMING}")
+        if effective_key:
+            effective_key = incoming_by_lower[effective_key.lower()][0]
+    else:
+        existing = table_columns(conn, dataset)
+        added = _reconcile(conn, dataset, existing, incoming, mode, evolve)
+        existing = table_columns(conn, dataset)
+        types = {name.lower(): dtype for name, dtype in existing}
+        effective_key = key if mode == "upsert" else recorded_key
+        if effective_key:
+            effective_key = next(name for name, _ in existing if name.lower() == effective_key.lower())
+            source_key = incoming_by_lower[effective_key.lower()][0]
+            _check_unique_key(conn, source_key, "the input")
+            cast_key = f"CAST({quote_ident(source_key)} AS {types[effective_key.lower()]})"
+            if mode == "upsert":
+                conn.execute(
+                    f"DELETE FROM {target} WHERE {quote_ident(effective_key)} IN (SELECT {cast_key} FROM {_INCOMING})"
+                )
+            else:
+                clash = conn.execute(
+                    f"SELECT count(*), min({cast_key}) FROM {_INCOMING} "
+                    f"WHERE {cast_key} IN (SELECT {quote_ident(effective_key)} FROM {target})"
+                ).fetchone()
+                if clash and clash[0]:
+                    raise UserError(
+                        f"{clash[0]} input row(s) have {effective_key} values already in {dataset} (e.g. {clash[1]}); "
+                        f"use --mode upsert --key {effective_key} to update them"
+                    )
+        columns = ", ".join(quote_ident(name) for name, _ in incoming)
+        selects = ", ".join(f"CAST({quote_ident(name)} AS {types[name.lower()]})" for name, _ in incoming)
+        conn.execute(f"INSERT INTO {target} ({columns}) SELECT {selects} FROM {_INCOMING}")
+
+    rows_after = _count(conn, target)
+    record_ingest(
+        conn,
+        dataset=dataset,
+        key=effective_key,
+        source=source,
+        mode=mode,
+        rows_in=rows_in,
+        rows_before=rows_before,
+        rows_after=rows_after,
+        added_columns=added,
+    )
+    return IngestResult(
+        dataset=dataset,
+        mode=mode,
+        rows_in=rows_in,
+        rows_before=rows_before,
+        rows_after=rows_after,
+        added_columns=added,
+    )
+
+
+def _count(conn: duckdb.DuckDBPyConnection, target: str) -> int:
+    row = conn.execute(f"SELECT count(*) FROM {target}").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _check_unique_key(conn: duckdb.DuckDBPyConnection, column: str, where: str) -> None:
+    col = quote_ident(column)
+    row = conn.execute(
+        f"SELECT count(*) FILTER (WHERE {col} IS NULL), count({col}) - count(DISTINCT {col}) FROM {_INCOMING}"
+    ).fetchone()
+    nulls, duplicates = (int(row[0]), int(row[1])) if row else (0, 0)
+    if nulls:
+        raise UserError(f"key column {column} has {nulls} empty value(s) in {where}; every row needs a key")
+    if duplicates:
+        example = conn.execute(
+            f"SELECT {col} FROM {_INCOMING} GROUP BY {col} HAVING count(*) > 1 ORDER BY {col} LIMIT 1"
+        ).fetchone()
+        raise UserError(
+            f"key column {column} is not unique in {where}: {duplicates} repeated value(s), e.g. {example[0] if example else '?'}; "
+            "each key may appear once"
+        )
+
+
+def _reconcile(
+    conn: duckdb.DuckDBPyConnection,
+    dataset: str,
+    existing: list[tuple[str, str]],
+    incoming: list[tuple[str, str]],
+    mode: str,
+    evolve: bool,
+) -> list[str]:
+    """Compare schemas; raise one ``UserError`` naming every problem, or evolve. Returns
+    the columns added."""
+    existing_by_lower = {name.lower(): (name, dtype) for name, dtype in existing}
+    incoming_lower = {name.lower() for name, _ in incoming}
+    missing = [name for name, _ in existing if name.lower() not in incoming_lower]
+    extra = [(name, dtype) for name, dtype in incoming if name.lower() not in existing_by_lower]
+    mistyped = []
+    for name, dtype in incoming:
+        if name.lower() not in existing_by_lower:
+            continue
+        want = existing_by_lower[name.lower()][1]
+        if dtype != want:
+            bad = _first_unconvertible(conn, name, dtype, want)
+            if bad is not None:
+                mistyped.append(
+                    f"{name} is {want} in {dataset} but the input has {dtype} values such as {bad!r}"
+                )
+    problems = []
+    if missing:
+        problems.append(f"the input lacks column(s) {', '.join(missing)}")
+    if extra and not evolve:
+        problems.append(
+            f"the input has new column(s) {', '.join(name for name, _ in extra)} (pass --evolve to add them as nullable columns)"
+        )
+    if mistyped:
+        problems.append("wrong type: " + "; ".join(mistyped))
+    if problems:
+        raise UserError(
+            f"cannot {mode} into {dataset}: " + "; ".join(problems) + "; fix the input or use --mode replace"
+        )
+    for name, dtype in extra:
+        conn.execute(f"ALTER TABLE {quote_ident(dataset)} ADD COLUMN {quote_ident(name)} {dtype}")
+    return [name for name, _ in extra]
+
+
+def _first_unconvertible(conn: duckdb.DuckDBPyConnection, column: str, have: str, want: str) -> object | None:
+    """A value of ``column`` that does not survive conversion to ``want``, or None.
+
+    Numeric-to-numeric conversions must round-trip: 1.5 into an INTEGER column would
+    otherwise silently become 2.
+    """
+    col = quote_ident(column)
+    lost = f"TRY_CAST({col} AS {want}) IS NULL"
+    if _NUMERIC.match(have) and _NUMERIC.match(want):
+        lost += f" OR CAST(TRY_CAST({col} AS {want}) AS {have}) IS DISTINCT FROM {col}"
+    row = conn.execute(
+        f"SELECT {col} FROM {_INCOMING} WHERE {col} IS NOT NULL AND ({lost}) LIMIT 1"
+    ).fetchone()
+    return None if row is None else row[0]

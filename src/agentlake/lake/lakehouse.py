@@ -1,0 +1,308 @@
+"""``Lake``: the one owner of the lakehouse DuckDB file.
+
+Owns the read-write connection (THE writer: every write goes through :meth:`Lake.write`,
+serialized by a per-file lock, one transaction each), read cursors for library code, the
+guarded read-only :meth:`Lake.query` (capped, interrupted on timeout), and the entry points
+for ingest. It does not parse files (``ingest``), decide what SQL is safe (``guard``) or
+define the catalog schema (``catalog``).
+
+The database runs with external access disabled: no SQL run through the lake can read or
+write files, URLs or Python variables. Library code that needs an Arrow table inside SQL
+registers it on the connection it was given (``conn.register(name, table)``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+import duckdb
+from pydantic import BaseModel
+
+from agentlake.errors import NotFoundError, RunError, UnavailableError, UserError
+from agentlake.lake import catalog
+from agentlake.lake.catalog import DatasetInfo
+from agentlake.lake.guard import check_select
+from agentlake.lake.ingest import IngestResult, apply_ingest, check_mode, read_source
+from agentlake.migrations import apply_migrations
+from agentlake.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+T = TypeVar("T")
+
+# One lock per lake file in this process: two Lake objects on one file share DuckDB's
+# cached database instance, so they must also share the writer's serialization.
+_file_locks: dict[Path, threading.RLock] = {}
+_file_locks_guard = threading.Lock()
+
+# Errors that mean "your query is wrong", as opposed to "running it failed".
+_QUERY_USER_ERRORS: tuple[type[duckdb.Error], ...] = (
+    duckdb.ParserException,
+    duckdb.BinderException,
+    duckdb.CatalogException,
+    duckdb.ConversionException,
+    duckdb.InvalidInputException,
+    duckdb.PermissionException,
+)
+
+
+def _lock_for(path: Path) -> threading.RLock:
+    with _file_locks_guard:
+        return _file_locks.setdefault(path, threading.RLock())
+
+
+class QueryResult(BaseModel):
+    """Rows of a guarded query; ``truncated`` when more rows existed than the cap."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+    truncated: bool
+    elapsed_ms: float
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """Rows as ``{column: value}`` dicts, in column order."""
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+
+class Lake:
+    """The lakehouse: one DuckDB file, one writer, many readers. Use as a context manager."""
+
+    def __init__(
+        self, conn: duckdb.DuckDBPyConnection, path: Path, settings: Settings, read_only: bool
+    ) -> None:
+        self._conn = conn
+        self.path = path
+        self.settings = settings
+        self.read_only = read_only
+        self._lock = _lock_for(path)
+        self._local = threading.local()
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls, settings: Settings | None = None, *, path: Path | None = None, read_only: bool = False
+    ) -> Lake:
+        """Open (creating if needed) the lake file and apply its migrations.
+
+        ``path`` defaults to ``settings.lake_path``. ``read_only`` opens an existing file
+        without taking the write lock (several processes may read at once); it raises
+        ``NotFoundError`` if there is no lake yet. Raises ``UnavailableError`` when another
+        process holds the file.
+        """
+        settings = settings or load_settings()
+        target = Path(path) if path is not None else settings.lake_path
+        target = target.expanduser().resolve()
+        if read_only and not target.exists():
+            raise NotFoundError(
+                f"no lake at {target} yet: create it with `agentlake data generate` or `agentlake ingest FILE --dataset NAME`"
+            )
+        if not read_only:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        config: dict[str, Any] = {
+            "threads": settings.duckdb_threads,
+            "enable_external_access": False,
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+        }
+        try:
+            conn = duckdb.connect(str(target), read_only=read_only, config=config)
+        except duckdb.IOException as exc:
+            text = str(exc)
+            if "lock" in text.lower():
+                raise UnavailableError(
+                    f"the lake file {target} is in use by another process; stop it or wait and retry ({text.splitlines()[0]})"
+                ) from None
+            raise RunError(f"cannot open the lake file {target}: {text.splitlines()[0]}") from None
+        except duckdb.ConnectionException as exc:
+            raise RunError(
+                f"cannot open {target} {'read-only' if read_only else 'read-write'}: this process already has it open "
+                f"the other way ({str(exc).splitlines()[0]}); reuse that Lake"
+            ) from None
+        except duckdb.Error as exc:
+            raise RunError(f"cannot open the lake file {target}: {str(exc).splitlines()[0]}") from None
+        lake = cls(conn, target, settings, read_only)
+        if not read_only:
+            with lake._lock:
+                apply_migrations(conn, catalog.LAKE_MIGRATIONS)
+        return lake
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the writer connection (cursors from :meth:`cursor` stop working)."""
+        if not self._closed:
+            self._closed = True
+            with self._lock:
+                self._conn.close()
+
+    def __enter__(self) -> Lake:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RunError(f"the lake {self.path} is closed; open it again with Lake.open()")
+
+    # --- writes ----------------------------------------------------------------------
+
+    def write(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+        """Run ``fn(conn)`` on the writer inside one transaction, serialized with all writes.
+
+        Commits when ``fn`` returns, rolls back when it raises. ``UserError``/``RunError``
+        pass through; DuckDB errors become ``RunError`` (the original is ``__cause__``).
+        A ``write`` inside ``fn`` (same thread) joins the outer transaction.
+        """
+        self._check_open()
+        if self.read_only:
+            raise UserError(
+                f"the lake {self.path} was opened read-only; open it with read_only=False to write"
+            )
+        if getattr(self._local, "depth", 0):
+            return fn(self._conn)
+        with self._lock:
+            self._local.depth = 1
+            try:
+                self._conn.execute("BEGIN TRANSACTION")
+                try:
+                    result = fn(self._conn)
+                except BaseException:
+                    self._conn.abort()  # a half-read result would block the ROLLBACK
+                    self._conn.execute("ROLLBACK")
+                    raise
+                self._conn.complete()  # run a pending statement of fn to its end before COMMIT
+                self._conn.execute("COMMIT")
+                return result
+            except duckdb.Error as exc:
+                raise RunError(f"lake write failed: {str(exc).splitlines()[0]}") from exc
+            finally:
+                self._local.depth = 0
+
+    def ingest(
+        self,
+        source: Path | str,
+        dataset: str,
+        *,
+        mode: Literal["append", "replace", "upsert"] = "append",
+        key: str | None = None,
+        evolve: bool = False,
+    ) -> IngestResult:
+        """Load a CSV, Parquet or JSONL file into ``dataset``, atomically.
+
+        ``append`` (default) adds rows, refusing a schema mismatch unless ``evolve`` adds the
+        new columns; ``replace`` swaps the whole dataset; ``upsert`` replaces rows whose
+        ``key`` matches and adds the rest. Every ingest is recorded in the history. Raises
+        ``UserError`` for bad input; nothing is written then.
+        """
+        catalog.check_dataset_name(dataset)
+        check_mode(mode, key)
+        self._check_open()
+        types: dict[str, str] = {}
+        if mode != "replace":
+            with self.cursor() as cur:
+                if catalog.table_exists(cur, dataset):
+                    types = {name.lower(): dtype for name, dtype in catalog.table_columns(cur, dataset)}
+        table = read_source(source, types=types, threads=self.settings.duckdb_threads)
+        label = str(Path(source).expanduser().resolve())
+        return self.write_table(dataset, table, mode=mode, key=key, evolve=evolve, source=label)
+
+    def write_table(
+        self,
+        dataset: str,
+        table: pa.Table,
+        *,
+        mode: Literal["append", "replace", "upsert"] = "append",
+        key: str | None = None,
+        evolve: bool = False,
+        source: str = "library",
+    ) -> IngestResult:
+        """Same as :meth:`ingest`, from an Arrow table already in memory (``source`` labels
+        the history row)."""
+        return self.write(
+            lambda conn: apply_ingest(
+                conn, dataset=dataset, table=table, mode=mode, key=key, evolve=evolve, source=source
+            )
+        )
+
+    # --- reads -----------------------------------------------------------------------
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A new read cursor for library code; one per thread. Close it when done."""
+        self._check_open()
+        return self._conn.cursor()
+
+    def datasets(self) -> list[DatasetInfo]:
+        """Every dataset in the catalog, by name."""
+        with self.cursor() as cur:
+            if not catalog.table_exists(cur, "_catalog"):
+                return []
+            return catalog.list_datasets(cur)
+
+    def dataset(self, name: str) -> DatasetInfo:
+        """One dataset's catalog entry; ``NotFoundError`` listing the known datasets."""
+        with self.cursor() as cur:
+            if not catalog.table_exists(cur, "_catalog"):
+                raise catalog.unknown_dataset(name, [])
+            return catalog.describe_dataset(cur, name)
+
+    def read_arrow(self, sql: str, params: list | None = None) -> pa.Table:
+        """Run trusted library SQL and return every row as Arrow: no guard, no cap."""
+        with self.cursor() as cur:
+            try:
+                return cur.sql(sql, params=params or None).to_arrow_table()
+            except duckdb.Error as exc:
+                raise RunError(f"lake read failed: {str(exc).splitlines()[0]} (sql: {sql[:200]})") from exc
+
+    def query(
+        self,
+        sql: str,
+        *,
+        params: list | None = None,
+        max_rows: int | None = None,
+        timeout_s: float | None = None,
+    ) -> QueryResult:
+        """Run one guarded read-only query: at most ``max_rows`` rows (``sql_max_rows``),
+        interrupted after ``timeout_s`` (``sql_timeout_s``).
+
+        Raises ``UserError`` for refused or wrong SQL (syntax, unknown table or column,
+        bad cast), ``RunError`` when the timeout interrupts it or execution fails.
+        """
+        checked = check_select(sql)
+        limit = max_rows if max_rows is not None else self.settings.sql_max_rows
+        if limit < 0:
+            raise UserError("max_rows must be >= 0")
+        timeout = timeout_s if timeout_s is not None else self.settings.sql_timeout_s
+        cur = self.cursor()
+        timer = threading.Timer(timeout, cur.interrupt)
+        timer.daemon = True
+        started = time.perf_counter()
+        timer.start()
+        try:
+            cur.execute(checked, params or [])
+            columns = [str(column[0]) for column in (cur.description or [])]
+            fetched = cur.fetchmany(limit + 1)
+        except duckdb.InterruptException:
+            raise RunError(
+                f"query interrupted after the {timeout:g} s timeout; narrow it (filter, LIMIT) or raise sql_timeout_s "
+                "(AGENTLAKE_SQL_TIMEOUT_S)"
+            ) from None
+        except _QUERY_USER_ERRORS as exc:
+            raise UserError(f"query failed: {str(exc).splitlines()[0]}; fix the query") from None
+        except duckdb.Error as exc:
+            raise RunError(f"query failed while running: {str(exc).splitlines()[0]}") from exc
+        finally:
+            timer.cancel()
+            cur.close()
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        return QueryResult(
+            columns=columns,
+            rows=[list(row) for row in fetched[:limit]],
+            truncated=len(fetched) > limit,
+            elapsed_ms=round(elapsed_ms, 3),
+        )
