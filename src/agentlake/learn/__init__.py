@@ -1,0 +1,43 @@
+"""The learning loop: lessons out of observed operations, curated by code, back into prompts.
+
+``model`` (the Lesson vocabulary) -> ``store`` (DuckDB, append-only history) -> ``curation``
+(the rules that change lessons) -> ``retrieval`` (lessons for a task, citations) -> ``effect``
+(outcomes, measured helpful/harmful). Extractors (``extract``: heuristic, llm) turn ops into
+deltas; ``loop`` runs them on demand and on a schedule.
+"""
+
+from agentlake.learn.effect import measure_effects, record_outcome
+from agentlake.learn.model import (
+    AppliedDelta,
+    Delta,
+    EffectReport,
+    Lesson,
+    LessonDraft,
+    LessonEvent,
+    LessonMatch,
+    MachineAction,
+    TaskSignature,
+    estimate_tokens,
+)
+from agentlake.learn.retrieval import RetrievedLessons, record_citation, retrieve_lessons
+from agentlake.learn.store import ImportReport, LessonStore
+
+__all__ = [
+    "AppliedDelta",
+    "Delta",
+    "EffectReport",
+    "ImportReport",
+    "Lesson",
+    "LessonDraft",
+    "LessonEvent",
+    "LessonMatch",
+    "LessonStore",
+    "MachineAction",
+    "RetrievedLessons",
+    "TaskSignature",
+    "estimate_tokens",
+    "measure_effects",
+    "record_citation",
+    "record_outcome",
+    "retrieve_lessons",
+]

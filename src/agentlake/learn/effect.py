@@ -1,0 +1,187 @@
+"""Measured effect: did the runs given a lesson do better than comparable runs without it?
+
+Owns run outcomes (``record_outcome``) and the comparison (``measure_effects``). A run's value
+is its ``score`` when given, else 1.0 for success and 0.0 for failure. For each run a lesson
+was given to, the baseline is the mean value of runs with the same task signature
+(``sig_hash``) that were NOT given that lesson; the run is helpful if it beat the baseline,
+harmful if it fell short. Each (lesson, run) pair is measured once, when a baseline exists.
+Counts come from outcomes only, never from a model's opinion.
+
+Consequences, written to the lesson's history with the numbers:
+- each newly helpful run is a confirmation (+0.05), each harmful one a failure (-0.05);
+- at >= ``min_runs`` measured runs (``settings.learn_min_runs_for_retire``), a negative mean
+  effect retires the lesson, a positive one activates a pending lesson.
+
+It does not own citations (``retrieval``/``store``) or the lesson lifecycle rules (``curation``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from agentlake.errors import UserError
+from agentlake.learn.curation import CONFIRM_STEP, FAIL_STEP, with_confidence
+from agentlake.learn.model import EffectReport, TaskSignature
+
+if TYPE_CHECKING:
+    from agentlake.learn.store import LessonStore
+
+EPSILON = 1e-9
+
+
+def record_outcome(
+    store: LessonStore, run_id: str, task: TaskSignature, success: bool, score: float | None = None
+) -> None:
+    """Record how a run ended (recording the same run again replaces its outcome)."""
+    from agentlake.learn.store import _naive
+
+    if not run_id:
+        raise UserError("record_outcome needs a run_id")
+    if score is not None and not (score == score and abs(score) != float("inf")):
+        raise UserError(f"score must be a finite number, got {score!r}")
+    with store.transaction() as txn:
+        txn.execute(
+            "INSERT OR REPLACE INTO outcomes (run_id, sig_hash, task, success, score, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [run_id, task.sig_hash(), task.model_dump_json(), bool(success), score, _naive(txn.now)],
+        )
+
+
+def _value(success: bool, score: float | None) -> float:
+    return float(score) if score is not None else (1.0 if success else 0.0)
+
+
+def measure_effects(store: LessonStore, *, min_runs: int | None = None) -> list[EffectReport]:
+    """Measure every lesson given to runs with recorded outcomes; update counts and status.
+
+    Returns one report per lesson with at least one measured run, sorted by lesson id.
+    """
+    from agentlake.learn.store import _naive
+
+    min_runs = store.settings.learn_min_runs_for_retire if min_runs is None else min_runs
+    if min_runs < 1:
+        raise UserError(f"min_runs must be >= 1, got {min_runs}")
+    outcomes = {
+        run_id: (sig, _value(success, score))
+        for run_id, sig, success, score in store.query(
+            "SELECT run_id, sig_hash, success, score FROM outcomes"
+        )
+    }
+    given: dict[str, set[str]] = defaultdict(set)
+    for lesson_id, run_id in store.query("SELECT lesson_id, run_id FROM citations"):
+        given[lesson_id].add(run_id)
+    measured: dict[str, dict[str, float]] = defaultdict(dict)
+    for lesson_id, run_id, delta in store.query("SELECT lesson_id, run_id, delta FROM effects"):
+        measured[lesson_id][run_id] = delta
+    runs_by_sig: dict[str, list[str]] = defaultdict(list)
+    for run_id, (sig, _) in outcomes.items():
+        runs_by_sig[sig].append(run_id)
+
+    reports: list[EffectReport] = []
+    with store.transaction() as txn:
+        for lesson_id in sorted(given):
+            lesson = txn.get(lesson_id)
+            if lesson is None:
+                continue
+            new: dict[str, tuple[float, float]] = {}
+            for run_id in sorted(given[lesson_id]):
+                if run_id not in outcomes or run_id in measured[lesson_id]:
+                    continue
+                sig, value = outcomes[run_id]
+                baseline = [outcomes[r][1] for r in runs_by_sig[sig] if r not in given[lesson_id]]
+                if not baseline:
+                    continue
+                new[run_id] = (value - sum(baseline) / len(baseline), sum(baseline) / len(baseline))
+            for run_id, (delta, _) in new.items():
+                verdict = "helpful" if delta > EPSILON else "harmful" if delta < -EPSILON else "neutral"
+                txn.execute(
+                    "INSERT INTO effects (lesson_id, run_id, delta, verdict, measured_at) VALUES (?, ?, ?, ?, ?)",
+                    [lesson_id, run_id, delta, verdict, _naive(txn.now)],
+                )
+                measured[lesson_id][run_id] = delta
+            deltas = measured[lesson_id]
+            if not deltas:
+                continue
+            new_helpful = sum(1 for d, _ in new.values() if d > EPSILON)
+            new_harmful = sum(1 for d, _ in new.values() if d < -EPSILON)
+            if new_helpful or new_harmful:
+                updated = lesson.model_copy(
+                    update={"helpful": lesson.helpful + new_helpful, "harmful": lesson.harmful + new_harmful}
+                )
+                if lesson.status in ("pending", "active"):
+                    updated = with_confidence(
+                        updated, lesson.confidence + CONFIRM_STEP * new_helpful - FAIL_STEP * new_harmful
+                    )
+                lesson = txn.record(
+                    "measure",
+                    updated,
+                    actor="code",
+                    reason=f"{new_helpful} helpful, {len(new) - new_helpful - new_harmful} neutral, {new_harmful} harmful run(s) "
+                    "against comparable runs without the lesson",
+                    data={"runs": {run_id: round(d, 4) for run_id, (d, _) in sorted(new.items())[:20]}},
+                )
+            n = len(deltas)
+            effect = sum(deltas.values()) / n
+            with_values = [outcomes[r][1] for r in deltas if r in outcomes]
+            mean_with = sum(with_values) / len(with_values) if with_values else None
+            mean_without = mean_with - effect if mean_with is not None else None
+            evidence = {
+                "runs_with": n,
+                "effect": round(effect, 4),
+                "mean_with": None if mean_with is None else round(mean_with, 4),
+                "mean_without": None if mean_without is None else round(mean_without, 4),
+                "min_runs": min_runs,
+                "worst_runs": {
+                    r: round(d, 4) for r, d in sorted(deltas.items(), key=lambda item: item[1])[:5]
+                },
+            }
+            action = "none"
+            if lesson.status in ("pending", "active") and n >= min_runs and effect < -EPSILON:
+                txn.record(
+                    "retire",
+                    lesson.model_copy(update={"status": "retired"}),
+                    actor="code",
+                    reason=f"measured harmful: mean effect {effect:+.3f} over {n} runs (min {min_runs})",
+                    data=evidence,
+                )
+                action = "retired"
+            elif lesson.status == "pending" and n >= min_runs and effect > EPSILON:
+                txn.record(
+                    "activate",
+                    lesson.model_copy(update={"status": "active"}),
+                    actor="code",
+                    reason=f"measured helpful: mean effect {effect:+.3f} over {n} runs (min {min_runs})",
+                    data=evidence,
+                )
+                action = "activated"
+            current = txn.lessons[lesson_id]
+            reports.append(
+                EffectReport(
+                    lesson_id=lesson_id,
+                    runs_with=n,
+                    mean_with=mean_with,
+                    mean_without=mean_without,
+                    effect=effect,
+                    helpful=current.helpful,
+                    harmful=current.harmful,
+                    new_runs=len(new),
+                    action=action,
+                )
+            )
+    return reports
+
+
+def effect_rows(store: LessonStore, lesson_id: str) -> list[dict[str, object]]:
+    """The measured runs of one lesson (run_id, delta, verdict, measured_at), oldest first."""
+    rows = store.query(
+        "SELECT run_id, delta, verdict, measured_at FROM effects WHERE lesson_id = ? ORDER BY measured_at, run_id",
+        [lesson_id],
+    )
+    return [dict(zip(("run_id", "delta", "verdict", "measured_at"), row, strict=True)) for row in rows]
+
+
+def outcome_task(store: LessonStore, run_id: str) -> TaskSignature | None:
+    """The task signature recorded with a run's outcome, if any."""
+    rows = store.query("SELECT task FROM outcomes WHERE run_id = ?", [run_id])
+    return TaskSignature.model_validate(json.loads(rows[0][0])) if rows else None

@@ -1,0 +1,752 @@
+"""``LessonStore``: the one owner of the lesson DuckDB file (``settings.learn_file``).
+
+Owns the schema (named migrations), the append-only ``lesson_events`` log with a full
+snapshot per version, the materialised ``lessons`` table written in the same transaction,
+citations (lesson given to / used by a run), run outcomes, measured effects, and the set of
+ops already learned from. All writes go through one connection under one lock: one writer.
+Current lessons are also held in memory, so reads and retrieval do not parse JSON per call.
+
+It does not own the curation rules (``curation``), retrieval ranking (``retrieval``) or the
+effect arithmetic (``effect``); those call :meth:`LessonStore.transaction` to write.
+
+Usage metadata (``last_used_at``) and measured counts (``helpful``/``harmful``) are facts
+about runs, not lesson content: a rollback restores content and keeps them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+import duckdb
+import numpy as np
+from pydantic import BaseModel, ValidationError
+
+from agentlake.errors import NotFoundError, RunError, UserError
+from agentlake.learn.model import (
+    AppliedDelta,
+    Delta,
+    EventKind,
+    Lesson,
+    LessonDraft,
+    LessonEvent,
+    Scope,
+    Status,
+)
+from agentlake.migrations import Migration, apply_migrations
+
+if TYPE_CHECKING:
+    from agentlake.settings import Settings
+
+EXPORT_FORMAT = "agentlake-lessons"
+EXPORT_VERSION = 1
+
+MIGRATIONS = [
+    Migration(
+        "001_lessons",
+        """
+        CREATE SEQUENCE lesson_event_seq START 1;
+        CREATE TABLE lesson_events (
+            seq BIGINT PRIMARY KEY DEFAULT nextval('lesson_event_seq'),
+            lesson_id VARCHAR NOT NULL,
+            version INTEGER NOT NULL,
+            kind VARCHAR NOT NULL,
+            event_at TIMESTAMP NOT NULL,
+            actor VARCHAR NOT NULL,
+            reason VARCHAR NOT NULL,
+            data VARCHAR NOT NULL,
+            snapshot VARCHAR NOT NULL,
+            UNIQUE (lesson_id, version)
+        );
+        CREATE TABLE lessons (
+            id VARCHAR PRIMARY KEY,
+            status VARCHAR NOT NULL,
+            domain VARCHAR NOT NULL,
+            scope VARCHAR NOT NULL,
+            project_id VARCHAR,
+            confidence DOUBLE NOT NULL,
+            task_kind VARCHAR,
+            role VARCHAR,
+            client_id VARCHAR,
+            city VARCHAR,
+            state VARCHAR,
+            tool VARCHAR,
+            source VARCHAR NOT NULL,
+            version INTEGER NOT NULL,
+            updated_at TIMESTAMP NOT NULL,
+            last_used_at TIMESTAMP,
+            body VARCHAR NOT NULL
+        );
+        CREATE TABLE citations (
+            run_id VARCHAR NOT NULL,
+            lesson_id VARCHAR NOT NULL,
+            agent_id VARCHAR,
+            sig_hash VARCHAR,
+            given_at TIMESTAMP NOT NULL,
+            used BOOLEAN NOT NULL DEFAULT false,
+            PRIMARY KEY (run_id, lesson_id)
+        );
+        CREATE TABLE outcomes (
+            run_id VARCHAR PRIMARY KEY,
+            sig_hash VARCHAR NOT NULL,
+            task VARCHAR NOT NULL,
+            success BOOLEAN NOT NULL,
+            score DOUBLE,
+            recorded_at TIMESTAMP NOT NULL
+        );
+        CREATE TABLE effects (
+            lesson_id VARCHAR NOT NULL,
+            run_id VARCHAR NOT NULL,
+            delta DOUBLE NOT NULL,
+            verdict VARCHAR NOT NULL,
+            measured_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (lesson_id, run_id)
+        );
+        CREATE TABLE learned_ops (
+            op_id VARCHAR PRIMARY KEY,
+            learned_at TIMESTAMP NOT NULL
+        );
+        """,
+    ),
+]
+
+
+class Embedder(Protocol):
+    """What dedup and semantic retrieval need: unit-length float32 rows, one per text."""
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _naive(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _is_lock_error(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "lock" in text and ("conflicting" in text or "could not set" in text)
+
+
+class ImportReport(BaseModel):
+    """What an import did, by lesson id."""
+
+    added: list[str] = []
+    replaced: list[str] = []
+    kept: list[str] = []
+
+
+class Transaction:
+    """A unit of work over the store: lessons changed here are written together or not at all.
+
+    ``lessons`` starts as the store's current state; :meth:`record` appends an event and
+    updates the working copy. Nothing touches the file until the ``with`` block exits cleanly.
+    """
+
+    def __init__(self, store: LessonStore, now: datetime) -> None:
+        self.store = store
+        self.now = now
+        self.lessons: dict[str, Lesson] = dict(store._lessons)
+        self.events: list[LessonEvent] = []
+        self.sql: list[tuple[str, list[Any]]] = []
+
+    def get(self, lesson_id: str) -> Lesson | None:
+        return self.lessons.get(lesson_id)
+
+    def record(
+        self,
+        kind: EventKind,
+        lesson: Lesson,
+        *,
+        actor: str,
+        reason: str = "",
+        data: dict[str, Any] | None = None,
+    ) -> Lesson:
+        """Append ``kind`` for ``lesson`` (the state after the change); returns it as stored."""
+        previous = self.lessons.get(lesson.id)
+        version = 1 if previous is None else previous.version + 1
+        if previous is None or previous.status != lesson.status:
+            status_since = self.now
+        else:
+            status_since = lesson.status_since or previous.status_since or self.now
+        stored = lesson.model_copy(
+            update={
+                "version": version,
+                "updated_at": self.now,
+                "status_since": status_since,
+                "created_at": lesson.created_at if previous is None else previous.created_at,
+            }
+        )
+        # Re-validate so a curation bug cannot store an impossible lesson.
+        stored = Lesson.model_validate(stored.model_dump())
+        self.lessons[stored.id] = stored
+        self.events.append(
+            LessonEvent(
+                lesson_id=stored.id,
+                version=version,
+                kind=kind,
+                at=self.now,
+                actor=actor,
+                reason=reason,
+                data=data or {},
+                lesson=stored,
+            )
+        )
+        return stored
+
+    def execute(self, sql: str, params: list[Any]) -> None:
+        """Queue a statement for the same commit (citations, effects, learned ops)."""
+        self.sql.append((sql, params))
+
+
+class LessonStore:
+    """The lesson DuckDB file and its in-memory current state. Use :meth:`open`."""
+
+    def __init__(
+        self,
+        conn: duckdb.DuckDBPyConnection,
+        path: Path,
+        settings: Settings,
+        *,
+        read_only: bool,
+        clock: Callable[[], datetime],
+        embedder: Embedder | None | Literal[False],
+    ) -> None:
+        self._conn = conn
+        self.path = path
+        self.settings = settings
+        self.read_only = read_only
+        self._clock = clock
+        self._embedder = embedder
+        self._lock = threading.RLock()
+        self._lessons: dict[str, Lesson] = {}
+        self._vectors: dict[str, np.ndarray] = {}  # text -> unit vector
+        self._closed = False
+        self._load()
+
+    # --- opening and closing -----------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings | None = None,
+        *,
+        path: Path | str | None = None,
+        read_only: bool = False,
+        clock: Callable[[], datetime] | None = None,
+        embedder: Embedder | None | Literal[False] = None,
+    ) -> LessonStore:
+        """Open (creating and migrating) the lesson store.
+
+        ``path`` defaults to ``settings.data_dir / settings.learn_file``. ``clock`` returns
+        the current time (tz-aware) for every timestamp, decay and expiry; tests pass their
+        own. ``embedder`` is used for dedup and semantic retrieval: ``None`` loads the default
+        (``agentlake.embed.get_embedder``) on first need, ``False`` turns similarity off
+        (dedup by identity only, retrieval by structure only).
+        Raises ``UserError`` when the file is held by another process or missing in read-only
+        mode, ``RunError`` when it cannot be migrated.
+        """
+        from agentlake.settings import load_settings
+
+        settings = settings or load_settings()
+        target = Path(path) if path is not None else settings.data_dir / settings.learn_file
+        if read_only and not target.exists():
+            raise UserError(
+                f"no lesson store at {target}; run `agentlake lessons learn` first or check data_dir"
+            )
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = duckdb.connect(
+                str(target), read_only=read_only, config={"threads": settings.duckdb_threads}
+            )
+        except duckdb.Error as exc:
+            if _is_lock_error(exc):
+                raise UserError(
+                    f"the lesson store {target} is open in another process (DuckDB allows one writer); "
+                    "stop that process or run this command through it"
+                ) from None
+            raise RunError(f"cannot open the lesson store {target}: {exc}") from exc
+        try:
+            if not read_only:
+                apply_migrations(conn, MIGRATIONS)
+            return cls(
+                conn, target, settings, read_only=read_only, clock=clock or _utc_now, embedder=embedder
+            )
+        except BaseException:
+            conn.close()
+            raise
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._conn.close()
+
+    def __enter__(self) -> LessonStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def now(self) -> datetime:
+        """The store's clock, always tz-aware UTC."""
+        value = self._clock()
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+    def _load(self) -> None:
+        try:
+            rows = self._conn.execute("SELECT body, last_used_at FROM lessons").fetchall()
+        except duckdb.CatalogException:
+            raise UserError(f"{self.path} is not a lesson store (no lessons table)") from None
+        for body, last_used in rows:
+            lesson = Lesson.model_validate_json(body)
+            if last_used is not None:
+                lesson = lesson.model_copy(update={"last_used_at": last_used.replace(tzinfo=UTC)})
+            self._lessons[lesson.id] = lesson
+
+    # --- reading -----------------------------------------------------------------------
+
+    def get(self, lesson_id: str) -> Lesson:
+        """The current lesson; ``NotFoundError`` if there is none with this id."""
+        with self._lock:
+            lesson = self._lessons.get(lesson_id)
+        if lesson is None:
+            raise NotFoundError(f"no lesson {lesson_id!r}; `agentlake lessons list` shows the ids")
+        return lesson
+
+    def list(
+        self,
+        *,
+        status: Status | Sequence[Status] | None = None,
+        domain: str | None = None,
+        scope: Scope | None = None,
+        project_id: str | None = None,
+        source: str | None = None,
+        **match: str | None,
+    ) -> list[Lesson]:
+        """Current lessons filtered by status (one or several), domain, scope, project and match.
+
+        ``match`` keys are LessonMatch fields (task_kind, role, client_id, city, state, tool);
+        a filter value matches a lesson whose field equals it (case-insensitive). Sorted by
+        confidence, highest first, then id.
+        """
+        from agentlake.learn.model import LessonMatch
+
+        unknown = set(match) - set(LessonMatch.model_fields)
+        if unknown:
+            raise UserError(
+                f"unknown match filter(s) {sorted(unknown)}; use {sorted(LessonMatch.model_fields)}"
+            )
+        statuses = {status} if isinstance(status, str) else set(status) if status else None
+        with self._lock:
+            lessons = list(self._lessons.values())
+        out = []
+        for lesson in lessons:
+            if statuses and lesson.status not in statuses:
+                continue
+            if domain and lesson.domain.casefold() != domain.casefold():
+                continue
+            if scope and lesson.scope != scope:
+                continue
+            if project_id and lesson.project_id != project_id:
+                continue
+            if source and lesson.source != source:
+                continue
+            if any(
+                value is not None and (getattr(lesson.match, name) or "").casefold() != value.casefold()
+                for name, value in match.items()
+            ):
+                continue
+            out.append(lesson)
+        return sorted(out, key=lambda lesson: (-lesson.confidence, lesson.id))
+
+    def history(self, lesson_id: str) -> list[LessonEvent]:
+        """Every event of a lesson, oldest first; ``NotFoundError`` for an unknown id."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT version, kind, event_at, actor, reason, data, snapshot FROM lesson_events "
+                "WHERE lesson_id = ? ORDER BY version",
+                [lesson_id],
+            ).fetchall()
+        if not rows:
+            raise NotFoundError(f"no lesson {lesson_id!r}; `agentlake lessons list` shows the ids")
+        return [
+            LessonEvent(
+                lesson_id=lesson_id,
+                version=version,
+                kind=kind,
+                at=at.replace(tzinfo=UTC),
+                actor=actor,
+                reason=reason,
+                data=json.loads(data),
+                lesson=Lesson.model_validate_json(snapshot),
+            )
+            for version, kind, at, actor, reason, data, snapshot in rows
+        ]
+
+    def count_events(self) -> int:
+        with self._lock:
+            return self._conn.execute("SELECT count(*) FROM lesson_events").fetchone()[0]
+
+    # --- writing -----------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """Collect changes and write them in one DuckDB transaction; all or nothing.
+
+        The store lock is held for the whole block so two writers cannot interleave.
+        """
+        if self.read_only:
+            raise UserError(f"the lesson store {self.path} is open read-only")
+        with self._lock:
+            if self._closed:
+                raise RunError("the lesson store is closed")
+            txn = Transaction(self, self.now())
+            yield txn
+            self._commit(txn)
+
+    def _commit(self, txn: Transaction) -> None:
+        if not txn.events and not txn.sql:
+            return
+        changed = {event.lesson_id: txn.lessons[event.lesson_id] for event in txn.events}
+        conn = self._conn
+        try:
+            conn.execute("BEGIN TRANSACTION")
+            if txn.events:
+                conn.executemany(
+                    "INSERT INTO lesson_events (lesson_id, version, kind, event_at, actor, reason, data, snapshot) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        [
+                            e.lesson_id,
+                            e.version,
+                            e.kind,
+                            _naive(e.at),
+                            e.actor,
+                            e.reason,
+                            _dumps(e.data),
+                            e.lesson.model_dump_json(),
+                        ]
+                        for e in txn.events
+                    ],
+                )
+                conn.executemany(
+                    "INSERT OR REPLACE INTO lessons VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [_lesson_row(lesson) for lesson in changed.values()],
+                )
+            for sql, params in txn.sql:
+                conn.execute(sql, params)
+            conn.execute("COMMIT")
+        except duckdb.Error as exc:
+            conn.execute("ROLLBACK")
+            raise RunError(f"writing {len(txn.events)} lesson event(s) to {self.path} failed: {exc}") from exc
+        self._lessons.update(changed)
+
+    def propose(self, deltas: Sequence[Delta]) -> list[AppliedDelta]:
+        """Validate and apply extractor/human deltas by the curation rules; one transaction.
+
+        Each delta gets an ``AppliedDelta`` saying what code did (added, confirmed, merged,
+        edited, retired, contradiction, unchanged, rejected with the reason). A rejected delta
+        writes nothing; the others are written together.
+        """
+        from agentlake.learn.curation import apply_deltas
+
+        return apply_deltas(self, deltas)
+
+    def add(self, draft: LessonDraft, *, reason: str = "") -> AppliedDelta:
+        """Propose one lesson (ADD through curation); raises ``UserError`` if it is rejected."""
+        applied = self.propose([Delta(op="ADD", lesson=draft, reason=reason, actor=draft.source)])[0]
+        if applied.outcome == "rejected":
+            raise UserError(f"lesson rejected: {applied.reason}")
+        return applied
+
+    def retire(self, lesson_id: str, reason: str, *, actor: str = "human") -> Lesson:
+        """Retire a lesson by hand (it stays in history and can be rolled back)."""
+        applied = self.propose([Delta(op="RETIRE", target_id=lesson_id, reason=reason, actor=_actor(actor))])[
+            0
+        ]
+        if applied.outcome == "rejected":
+            raise UserError(applied.reason)
+        return self.get(lesson_id)
+
+    def rollback(self, lesson_id: str, version: int, *, reason: str = "", actor: str = "human") -> Lesson:
+        """Restore the content of ``version`` as a new version (history is never rewritten).
+
+        ``NotFoundError`` for an unknown lesson or version. Usage metadata and measured
+        counts are kept from the current version.
+        """
+        events = {event.version: event for event in self.history(lesson_id)}
+        if version not in events:
+            raise NotFoundError(
+                f"lesson {lesson_id} has no version {version}; versions are 1..{max(events)} "
+                f"(`agentlake lessons history {lesson_id}`)"
+            )
+        with self.transaction() as txn:
+            current = txn.lessons[lesson_id]
+            restored = events[version].lesson.model_copy(
+                update={
+                    "last_used_at": current.last_used_at,
+                    "helpful": current.helpful,
+                    "harmful": current.harmful,
+                    "decayed_through": current.decayed_through,
+                    "status_since": None
+                    if events[version].lesson.status != current.status
+                    else current.status_since,
+                }
+            )
+            lesson = txn.record(
+                "rollback",
+                restored,
+                actor=actor,
+                reason=reason or f"rolled back to version {version}",
+                data={"to_version": version, "from_version": current.version},
+            )
+        return lesson
+
+    def maintain(self) -> list[LessonEvent]:
+        """Decay unused lessons and expire stale pending ones (see ``curation.maintain``)."""
+        from agentlake.learn.curation import maintain
+
+        return maintain(self)
+
+    def promote(self) -> list[LessonEvent]:
+        """Promote lessons seen in >= 2 projects with mean confidence >= 0.8 to global."""
+        from agentlake.learn.curation import promote
+
+        return promote(self)
+
+    # --- export and import ----------------------------------------------------------------
+
+    def export_json(self, *, status: Status | Sequence[Status] | None = None) -> str:
+        """All current lessons (or those with ``status``) as one JSON document."""
+        lessons = sorted(self.list(status=status), key=lambda lesson: lesson.id)
+        payload = {
+            "format": EXPORT_FORMAT,
+            "version": EXPORT_VERSION,
+            "exported_at": self.now().isoformat(),
+            "lessons": [lesson.model_dump(mode="json") for lesson in lessons],
+        }
+        return json.dumps(payload, ensure_ascii=False, indent=2)
+
+    def import_json(self, text: str | bytes, *, actor: str = "human") -> ImportReport:
+        """Import an export; dedup by id: a project lesson beats a global one with the same id,
+        otherwise the higher confidence wins (ties keep the lesson already here).
+
+        The whole document is validated first: a bad document raises ``UserError`` and
+        writes nothing.
+        """
+        try:
+            payload = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise UserError(f"not a lesson export (invalid JSON: {exc})") from None
+        if not isinstance(payload, dict) or payload.get("format") != EXPORT_FORMAT:
+            raise UserError(f'not a lesson export: expected an object with "format": "{EXPORT_FORMAT}"')
+        if payload.get("version") != EXPORT_VERSION:
+            raise UserError(
+                f"unsupported lesson export version {payload.get('version')!r}; this agentlake reads {EXPORT_VERSION}"
+            )
+        items = payload.get("lessons")
+        if not isinstance(items, list):
+            raise UserError('not a lesson export: "lessons" must be a list')
+        incoming: dict[str, Lesson] = {}
+        for index, item in enumerate(items):
+            try:
+                lesson = Lesson.model_validate(item)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                raise UserError(
+                    f"lesson #{index} in the import is invalid: {where}: {first['msg']}"
+                ) from None
+            if lesson.id in incoming:
+                lesson = _import_winner(incoming[lesson.id], lesson)
+            incoming[lesson.id] = lesson
+        report = ImportReport()
+        with self.transaction() as txn:
+            for lesson_id, lesson in incoming.items():
+                existing = txn.get(lesson_id)
+                if existing is None:
+                    txn.record(
+                        "add",
+                        lesson.model_copy(update={"status_since": None}),
+                        actor=actor,
+                        reason="imported",
+                    )
+                    report.added.append(lesson_id)
+                elif _import_winner(existing, lesson) is lesson:
+                    why = (
+                        "a project lesson beats a global one"
+                        if lesson.scope != existing.scope
+                        else f"higher confidence {lesson.confidence:.2f} > {existing.confidence:.2f}"
+                    )
+                    replacement = lesson.model_copy(
+                        update={
+                            "last_used_at": _latest(existing.last_used_at, lesson.last_used_at),
+                            "status_since": existing.status_since
+                            if existing.status == lesson.status
+                            else None,
+                        }
+                    )
+                    txn.record("edit", replacement, actor=actor, reason=f"imported: {why}")
+                    report.replaced.append(lesson_id)
+                else:
+                    report.kept.append(lesson_id)
+        return report
+
+    # --- citations, outcomes, measured effects ------------------------------------------------
+
+    def record_citations(
+        self,
+        run_id: str,
+        lesson_ids: Sequence[str],
+        *,
+        used: bool,
+        agent_id: str | None = None,
+        sig_hash: str | None = None,
+    ) -> None:
+        """Record lessons given to (``used=False``) or used by (``used=True``) a run.
+
+        Given lessons get their ``last_used_at`` set (so they do not decay). Unknown ids raise
+        ``NotFoundError`` and nothing is written.
+        """
+        if not run_id:
+            raise UserError("record_citation needs a run_id")
+        ids = list(dict.fromkeys(lesson_ids))
+        with self.transaction() as txn:
+            missing = [lesson_id for lesson_id in ids if lesson_id not in txn.lessons]
+            if missing:
+                raise NotFoundError(f"unknown lesson id(s) {missing}")
+            at = _naive(txn.now)
+            for lesson_id in ids:
+                txn.execute(
+                    "INSERT INTO citations (run_id, lesson_id, agent_id, sig_hash, given_at, used) VALUES (?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (run_id, lesson_id) DO UPDATE SET used = citations.used OR excluded.used, "
+                    "agent_id = coalesce(excluded.agent_id, citations.agent_id), "
+                    "sig_hash = coalesce(excluded.sig_hash, citations.sig_hash)",
+                    [run_id, lesson_id, agent_id, sig_hash, at, used],
+                )
+                txn.execute("UPDATE lessons SET last_used_at = ? WHERE id = ?", [at, lesson_id])
+        with self._lock:
+            for lesson_id in ids:
+                lesson = self._lessons[lesson_id]
+                self._lessons[lesson_id] = lesson.model_copy(update={"last_used_at": txn.now})
+
+    def citations(self, *, run_id: str | None = None, lesson_id: str | None = None) -> list[dict[str, Any]]:
+        """Citation rows (run_id, lesson_id, agent_id, sig_hash, given_at, used)."""
+        where, params = [], []
+        if run_id:
+            where.append("run_id = ?")
+            params.append(run_id)
+        if lesson_id:
+            where.append("lesson_id = ?")
+            params.append(lesson_id)
+        sql = "SELECT run_id, lesson_id, agent_id, sig_hash, given_at, used FROM citations"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        with self._lock:
+            rows = self._conn.execute(sql + " ORDER BY given_at, run_id, lesson_id", params).fetchall()
+        cols = ("run_id", "lesson_id", "agent_id", "sig_hash", "given_at", "used")
+        return [dict(zip(cols, row, strict=True)) for row in rows]
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Read rows with the store's connection (for ``effect`` and reports); no writes."""
+        with self._lock:
+            return self._conn.execute(sql, list(params)).fetchall()
+
+    def unlearned(self, op_ids: Sequence[str]) -> set[str]:
+        """The ids among ``op_ids`` not yet learned from."""
+        if not op_ids:
+            return set()
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT op_id FROM learned_ops WHERE op_id IN (SELECT unnest(?))", [list(op_ids)]
+            ).fetchall()
+        return set(op_ids) - {row[0] for row in rows}
+
+    # --- similarity ------------------------------------------------------------------------
+
+    def embedder(self) -> Embedder | None:
+        """The embedder, loading the default on first use; ``None`` when similarity is off."""
+        if self._embedder is False:
+            return None
+        if self._embedder is None:
+            from agentlake.embed import get_embedder
+
+            self._embedder = get_embedder(self.settings)
+        return self._embedder
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray | None:
+        """Unit vectors for ``texts``, or ``None`` when similarity is off."""
+        embedder = self.embedder()
+        if embedder is None or not texts:
+            return None
+        return np.asarray(embedder.embed(list(texts)), dtype=np.float32)
+
+    def vectors(self, texts: Sequence[str]) -> np.ndarray | None:
+        """Unit vectors for ``texts`` (cached by text), or ``None`` when similarity is off."""
+        if self.embedder() is None or not texts:
+            return None
+        with self._lock:
+            missing = list(dict.fromkeys(text for text in texts if text not in self._vectors))
+            if missing:
+                if len(self._vectors) > 50_000:  # bound memory in long-running services
+                    self._vectors.clear()
+                fresh = self.embed_texts(missing)
+                assert fresh is not None
+                self._vectors.update(zip(missing, fresh, strict=True))
+            return np.stack([self._vectors[text] for text in texts])
+
+    def lesson_vectors(self, lessons: Sequence[Lesson]) -> np.ndarray | None:
+        """Vectors of lessons' ``text()`` (trigger and action)."""
+        return self.vectors([lesson.text() for lesson in lessons])
+
+
+def _lesson_row(lesson: Lesson) -> list[Any]:
+    m = lesson.match
+    return [
+        lesson.id,
+        lesson.status,
+        lesson.domain,
+        lesson.scope,
+        lesson.project_id,
+        lesson.confidence,
+        m.task_kind,
+        m.role,
+        m.client_id,
+        m.city,
+        m.state,
+        m.tool,
+        lesson.source,
+        lesson.version,
+        _naive(lesson.updated_at),
+        _naive(lesson.last_used_at),
+        lesson.model_dump_json(),
+    ]
+
+
+def _import_winner(existing: Lesson, incoming: Lesson) -> Lesson:
+    if existing.scope != incoming.scope:
+        return existing if existing.scope == "project" else incoming
+    return incoming if incoming.confidence > existing.confidence else existing
+
+
+def _latest(a: datetime | None, b: datetime | None) -> datetime | None:
+    values = [v for v in (a, b) if v is not None]
+    return max(values) if values else None
+
+
+def _actor(actor: str) -> Any:
+    return actor if actor in ("heuristic", "llm", "overseer", "human") else "human"
