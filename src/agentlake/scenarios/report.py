@@ -1,0 +1,341 @@
+"""The offline HTML report of a run: leaderboard, learning curve and per-event outcomes.
+
+Owns rendering one self-contained ``report.html``: inline CSS and SVG charts drawn here, no
+script, no font or CDN, so it opens from a file with the network off. It renders the metrics
+module's numbers; it computes none of its own.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from agentlake.scenarios.metrics import (
+    SCORE_FORMULA,
+    batches_of,
+    event_outcomes,
+    leaderboard,
+    learning_curve,
+    per_batch,
+    staffers_in_order,
+)
+from agentlake.scenarios.results import REPORT_FILE, EventResult
+
+# Okabe-Ito: distinguishable with the common colour-vision deficiencies.
+PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
+HIDDEN_RULES = ("required_certification", "min_reliability", "max_distance_miles", "exclude_prior_no_show")
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1180px;color:#1b1f24;padding:0 16px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
+.meta{color:#57606a;margin:0 0 12px}.note{color:#57606a;font-size:12.5px}
+table{border-collapse:collapse;margin:6px 0 10px;font-variant-numeric:tabular-nums}
+th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:right}th{background:#f6f8fa}
+td.l,th.l{text-align:left}tr.best td{background:#eef8f0}
+.swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;vertical-align:middle}
+svg text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
+.chart{border:1px solid #d0d7de;border-radius:6px;padding:8px;margin:6px 0;overflow-x:auto}
+"""
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def _colour(fraction: float) -> str:
+    """Red (0) -> amber (0.5) -> green (1)."""
+    stops = [(0.0, (215, 48, 39)), (0.5, (253, 204, 92)), (1.0, (26, 152, 80))]
+    fraction = min(1.0, max(0.0, fraction))
+    for (x0, c0), (x1, c1) in zip(stops, stops[1:], strict=False):
+        if fraction <= x1:
+            t = (fraction - x0) / (x1 - x0)
+            return "#" + "".join(f"{round(a + (b - a) * t):02x}" for a, b in zip(c0, c1, strict=True))
+    return "#1a9850"
+
+
+def learning_curve_svg(curve: dict[str, list[float]], batches: Sequence[int]) -> str:
+    """Fill rate (0-100%) per batch, one line per staffer, with values at each point."""
+    width, height = 760, 340
+    left, right, top, bottom = 56, 200, 20, 44
+    plot_w, plot_h = width - left - right, height - top - bottom
+    n = max(1, len(batches))
+
+    def x(i: int) -> float:
+        return left + (plot_w * i / (n - 1) if n > 1 else plot_w / 2)
+
+    def y(v: float) -> float:
+        return top + plot_h * (1 - v)
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="Learning curve: fill rate per batch per staffer">'
+    ]
+    for tick in range(0, 101, 20):
+        ty = y(tick / 100)
+        parts.append(f'<line x1="{left}" y1="{ty:.1f}" x2="{left + plot_w}" y2="{ty:.1f}" stroke="#e5e7eb"/>')
+        parts.append(
+            f'<text x="{left - 8}" y="{ty + 4:.1f}" font-size="12" text-anchor="end" fill="#57606a">{tick}%</text>'
+        )
+    for i, batch in enumerate(batches):
+        parts.append(
+            f'<text x="{x(i):.1f}" y="{top + plot_h + 18}" font-size="12" text-anchor="middle" fill="#57606a">batch {batch}</text>'
+        )
+    parts.append(
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#57606a"/>'
+    )
+    parts.append(
+        f'<text x="14" y="{top + plot_h / 2:.1f}" font-size="12" fill="#57606a" transform="rotate(-90 14 {top + plot_h / 2:.1f})" text-anchor="middle">fill rate</text>'
+    )
+    for s, (staffer, values) in enumerate(curve.items()):
+        colour = PALETTE[s % len(PALETTE)]
+        points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(values))
+        dash = ' stroke-dasharray="6 4"' if s >= len(PALETTE) else ""
+        parts.append(f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2.5"{dash}/>')
+        for i, v in enumerate(values):
+            parts.append(
+                f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="4" fill="{colour}"><title>{escape(staffer)} batch {batches[i]}: {_pct(v)}</title></circle>'
+            )
+            # Labels alternate above/below per staffer so equal values stay legible.
+            dy = -9 if s % 2 == 0 else 17
+            parts.append(
+                f'<text x="{x(i):.1f}" y="{y(v) + dy:.1f}" font-size="11" text-anchor="middle" fill="{colour}">{100 * v:.0f}%</text>'
+            )
+        ly = top + 14 + 20 * s
+        parts.append(
+            f'<rect x="{left + plot_w + 20}" y="{ly - 9}" width="12" height="12" fill="{colour}" rx="2"/>'
+        )
+        gain = 100 * (values[-1] - values[0]) if values else 0.0
+        parts.append(
+            f'<text x="{left + plot_w + 38}" y="{ly + 1}" font-size="12" fill="#1b1f24">{escape(staffer)} ({gain:+.0f} pts)</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def outcomes_svg(results: Sequence[EventResult]) -> str:
+    """Per-event heat map: rows are scenario events, columns staffer x batch; cells filled/requested."""
+    outcomes = event_outcomes(results)
+    staffers, batches = staffers_in_order(results), batches_of(results)
+    columns = [(s, b) for s in staffers for b in batches]
+    rows = list(dict.fromkeys((o["scenario"], o["event_id"]) for o in outcomes))
+    info = {(o["scenario"], o["event_id"]): o for o in outcomes}
+    cell = {(o["staffer"], o["batch"], o["scenario"], o["event_id"]): o for o in outcomes}
+    label_w, cell_w, cell_h, head = 330, 58, 22, 52
+    width = label_w + cell_w * len(columns) + 10
+    height = head + cell_h * len(rows) + 10
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="Per-event outcomes">'
+    ]
+    for c, (staffer, batch) in enumerate(columns):
+        cx = label_w + c * cell_w + cell_w / 2
+        if batch == batches[0]:
+            span = cell_w * len(batches)
+            sx = label_w + c * cell_w
+            parts.append(
+                f'<text x="{sx + span / 2:.1f}" y="16" font-size="12" font-weight="600" text-anchor="middle">{escape(staffer)}</text>'
+            )
+            parts.append(f'<line x1="{sx + 3}" y1="22" x2="{sx + span - 3}" y2="22" stroke="#57606a"/>')
+        parts.append(
+            f'<text x="{cx:.1f}" y="{head - 10}" font-size="11" text-anchor="middle" fill="#57606a">b{batch}</text>'
+        )
+    previous = None
+    for r, key in enumerate(rows):
+        ry = head + r * cell_h
+        o = info[key]
+        if previous is not None and previous != key[0]:
+            parts.append(f'<line x1="0" y1="{ry}" x2="{width}" y2="{ry}" stroke="#8c959f"/>')
+        previous = key[0]
+        label = f"{key[0]} · {o['at']} {key[1]} {o['kind']} · {o['role']}"
+        parts.append(f'<text x="4" y="{ry + 15}" font-size="11.5">{escape(label)}</text>')
+        for c, (staffer, batch) in enumerate(columns):
+            x = label_w + c * cell_w
+            found = cell.get((staffer, batch, key[0], key[1]))
+            if found is None:
+                parts.append(
+                    f'<rect x="{x + 1}" y="{ry + 1}" width="{cell_w - 2}" height="{cell_h - 2}" fill="#f6f8fa"/>'
+                )
+                continue
+            fraction = found["filled"] / found["requested"] if found["requested"] else 0.0
+            tip = f"{staffer} batch {batch} {key[0]} {key[1]}: {found['filled']}/{found['requested']}"
+            if found["rejections_by_rule"]:
+                tip += " - rejected: " + ", ".join(
+                    f"{k} x{v}" for k, v in found["rejections_by_rule"].items()
+                )
+            text_fill = "#ffffff" if fraction < 0.25 or fraction > 0.8 else "#1b1f24"
+            mark = "" if found["passed_all"] else "*" if found["repetitions"] > 1 and fraction > 0 else ""
+            parts.append(
+                f'<rect x="{x + 1}" y="{ry + 1}" width="{cell_w - 2}" height="{cell_h - 2}" fill="{_colour(fraction)}" rx="2"><title>{escape(tip)}</title></rect>'
+            )
+            parts.append(
+                f'<text x="{x + cell_w / 2:.1f}" y="{ry + 15}" font-size="11" text-anchor="middle" fill="{text_fill}">{found["filled"]}/{found["requested"]}{mark}</text>'
+            )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def rejections_svg(results: Sequence[EventResult]) -> str:
+    """Hidden-rule rejections per staffer and batch (grouped bars): what learning removes."""
+    staffers, batches = staffers_in_order(results), batches_of(results)
+    counts: dict[tuple[str, int, str], int] = defaultdict(int)
+    for r in results:
+        for x in r.rejections:
+            counts[(r.staffer, r.batch, x.rule)] += 1
+    rules = [rule for rule in HIDDEN_RULES if any(counts[(s, b, rule)] for s in staffers for b in batches)]
+    rules += sorted({k[2] for k in counts if k[2] not in HIDDEN_RULES and counts[k]})
+    if not rules:
+        return '<p class="note">The clients accepted every submitted worker.</p>'
+    groups = [(s, b) for s in staffers for b in batches]
+    bar_w, gap, left, top, plot_h = 14, 14, 44, 16, 170
+    group_w = bar_w * len(rules) + gap
+    width = left + group_w * len(groups) + 200
+    height = top + plot_h + 56
+    peak = max(counts.values()) or 1
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="Rejections by rule">'
+    ]
+    for frac in (0, 0.5, 1):
+        ty = top + plot_h * (1 - frac)
+        parts.append(
+            f'<line x1="{left}" y1="{ty:.1f}" x2="{left + group_w * len(groups)}" y2="{ty:.1f}" stroke="#e5e7eb"/>'
+        )
+        parts.append(
+            f'<text x="{left - 6}" y="{ty + 4:.1f}" font-size="11" text-anchor="end" fill="#57606a">{round(peak * frac)}</text>'
+        )
+    for g, (staffer, batch) in enumerate(groups):
+        gx = left + g * group_w + gap / 2
+        for i, rule in enumerate(rules):
+            value = counts[(staffer, batch, rule)]
+            h = plot_h * value / peak
+            colour = PALETTE[i % len(PALETTE)]
+            parts.append(
+                f'<rect x="{gx + i * bar_w:.1f}" y="{top + plot_h - h:.1f}" width="{bar_w - 2}" height="{h:.1f}" fill="{colour}"><title>{escape(staffer)} b{batch} {rule}: {value}</title></rect>'
+            )
+        parts.append(
+            f'<text x="{gx + bar_w * len(rules) / 2:.1f}" y="{top + plot_h + 14}" font-size="11" text-anchor="middle" fill="#57606a">b{batch}</text>'
+        )
+        if batch == batches[0]:
+            parts.append(
+                f'<text x="{gx + (group_w * len(batches) - gap) / 2:.1f}" y="{top + plot_h + 30}" font-size="11.5" font-weight="600" text-anchor="middle">{escape(staffer)}</text>'
+            )
+    lx = left + group_w * len(groups) + 16
+    for i, rule in enumerate(rules):
+        parts.append(
+            f'<rect x="{lx}" y="{top + 18 * i}" width="12" height="12" fill="{PALETTE[i % len(PALETTE)]}" rx="2"/>'
+        )
+        parts.append(f'<text x="{lx + 18}" y="{top + 18 * i + 10}" font-size="12">{escape(rule)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _table(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], *, left: int = 1, highlight_first: bool = False
+) -> str:
+    head = "".join(f'<th class="{"l" if i < left else ""}">{escape(h)}</th>' for i, h in enumerate(headers))
+    body = []
+    for n, row in enumerate(rows):
+        cls = ' class="best"' if highlight_first and n == 0 else ""
+        cells = "".join(
+            f'<td class="{"l" if i < left else ""}">{v if isinstance(v, _Raw) else escape(str(v))}</td>'
+            for i, v in enumerate(row)
+        )
+        body.append(f"<tr{cls}>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+class _Raw(str):
+    """Already-escaped HTML for a table cell."""
+
+
+def render_report(
+    results: Sequence[EventResult], *, plan: dict[str, Any] | None = None, title: str | None = None
+) -> str:
+    """The report's HTML text for ``results`` (``plan`` adds the run's settings to the header)."""
+    plan = plan or {}
+    run_id = plan.get("run_id") or (results[0].run_id if results else "")
+    batches = batches_of(results)
+    curve = learning_curve(results)
+    colour_of = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(curve)}
+    board = leaderboard(results)
+    board_rows = [
+        [
+            row.rank,
+            _Raw(
+                f'<span class="swatch" style="background:{colour_of.get(row.metrics.staffer, "#999")}"></span>{escape(row.metrics.staffer)}'
+            ),
+            f"{row.metrics.score:.1f}",
+            _pct(row.metrics.fill_rate),
+            _pct(row.first_batch_fill_rate),
+            _pct(row.last_batch_fill_rate),
+            f"{row.gain_points:+.1f}",
+            _pct(row.metrics.pass_k),
+            _pct(row.metrics.precision),
+            f"{row.metrics.citations_per_run:.2f}",
+            f"{row.metrics.turns_per_event:.1f}",
+            f"{row.metrics.tokens_per_event:.0f}",
+            f"{row.metrics.cost_usd:.4f}",
+            f"{row.metrics.latency_ms_mean:.0f}",
+            f"{row.metrics.rescues_succeeded}/{row.metrics.rescues_attempted}",
+            f"{row.metrics.double_bookings_caught}/{row.metrics.double_bookings_submitted}",
+        ]
+        for row in board
+    ]
+    batch_rows = [
+        [
+            m.staffer,
+            m.batch,
+            _pct(m.fill_rate),
+            f"{m.filled}/{m.requested}",
+            _pct(m.pass_k),
+            _pct(m.precision),
+            f"{m.citations_per_run:.2f}",
+            f"{m.lessons_given_per_run:.2f}",
+            m.errors,
+        ]
+        for m in per_batch(results)
+    ]
+    scenarios = list(dict.fromkeys(r.scenario for r in results))
+    reps = max((r.repetition for r in results), default=0)
+    title = title or f"agentlake run {run_id}"
+    generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    meta = (
+        f"{len(scenarios)} scenarios · {len(curve)} staffers · {len(batches)} batches · {reps} repetition(s) · "
+        f"{len(results)} judged events · backend {escape(str(plan.get('backend', '?')))} · generated {generated}"
+    )
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>{escape(title)}</title><style>{_CSS}</style></head>
+<body>
+<h1>{escape(title)}</h1>
+<p class="meta">{meta}</p>
+<h2>Leaderboard</h2>
+{_table(["#", "staffer", "score", "fill rate", "batch 1", f"batch {batches[-1] if batches else 1}", "gain (pts)", "pass^k", "precision", "citations/run", "turns/event", "tokens/event", "cost $", "latency ms", "rescues ok/tried", "double-bookings caught/submitted"], board_rows, left=2, highlight_first=True)}
+<p class="note">{escape(SCORE_FORMULA)}. Fill rate = workers accepted by the client / workers requested. pass^k = share of events solved in all k repetitions. Precision = accepted / submitted workers.</p>
+<h2>Learning curve</h2>
+<div class="chart">{learning_curve_svg(curve, batches)}</div>
+<p class="note">Fill rate per batch. Staffers with learning on learn the clients' unwritten rules from rejections between batches.</p>
+<h2>Per batch</h2>
+{_table(["staffer", "batch", "fill rate", "filled", "pass^k", "precision", "citations/run", "lessons given/run", "errors"], batch_rows, left=1)}
+<h2>Per-event outcomes</h2>
+<div class="chart">{outcomes_svg(results)}</div>
+<p class="note">Workers filled / requested, summed over repetitions; hover a cell for the client's rejections. * = solved in some but not all repetitions.</p>
+<h2>Client rejections by rule</h2>
+<div class="chart">{rejections_svg(results)}</div>
+<p class="note">The hidden rules ({", ".join(HIDDEN_RULES)}) are never shown to staffers; they can only learn them from these rejections.</p>
+<h2>Scenarios</h2>
+<p>{escape(", ".join(scenarios))}</p>
+</body></html>
+"""
+
+
+def write_report(
+    run_dir: Path, results: Sequence[EventResult], *, plan: dict[str, Any] | None = None
+) -> Path:
+    """Write ``report.html`` into ``run_dir`` and return its path."""
+    path = run_dir / REPORT_FILE
+    tmp = path.with_suffix(".html.tmp")
+    tmp.write_text(render_report(results, plan=plan), encoding="utf-8")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,139 @@
+"""What a scenario run leaves behind: one ``EventResult`` per judged event, in a run directory.
+
+Owns the result record, the run directory's layout and reading/writing it:
+
+    runs/<run_id>/plan.json          what was asked (scenarios, staffers, batches, backend)
+    runs/<run_id>/results.jsonl      one EventResult per line, appended as days finish
+    runs/<run_id>/leaderboard.json   metrics per staffer and per batch (``metrics``)
+    runs/<run_id>/report.html        the offline report (``report``)
+    runs/<run_id>/lessons/<staffer>.duckdb   each learning staffer's own lesson store
+
+It does not compute metrics nor run days.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from agentlake.errors import NotFoundError, UserError
+from agentlake.scenarios.judge import ClientRejection
+
+RESULTS_FILE = "results.jsonl"
+PLAN_FILE = "plan.json"
+LEADERBOARD_FILE = "leaderboard.json"
+REPORT_FILE = "report.html"
+LESSONS_DIR = "lessons"
+
+
+class EventResult(BaseModel):
+    """One event of one day, staffed by one staffer, judged by the client."""
+
+    run_id: str
+    staffer: str
+    batch: int = Field(..., ge=1)
+    scenario: str
+    client_id: str
+    repetition: int = Field(..., ge=1)
+    event_id: str
+    kind: str
+    at: str
+    role: str
+    city: str
+    state: str
+    requested: int
+    filled: int
+    success: bool
+    proposed: list[int] = Field(default_factory=list)
+    accepted: list[int] = Field(default_factory=list)
+    rejections: list[ClientRejection] = Field(default_factory=list)
+    agent_success: bool = False
+    failure_reason: str | None = None
+    error: str | None = Field(
+        None, description="The policy raised instead of answering (counted as unfilled)."
+    )
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    lessons_given: list[str] = Field(default_factory=list)
+    lessons_cited: list[str] = Field(default_factory=list)
+    rescue_attempted: bool = False
+    rescue_succeeded: bool = False
+    buffer: int = Field(0, description="Verified spare candidates the staffer kept beyond the count.")
+    double_bookings_caught: int = Field(
+        0, description="Double-bookings the staffer's own checks caught before submitting."
+    )
+    double_bookings_submitted: int = Field(0, description="Double-booked workers the client had to refuse.")
+    concerns: list[str] = Field(default_factory=list, description="The overseer's concerns about this event.")
+    op_id: str | None = None
+    sig_hash: str | None = None
+
+    @property
+    def day_key(self) -> tuple[str, int, str, int]:
+        return (self.staffer, self.batch, self.scenario, self.repetition)
+
+    @property
+    def event_key(self) -> tuple[str, str]:
+        return (self.scenario, self.event_id)
+
+
+def append_results(run_dir: Path, results: Iterable[EventResult]) -> None:
+    """Append results to ``results.jsonl`` (the parent process is its only writer)."""
+    with (run_dir / RESULTS_FILE).open("a", encoding="utf-8") as handle:
+        for result in results:
+            handle.write(result.model_dump_json() + "\n")
+
+
+def resolve_run_dir(spec: str | Path, runs_dir: Path | None = None) -> Path:
+    """A run directory from a path or a run id under ``runs_dir``; ``NotFoundError`` otherwise."""
+    path = Path(spec)
+    if (
+        not (path / RESULTS_FILE).is_file()
+        and runs_dir is not None
+        and (runs_dir / str(spec) / RESULTS_FILE).is_file()
+    ):
+        path = runs_dir / str(spec)
+    if not (path / RESULTS_FILE).is_file():
+        raise NotFoundError(
+            f"{path}: not a run directory (no {RESULTS_FILE}); run `agentlake run` first or pass runs/<run_id>"
+        )
+    return path
+
+
+def read_results(run_dir: Path | str) -> list[EventResult]:
+    """Every result of a run, in the order written. ``UserError`` names a corrupt line."""
+    path = Path(run_dir) / RESULTS_FILE
+    if not path.is_file():
+        raise NotFoundError(f"{run_dir}: no {RESULTS_FILE}; is this a run directory?")
+    out = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                out.append(EventResult.model_validate_json(line))
+            except ValidationError as exc:
+                raise UserError(
+                    f"{path}: line {number}: not an event result ({exc.errors()[0]['msg']})"
+                ) from None
+    return out
+
+
+def write_json(path: Path, payload: Any) -> None:
+    """Write JSON atomically (temp file + rename) so a reader never sees half a file."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def read_plan(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / PLAN_FILE
+    if not path.is_file():
+        return {}
+    return json.loads(path.read_text(encoding="utf-8"))
