@@ -300,10 +300,33 @@ def open_observer(settings: Settings | None = None) -> Observer:
     return Observer(store, ring_size=settings.observer_ring_size)
 
 
+def open_reader(settings: Settings | None = None, *, url: str | None = None) -> OpSink:
+    """Where to read ops from, for tools like ``agentlake ops``: the service at ``url`` when
+    given (or when ``observer_sink`` is ``http``); else the store file, read-only; and when
+    another process holds that file (a running service), the service at ``observer_url``.
+    Raises ``UserError`` when there is no store yet."""
+    from agentlake.errors import UnavailableError
+
+    settings = settings or load_settings()
+    if url is None and settings.observer_sink != "http":
+        try:
+            return OpStore(settings.observer_path, read_only=True, threads=settings.duckdb_threads)
+        except UnavailableError:
+            pass  # the writer is running: ask it
+    from agentlake.observe.client import ObserverClient, RemoteSink
+
+    key = settings.observer_api_key.get_secret_value() if settings.observer_api_key else None
+    return RemoteSink(
+        ObserverClient(url or settings.observer_url, api_key=key, spool_path=_default_spool(settings))
+    )
+
+
 def _default_spool(settings: Settings) -> Any:
     import os
+    import uuid
 
-    return settings.data_dir / "spool" / f"observer-{os.getpid()}.jsonl"
+    # observer-<pid>-<random>.jsonl: a spool whose pid is dead is adopted by other clients.
+    return settings.data_dir / "spool" / f"observer-{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
 
 
 def get_observer(settings: Settings | None = None) -> Observer:

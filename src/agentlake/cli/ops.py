@@ -1,0 +1,151 @@
+"""``agentlake ops tail | stats | query``: read the operation log.
+
+Reads the observer's DuckDB file directly (read-only) when no process holds it, otherwise asks
+the running observer service (``--url``, default settings.observer_url). Thin door onto
+``agentlake.observe.open_reader``; ``tail --follow`` streams ``GET /ops/stream``.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import typer
+
+from agentlake.cli.output import Format
+
+ops_app = typer.Typer(
+    help="Read the operation log: recent ops, live tail, stats, filtered queries.", no_args_is_help=True
+)
+
+_COLUMNS = ["ts", "source", "endpoint", "ok", "ms", "agent", "staffer", "run", "detail"]
+_URL = typer.Option(
+    None, "--url", help="Ask the observer service at this URL instead of reading the store file."
+)
+_FORMAT = typer.Option(Format.table, "--format", "-f", help="Output format: table, json or csv.")
+
+
+def _row(op: Any) -> list[Any]:
+    detail = op.error or op.output_summary or op.input_summary
+    return [op.ts.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3], op.source, op.endpoint, "yes" if op.success else "NO",
+            round(op.duration_ms, 1), op.agent_id, op.provenance.staffer_id, op.provenance.run_id, detail[:80]]  # fmt: skip
+
+
+def _when(text: str | None) -> datetime | None:
+    """ISO 8601 (UTC if no offset) or an age like 30s, 15m, 2h, 7d (that long ago)."""
+    if text is None:
+        return None
+    match = re.fullmatch(r"(\d+)([smhd])", text.strip())
+    if match:
+        unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}[match.group(2)]
+        return datetime.now(UTC) - timedelta(**{unit: int(match.group(1))})
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        from agentlake.errors import UserError
+
+        raise UserError(
+            f"cannot read the time {text!r}: use ISO 8601 (2026-11-21T08:00) or an age (30s, 15m, 2h, 7d)"
+        ) from None
+
+
+def _render(ops: list[Any], fmt: Format) -> None:
+    from agentlake.cli.output import print_json, render_rows
+
+    if fmt is Format.json:
+        print_json([op.model_dump(mode="json") for op in ops])
+    else:
+        render_rows(_COLUMNS, [_row(op) for op in ops], fmt)
+
+
+@ops_app.command("tail")
+def tail(
+    n: int = typer.Option(20, "-n", "--lines", min=0, help="How many recent ops to show first."),
+    follow: bool = typer.Option(
+        False, "--follow", help="Keep printing ops as the running service stores them."
+    ),
+    source: str = typer.Option(
+        None, "--source", help="Only ops from this source (agent, llm, scenario, ...)."
+    ),
+    url: str = _URL,
+    fmt: Format = _FORMAT,
+) -> None:
+    """Show the latest ops, oldest first; with --follow, stream new ones from the service, one line each."""
+    from agentlake.observe import ObserverClient, open_reader
+
+    if not follow:
+        with_reader = open_reader(url=url)
+        try:
+            _render(list(reversed(with_reader.query(source=source, limit=n))), fmt)
+        finally:
+            with_reader.close()
+        return
+    with ObserverClient(url) as client:
+        for op in client.stream(source=source, backlog=n):
+            # One line per op as it arrives: JSON lines, or tab-separated columns.
+            line = (
+                op.model_dump_json()
+                if fmt is Format.json
+                else "\t".join("" if v is None else str(v) for v in _row(op))
+            )
+            typer.echo(line)
+
+
+@ops_app.command("stats")
+def stats(url: str = _URL, fmt: Format = _FORMAT) -> None:
+    """Totals, successes, failures, counts by source and endpoint, latency p50/p95."""
+    from agentlake.cli.output import print_json, render_rows
+    from agentlake.observe import open_reader
+
+    reader = open_reader(url=url)
+    try:
+        result = reader.stats()
+    finally:
+        reader.close()
+    if fmt is Format.json:
+        print_json(result.model_dump(mode="json", exclude={"recent_scenario"}))
+        return
+    rows = [("total", result.total), ("successes", result.successes), ("failures", result.failures),
+            ("latency p50 ms", _ms(result.latency_p50_ms)), ("latency p95 ms", _ms(result.latency_p95_ms))]  # fmt: skip
+    rows += [(f"source {name}", count) for name, count in result.by_source.items()]
+    rows += [(f"endpoint {name}", count) for name, count in list(result.by_endpoint.items())[:20]]
+    render_rows(["stat", "value"], rows, fmt, title="observer stats")
+
+
+def _ms(value: float | None) -> str:
+    return "" if value is None else f"{value:.1f}"
+
+
+@ops_app.command("query")
+def query(
+    source: str = typer.Option(
+        None, "--source", help="gateway, mcp, scenario, agent, llm, otlp or external."
+    ),
+    endpoint: str = typer.Option(
+        None, "--endpoint", help="Exact endpoint, or a prefix ending in * (tool.*)."
+    ),
+    success: bool = typer.Option(None, "--success/--failure", help="Only successes, or only failures."),
+    since: str = typer.Option(None, "--since", help="From this time: ISO 8601 or an age (15m, 2h, 7d)."),
+    until: str = typer.Option(None, "--until", help="Before this time: ISO 8601 or an age."),
+    staffer: str = typer.Option(None, "--staffer", help="Provenance staffer id."),
+    run: str = typer.Option(None, "--run", help="Provenance run id."),
+    limit: int = typer.Option(50, "--limit", min=1, max=1000, help="Page size."),
+    offset: int = typer.Option(0, "--offset", min=0, help="Ops to skip (pagination)."),
+    url: str = _URL,
+    fmt: Format = _FORMAT,
+) -> None:
+    """Stored ops matching every filter, newest first."""
+    from agentlake.observe import open_reader
+
+    reader = open_reader(url=url)
+    try:
+        found = reader.query(source=source, endpoint=endpoint, success=success, since=_when(since), until=_when(until),
+                             staffer_id=staffer, run_id=run, limit=limit, offset=offset)  # fmt: skip
+    finally:
+        reader.close()
+    _render(found, fmt)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(ops_app, name="ops")

@@ -1,0 +1,92 @@
+"""Parsing ingest bodies (``POST /event``, ``POST /events``) into ops, with field-level errors.
+
+Owns the accepted JSON shapes: one op object; a batch as a JSON array of ops or as
+``{"events": [...]}``. Validation is all or nothing: one bad item rejects the whole body, so
+bad input never partially writes. Errors name each item's index and field. It does not own
+the op's shape (``model``), HTTP or storage.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+
+from agentlake.errors import UserError
+from agentlake.observe.model import ObservedOp
+
+
+class InvalidEventsError(UserError):
+    """The body is not valid JSON or not valid ops; ``errors`` lists ``{index, field, message}``."""
+
+    def __init__(self, message: str, errors: list[dict[str, Any]]) -> None:
+        super().__init__(message, http_status=400, errors=errors)
+        self.errors = errors
+
+
+class EventBatch(BaseModel):
+    """``POST /events`` body as an object (a bare JSON array of ops is accepted too)."""
+
+    model_config = ConfigDict(extra="forbid")
+    events: list[ObservedOp]
+
+
+_ONE = TypeAdapter(ObservedOp)
+_MANY = TypeAdapter(list[ObservedOp])
+_BATCH = TypeAdapter(EventBatch)
+
+
+def _problems(exc: ValidationError, *, batch: bool) -> InvalidEventsError:
+    errors: list[dict[str, Any]] = []
+    for err in exc.errors(include_url=False, include_input=False):
+        if err["type"] == "json_invalid":
+            raise InvalidEventsError(
+                f"malformed JSON: {err['msg']}", [{"index": None, "field": None, "message": err["msg"]}]
+            )
+        loc = list(err["loc"])
+        if loc and loc[0] == "events":
+            loc = loc[1:]
+        index = loc.pop(0) if batch and loc and isinstance(loc[0], int) else None
+        field = ".".join(str(part) for part in loc) or None
+        errors.append({"index": index, "field": field, "message": err["msg"]})
+    shown = "; ".join(
+        (f"item {e['index']}: " if e["index"] is not None else "")
+        + (f"{e['field']}: " if e["field"] else "")
+        + e["message"]
+        for e in errors[:5]
+    )
+    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+    return InvalidEventsError(f"invalid event{'s' if batch else ''}: {shown}{more}", errors)
+
+
+def parse_event(body: bytes) -> ObservedOp:
+    """One op from a JSON object. Raises ``InvalidEventsError`` (400) naming each bad field."""
+    try:
+        return _ONE.validate_json(body)
+    except ValidationError as exc:
+        raise _problems(exc, batch=False) from None
+
+
+def parse_events(body: bytes) -> list[ObservedOp]:
+    """Ops from a JSON array or ``{"events": [...]}``. Raises ``InvalidEventsError`` (400)
+    naming each bad item and field; an empty batch is an error too."""
+    head = body.lstrip()[:1]
+    try:
+        if head == b"[":
+            ops = _MANY.validate_json(body)
+        elif head == b"{":
+            ops = _BATCH.validate_json(body).events
+        else:
+            ops = _MANY.validate_json(body)  # produces the JSON error for garbage
+    except ValidationError as exc:
+        if head == b"{" and any(
+            err["type"] == "missing" and tuple(err["loc"]) == ("events",) for err in exc.errors()
+        ):
+            raise InvalidEventsError(
+                'a batch is a JSON array of events or {"events": [...]}; send one event to POST /event',
+                [{"index": None, "field": "events", "message": "Field required"}],
+            ) from None
+        raise _problems(exc, batch=True) from None
+    if not ops:
+        raise InvalidEventsError("the batch is empty: send at least one event", [])
+    return ops

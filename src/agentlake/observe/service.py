@@ -1,0 +1,260 @@
+"""The observer's HTTP ingest service (``create_app``) and ``serve`` (uvicorn).
+
+Routes are thin: read the body (413 past ``max_body_bytes`` before parsing), check the API key,
+parse (``ingest``/``otlp``), call the ``Observer`` and render. An ingest is answered 200 only
+after the ops are committed; a full write queue answers 503 with ``Retry-After``. Errors share
+the gateway's shape: ``{"error": {"type", "status", "message", "details"}}``.
+
+Owns the routes, key checks and error rendering of the standalone service; the gateway mounts
+this app under ``/observer/``. It does not own storage, parsing or the op model.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from datetime import datetime
+from typing import Any, Literal
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.responses import JSONResponse, Response
+
+from agentlake.errors import AgentlakeError, UserError
+from agentlake.observe import otlp
+from agentlake.observe.ingest import parse_event, parse_events
+from agentlake.observe.model import Source
+from agentlake.observe.record import Observer
+from agentlake.observe.store import QueueFullError
+from agentlake.settings import Settings
+
+log = logging.getLogger(__name__)
+
+_TYPES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 413: "payload_too_large",
+          415: "unsupported_media_type", 500: "internal_error", 503: "unavailable"}  # fmt: skip
+_RANK = {"read": 0, "write": 1, "admin": 2}
+
+
+def error_response(
+    status: int, message: str, details: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    """The one error shape (the gateway's): ``{"error": {type, status, message, details}}``."""
+    body = {
+        "error": {
+            "type": _TYPES.get(status, "http_error"),
+            "status": status,
+            "message": message,
+            "details": details or {},
+        }
+    }
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+class _Denied(UserError):
+    pass
+
+
+def _authorize(request: Request, keys: dict[str, str], needed: Literal["read", "write"]) -> None:
+    """No keys configured: open. Otherwise a key (``X-API-Key`` or ``Authorization: Bearer``)
+    is required (401 when missing or unknown) with at least scope ``needed`` (403)."""
+    if not keys:
+        return
+    key = request.headers.get("x-api-key")
+    if not key:
+        auth = request.headers.get("authorization", "")
+        scheme, _, token = auth.partition(" ")
+        key = token.strip() if scheme.lower() == "bearer" else None
+    if not key:
+        raise _Denied(
+            "an API key is required: send X-API-Key or Authorization: Bearer <key>", http_status=401
+        )
+    scope = None
+    for known, known_scope in keys.items():
+        if hmac.compare_digest(known.encode(), key.encode()):
+            scope = known_scope
+    if scope is None:
+        raise _Denied("the API key is not valid", http_status=401)
+    if _RANK[scope] < _RANK[needed]:
+        raise _Denied(f"this key has scope {scope!r}; {needed!r} or higher is needed", http_status=403)
+
+
+async def read_body(request: Request, max_bytes: int) -> bytes:
+    """The request body, refused with 413 as soon as it is known to pass ``max_bytes`` (from
+    Content-Length before reading anything, else while streaming)."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            size = int(declared)
+        except ValueError:
+            raise UserError("Content-Length is not a number") from None
+        if size > max_bytes:
+            raise UserError(
+                f"request body of {size} bytes is larger than the limit of {max_bytes} bytes (max_body_bytes)",
+                http_status=413,
+            )
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in request.stream():
+        total += len(chunk)
+        if total > max_bytes:
+            raise UserError(
+                f"request body is larger than the limit of {max_bytes} bytes (max_body_bytes)",
+                http_status=413,
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def create_app(observer: Observer, settings: Settings) -> FastAPI:
+    """The ingest service over ``observer`` (which the caller owns and closes).
+
+    ``POST /event``, ``POST /events``, ``POST /v1/traces`` (OTLP/HTTP protobuf or JSON),
+    ``GET /health`` (open), ``GET /stats``, ``GET /ops``, ``GET /ops/stream`` (SSE). With
+    ``settings.api_key_scopes`` set, writes need a write/admin key and reads any valid key.
+    """
+    keys = settings.api_key_scopes
+    max_bytes = settings.max_body_bytes
+    app = FastAPI(
+        title="agentlake observer",
+        version="1",
+        description="Durable operation log: every acknowledged event is committed to DuckDB first.",
+    )
+    app.state.observer = observer
+
+    @app.exception_handler(AgentlakeError)
+    async def _agentlake_error(_request: Request, exc: AgentlakeError) -> JSONResponse:
+        headers = None
+        if isinstance(exc, QueueFullError):
+            headers = {"Retry-After": str(max(1, round(exc.retry_after)))}
+        if exc.http_status >= 500 and not isinstance(exc, QueueFullError):
+            log.warning("observer request failed: %s", exc.message)
+        details = {key: value for key, value in exc.details.items() if key != "retry_after"}
+        if exc.http_status == 413:
+            headers = {"Connection": "close"}  # the rest of an oversized body is never read
+        return error_response(exc.http_status, exc.message, details, headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_query(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"field": ".".join(str(p) for p in e["loc"][1:]) or None, "message": e["msg"]}
+            for e in exc.errors()
+        ]
+        message = "invalid request: " + "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+        return error_response(400, message, {"errors": errors})
+
+    @app.post("/event", summary="Record one op; answered once it is durable.")
+    async def post_event(request: Request) -> JSONResponse:
+        _authorize(request, keys, "write")
+        op = parse_event(await read_body(request, max_bytes))
+        (result,) = await observer.record_many_async([op])
+        return JSONResponse(result.as_dict())
+
+    @app.post(
+        "/events", summary="Record a batch of ops (JSON array or {events: [...]}); one result per item."
+    )
+    async def post_events(request: Request) -> JSONResponse:
+        _authorize(request, keys, "write")
+        ops = parse_events(await read_body(request, max_bytes))
+        results = await observer.record_many_async(ops)
+        stored = sum(1 for result in results if result.status == "stored")
+        return JSONResponse({"accepted": len(results), "stored": stored, "duplicates": len(results) - stored,
+                             "results": [result.as_dict() for result in results]})  # fmt: skip
+
+    @app.post("/v1/traces", summary="OTLP/HTTP trace export (protobuf or JSON); spans become ops.")
+    async def post_traces(request: Request) -> Response:
+        _authorize(request, keys, "write")
+        content_type = request.headers.get("content-type")
+        body = await read_body(request, max_bytes)
+        ops = otlp.ops_from_export(body, content_type, request.headers.get("content-encoding"), max_bytes)
+        if ops:
+            await observer.record_many_async(ops)
+        payload, media = otlp.export_response(content_type)
+        return Response(payload, media_type=media)
+
+    @app.get("/health", summary="Status, ring depth and store lag (no key needed).")
+    async def health() -> dict[str, Any]:
+        return observer.health()
+
+    @app.get(
+        "/stats",
+        summary="Totals, successes, failures, by source and endpoint, latency p50/p95, recent scenario ops.",
+    )
+    async def stats(request: Request) -> JSONResponse:
+        _authorize(request, keys, "read")
+        return JSONResponse(observer.stats().model_dump(mode="json"))
+
+    @app.get("/ops", summary="Stored ops, newest first, filtered and paginated.")
+    def ops(
+        request: Request,
+        source: Source | None = Query(
+            None, description="gateway, mcp, scenario, agent, llm, otlp or external."
+        ),
+        endpoint: str | None = Query(None, description="Exact endpoint, or a prefix ending in * (tool.*)."),
+        success: bool | None = Query(None, description="true: successes only; false: failures only."),
+        since: datetime | None = Query(None, description="ISO 8601 time, inclusive (UTC if no offset)."),
+        until: datetime | None = Query(None, description="ISO 8601 time, exclusive (UTC if no offset)."),
+        staffer_id: str | None = Query(None, description="Provenance staffer id."),
+        run_id: str | None = Query(None, description="Provenance run id."),
+        agent_id: str | None = Query(None, description="Agent id."),
+        trace_id: str | None = Query(None, description="Trace id."),
+        limit: int = Query(100, ge=1, le=1000, description="Page size."),
+        offset: int = Query(0, ge=0, description="Ops to skip."),
+        order: Literal["desc", "asc"] = Query("desc", description="desc: newest first; asc: oldest first."),
+    ) -> JSONResponse:
+        # A plain def: DuckDB reads run in the threadpool, not on the event loop.
+        _authorize(request, keys, "read")
+        found = observer.query(source=source, endpoint=endpoint, success=success, since=since, until=until,
+                               staffer_id=staffer_id, run_id=run_id, agent_id=agent_id, trace_id=trace_id,
+                               limit=limit, offset=offset, order=order)  # fmt: skip
+        return JSONResponse({"ops": [op.model_dump(mode="json") for op in found], "limit": limit, "offset": offset,
+                             "next_offset": offset + len(found) if len(found) == limit else None})  # fmt: skip
+
+    @app.get(
+        "/ops/stream",
+        summary="Server-sent events: every op as it is stored (event 'op', data = the op as JSON).",
+    )
+    async def stream(
+        request: Request,
+        source: Source | None = Query(None, description="Only ops from this source."),
+        backlog: int = Query(0, ge=0, le=1000, description="First send this many recent ops."),
+    ) -> Response:
+        import asyncio
+
+        from sse_starlette import EventSourceResponse, ServerSentEvent
+
+        _authorize(request, keys, "read")
+        subscription = observer.subscribe(loop=asyncio.get_running_loop())
+
+        async def events() -> Any:
+            try:
+                for op in observer.recent(backlog) if backlog else []:
+                    if source is None or op.source == source:
+                        yield ServerSentEvent(op.model_dump_json(), event="op", id=op.id)
+                while True:
+                    op = await subscription.aget(timeout=1.0)
+                    if op is not None and (source is None or op.source == source):
+                        yield ServerSentEvent(op.model_dump_json(), event="op", id=op.id)
+            finally:
+                subscription.close()
+
+        return EventSourceResponse(events(), ping=15)
+
+    return app
+
+
+def serve(settings: Settings, *, host: str | None = None, port: int | None = None) -> None:
+    """Run the service with uvicorn until interrupted. It opens the embedded store itself (this
+    process becomes the file's one writer) and installs itself as the process observer."""
+    import uvicorn
+
+    from agentlake.observe.record import open_observer, set_observer
+
+    observer = open_observer(settings.model_copy(update={"observer_sink": "embedded"}))
+    previous = set_observer(observer)
+    try:
+        app = create_app(observer, settings)
+        uvicorn.run(app, host=host or settings.observer_host, port=port or settings.observer_port,
+                    log_level="warning", access_log=False, timeout_graceful_shutdown=5)  # fmt: skip
+    finally:
+        set_observer(previous)
+        observer.close()
