@@ -1,0 +1,169 @@
+"""The Ollama provider (``ollama:MODEL``): owns the HTTP client, base URL and server queries.
+
+Server from the ``ollama_host`` setting (``OLLAMA_HOST``, default ``http://127.0.0.1:11434``).
+The context window is what the server reports for the model (``/api/show``, cached per
+process), else the registry's. Wire format in ``ollama_wire.py``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from agentlake.errors import AgentlakeError, UserError
+from agentlake.llm import ollama_wire
+from agentlake.llm.budget import estimate_budget
+from agentlake.llm.models import ModelInfo, lookup_model
+from agentlake.llm.provider import (
+    Capabilities,
+    Completion,
+    GenerateOptions,
+    Message,
+    ProviderError,
+    register_provider,
+)
+from agentlake.llm.transport import normalise_url, request_json
+
+if TYPE_CHECKING:
+    from agentlake.settings import Settings
+
+HINT = "start Ollama (`ollama serve`) or set OLLAMA_HOST to where it runs"
+# Ollama allocates the KV cache for num_ctx and reloads the model when num_ctx changes, so a
+# stable size is sent (at least 8192, doubled only when a prompt needs more), not the full
+# trained window (a 128k window would take gigabytes) nor a per-call size (a reload per call).
+MIN_NUM_CTX = 8192
+SHOW_TIMEOUT_S = 5.0
+
+_shown: dict[tuple[str, str], dict[str, Any]] = {}
+_shown_lock = threading.Lock()
+
+
+class OllamaServer:
+    """One Ollama server: ``show``, ``tags`` (installed models), ``ps`` (loaded models), ``chat``."""
+
+    def __init__(self, host: str) -> None:
+        self.host = normalise_url(host, 11434)
+        self.client = httpx.Client(base_url=self.host, timeout=httpx.Timeout(120.0, connect=10.0))
+
+    def describe(self, model: str | None = None) -> str:
+        return f"Ollama at {self.host}" if model is None else f"ollama:{model} at {self.host}"
+
+    def _status(self, model: str | None) -> Any:
+        def mapper(status: int, message: str) -> AgentlakeError | None:
+            if status == 404 and model is not None:
+                return UserError(
+                    f"Ollama at {self.host} has no model {model!r} ({message}): run `ollama pull {model}` or fix the model name"
+                )
+            return None
+
+        return mapper
+
+    def show(self, model: str) -> dict[str, Any]:
+        """``/api/show`` for ``model``, cached per process per server."""
+        key = (self.host, model)
+        with _shown_lock:
+            if key in _shown:
+                return _shown[key]
+        body = request_json(self.client, "POST", "/api/show", what=self.describe(model), hint=HINT,
+                            body={"model": model}, timeout=SHOW_TIMEOUT_S, status_error=self._status(model))  # fmt: skip
+        with _shown_lock:
+            _shown[key] = body
+        return body
+
+    def tags(self, timeout: float = SHOW_TIMEOUT_S) -> list[str]:
+        """Names of the installed models."""
+        body = request_json(self.client, "GET", "/api/tags", what=self.describe(), hint=HINT, timeout=timeout)
+        return [str(m.get("name") or m.get("model")) for m in body.get("models", []) if isinstance(m, dict)]
+
+    def ps(self, timeout: float = SHOW_TIMEOUT_S) -> list[str]:
+        """Names of the models loaded in memory right now."""
+        body = request_json(self.client, "GET", "/api/ps", what=self.describe(), hint=HINT, timeout=timeout)
+        return [str(m.get("name") or m.get("model")) for m in body.get("models", []) if isinstance(m, dict)]
+
+    def chat(self, model: str, body: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+        return request_json(self.client, "POST", "/api/chat", what=self.describe(model), hint=HINT, body=body,
+                            timeout=timeout, status_error=self._status(model))  # fmt: skip
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def forget_shown() -> None:
+    """Drop cached ``/api/show`` answers (tests, or after pulling a new model version)."""
+    with _shown_lock:
+        _shown.clear()
+
+
+class OllamaProvider:
+    """``ollama:MODEL`` through Ollama's native ``/api/chat``."""
+
+    name = "ollama"
+
+    def __init__(self, model: str, settings: Settings) -> None:
+        if not model:
+            raise UserError("ollama: needs a model name, e.g. ollama:qwen3:4b")
+        self.model = model
+        self.server = OllamaServer(settings.ollama_host)
+        self.breaker_key = f"ollama:{model}@{self.server.host}"
+        self._registry = lookup_model("ollama", model, settings)
+        self._info: ModelInfo | None = None
+
+    @property
+    def model_info(self) -> ModelInfo:
+        """Registry facts, with the server's context length and thinking capability once known."""
+        if self._info is not None:
+            return self._info
+        try:
+            show = self.server.show(self.model)
+        except (ProviderError, UserError):
+            return self._registry  # unreachable or unknown model: the chat call will say so
+        update: dict[str, Any] = {}
+        context = ollama_wire.context_length(show)
+        if context:
+            update.update(context_window=context, source="server")
+        words = ollama_wire.capabilities(show)
+        if words:
+            update["supports_thinking"] = "thinking" in words
+        self._info = self._registry.model_copy(update=update)
+        return self._info
+
+    @property
+    def capabilities(self) -> Capabilities:
+        info = self.model_info
+        return Capabilities(
+            supports_schema=info.supports_schema,
+            supports_thinking=info.supports_thinking,
+            context_window=info.context_window,
+        )
+
+    def num_ctx(self, messages: list[Message], options: GenerateOptions) -> int:
+        window = self.capabilities.context_window
+        needed = estimate_budget(self, messages, options.max_tokens).total
+        size = MIN_NUM_CTX
+        while size < needed:
+            size *= 2
+        return min(window, size)
+
+    def complete(self, messages: list[Message], options: GenerateOptions) -> Completion:
+        import time
+
+        body = ollama_wire.chat_request(self.model, messages, options, self.num_ctx(messages, options))
+        started = time.perf_counter()
+        reply = self.server.chat(self.model, body, options.timeout)
+        latency = (time.perf_counter() - started) * 1000
+        try:
+            text, thinking, finish, usage = ollama_wire.chat_response(reply)
+        except ValueError as exc:
+            raise ProviderError(
+                f"{self.server.describe(self.model)} sent an unexpected reply: {exc}"
+            ) from None
+        return Completion(text=text, thinking=thinking, finish_reason=finish, usage=usage, latency_ms=latency,
+                          provider=self.name, model=self.model)  # fmt: skip
+
+    def close(self) -> None:
+        self.server.close()
+
+
+register_provider("ollama", OllamaProvider)

@@ -1,0 +1,275 @@
+"""Resilience around one model request: circuit breakers, retries with jittered backoff, a clock.
+
+A breaker per provider+model (per server for HTTP providers) opens after
+``llm_breaker_failures`` consecutive failures that say the server is unhealthy (connection
+errors, timeouts, 429, 5xx), rejects calls for ``llm_breaker_cooldown_s``, then lets one
+half-open probe through: success closes it, failure re-opens it for another cooldown.
+Retries cover connection errors, 429 (honouring Retry-After) and 5xx, never other 4xx.
+
+Time comes from a swappable :class:`Clock` so tests drive cooldowns and backoff without
+sleeping (:class:`ManualClock`, :func:`use_clock`). This module does not own the providers
+or what a failure means for a reply (``generate`` does).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypeVar
+
+from agentlake.errors import RunError, UserError
+from agentlake.llm.provider import CircuitOpenError, ProviderError
+
+T = TypeVar("T")
+BreakerState = Literal["closed", "open", "half-open"]
+
+# Backoff: full jitter over an exponential envelope (AWS architecture blog's recommendation);
+# a server asking for more than MAX_RETRY_AFTER_S via Retry-After is not waited for.
+BACKOFF_BASE_S = 0.5
+BACKOFF_CAP_S = 8.0
+MAX_RETRY_AFTER_S = 60.0
+
+
+class Clock(Protocol):
+    def monotonic(self) -> float: ...
+    def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    """Real time."""
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            time.sleep(seconds)
+
+
+class ManualClock:
+    """A clock for tests: ``sleep`` advances time instantly and is remembered in ``sleeps``."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+        self.sleeps: list[float] = []
+        self._lock = threading.Lock()
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        with self._lock:
+            self.sleeps.append(seconds)
+            self.now += max(0.0, seconds)
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self.now += seconds
+
+
+_clock: Clock = SystemClock()
+
+
+def get_clock() -> Clock:
+    return _clock
+
+
+@contextmanager
+def use_clock(clock: Clock) -> Iterator[Clock]:
+    """Use ``clock`` for breakers and backoff inside the block (tests)."""
+    global _clock
+    previous, _clock = _clock, clock
+    try:
+        yield clock
+    finally:
+        _clock = previous
+
+
+@dataclass
+class BreakerSnapshot:
+    key: str
+    state: BreakerState
+    consecutive_failures: int
+    retry_in_s: float
+
+
+class CircuitBreaker:
+    """Closed -> open after ``failures`` consecutive failures -> half-open after ``cooldown_s``
+    (one probe at a time) -> closed on the probe's success, open again on its failure."""
+
+    def __init__(self, key: str, *, failures: int, cooldown_s: float) -> None:
+        self.key = key
+        self.failures = failures
+        self.cooldown_s = cooldown_s
+        self.consecutive_failures = 0
+        self._state: BreakerState = "closed"
+        self._opened_at = 0.0
+        self._probe_in_flight = False
+        self._lock = threading.Lock()
+
+    @property
+    def state(self) -> BreakerState:
+        with self._lock:
+            return self._current_state()
+
+    def _current_state(self) -> BreakerState:
+        if self._state == "open" and _clock.monotonic() - self._opened_at >= self.cooldown_s:
+            return "half-open"
+        return self._state
+
+    def before_call(self) -> None:
+        """Raise ``CircuitOpenError`` (with the numbers) unless a call may go through now."""
+        with self._lock:
+            state = self._current_state()
+            if state == "closed":
+                return
+            if state == "half-open" and not self._probe_in_flight:
+                self._state = "half-open"
+                self._probe_in_flight = True
+                return
+            retry_in = max(0.0, self.cooldown_s - (_clock.monotonic() - self._opened_at))
+            what = "a half-open probe is in flight" if state == "half-open" else f"retry in {retry_in:.1f} s"
+            raise CircuitOpenError(
+                f"circuit breaker for {self.key} is open after {self.consecutive_failures} consecutive failures; "
+                f"{what} (cooldown AGENTLAKE_LLM_BREAKER_COOLDOWN_S={self.cooldown_s:g} s)",
+                breaker=self.key,
+                retry_in_s=retry_in,
+            )
+
+    def on_success(self) -> None:
+        with self._lock:
+            self._state = "closed"
+            self.consecutive_failures = 0
+            self._probe_in_flight = False
+
+    def on_failure(self) -> None:
+        with self._lock:
+            self.consecutive_failures += 1
+            if self._state == "half-open" or self.consecutive_failures >= self.failures:
+                self._state = "open"
+                self._opened_at = _clock.monotonic()
+            self._probe_in_flight = False
+
+    def on_neutral(self) -> None:
+        """A call that failed for a reason that says nothing about the server (a 400): release
+        a half-open probe slot without changing the counts."""
+        with self._lock:
+            self._probe_in_flight = False
+
+    def snapshot(self) -> BreakerSnapshot:
+        with self._lock:
+            state = self._current_state()
+            retry_in = (
+                max(0.0, self.cooldown_s - (_clock.monotonic() - self._opened_at)) if state == "open" else 0.0
+            )
+            return BreakerSnapshot(self.key, state, self.consecutive_failures, retry_in)
+
+
+_breakers: dict[str, CircuitBreaker] = {}
+_breakers_lock = threading.Lock()
+
+
+def breaker_for(key: str, *, failures: int, cooldown_s: float) -> CircuitBreaker:
+    """The process-wide breaker for ``key`` (created on first use with these settings)."""
+    with _breakers_lock:
+        breaker = _breakers.get(key)
+        if breaker is None:
+            breaker = _breakers[key] = CircuitBreaker(key, failures=failures, cooldown_s=cooldown_s)
+        else:
+            breaker.failures, breaker.cooldown_s = failures, cooldown_s
+        return breaker
+
+
+def breaker_snapshots() -> list[BreakerSnapshot]:
+    with _breakers_lock:
+        breakers = list(_breakers.values())
+    return [breaker.snapshot() for breaker in breakers]
+
+
+def reset_breakers() -> None:
+    """Forget every breaker (tests)."""
+    with _breakers_lock:
+        _breakers.clear()
+
+
+def backoff_delay(retry: int, error: BaseException, rng: random.Random | None = None) -> float:
+    """Seconds to wait before retry number ``retry`` (1-based) after ``error``.
+
+    Retry-After wins when the server sent it; otherwise full jitter over
+    ``min(cap, base * 2**(retry-1))``. Raises ``RunError`` when the server asks for longer
+    than ``MAX_RETRY_AFTER_S``: better to fail with its number than to hang.
+    """
+    retry_after = getattr(error, "retry_after", None)
+    if retry_after is not None:
+        if retry_after > MAX_RETRY_AFTER_S:
+            raise RunError(
+                f"{error}; the server asks to retry after {retry_after:g} s, longer than the {MAX_RETRY_AFTER_S:g} s "
+                "agentlake waits: try again later"
+            ) from error
+        return max(0.0, float(retry_after))
+    envelope = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (retry - 1))
+    return (rng or random).uniform(0.0, envelope)
+
+
+def is_retryable(error: BaseException) -> bool:
+    if isinstance(error, ProviderError):
+        return error.retryable
+    return isinstance(error, ConnectionError)
+
+
+def counts_for_breaker(error: BaseException) -> bool:
+    if isinstance(error, ProviderError):
+        return error.counts_for_breaker
+    # Bad configuration says nothing about the server's health; anything else a provider
+    # raises (a plugin's bug, an in-process provider's ConnectionError) is a failing server.
+    return not isinstance(error, UserError)
+
+
+def call_with_retries(
+    call: Callable[[], T],
+    breaker: CircuitBreaker,
+    *,
+    max_retries: int,
+    on_attempt_failed: Callable[[BaseException, bool], None] | None = None,
+) -> T:
+    """Run ``call`` through ``breaker``, retrying retryable failures up to ``max_retries`` times.
+
+    ``on_attempt_failed(error, will_retry)`` is told about every failed attempt (for
+    accounting). The last error is re-raised as is; an open breaker raises
+    ``CircuitOpenError`` without calling.
+    """
+    retry = 0
+    while True:
+        breaker.before_call()
+        try:
+            result = call()
+        except BaseException as exc:
+            if not isinstance(exc, Exception):
+                breaker.on_neutral()
+                raise
+            if counts_for_breaker(exc):
+                breaker.on_failure()
+            else:
+                breaker.on_neutral()
+            will_retry = is_retryable(exc) and retry < max_retries
+            delay = 0.0
+            if will_retry:
+                try:
+                    delay = backoff_delay(retry + 1, exc)
+                except RunError:
+                    if on_attempt_failed is not None:
+                        on_attempt_failed(exc, False)
+                    raise
+            if on_attempt_failed is not None:
+                on_attempt_failed(exc, will_retry)
+            if not will_retry:
+                raise
+            retry += 1
+            _clock.sleep(delay)
+            continue
+        breaker.on_success()
+        return result

@@ -1,0 +1,215 @@
+"""Typed structured output: ``generate_structured`` (a Pydantic model) and ``generate_json``
+(any JSON schema, with a validator of your own).
+
+Native schema-constrained decoding where the provider supports it (``capabilities
+.supports_schema``), else the schema in the prompt and the tolerant parser. Each reply goes
+through ``generate_continuable`` (so truncated JSON is continued first); a parse or validation
+error goes back to the model, with the errors, for a bounded number of retries. Gives up with
+:class:`StructuredOutputError` carrying the raw text. This module does not define what agents
+ask for: callers bring the model or schema.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agentlake.errors import RunError
+from agentlake.llm.accounting import Tally, accounting_scope
+from agentlake.llm.generate import _continuable, _prepare
+from agentlake.llm.jsonparse import JSONParseError, parse_json_tolerant
+from agentlake.llm.provider import Completion, GenerateOptions, Message, Provider, Usage
+
+if TYPE_CHECKING:
+    from agentlake.settings import Settings
+
+M = TypeVar("M", bound=BaseModel)
+MAX_ERRORS_SHOWN = 6
+
+NATIVE_INSTRUCTION = "Reply with one JSON value matching the required JSON schema: no prose, no code fences."
+PROMPTED_INSTRUCTION = "Reply with one JSON value and nothing else (no prose, no code fences), matching this JSON schema:\n{schema}"
+FEEDBACK = (
+    "Your reply did not match the required JSON schema:\n{errors}\n"
+    "Reply again with only the corrected JSON value."
+)
+
+
+class StructuredOutputError(RunError):
+    """The model gave no valid structured reply within its retries. ``raw_text`` holds the last
+    reply, ``errors`` the last parse/validation errors."""
+
+    def __init__(self, message: str, *, raw_text: str, errors: list[str], attempts: int) -> None:
+        super().__init__(message, raw_text=raw_text, errors=errors, attempts=attempts)
+        self.raw_text = raw_text
+        self.errors = errors
+        self.attempts = attempts
+
+
+class StructuredResult(BaseModel):
+    """A validated reply with its accounting. ``value``: what the validator returned."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    value: Any
+    text: str
+    completion: Completion
+    attempts: int
+    continuations: int
+    schema_retries: int
+    cost_usd: float | None
+    native_schema: bool
+
+
+def with_instruction(messages: list[Message], instruction: str) -> list[Message]:
+    """``messages`` with ``instruction`` appended to the system message (or a new one first)."""
+    if messages and messages[0].role == "system":
+        first = Message(role="system", content=f"{messages[0].content}\n\n{instruction}")
+        return [first, *messages[1:]]
+    return [Message(role="system", content=instruction), *messages]
+
+
+def _pydantic_errors(exc: ValidationError) -> list[str]:
+    return [f"{'.'.join(str(part) for part in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()]
+
+
+def _structured(
+    provider: Provider,
+    msgs: list[Message],
+    opts: GenerateOptions,
+    schema: dict,
+    validate: Callable[[Any], Any],
+    retries: int,
+    settings: Settings,
+    tally: Tally,
+    label: str,
+) -> StructuredResult:
+    native = provider.capabilities.supports_schema
+    if native:
+        conversation = with_instruction(msgs, NATIVE_INSTRUCTION)
+        opts = opts.model_copy(update={"schema_": schema})
+    else:
+        conversation = with_instruction(
+            msgs, PROMPTED_INSTRUCTION.format(schema=json.dumps(schema, separators=(",", ":")))
+        )
+        opts = opts.model_copy(update={"schema_": None})
+    attempts_before, continuations_before = tally.attempts, tally.continuations
+    total, cost = Usage(), 0.0
+    errors: list[str] = []
+    text = ""
+    for attempt in range(retries + 1):
+        outcome = _continuable(
+            provider,
+            conversation,
+            opts,
+            settings,
+            tally,
+            True,
+            settings.llm_max_continuations,
+            settings.llm_max_tokens_cap,
+        )
+        total = total + outcome.usage
+        cost = None if cost is None or outcome.cost_usd is None else cost + outcome.cost_usd
+        text = outcome.text
+        if outcome.repaired:
+            raise StructuredOutputError(
+                f"{provider.name}:{provider.model} reply for {label} stayed truncated after {outcome.continuations} "
+                "continuations; the repaired JSON is not trusted as complete: raise max_tokens or ask for less",
+                raw_text=text,
+                errors=["truncated"],
+                attempts=tally.attempts - attempts_before,
+            )
+        try:
+            value = validate(parse_json_tolerant(text))
+        except JSONParseError as exc:
+            errors = [exc.message]
+        except ValidationError as exc:
+            errors = _pydantic_errors(exc)
+        except (ValueError, TypeError) as exc:  # a validator's own rejection
+            errors = [str(exc)]
+        else:
+            return StructuredResult(
+                value=value,
+                text=text,
+                completion=outcome.completion.model_copy(update={"usage": total}),
+                attempts=tally.attempts - attempts_before,
+                continuations=tally.continuations - continuations_before,
+                schema_retries=attempt,
+                cost_usd=cost,
+                native_schema=native,
+            )
+        if attempt < retries:
+            shown = "\n".join(f"- {error}" for error in errors[:MAX_ERRORS_SHOWN])
+            conversation = [
+                *conversation,
+                Message(role="assistant", content=text),
+                Message(role="user", content=FEEDBACK.format(errors=shown)),
+            ]
+    raise StructuredOutputError(
+        f"{provider.name}:{provider.model} gave no valid {label} after {retries + 1} attempts: {'; '.join(errors[:3])}",
+        raw_text=text,
+        errors=errors,
+        attempts=tally.attempts - attempts_before,
+    )
+
+
+def generate_json(
+    model: str | Provider,
+    messages: object,
+    schema: dict,
+    *,
+    validate: Callable[[Any], Any] | None = None,
+    retries: int = 2,
+    label: str = "JSON",
+    settings: Settings | None = None,
+    options: GenerateOptions | None = None,
+    **option_values: object,
+) -> StructuredResult:
+    """A JSON reply matching ``schema``, checked by ``validate(value) -> value`` (which raises
+    ``ValueError``/``ValidationError`` to send the errors back to the model).
+
+    Returns a :class:`StructuredResult` with the value and the call's accounting. Raises
+    :class:`StructuredOutputError` after ``retries`` failed retries, plus what ``generate`` raises.
+    """
+    with accounting_scope("generate_json") as tally:
+        provider, msgs, opts, settings = _prepare(model, messages, settings, options, option_values)
+        tally.provider, tally.model = provider.name, provider.model
+        return _structured(
+            provider, msgs, opts, schema, validate or (lambda value: value), retries, settings, tally, label
+        )
+
+
+def generate_structured(
+    model: str | Provider,
+    messages: object,
+    output_type: type[M],
+    *,
+    retries: int = 2,
+    settings: Settings | None = None,
+    options: GenerateOptions | None = None,
+    **option_values: object,
+) -> M:
+    """An instance of ``output_type`` from the model.
+
+    Uses the provider's native schema-constrained decoding when it has one, else prompted JSON
+    and the tolerant parser; validation errors go back to the model up to ``retries`` times.
+    Raises :class:`StructuredOutputError` (a ``RunError``; ``.raw_text`` is the last reply),
+    plus what ``generate`` raises.
+    """
+    with accounting_scope("generate_structured") as tally:
+        provider, msgs, opts, settings = _prepare(model, messages, settings, options, option_values)
+        tally.provider, tally.model = provider.name, provider.model
+        result = _structured(
+            provider,
+            msgs,
+            opts,
+            output_type.model_json_schema(),
+            output_type.model_validate,
+            retries,
+            settings,
+            tally,
+            output_type.__name__,
+        )
+        return result.value
