@@ -32,7 +32,7 @@ from agentlake.observe.store import AppendResult, OpStore, QueueFullError, Stats
 
 if TYPE_CHECKING:
     from agentlake.observe.client import ObserverClient, RemoteSink
-    from agentlake.observe.llm_calls import install_llm_recording
+    from agentlake.observe.llm_calls import install_llm_recording, wrap_provider
     from agentlake.observe.service import create_app
 
 _LAZY = {
@@ -40,6 +40,7 @@ _LAZY = {
     "RemoteSink": "agentlake.observe.client",
     "create_app": "agentlake.observe.service",
     "install_llm_recording": "agentlake.observe.llm_calls",
+    "wrap_provider": "agentlake.observe.llm_calls",
 }
 
 
@@ -80,5 +81,6 @@ __all__ = [
     "scrub",
     "set_observer",
     "summarize",
+    "wrap_provider",
     "wrap_tool",
 ]

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from agentlake.observe.model import LLMUsage
-from agentlake.observe.record import Observer, _record_quietly, current_scope
+from agentlake.observe.model import LLMUsage, Provenance
+from agentlake.observe.record import Observer, _record_quietly, current_scope, observe
 
 log = logging.getLogger(__name__)
 
@@ -34,19 +34,23 @@ def op_from_call(record: Any) -> dict[str, Any]:
     except Exception:  # attributes are a bonus; the usage columns carry the numbers
         attributes = {}
     operation = getattr(record, "operation", None) or "chat"
+    # call_tags(agent_id=..., run_id=...) set by the caller fill what the observe context lacks.
+    tags = dict(getattr(record, "tags", None) or {})
+    provenance = {name: tags[name] for name in Provenance.model_fields if name in tags}
+    provenance.update(scope.provenance)
     return dict(
         ts=ts,
         trace_id=scope.trace_id,
         parent_span_id=scope.span_id,
         endpoint=f"llm.{operation}",
         source="llm",
-        agent_id=scope.agent_id,
+        agent_id=scope.agent_id or tags.get("agent_id"),
         input_summary="",
         output_summary="",
         success=bool(getattr(record, "success", True)),
         duration_ms=max(0.0, float(getattr(record, "latency_ms", 0.0) or 0.0)),
         error=getattr(record, "error", None),
-        provenance=dict(scope.provenance),
+        provenance=provenance,
         usage=LLMUsage(
             provider=getattr(record, "provider", None),
             model=getattr(record, "model", None),
@@ -74,4 +78,48 @@ def install_llm_recording(observer: Observer | None = None) -> Callable[[], None
     return add_recorder(_record)
 
 
-__all__ = ["install_llm_recording", "op_from_call"]
+class ObservedProvider:
+    """A provider whose every ``complete`` is recorded as an op (source ``llm``, usage filled).
+
+    For code that calls a provider directly. Calls made through ``agentlake.llm.generate*``
+    are already recorded by :func:`install_llm_recording`: do not wrap those providers too, or
+    each call is recorded twice.
+    """
+
+    def __init__(self, inner: Any, *, agent_id: str | None = None, observer: Observer | None = None) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.model = inner.model
+        self.capabilities = inner.capabilities
+        self._agent_id = agent_id
+        self._observer = observer
+
+    def complete(self, messages: Any, options: Any) -> Any:
+        last = messages[-1].content if messages else ""
+        with observe(
+            "llm.chat", source="llm", agent_id=self._agent_id, input=last, observer=self._observer
+        ) as op:
+            completion = self.inner.complete(messages, options)
+            op.set_output(completion.text)
+            op.set_usage(
+                LLMUsage(
+                    provider=completion.provider or self.name,
+                    model=completion.model or self.model,
+                    input_tokens=completion.usage.input_tokens,
+                    output_tokens=completion.usage.output_tokens,
+                    thinking_tokens=completion.usage.thinking_tokens,
+                    finish_reason=completion.finish_reason,
+                    attempts=1,
+                )
+            )
+            return completion
+
+
+def wrap_provider(
+    provider: Any, *, agent_id: str | None = None, observer: Observer | None = None
+) -> ObservedProvider:
+    """``provider`` with every ``complete`` call recorded (see :class:`ObservedProvider`)."""
+    return ObservedProvider(provider, agent_id=agent_id, observer=observer)
+
+
+__all__ = ["ObservedProvider", "install_llm_recording", "op_from_call", "wrap_provider"]

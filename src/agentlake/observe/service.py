@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import hmac
 import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Literal
 
@@ -20,7 +23,7 @@ from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.responses import JSONResponse, Response
 
-from agentlake.errors import AgentlakeError, UserError
+from agentlake.errors import AgentlakeError, RunError, UserError
 from agentlake.observe import otlp
 from agentlake.observe.ingest import parse_event, parse_events
 from agentlake.observe.model import Source
@@ -258,3 +261,33 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     finally:
         set_observer(previous)
         observer.close()
+
+
+@contextmanager
+def running_service(
+    observer: Observer, settings: Settings, *, host: str = "127.0.0.1", port: int = 0
+) -> Iterator[str]:
+    """Serve ``create_app(observer, settings)`` with uvicorn in a background thread of THIS
+    process and yield its base URL (``port=0``: a free port). For tests and demos that need a
+    real HTTP observer (e.g. other suites with ``observer_sink = "http"``); the observer is
+    not closed on exit, so the same port can be served again to simulate a restart."""
+    import threading
+
+    import uvicorn
+
+    config = uvicorn.Config(create_app(observer, settings), host=host, port=port, log_level="warning",
+                            access_log=False, lifespan="off")  # fmt: skip
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name=f"observer-service-{port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RunError(f"the observer service did not start on {host}:{port}")
+        time.sleep(0.01)
+    bound = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://{host}:{bound}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
