@@ -8,13 +8,14 @@ Ranking, in order, until the budget is spent (a lesson that does not fit is skip
 shorter one after it may still fit):
 
 1. active lessons whose match pins at least one task field and agrees on every field it pins;
-2. active lessons that apply to any task, and active lessons of the same client (or of no
-   client) that disagree only on a soft field (task kind, role, city, state) but whose text
-   is semantically close to the task (cosine >= ``SEMANTIC_FLOOR``): "Welders" still finds
-   "Welder", an emergency fill still finds the client's baseline lessons;
+2. active lessons that apply to any task, and active lessons that agree on client and role
+   but disagree on a soft field (task kind, city, state) yet whose text is semantically close
+   to the task (cosine >= ``SEMANTIC_FLOOR``): an emergency fill still finds the lessons
+   learned on the client's baseline fills;
 3. the same two stages for pending lessons, marked "(trial)" so their effect can be measured.
 
-A lesson pinned to another client is never given: a client's rules are that client's.
+A lesson pinned to another client or role is never given: a client's rules are that client's,
+and a role's certification is that role's (a Welder's cert must not filter Electricians).
 Tokens are estimated without a tokenizer (characters / 4, see ``model.estimate_tokens``).
 """
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 HEADER = "Lessons from earlier runs (cite the [L-...] ids you rely on):"
 SEMANTIC_FLOOR = 0.5
-HARD_FIELDS = ("client_id",)
+HARD_FIELDS = ("client_id", "role")
 
 
 class RetrievedLessons(BaseModel):

@@ -685,7 +685,7 @@ class LessonStore:
         if self._embedder is None:
             from agentlake.embed import get_embedder
 
-            self._embedder = get_embedder(self.settings)
+            self._embedder = get_embedder(settings=self.settings)
         return self._embedder
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray | None:

@@ -1,0 +1,213 @@
+"""Retrieval for a task: structured match, semantic stage, token budget, citations."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentlake.errors import NotFoundError
+from agentlake.learn import (
+    Delta,
+    LessonDraft,
+    LessonMatch,
+    LessonStore,
+    MachineAction,
+    TaskSignature,
+    estimate_tokens,
+    record_citation,
+    retrieve_lessons,
+)
+
+WELDER = TaskSignature(
+    task_kind="baseline_fill", role="Welder", client_id="riverfront-steel", city="Cleveland", state="OH"
+)
+
+
+def draft(
+    trigger: str, action: str, match: LessonMatch, confidence: float = 0.8, **kw: object
+) -> LessonDraft:
+    return LessonDraft(trigger=trigger, action=action, match=match, confidence=confidence, **kw)
+
+
+def seed(store: LessonStore) -> dict[str, str]:
+    drafts = {
+        "client": draft(
+            "Filling any role for riverfront-steel",
+            "Only propose workers with OSHA 30 on file",
+            LessonMatch(client_id="riverfront-steel"),
+            machine=MachineAction(require_certifications=["OSHA 30"]),
+        ),
+        "role": draft(
+            "Filling Welder for riverfront-steel",
+            "Only propose workers with reliability >= 0.7",
+            LessonMatch(client_id="riverfront-steel", role="Welder"),
+            confidence=0.9,
+            machine=MachineAction(min_scores={"reliability": 0.7}),
+        ),
+        "other_client": draft(
+            "Filling any role for acme-foods",
+            "Exclude prior no-shows",
+            LessonMatch(client_id="acme-foods"),
+            machine=MachineAction(exclude_prior_no_show_at_client=True),
+        ),
+        "other_role": draft(
+            "Filling Electrician for riverfront-steel",
+            "Require an electrical license",
+            LessonMatch(client_id="riverfront-steel", role="Electrician"),
+        ),
+        "general": draft(
+            "Any fill", "Check schedules for double bookings before proposing", LessonMatch(), confidence=0.85
+        ),
+        "pending": draft(
+            "Filling Welder for riverfront-steel",
+            "Shortlist spare candidates beyond the count",
+            LessonMatch(client_id="riverfront-steel", role="Welder"),
+            confidence=0.5,
+            machine=MachineAction(min_candidate_buffer=2),
+        ),
+    }
+    results = store.propose([Delta(op="ADD", lesson=d) for d in drafts.values()])
+    return {name: r.lesson_id for name, r in zip(drafts, results, strict=True)}  # type: ignore[misc]
+
+
+def test_structured_match_ranks_specific_first_and_never_crosses_clients_or_roles(store: LessonStore) -> None:
+    ids = seed(store)
+    got = retrieve_lessons(store, WELDER, budget_tokens=1000, semantic=False)
+    assert got.ids == [ids["role"], ids["client"], ids["general"], ids["pending"]]
+    assert ids["other_client"] not in got.ids and ids["other_role"] not in got.ids
+    assert (
+        got.text.splitlines()[1]
+        == f"[{ids['role']}] Filling Welder for riverfront-steel: Only propose workers with reliability >= 0.7"
+    )
+    assert got.text.splitlines()[-1].endswith("(trial)")
+    assert retrieve_lessons(store, WELDER, budget_tokens=1000, include_pending=False, semantic=False).ids == [
+        ids["role"],
+        ids["client"],
+        ids["general"],
+    ]
+    # case and spacing do not matter
+    shouty = TaskSignature(task_kind="baseline_fill", role="WELDER", client_id="Riverfront-Steel")
+    assert retrieve_lessons(store, shouty, budget_tokens=1000, semantic=False).ids[:2] == [
+        ids["role"],
+        ids["client"],
+    ]
+
+
+def test_combined_machine_action_for_a_rules_policy(store: LessonStore) -> None:
+    seed(store)
+    machine = retrieve_lessons(store, WELDER, budget_tokens=1000, semantic=False).machine()
+    assert machine == MachineAction(
+        require_certifications=["OSHA 30"], min_scores={"reliability": 0.7}, min_candidate_buffer=2
+    )
+    nothing = TaskSignature(task_kind="baseline_fill", role="Cook", client_id="nobody")
+    assert retrieve_lessons(store, nothing, budget_tokens=1000, semantic=False).machine() is None
+
+
+@pytest.mark.parametrize("budget", [0, 10, 25, 40, 60, 90, 400])
+def test_retrieval_stays_within_its_token_budget(store: LessonStore, budget: int) -> None:
+    for i in range(40):
+        store.add(
+            draft(
+                f"Filling Welder for riverfront-steel, case {i}",
+                "Prefer workers who " + "really " * (i % 7) + f"finished shift {i}",
+                LessonMatch(client_id="riverfront-steel", role="Welder"),
+                evidence_op_ids=[f"op-{i}"],
+            )
+        )
+    got = retrieve_lessons(store, WELDER, budget_tokens=budget, semantic=False)
+    assert got.tokens == estimate_tokens(got.text) <= budget
+    if budget >= 40:
+        assert len(got.lessons) >= 1
+    if budget == 0:
+        assert got.lessons == [] and got.text == ""
+    assert all(f"[{lesson_id}]" in got.text for lesson_id in got.ids)
+
+
+def test_default_budget_comes_from_settings(store: LessonStore) -> None:
+    seed(store)
+    got = retrieve_lessons(store, WELDER, semantic=False)
+    assert got.budget_tokens == store.settings.lesson_token_budget == 400
+
+
+def test_citations_record_given_and_used(store: LessonStore) -> None:
+    ids = seed(store)
+    got = retrieve_lessons(
+        store, WELDER, budget_tokens=1000, run_id="run-7", agent_id="executor", semantic=False
+    )
+    rows = store.citations(run_id="run-7")
+    assert sorted(r["lesson_id"] for r in rows) == sorted(got.ids) and len(got.ids) == 4
+    assert all(
+        r["used"] is False and r["sig_hash"] == WELDER.sig_hash() and r["agent_id"] == "executor"
+        for r in rows
+    )
+    record_citation(store, "run-7", [ids["role"]], used=True)
+    used = {r["lesson_id"]: r["used"] for r in store.citations(run_id="run-7")}
+    assert used[ids["role"]] is True and used[ids["client"]] is False
+    assert store.get(ids["role"]).last_used_at is not None
+    with pytest.raises(NotFoundError):
+        record_citation(store, "run-7", ["L-nothere"], used=True)
+    # retrieval without a run id records nothing
+    retrieve_lessons(store, WELDER, budget_tokens=1000, semantic=False)
+    assert {r["run_id"] for r in store.citations()} == {"run-7"}
+
+
+def test_project_filter_keeps_global_lessons(store: LessonStore) -> None:
+    mine = store.add(
+        draft(
+            "Welders at riverfront",
+            "Prefer day-shift welders",
+            LessonMatch(client_id="riverfront-steel"),
+            project_id="mine",
+        )
+    ).lesson_id
+    theirs = store.add(
+        draft(
+            "Welders at riverfront",
+            "Prefer night-shift welders",
+            LessonMatch(client_id="riverfront-steel"),
+            project_id="theirs",
+        )
+    ).lesson_id
+    shared = store.add(draft("Any fill", "Check schedules", LessonMatch(), scope="global")).lesson_id
+    got = retrieve_lessons(store, WELDER, budget_tokens=1000, project_id="mine", semantic=False)
+    assert set(got.ids) == {mine, shared}
+    assert theirs in retrieve_lessons(store, WELDER, budget_tokens=1000, semantic=False).ids
+
+
+def test_sig_hash_ignores_case_and_spacing() -> None:
+    a = TaskSignature(
+        task_kind="baseline_fill", role="Welder", client_id="riverfront-steel", city="Cleveland", state="OH"
+    )
+    b = TaskSignature(
+        task_kind="baseline_fill", role=" welder ", client_id="RIVERFRONT-STEEL", city="cleveland", state="oh"
+    )
+    c = TaskSignature(
+        task_kind="emergency_fill", role="Welder", client_id="riverfront-steel", city="Cleveland", state="OH"
+    )
+    assert a.sig_hash() == b.sig_hash() != c.sig_hash()
+    assert len(a.sig_hash()) == 16
+
+
+@pytest.mark.slow
+def test_semantic_stage_brings_close_lessons_of_another_task_kind(open_store, embedder) -> None:  # noqa: ANN001
+    store = open_store(embedder=embedder)
+    baseline = store.add(
+        draft(
+            "Baseline fills of Welder for riverfront-steel",
+            "Shortlist spare welders: several rejected at the gate",
+            LessonMatch(task_kind="baseline_fill", client_id="riverfront-steel", role="Welder"),
+        )
+    ).lesson_id
+    far = store.add(
+        draft(
+            "Night audits for riverfront-steel",
+            "Export payroll CSV before midnight",
+            LessonMatch(task_kind="payroll_audit", client_id="riverfront-steel"),
+        )
+    ).lesson_id
+    emergency = TaskSignature(
+        task_kind="emergency_fill", role="Welder", client_id="riverfront-steel", city="Cleveland", state="OH"
+    )
+    assert retrieve_lessons(store, emergency, budget_tokens=1000, semantic=False).ids == []
+    got = retrieve_lessons(store, emergency, budget_tokens=1000)
+    assert got.ids == [baseline]
+    assert far not in got.ids
