@@ -183,7 +183,7 @@ ProviderFactory = Callable[[str, "Settings"], Provider]
 _factories: dict[str, ProviderFactory] = {}
 _lock = threading.Lock()
 _builtins_loaded = False
-_BUILTIN_MODULES = ("ollama", "openai_compat", "fakes")
+_BUILTIN_MODULES = ("ollama", "openai_compat", "fakes", "llamacpp")
 
 
 def register_provider(prefix: str, factory: ProviderFactory) -> None:
