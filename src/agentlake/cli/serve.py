@@ -1,0 +1,24 @@
+"""``agentlake serve``: run the gateway (REST + observer + MCP over HTTP) under uvicorn."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("serve")
+    def serve(
+        host: str = typer.Option(None, "--host", help="Bind address [default: gateway_host, 127.0.0.1]."),
+        port: int = typer.Option(None, "--port", help="Port [default: gateway_port, 3700]."),
+        log_level: str = typer.Option(
+            "info", "--log-level", help="uvicorn log level: critical, error, warning, info, debug."
+        ),
+    ) -> None:
+        """Serve the HTTP gateway: /sql, /search, /match, /worker/{id}, /profile/{id}, /ask, /tools,
+        /playbooks, /log, /models, the observer under /observer/ and MCP at /mcp.
+
+        Set AGENTLAKE_API_KEYS (KEY:SCOPE pairs) before binding anything but 127.0.0.1.
+        """
+        from agentlake.gateway.server import run
+
+        run(host=host, port=port, log_level=log_level)

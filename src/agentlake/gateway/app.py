@@ -1,0 +1,141 @@
+"""The gateway's app factory: one authenticated FastAPI app over the library.
+
+Owns the assembly: the middleware stack (record -> authenticate -> body limit -> catch
+unexpected errors), the error handlers, the routers, the observer's service mounted under
+``/observer`` and the MCP server's streamable HTTP app under ``/mcp``, and the lifespan that
+starts the MCP session manager and closes what the process opened. It does not own any route
+logic (``gateway.routes``), the security rules (``gateway.security``) or the MCP tools
+(``gateway.mcp_server``).
+
+Middleware order matters: recording is outermost so a 401 or a 413 is observed too; the key
+check comes before the body is read so an unauthenticated client cannot make us buffer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.middleware import Middleware
+
+from agentlake import __version__
+from agentlake.gateway.errors import CatchUnexpected, install_error_handlers
+from agentlake.gateway.limits import BodyLimit
+from agentlake.gateway.recording import RecordRequests
+from agentlake.gateway.security import Authenticate
+from agentlake.gateway.services import Services
+from agentlake.settings import Settings, load_settings
+
+DESCRIPTION = """\
+One authenticated HTTP service over agentlake: read-only SQL, semantic and hybrid search over
+the lake, workers and their placement history, the agents' tools, lessons, asking questions
+with an LLM, the model servers' status, and the observer under `/observer/`. The same tools
+are served over MCP (streamable HTTP) at `/mcp`.
+
+**Keys.** When `AGENTLAKE_API_KEYS` is set (`KEY:SCOPE` pairs, scopes `read` < `write` <
+`admin`), every endpoint except `/health` needs a key, sent as `X-API-Key: <key>` or
+`Authorization: Bearer <key>`. Reads need `read`, `/log` needs `write`.
+
+**Errors** always have the shape `{"error": {"type", "status", "message", "details"}}`.
+"""
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    services: Services | None = None,
+    mount_observer: bool = True,
+    mount_mcp: bool = True,
+) -> FastAPI:
+    """Build the gateway app.
+
+    ``settings`` default to :func:`agentlake.settings.load_settings`. Pass ``services`` to
+    share already-open handles (tests pass a small lake); otherwise the app opens the lake, the
+    lesson store and the tool registry lazily and closes them at shutdown.
+    """
+    settings = settings or load_settings()
+    services = services or Services(settings)
+    mcp_server = None
+    if mount_mcp:
+        from agentlake.gateway.mcp_server import build_mcp_server
+
+        mcp_server = build_mcp_server(services)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            if mcp_server is not None:
+                # A mounted Starlette app's own lifespan never runs: start its session manager here.
+                await stack.enter_async_context(mcp_server.session_manager.run())
+            try:
+                yield
+            finally:
+                services.close()
+
+    app = FastAPI(
+        title="agentlake gateway",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        middleware=[
+            Middleware(RecordRequests, services=services),
+            Middleware(Authenticate, keys=settings.api_key_scopes),
+            Middleware(BodyLimit, max_bytes=settings.max_body_bytes),
+            Middleware(CatchUnexpected),
+        ],
+    )
+    app.state.settings = settings
+    app.state.services = services
+    install_error_handlers(app)
+
+    from agentlake.gateway.routes import ROUTERS
+
+    for router in ROUTERS:
+        app.include_router(router)
+    if mount_observer:
+        _mount_observer(app, services)
+    if mcp_server is not None:
+        _route_mcp(app, mcp_server, settings)
+    return app
+
+
+def _mount_observer(app: FastAPI, services: Services) -> None:
+    from agentlake.observe import create_app as create_observer_app
+
+    app.mount("/observer", create_observer_app(services.observer, services.settings))
+
+
+def _route_mcp(app: FastAPI, mcp_server: Any, settings: Settings) -> None:
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.routing import Route
+
+    # The gateway authenticates before MCP sees a request; DNS-rebinding protection stays on
+    # for loopback binds, where a browser page is the threat.
+    local = settings.gateway_host in ("127.0.0.1", "localhost", "::1")
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=local,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "testserver"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    )
+    # Stateless JSON: each POST is one complete exchange, so any worker thread or replica can
+    # answer it and nothing is kept per client between requests.
+    mcp_server.streamable_http_app(
+        streamable_http_path="/mcp",
+        stateless_http=True,
+        json_response=True,
+        transport_security=security,
+        max_request_body_size=settings.max_body_bytes,
+        host=settings.gateway_host,
+    )
+    # A plain route (not a Mount) so /mcp answers without a redirect to /mcp/, and stays out
+    # of the OpenAPI document, which describes the REST surface only.
+    app.router.routes.append(
+        Route(
+            "/mcp",
+            endpoint=StreamableHTTPASGIApp(mcp_server.session_manager),
+            methods=["GET", "POST", "DELETE"],
+        )
+    )

@@ -1,0 +1,10 @@
+"""The gateway's routers, one module per area; ``ROUTERS`` is what the app factory includes.
+
+Each route is a thin door: parse (the typed body), call one library function, render.
+"""
+
+from __future__ import annotations
+
+from agentlake.gateway.routes import lake, system
+
+ROUTERS = [system.router, lake.router]

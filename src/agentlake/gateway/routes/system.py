@@ -1,0 +1,25 @@
+"""System routes: ``GET /health`` (always open) and ``GET /models`` (model servers' status)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from agentlake import __version__
+from agentlake.gateway.errors import COMMON_ERRORS
+from agentlake.gateway.schemas import Health
+
+router = APIRouter(tags=["system"])
+
+
+@router.get(
+    "/health",
+    response_model=Health,
+    summary="Liveness; never needs a key.",
+    responses={500: COMMON_ERRORS[500]},
+)
+def health(request: Request) -> Health:
+    """The process answers. Open even when API keys are configured; reveals nothing else."""
+    services = request.app.state.services
+    return Health(
+        version=__version__, uptime_s=services.uptime_s(), auth=bool(services.settings.api_key_scopes)
+    )

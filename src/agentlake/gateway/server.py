@@ -1,0 +1,63 @@
+"""Running the gateway under uvicorn: the library call behind ``agentlake serve``.
+
+Owns the process-level choices: resolving host/port from settings, refusing to expose an open
+(keyless) gateway beyond loopback without saying so, and handing the app to uvicorn. It does
+not build the app (``gateway.app``).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from agentlake.settings import Settings, load_settings
+
+log = logging.getLogger(__name__)
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def run(
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    log_level: str = "info",
+    settings: Settings | None = None,
+) -> None:
+    """Serve the gateway until interrupted.
+
+    ``host``/``port`` override ``gateway_host``/``gateway_port``. Raises ``UserError`` for a bad
+    setting or when the port is already taken.
+    """
+    import uvicorn
+
+    from agentlake.errors import UserError
+    from agentlake.gateway.app import create_app
+
+    settings = settings or load_settings(gateway_host=host, gateway_port=port)
+    if settings.gateway_host not in _LOOPBACK and not settings.api_key_scopes:
+        # Allowed (a private network may want it) but never silently.
+        log.warning(
+            "serving on %s with no API keys: anyone who can reach it can read the lake; "
+            "set AGENTLAKE_API_KEYS",
+            settings.gateway_host,
+        )
+    app = create_app(settings)
+    config = uvicorn.Config(
+        app,
+        host=settings.gateway_host,
+        port=settings.gateway_port,
+        log_level=log_level,
+        # Keep-alive long enough for pooled clients (and the benchmark's).
+        timeout_keep_alive=30,
+    )
+    server = uvicorn.Server(config)
+    try:
+        server.run()
+    except SystemExit:
+        # uvicorn logs a failed bind and exits; say what to do instead of a bare exit code.
+        if not server.started:
+            raise UserError(
+                f"could not start on {settings.gateway_host}:{settings.gateway_port} "
+                "(is the port already in use? choose another --port)"
+            ) from None
+        raise

@@ -1,0 +1,107 @@
+"""The long-lived things one gateway process holds: one Lake, one lesson store, the tool registry.
+
+Owns their lifetime: each is opened lazily on first use (so ``agentlake serve`` starts fast and
+a missing lake is created only when asked for), exactly once even under concurrent first
+requests, and closed when the app shuts down. It does not own what they do: routes and MCP
+tools call the library through them.
+
+Thread safety: sync routes run in FastAPI's threadpool. The ``Lake`` serialises writes on its
+one writer and gives each read its own cursor, so sharing one ``Lake`` across threads is the
+intended use; the lock here only guards the lazy opening.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from agentlake.settings import Settings
+
+if TYPE_CHECKING:
+    from agentlake.lake import Lake
+
+
+class Services:
+    """Lazily opened, process-wide handles for the gateway and the MCP server."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        lake: Lake | None = None,
+        lessons: Any = None,
+        tools: Any = None,
+        observer: Any = None,
+    ) -> None:
+        self.settings = settings
+        self.started = time.monotonic()
+        self._lock = threading.Lock()
+        self._lake = lake
+        self._lessons = lessons
+        self._tools = tools
+        self._observer = observer
+        # Only what we opened is ours to close; handles passed in belong to the caller.
+        self._owned: list[Any] = []
+
+    @property
+    def lake(self) -> Lake:
+        """The process's one ``Lake`` (read-write: the gateway is its one writer)."""
+        if self._lake is None:
+            with self._lock:
+                if self._lake is None:
+                    from agentlake.lake import Lake
+
+                    lake = Lake.open(self.settings)
+                    self._owned.append(lake)
+                    self._lake = lake
+        return self._lake
+
+    @property
+    def lessons(self) -> Any:
+        """The lesson store (``agentlake.learn.LessonStore``)."""
+        if self._lessons is None:
+            with self._lock:
+                if self._lessons is None:
+                    from agentlake.learn import LessonStore
+
+                    store = LessonStore.open(self.settings)
+                    self._owned.append(store)
+                    self._lessons = store
+        return self._lessons
+
+    @property
+    def tools(self) -> Any:
+        """The agents' tool registry (``agentlake.agents.default_tools()``)."""
+        if self._tools is None:
+            with self._lock:
+                if self._tools is None:
+                    from agentlake.agents import default_tools
+
+                    self._tools = default_tools()
+        return self._tools
+
+    @property
+    def observer(self) -> Any:
+        """The observer every call is recorded to (the process default unless one was given)."""
+        if self._observer is None:
+            with self._lock:
+                if self._observer is None:
+                    from agentlake.observe import get_observer
+
+                    self._observer = get_observer(self.settings)
+        return self._observer
+
+    def uptime_s(self) -> float:
+        return time.monotonic() - self.started
+
+    def close(self) -> None:
+        """Close what this object opened, newest first; safe to call twice."""
+        with self._lock:
+            owned, self._owned = self._owned[::-1], []
+        for handle in owned:
+            handle.close()
+        if any(handle is self._lake for handle in owned):
+            self._lake = None
+        if any(handle is self._lessons for handle in owned):
+            self._lessons = None
