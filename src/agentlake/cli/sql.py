@@ -1,0 +1,35 @@
+"""``agentlake sql "SELECT ..."``: guarded read-only SQL over the lake."""
+
+from __future__ import annotations
+
+import typer
+
+from agentlake.cli.output import Format
+
+
+def sql(
+    query: str = typer.Argument(..., help="One SELECT (or WITH ... SELECT) query."),
+    fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output: table, json or csv."),
+    max_rows: int | None = typer.Option(
+        None, "--max-rows", min=0, help="Row cap (default: setting sql_max_rows)."
+    ),
+    timeout: float | None = typer.Option(
+        None, "--timeout", min=0.001, help="Seconds before the query is interrupted (default: sql_timeout_s)."
+    ),
+) -> None:
+    """Run one read-only query. DDL, DML, ATTACH, COPY, PRAGMA, SET and file-reading functions are refused."""
+    from agentlake.cli.output import err_console, render_rows
+    from agentlake.lake import Lake
+
+    with Lake.open(read_only=True) as lake:
+        result = lake.query(query, max_rows=max_rows, timeout_s=timeout)
+    render_rows(result.columns, result.rows, fmt)
+    if result.truncated:
+        err_console.print(
+            f"truncated: showing the first {len(result.rows)} rows; raise --max-rows to see more",
+            highlight=False,
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("sql")(sql)
