@@ -118,6 +118,9 @@ class Settings(BaseSettings):
     reviewer_model: str | None = Field(None, description="Model of the reviewer agent (defaults to the executor's).")
     overseer_model: str | None = Field(None, description="Model of the overseer tier.")
     agent_turn_budget: int = Field(12, gt=0, description="Executor+reviewer turns before a task ends as failed.")
+    agent_min_availability: float = Field(
+        0.3, ge=0, le=1, description="Verification rejects workers whose availability score is below this as unavailable."
+    )
     runs_dir: Path = Field(Path("runs"), description="Where scenario runs write their results.")
 
     @classmethod
