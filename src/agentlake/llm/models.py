@@ -1,8 +1,8 @@
 """The model registry: what agentlake knows about a model before calling it.
 
 Owns the built-in data file (``models.toml`` beside this module), its merge with the file
-named by the ``llm_models_file`` setting, lookups (:func:`lookup_model`), prices
-(:func:`cost_usd`) and the inventory behind ``agentlake models`` (:func:`model_statuses`).
+named by the ``llm_models_file`` setting, lookups (:func:`lookup_model`) and prices
+(:func:`cost_usd`). The inventory behind ``agentlake models`` is ``inventory.py``.
 Unknown models get the provider's conservative defaults and ``known=False``, which error
 messages mention where it matters. It does not call models; for Ollama the provider replaces
 the context window with what the server reports (``/api/show``).

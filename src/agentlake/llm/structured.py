@@ -12,6 +12,7 @@ ask for: callers bring the model or schema.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -95,6 +96,7 @@ def _structured(
             msgs, PROMPTED_INSTRUCTION.format(schema=json.dumps(schema, separators=(",", ":")))
         )
         opts = opts.model_copy(update={"schema_": None})
+    started = time.perf_counter()
     attempts_before, continuations_before = tally.attempts, tally.continuations
     total, cost = Usage(), 0.0
     errors: list[str] = []
@@ -133,7 +135,9 @@ def _structured(
             return StructuredResult(
                 value=value,
                 text=text,
-                completion=outcome.completion.model_copy(update={"usage": total}),
+                completion=outcome.completion.model_copy(
+                    update={"usage": total, "latency_ms": (time.perf_counter() - started) * 1000}
+                ),
                 attempts=tally.attempts - attempts_before,
                 continuations=tally.continuations - continuations_before,
                 schema_retries=attempt,

@@ -1,0 +1,178 @@
+"""The inventory behind ``agentlake models``: configured models, reachability, window, loaded.
+
+Configured models are the ones the settings name (executor, reviewer, overseer, learn), the
+ones in the ``llm_models_file`` registry, and what the configured servers offer (Ollama's
+``/api/tags``, an OpenAI-compatible ``/v1/models``). Each server is asked once, with a short
+timeout. This module only reads; it does not pull, load or call models.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentlake.errors import AgentlakeError
+
+if TYPE_CHECKING:
+    from agentlake.settings import Settings
+
+PROBE_TIMEOUT_S = 2.0
+ROLES = ("executor_model", "reviewer_model", "overseer_model", "learn_model")
+
+
+class ModelStatus(BaseModel):
+    """One row of ``agentlake models``. ``reachable``/``loaded`` are ``None`` when not
+    applicable (no server to ask, or a server that has no notion of loading)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    model: str
+    roles: list[str] = Field(default_factory=list)
+    reachable: bool | None = None
+    loaded: bool | None = None
+    context_window: int | None = None
+    window_source: str = ""
+    thinking: bool | None = None
+    schema_: bool | None = Field(None, alias="schema")
+    detail: str = ""
+
+
+def _ollama_names(name: str) -> set[str]:
+    return {name, name.removesuffix(":latest"), name if ":" in name else f"{name}:latest"}
+
+
+def model_statuses(settings: Settings, *, include_server_models: bool = True) -> list[ModelStatus]:
+    """Every configured model with its reachability, context window and loaded state.
+
+    Never raises for an unreachable server: the row says so in ``detail``.
+    """
+    from agentlake.llm.models import configured_model_names, lookup_model
+    from agentlake.llm.provider import split_model
+
+    rows: dict[str, ModelStatus] = {}
+
+    def row(model: str) -> ModelStatus:
+        if model not in rows:
+            rows[model] = ModelStatus(model=model)
+        return rows[model]
+
+    for field in ROLES:
+        value = getattr(settings, field)
+        if value:
+            row(value).roles.append(field.removesuffix("_model"))
+    for name in configured_model_names(settings):
+        row(name).roles.append("models file")
+
+    ollama = _probe_ollama(settings)
+    openai = _probe_openai(settings)
+    if include_server_models:
+        for name in ollama.get("installed", []):
+            if not any(key in rows for key in (f"ollama:{n}" for n in _ollama_names(name))):
+                row(f"ollama:{name}").roles.append("on server")
+        for name in openai.get("installed", []):
+            if f"openai:{name}" not in rows:
+                row(f"openai:{name}").roles.append("on server")
+
+    for status in rows.values():
+        try:
+            prefix, rest = split_model(status.model)
+        except AgentlakeError as exc:
+            status.reachable, status.detail = False, exc.message
+            continue
+        if prefix == "ollama":
+            _fill_ollama(status, rest, ollama, settings)
+        elif prefix == "openai":
+            _fill_openai(status, rest, openai, settings)
+        else:
+            _fill_local(status, settings)
+        if status.context_window is None and prefix in ("ollama", "openai", "llamacpp"):
+            info = lookup_model(prefix, rest, settings)
+            status.context_window, status.window_source = info.context_window, info.source
+            status.thinking, status.schema_ = info.supports_thinking, info.supports_schema
+    return sorted(rows.values(), key=lambda s: (not s.roles or s.roles == ["on server"], s.model))
+
+
+def _probe_ollama(settings: Settings) -> dict:
+    from agentlake.llm.ollama import OllamaServer
+
+    server = OllamaServer(settings.ollama_host)
+    try:
+        return {
+            "installed": server.tags(PROBE_TIMEOUT_S),
+            "loaded": server.ps(PROBE_TIMEOUT_S),
+            "host": server.host,
+        }
+    except AgentlakeError as exc:
+        return {"error": exc.message, "host": server.host}
+    finally:
+        server.close()
+
+
+def _probe_openai(settings: Settings) -> dict:
+    from agentlake.llm.openai_compat import server_from_settings
+
+    if not settings.openai_base_url and not settings.openai_api_key:
+        return {"error": "not configured: set OPENAI_BASE_URL (and OPENAI_API_KEY if it needs one)"}
+    try:
+        server = server_from_settings(settings)
+    except AgentlakeError as exc:
+        return {"error": exc.message}
+    try:
+        return {"installed": server.models(PROBE_TIMEOUT_S), "host": server.base_url}
+    except AgentlakeError as exc:
+        return {"error": exc.message, "host": server.base_url}
+    finally:
+        server.close()
+
+
+def _fill_ollama(status: ModelStatus, name: str, probe: dict, settings: Settings) -> None:
+    if "error" in probe:
+        status.reachable, status.detail = False, probe["error"]
+        return
+    installed = any(_ollama_names(name) & _ollama_names(other) for other in probe["installed"])
+    status.reachable = installed
+    status.loaded = any(_ollama_names(name) & _ollama_names(other) for other in probe["loaded"])
+    if not installed:
+        status.detail = f"not installed on {probe['host']}: ollama pull {name}"
+        return
+    from agentlake.llm.ollama import OllamaProvider
+
+    provider = OllamaProvider(name, settings)
+    try:
+        info = provider.model_info
+        status.context_window, status.window_source = info.context_window, info.source
+        status.thinking, status.schema_ = info.supports_thinking, info.supports_schema
+    finally:
+        provider.close()
+    status.detail = f"on {probe['host']}"
+
+
+def _fill_openai(status: ModelStatus, name: str, probe: dict, settings: Settings) -> None:
+    if "error" in probe:
+        status.reachable, status.detail = False, probe["error"]
+        return
+    status.reachable = name in probe["installed"]
+    status.detail = f"on {probe['host']}" if status.reachable else f"{probe['host']} does not list it"
+
+
+def _fill_local(status: ModelStatus, settings: Settings) -> None:
+    from agentlake.llm.provider import get_provider
+
+    try:
+        provider = get_provider(status.model, settings)
+    except AgentlakeError as exc:
+        status.reachable, status.detail = False, exc.message
+        return
+    if provider.name == "llamacpp":
+        from agentlake.llm.llamacpp import _import_llama_cpp
+
+        try:
+            _import_llama_cpp()
+        except AgentlakeError as exc:
+            status.reachable, status.detail = False, exc.message
+            return
+    capabilities = provider.capabilities
+    status.reachable, status.detail = True, "in process"
+    status.context_window, status.window_source = capabilities.context_window, "provider"
+    status.thinking, status.schema_ = capabilities.supports_thinking, capabilities.supports_schema
