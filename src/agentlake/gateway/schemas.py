@@ -6,9 +6,12 @@ differ. Field descriptions end up in the OpenAPI document, so they are written f
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from agentlake.learn import Lesson, LessonDraft, LessonEvent, TaskSignature
+from agentlake.llm.inventory import ModelStatus
 
 
 class Health(BaseModel):
@@ -68,3 +71,255 @@ class SQLResponse(BaseModel):
             truncated=result.truncated,
             elapsed_ms=result.elapsed_ms,
         )
+
+
+# --- learn ------------------------------------------------------------------------------
+
+LESSON_ID_PATTERN = r"^L-[A-Za-z0-9_-]{1,64}$"
+
+
+class LessonList(BaseModel):
+    """Lessons matching the filters, highest confidence first."""
+
+    lessons: list[Lesson]
+    total: int = Field(..., ge=0, description="Lessons matching the filters before limit/offset.")
+
+
+class LessonDetail(BaseModel):
+    """One lesson as it stands, and every change that made it so (oldest first)."""
+
+    lesson: Lesson
+    history: list[LessonEvent]
+
+
+class RetireRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(
+        ..., min_length=1, max_length=500, description="Why the lesson is retired (kept in its history)."
+    )
+
+
+class RollbackRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = Field(..., ge=1, description="The version whose content becomes the new current version.")
+    reason: str = Field("", max_length=500)
+
+
+class LogOutcome(BaseModel):
+    """How a run ended, so the lessons given to it can be measured."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["outcome"] = "outcome"
+    run_id: str = Field(..., min_length=1, max_length=128, description="The run the lessons were given to.")
+    task: TaskSignature
+    success: bool
+    score: float | None = Field(
+        None, ge=-1e9, le=1e9, allow_inf_nan=False, description="Optional graded result."
+    )
+
+
+class LogLesson(BaseModel):
+    """A lesson proposal; curation decides whether it is added, merged or confirms an old one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["lesson"] = "lesson"
+    lesson: LessonDraft
+    reason: str = Field("", max_length=500)
+
+
+LogRequest = Annotated[LogOutcome | LogLesson, Field(discriminator="kind")]
+
+
+class LogResponse(BaseModel):
+    """What was recorded. For a lesson: what curation did with it."""
+
+    kind: Literal["outcome", "lesson"]
+    run_id: str | None = None
+    outcome: str | None = Field(
+        None, description="Lessons: added, confirmed, merged, edited, contradiction, unchanged."
+    )
+    lesson_id: str | None = None
+    version: int | None = None
+    reason: str = ""
+
+
+class Worker(BaseModel):
+    """A row of the ``workers`` dataset. Columns added to the dataset later appear as extra fields."""
+
+    model_config = ConfigDict(extra="allow")
+
+    worker_id: int
+    name: str | None = None
+    role: str | None = None
+    email: str | None = None
+    phone: str | None = None
+    city: str | None = None
+    state: str | None = None
+    zip: str | None = None
+    lat: float | None = None
+    lon: float | None = None
+    skills: str | None = None
+    certifications: str | None = None
+    archetype: str | None = None
+    reliability: float | None = None
+    responsiveness: float | None = None
+    engagement: float | None = None
+    communications: float | None = None
+    compliance: float | None = None
+    availability: float | None = None
+    resume_text: str | None = None
+
+
+class SearchRequest(BaseModel):
+    """Semantic search over one dataset's indexed text, optionally filtered first."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(
+        ..., min_length=1, max_length=2000, examples=["certified welder with pipe experience"]
+    )
+    dataset: str = Field(
+        "workers",
+        pattern=r"^[a-z_][a-z0-9_]*$",
+        max_length=63,
+        description="A dataset with a built index (`agentlake index build`).",
+    )
+    where: str | None = Field(
+        None, max_length=2000, description="Optional SQL WHERE fragment (no 'WHERE'), checked by the guard."
+    )
+    k: int = Field(10, ge=1, le=100, description="How many results.")
+
+
+class MatchRequest(BaseModel):
+    """Hybrid fill search over workers: the SQL filter narrows, the question ranks."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    where: str = Field(
+        ...,
+        min_length=1,
+        max_length=2000,
+        description="SQL WHERE fragment over workers (no 'WHERE').",
+        examples=["role = 'Welder' AND state = 'OH' AND reliability >= 0.7"],
+    )
+    question: str = Field(
+        ..., min_length=1, max_length=2000, examples=["MIG and TIG welding, structural steel"]
+    )
+    k: int = Field(10, ge=1, le=100)
+
+
+class SearchHit(BaseModel):
+    """One ranked result."""
+
+    doc_id: str = Field(..., description="Citable id, e.g. W-7995 for worker 7995.")
+    key: int = Field(..., description="The row's integer key (worker_id for workers).")
+    chunk_text: str = Field(..., description="The indexed text of the row.")
+    score: float = Field(..., description="Cosine similarity to the question (higher is closer).")
+    sql_verified: bool = Field(..., description="The row was confirmed against DuckDB by the filter.")
+
+    @classmethod
+    def from_source(cls, source: Any) -> SearchHit:
+        return cls(
+            doc_id=str(source.doc_id),
+            key=int(source.key),
+            chunk_text=str(source.chunk_text),
+            score=float(source.score),
+            sql_verified=bool(source.sql_verified),
+        )
+
+
+class SearchResponse(BaseModel):
+    hits: list[SearchHit]
+
+
+# --- llm, ask, tools ----------------------------------------------------------------------
+
+
+class ProviderSummary(BaseModel):
+    """One provider prefix among the configured models."""
+
+    name: str = Field(..., description="ollama, openai, scripted, function, llamacpp, ...")
+    models: int = Field(..., ge=0, description="Configured or offered models of this provider.")
+    reachable: bool = Field(..., description="At least one of its models answered the probe.")
+    loaded: list[str] = Field(..., description="Models currently loaded in memory (Ollama's /api/ps).")
+
+
+class ModelsResponse(BaseModel):
+    """Providers, their reachability, and every configured model's status (replaces /vram)."""
+
+    providers: list[ProviderSummary]
+    models: list[ModelStatus]
+
+    @classmethod
+    def from_statuses(cls, rows: list[ModelStatus]) -> ModelsResponse:
+        by_prefix: dict[str, list[ModelStatus]] = {}
+        for row in rows:
+            by_prefix.setdefault(row.model.partition(":")[0], []).append(row)
+        providers = [
+            ProviderSummary(
+                name=name,
+                models=len(group),
+                reachable=any(r.reachable for r in group),
+                loaded=[r.model for r in group if r.loaded],
+            )
+            for name, group in sorted(by_prefix.items())
+        ]
+        return cls(providers=providers, models=rows)
+
+
+class AskRequest(BaseModel):
+    """A question for the lake, answered by a model with cited sources."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(..., min_length=1, max_length=2000, examples=["How many welders live in Ohio?"])
+    model: str | None = Field(
+        None, max_length=300, description="e.g. ollama:qwen3:4b; default: the server's executor_model."
+    )
+    dataset: str | None = Field(
+        None,
+        pattern=r"^[a-z_][a-z0-9_]*$",
+        max_length=63,
+        description="Pin the dataset searched when the answer needs search.",
+    )
+    k: int = Field(8, ge=1, le=50, description="Search results given to the model as evidence.")
+
+
+class ToolInfo(BaseModel):
+    name: str
+    description: str
+    parameters: dict[str, Any] = Field(..., description="JSON schema of the tool's arguments.")
+
+
+class ToolList(BaseModel):
+    """The agents' tools, callable with POST /tools/{name}/call (and over MCP)."""
+
+    tools: list[ToolInfo]
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    arguments: dict[str, Any] = Field(
+        default_factory=dict, description="Arguments matching the tool's JSON schema."
+    )
+
+
+class ToolCallResult(BaseModel):
+    """What the tool did. A failure of the input or the data (bad SQL, unknown worker) is
+    ``ok: false`` with the error, as an agent sees it, not an HTTP error."""
+
+    tool: str
+    ok: bool
+    text: str = Field(..., description="The compact text an agent reads.")
+    data: Any = Field(None, description="The structured result.")
+    rows: int = 0
+    worker_ids: list[int] = Field(default_factory=list)
+    truncated: bool = False
+    error: str | None = None
+    duration_ms: float = 0.0
+    op_id: str | None = Field(None, description="The observed op of this call.")

@@ -76,7 +76,7 @@ class Services:
         if self._tools is None:
             with self._lock:
                 if self._tools is None:
-                    from agentlake.agents import default_tools
+                    from agentlake.agents.tools import default_tools
 
                     self._tools = default_tools()
         return self._tools
@@ -91,6 +91,22 @@ class Services:
 
                     self._observer = get_observer(self.settings)
         return self._observer
+
+    def run_context(self, *, agent_id: str) -> Any:
+        """A fresh ``agents.RunContext`` for one tool call: this process's lake, observer and tools.
+
+        Fresh per call because its schedule book caches bookings it has read; a long-lived one
+        would serve stale placements after an ingest.
+        """
+        from agentlake.agents.policy import RunContext
+
+        return RunContext(
+            lake=self.lake,
+            observer=self.observer,
+            settings=self.settings,
+            tools=self.tools,
+            agent_id=agent_id,
+        )
 
     def uptime_s(self) -> float:
         return time.monotonic() - self.started

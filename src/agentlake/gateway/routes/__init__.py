@@ -5,6 +5,6 @@ Each route is a thin door: parse (the typed body), call one library function, re
 
 from __future__ import annotations
 
-from agentlake.gateway.routes import lake, system
+from agentlake.gateway.routes import agents, lake, learn, system
 
-ROUTERS = [system.router, lake.router]
+ROUTERS = [system.router, lake.router, learn.router, agents.router]

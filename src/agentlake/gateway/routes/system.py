@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 
 from agentlake import __version__
 from agentlake.gateway.errors import COMMON_ERRORS
-from agentlake.gateway.schemas import Health
+from agentlake.gateway.schemas import Health, ModelsResponse
+from agentlake.gateway.security import require
 
 router = APIRouter(tags=["system"])
 
@@ -23,3 +24,18 @@ def health(request: Request) -> Health:
     return Health(
         version=__version__, uptime_s=services.uptime_s(), auth=bool(services.settings.api_key_scopes)
     )
+
+
+@router.get(
+    "/models",
+    response_model=ModelsResponse,
+    summary="Model providers, reachability, loaded models.",
+    dependencies=[Depends(require("read"))],
+    responses=COMMON_ERRORS,
+)
+def models(request: Request) -> ModelsResponse:
+    """Every configured model (settings, models file, what the servers offer), whether its server
+    answers, its context window, and whether it is loaded now (Ollama's /api/ps). Replaces /vram."""
+    from agentlake.llm.inventory import model_statuses
+
+    return ModelsResponse.from_statuses(model_statuses(request.app.state.services.settings))

@@ -1,0 +1,205 @@
+"""Answering a question about the lake with an LLM, citing where every fact came from.
+
+Owns the recipe behind ``POST /ask``, the MCP ``ask`` tool and anything else that wants a
+written answer: (1) the model plans, seeing the datasets' real columns: one read-only SQL query
+for a structured question (counts, averages, filters, top-N), hybrid search otherwise; (2) the
+plan runs through the lake's guarded paths (``Lake.query``, ``lake.search.hybrid_search``), and
+a SQL plan that the guard refuses or that fails falls back to search; (3) the model writes the
+answer from that evidence only, citing source ids (``[SQL]`` for the query result, ``[W-7995]``
+for a worker's profile). An answer that cites nothing gets its sources appended, so no answer
+leaves without them.
+
+It does not own model calls (``agentlake.llm``), SQL safety (``agentlake.lake.guard``) or the
+search index (``agentlake.lake.search``). No model configured or reachable raises
+``UnavailableError``/``ModelServerUnreachable`` (HTTP 503).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from agentlake.errors import AgentlakeError, UnavailableError, UserError
+from agentlake.settings import Settings
+
+if TYPE_CHECKING:
+    from agentlake.lake import Lake
+
+MAX_SQL_ROWS = 50
+MAX_SOURCE_CHARS = 400
+
+PLAN_PROMPT = """\
+You plan how to answer a question about an operational database (DuckDB).
+Datasets (tables) and their columns:
+{catalog}
+
+Choose ONE route:
+- "sql" for structured questions (counts, sums, averages, filters on columns, top-N, lists by
+  exact attributes): write ONE read-only DuckDB SELECT (or WITH ... SELECT) over these tables,
+  with a LIMIT of at most {max_rows} rows when it returns rows.
+- "search" for fuzzy or descriptive questions (experience, skills described in words, "who is
+  good at ..."): give the dataset, the search text, and optionally a SQL WHERE fragment over
+  that dataset's columns (no "WHERE" keyword) to narrow it first.
+"""
+
+ANSWER_PROMPT = """\
+Answer the question using ONLY the evidence below. Cite the id in square brackets of every
+source you rely on, e.g. [SQL] or [W-7995]. If the evidence does not answer the question, say so.
+Be brief and concrete."""
+
+
+class AskPlan(BaseModel):
+    """What the model decided to look up."""
+
+    route: Literal["sql", "search"]
+    sql: str | None = Field(None, description="route=sql: one read-only SELECT.")
+    dataset: str = Field("workers", description="route=search: the dataset to search.")
+    search_text: str | None = Field(None, description="route=search: what to look for, in words.")
+    where: str | None = Field(None, description="route=search: optional WHERE fragment (no 'WHERE').")
+
+
+class AskSource(BaseModel):
+    """One piece of evidence the answer may cite."""
+
+    id: str = Field(..., description="What the answer cites: 'SQL' or a document id like 'W-7995'.")
+    kind: Literal["sql", "document"]
+    text: str = Field(..., description="The evidence as the model saw it (shortened).")
+    key: int | None = Field(None, description="The row's key, for documents.")
+    score: float | None = Field(None, description="Search similarity, for documents.")
+
+
+class Answer(BaseModel):
+    """A written answer and the evidence behind it."""
+
+    question: str
+    answer: str
+    route: Literal["sql", "search"] = Field(..., description="The route that produced the evidence.")
+    sql: str | None = Field(None, description="The query that ran (route=sql).")
+    where: str | None = Field(None, description="The search filter that ran (route=search).")
+    fallback_reason: str | None = Field(None, description="Why a planned SQL query was replaced by search.")
+    sources: list[AskSource]
+    cited: list[str] = Field(..., description="Source ids the answer text cites.")
+    model: str
+
+
+def ask(
+    question: str,
+    *,
+    lake: Lake,
+    model: str | None = None,
+    dataset: str | None = None,
+    k: int = 8,
+    settings: Settings | None = None,
+    embedder: Any = None,
+) -> Answer:
+    """Answer ``question`` from the lake with ``model`` (default ``settings.executor_model``).
+
+    ``dataset`` pins the search route's dataset (the plan may otherwise pick one). Raises
+    ``UserError`` for an empty question or an unknown dataset, ``UnavailableError`` (503) when no
+    model is configured, and what ``agentlake.llm`` raises when the model cannot be reached.
+    """
+    from agentlake.llm import Message, generate, generate_structured
+
+    settings = settings or lake.settings
+    question = " ".join(question.split())
+    if not question:
+        raise UserError("ask needs a question")
+    model = model or settings.executor_model
+    if not model:
+        raise UnavailableError(
+            "no model to answer with: set AGENTLAKE_EXECUTOR_MODEL (e.g. ollama:qwen3:4b) or pass a model"
+        )
+    datasets = {info.name: info for info in lake.datasets()}
+    if dataset is not None and dataset not in datasets:
+        raise UserError(f"unknown dataset {dataset!r}; known datasets: {', '.join(datasets) or 'none yet'}")
+    catalog = (
+        "\n".join(
+            f"- {info.name} ({info.row_count} rows): "
+            + ", ".join(f"{col} {typ.lower()}" for col, typ in info.columns)
+            for info in datasets.values()
+        )
+        or "(no datasets yet)"
+    )
+    plan = generate_structured(
+        model,
+        [
+            Message(role="system", content=PLAN_PROMPT.format(catalog=catalog, max_rows=MAX_SQL_ROWS)),
+            Message(role="user", content=question),
+        ],
+        AskPlan,
+        settings=settings,
+        max_tokens=800,
+    )
+    answer = Answer(question=question, answer="", route="search", sources=[], cited=[], model=model)
+    if plan.route == "sql" and plan.sql:
+        try:
+            result = lake.query(plan.sql, max_rows=MAX_SQL_ROWS)
+            answer.route, answer.sql = "sql", plan.sql
+            answer.sources = [_sql_source(result)]
+        except AgentlakeError as exc:  # refused or failing SQL: the question still deserves an answer
+            answer.fallback_reason = f"the planned SQL did not run ({exc.message})"
+    if answer.route == "search":
+        search_dataset = dataset or (plan.dataset if plan.dataset in datasets else "workers")
+        answer.sources, answer.where = _search(
+            lake, search_dataset, plan.search_text or question, plan.where, k, embedder
+        )
+    evidence = "\n".join(f"[{source.id}] {source.text}" for source in answer.sources) or "(no evidence found)"
+    completion = generate(
+        model,
+        [
+            Message(role="system", content=ANSWER_PROMPT),
+            Message(role="user", content=f"Question: {question}\n\nEvidence:\n{evidence}"),
+        ],
+        settings=settings,
+        max_tokens=800,
+    )
+    answer.answer, answer.cited = _with_citations(completion.text.strip(), answer.sources)
+    return answer
+
+
+def _sql_source(result: Any) -> AskSource:
+    header = " | ".join(result.columns)
+    lines = [" | ".join("" if value is None else str(value) for value in row) for row in result.rows]
+    more = " (more rows exist)" if result.truncated else ""
+    text = f"{len(result.rows)} rows{more}: {header}\n" + "\n".join(lines)
+    return AskSource(id="SQL", kind="sql", text=text[:4000])
+
+
+def _search(
+    lake: Lake, dataset: str, text: str, where: str | None, k: int, embedder: Any
+) -> tuple[list[AskSource], str | None]:
+    from agentlake.lake.search import hybrid_search
+
+    try:
+        found = hybrid_search(lake, dataset, text, where=where, k=k, embedder=embedder)
+    except UserError:
+        if where is None:
+            raise
+        # A filter the guard refuses (or naming a wrong column) is the model's slip: search unfiltered.
+        found, where = hybrid_search(lake, dataset, text, k=k, embedder=embedder), None
+    sources = [
+        AskSource(
+            id=str(hit.doc_id),
+            kind="document",
+            text=str(hit.chunk_text)[:MAX_SOURCE_CHARS],
+            key=int(hit.key),
+            score=float(hit.score),
+        )
+        for hit in found
+    ]
+    return sources, where
+
+
+_CITATION = re.compile(r"\[([A-Za-z]+(?:-[A-Za-z0-9]+)?)\]")
+
+
+def _with_citations(text: str, sources: list[AskSource]) -> tuple[str, list[str]]:
+    """The answer text and the source ids it cites; sources are appended when it cites none."""
+    known = {source.id for source in sources}
+    cited = list(dict.fromkeys(match for match in _CITATION.findall(text) if match in known))
+    if not cited and sources:
+        cited = [source.id for source in sources]
+        text = f"{text}\n\nSources: " + ", ".join(f"[{source_id}]" for source_id in cited)
+    return text, cited

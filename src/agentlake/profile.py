@@ -1,0 +1,95 @@
+"""A worker and their placement history, read from the lake: the library behind ``/profile/{id}``.
+
+Owns the profile's shape (the worker's row, every placement with its client's name, counts by
+status, the clients where they did not show) and the trusted reads that build it. It does not
+own the workforce's schema (``agentlake.data``), who is booked when during a run
+(``agents.schedule``) or how workers are ranked (``agents.workforce``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from agentlake.errors import NotFoundError, UserError
+
+if TYPE_CHECKING:
+    from agentlake.lake import Lake
+
+
+class Placement(BaseModel):
+    """One shift a worker was placed on."""
+
+    client_id: int | None = None
+    client_name: str | None = Field(None, description="From the clients dataset, when present.")
+    role: str | None = None
+    shift_start: datetime | None = None
+    shift_end: datetime | None = None
+    status: str | None = Field(None, description="scheduled, completed, cancelled or no_show.")
+
+
+class WorkerProfile(BaseModel):
+    """A worker's record and history: what a staffer checks before placing them again."""
+
+    worker: dict[str, Any]
+    placements: list[Placement] = Field(..., description="Newest first.")
+    by_status: dict[str, int] = Field(..., description="Placements listed, per status.")
+    no_show_clients: list[str] = Field(
+        ..., description="Clients (names, else ids) where the worker did not show."
+    )
+
+
+def get_worker(lake: Lake, worker_id: int) -> dict[str, Any]:
+    """The worker's row from the ``workers`` dataset.
+
+    ``NotFoundError`` for an unknown worker, ``UserError`` when the lake has no workers dataset.
+    One indexed point read on its own cursor: this sits on the gateway's hottest path.
+    """
+    import duckdb
+
+    with lake.cursor() as cur:
+        try:
+            cur.execute("SELECT * FROM workers WHERE worker_id = ?", [worker_id])
+        except duckdb.CatalogException:
+            raise UserError(
+                "the lake has no workers dataset: run `agentlake data generate` or ingest one"
+            ) from None
+        row = cur.fetchone()
+        columns = [column[0] for column in cur.description or []]
+    if row is None:
+        raise NotFoundError(f"no worker with worker_id {worker_id}")
+    return dict(zip(columns, row, strict=True))
+
+
+def worker_profile(lake: Lake, worker_id: int, *, max_placements: int = 200) -> WorkerProfile:
+    """The worker with their placements, newest first (at most ``max_placements``).
+
+    ``NotFoundError`` for an unknown worker; a lake without ``placements`` gives an empty history.
+    """
+    from agentlake.lake.catalog import table_exists
+
+    worker = get_worker(lake, worker_id)
+    rows: list[dict[str, Any]] = []
+    with lake.cursor() as cur:
+        placements_exist, clients_exist = table_exists(cur, "placements"), table_exists(cur, "clients")
+    if placements_exist:
+        name = "c.name" if clients_exist else "NULL"
+        join = "LEFT JOIN clients c ON c.id = p.client_id" if clients_exist else ""
+        rows = lake.read_arrow(
+            f"SELECT p.client_id, {name} AS client_name, p.role, p.shift_start, p.shift_end, p.status "
+            f"FROM placements p {join} WHERE p.worker_id = ? ORDER BY p.shift_start DESC LIMIT ?",
+            [worker_id, max_placements],
+        ).to_pylist()
+    placements = [Placement(**row) for row in rows]
+    by_status: dict[str, int] = {}
+    for placement in placements:
+        by_status[placement.status or "unknown"] = by_status.get(placement.status or "unknown", 0) + 1
+    no_shows = [p.client_name or str(p.client_id) for p in placements if p.status == "no_show"]
+    return WorkerProfile(
+        worker=worker,
+        placements=placements,
+        by_status=by_status,
+        no_show_clients=list(dict.fromkeys(no_shows)),
+    )
