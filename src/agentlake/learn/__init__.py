@@ -7,6 +7,16 @@ deltas; ``loop`` runs them on demand and on a schedule.
 """
 
 from agentlake.learn.effect import measure_effects, record_outcome
+from agentlake.learn.extractor import (
+    ExtractContext,
+    Extractor,
+    extractor_names,
+    get_extractor,
+    register_extractor,
+)
+from agentlake.learn.heuristic import HeuristicExtractor
+from agentlake.learn.llm_extractor import LLMExtractor
+from agentlake.learn.loop import CycleReport, LearningScheduler, learn_cycle, learn_from_ops, read_recent_ops
 from agentlake.learn.model import (
     AppliedDelta,
     Delta,
@@ -24,9 +34,15 @@ from agentlake.learn.store import ImportReport, LessonStore
 
 __all__ = [
     "AppliedDelta",
+    "CycleReport",
     "Delta",
     "EffectReport",
+    "ExtractContext",
+    "Extractor",
+    "HeuristicExtractor",
     "ImportReport",
+    "LLMExtractor",
+    "LearningScheduler",
     "Lesson",
     "LessonDraft",
     "LessonEvent",
@@ -36,8 +52,14 @@ __all__ = [
     "RetrievedLessons",
     "TaskSignature",
     "estimate_tokens",
+    "extractor_names",
+    "get_extractor",
+    "learn_cycle",
+    "learn_from_ops",
     "measure_effects",
+    "read_recent_ops",
     "record_citation",
     "record_outcome",
+    "register_extractor",
     "retrieve_lessons",
 ]

@@ -5,9 +5,9 @@ Owns the rules of the issue, in one place:
 - dedup: an ADD whose identity (match + machine action, or normalised words) equals a visible
   lesson's, or whose text is at least ``settings.learn_dedup_threshold`` similar (embedding
   cosine) with the same match, merges its evidence into that lesson instead of adding a twin;
-- contradiction: same trigger (same match, and the same identity slot or a similar trigger),
-  incompatible action (conflicting machine values, or one action says "do not"/"never"/
-  "avoid" and the other does not): both lowered by 0.1 and put on conflict-hold;
+- contradiction: same trigger (same match), incompatible action (conflicting machine values,
+  or near-identical words where one action starts "do not"/"never"/"avoid" and the other
+  does not): both lowered by 0.1 and put on conflict-hold;
 - confidence: +0.05 per confirmation, -0.05 per measured failure, -0.1 per contradiction,
   -0.02 per whole week unused; a lesson decayed to 0 is retired;
 - pending -> active at >= 0.8 (or measured helpful, see ``effect``); pending lessons expire
@@ -73,10 +73,17 @@ def with_confidence(lesson: Lesson, confidence: float) -> Lesson:
     return lesson.model_copy(update={"confidence": confidence, "status": status})
 
 
-def apply_deltas(store: LessonStore, deltas: Sequence[Delta]) -> list[AppliedDelta]:
+def apply_deltas(
+    store: LessonStore, deltas: Sequence[Delta], *, learned_op_ids: Sequence[str] = ()
+) -> list[AppliedDelta]:
     """Apply ``deltas`` in order in one transaction; see :meth:`LessonStore.propose`."""
     results: list[AppliedDelta] = []
     with store.transaction() as txn:
+        if learned_op_ids:
+            txn.execute(
+                "INSERT OR IGNORE INTO learned_ops (op_id, learned_at) SELECT unnest(?), ?",
+                [list(dict.fromkeys(learned_op_ids)), txn.now.replace(tzinfo=None)],
+            )
         for delta in deltas:
             try:
                 if delta.op == "ADD":
@@ -152,32 +159,22 @@ def _add(store: LessonStore, txn: Transaction, delta: Delta) -> AppliedDelta:
                 conflicts.append((peer, why))
 
     best: tuple[Lesson, float] | None = None
-    if same_trigger:
-        vectors = store.vectors(
-            [candidate.text(), candidate.trigger]
-            + [p.text() for p in same_trigger]
-            + [p.trigger for p in same_trigger]
-        )
+    # Similarity decides only between lessons in words: machine actions already have exact
+    # identities (same key = duplicate) and exact conflicts (different values).
+    worded = [peer for peer in same_trigger if not _both_machine(peer, candidate)]
+    if worded:
+        vectors = store.vectors([candidate.text()] + [peer.text() for peer in worded])
         if vectors is not None:
-            n = len(same_trigger)
-            text_sims = vectors[2 : 2 + n] @ vectors[0]
-            trigger_sims = vectors[2 + n :] @ vectors[1]
             threshold = store.settings.learn_dedup_threshold
-            for peer, text_sim, trigger_sim in zip(same_trigger, text_sims, trigger_sims, strict=True):
-                if any(peer is c for c, _ in conflicts):
+            for peer, similarity in zip(worded, vectors[1:] @ vectors[0], strict=True):
+                if similarity < threshold:
                     continue
-                opposite = negated(peer.action) != negated(candidate.action)
-                if opposite and trigger_sim >= threshold:
+                if negated(peer.action) != negated(candidate.action):
                     conflicts.append(
-                        (peer, f"opposite action for the same trigger (similarity {trigger_sim:.2f})")
+                        (peer, f"opposite action for the same trigger (similarity {similarity:.2f})")
                     )
-                elif (
-                    not opposite
-                    and text_sim >= threshold
-                    and not (_both_machine(peer, candidate) and peer.key != candidate.key)
-                    and (best is None or text_sim > best[1])
-                ):
-                    best = (peer, float(text_sim))
+                elif best is None or similarity > best[1]:
+                    best = (peer, float(similarity))
 
     if conflicts:
         return _contradiction(txn, candidate, conflicts, delta)

@@ -455,16 +455,17 @@ class LessonStore:
             raise RunError(f"writing {len(txn.events)} lesson event(s) to {self.path} failed: {exc}") from exc
         self._lessons.update(changed)
 
-    def propose(self, deltas: Sequence[Delta]) -> list[AppliedDelta]:
+    def propose(self, deltas: Sequence[Delta], *, learned_op_ids: Sequence[str] = ()) -> list[AppliedDelta]:
         """Validate and apply extractor/human deltas by the curation rules; one transaction.
 
         Each delta gets an ``AppliedDelta`` saying what code did (added, confirmed, merged,
         edited, retired, contradiction, unchanged, rejected with the reason). A rejected delta
-        writes nothing; the others are written together.
+        writes nothing; the others are written together, with ``learned_op_ids`` marked as
+        learned from (see ``unlearned``).
         """
         from agentlake.learn.curation import apply_deltas
 
-        return apply_deltas(self, deltas)
+        return apply_deltas(self, deltas, learned_op_ids=learned_op_ids)
 
     def add(self, draft: LessonDraft, *, reason: str = "") -> AppliedDelta:
         """Propose one lesson (ADD through curation); raises ``UserError`` if it is rejected."""
