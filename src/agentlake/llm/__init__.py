@@ -12,7 +12,13 @@ observer does) nor build prompts for agents (the agents package does).
 
 from agentlake.llm.accounting import CallRecord, add_recorder, call_tags
 from agentlake.llm.budget import BudgetEstimate, ContextOverflowError, assert_context_budget
-from agentlake.llm.fakes import FunctionProvider, ScriptedProvider, register_scripted, unregister_scripted
+from agentlake.llm.fakes import (
+    FunctionProvider,
+    ScriptedProvider,
+    register_scripted,
+    reset_llm_state,
+    unregister_scripted,
+)
 from agentlake.llm.generate import Attempt, ContinuableResult, generate, generate_continuable
 from agentlake.llm.jsonparse import JSONParseError, parse_json_tolerant
 from agentlake.llm.provider import (
@@ -72,5 +78,6 @@ __all__ = [
     "parse_json_tolerant",
     "register_provider",
     "register_scripted",
+    "reset_llm_state",
     "unregister_scripted",
 ]

@@ -278,3 +278,22 @@ def _resolve(prefix: str) -> Callable[[str, object], object]:
 
 register_provider("scripted", _resolve("scripted"))  # type: ignore[arg-type]
 register_provider("function", _resolve("function"))  # type: ignore[arg-type]
+
+
+def reset_llm_state() -> None:
+    """Forget process-wide LLM state: circuit breakers, budget calibration, cached providers,
+    settings, registry and ``/api/show`` answers, registered scripted providers. For test
+    fixtures, so one test's failures or calibration never leak into the next."""
+    from agentlake.llm.budget import reset_calibration
+    from agentlake.llm.models import clear_registry_cache
+    from agentlake.llm.ollama import forget_shown
+    from agentlake.llm.provider import clear_provider_cache
+    from agentlake.llm.resilience import reset_breakers
+
+    reset_breakers()
+    reset_calibration()
+    clear_provider_cache()
+    clear_registry_cache()
+    forget_shown()
+    with _scripted_lock:
+        _scripted.clear()

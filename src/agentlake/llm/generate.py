@@ -231,10 +231,11 @@ def glue(partial: str, continuation: str) -> str:
     ``MIN_OVERLAP`` characters) that the model repeated before going on."""
     cont = strip_thinking(continuation)
     stripped = cont.lstrip()
-    if stripped.startswith("```"):  # the model re-opened a fence for its remainder
+    reopened = stripped.startswith("```")
+    if reopened:  # the model wrapped its remainder in a fence of its own
         newline = stripped.find("\n")
         cont = stripped[newline + 1 :] if newline != -1 else ""
-    if cont.rstrip().endswith("```") and "```" in partial:
+    if cont.rstrip().endswith("```") and (reopened or "```" not in partial):
         cont = cont.rstrip()[:-3]
     limit = min(len(partial), len(cont), MAX_OVERLAP_SCAN)
     for size in range(limit, MIN_OVERLAP - 1, -1):

@@ -24,6 +24,7 @@ from agentlake.errors import RunError
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _OPEN_THINK = re.compile(r"<think>.*\Z", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
+_OPENER = re.compile(r"[{\[]")
 _WORD_START = re.compile(r"[A-Za-z_$]")
 _WORD = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
@@ -89,13 +90,24 @@ def _single_quote_opens(text: str, index: int) -> bool:
     return bool(before) and before[-1] in "{[,:"
 
 
-def _starts(text: str) -> list[int]:
-    starts = []
-    for match in re.finditer(r"[{\[]", text):
-        starts.append(match.start())
-        if len(starts) >= MAX_CANDIDATES:
-            break
-    return starts
+def _spans(text: str) -> tuple[list[tuple[int, int]], bool]:
+    """Top-level ``{...}``/``[...]`` spans, in order, and whether the text ends inside one.
+
+    Only top-level: a balanced ``[1, 2]`` inside a cut-off ``{"items": [1, 2], ...`` must never
+    pass for the reply's JSON.
+    """
+    spans: list[tuple[int, int]] = []
+    position = 0
+    while len(spans) < MAX_CANDIDATES:
+        match = _OPENER.search(text, position)
+        if match is None:
+            return spans, False
+        end = _balanced_end(text, match.start())
+        if end == -1:
+            return spans, True
+        spans.append((match.start(), end))
+        position = end
+    return spans, False
 
 
 def _fix_cheap(text: str) -> str:
@@ -179,18 +191,17 @@ def _unwrap(text: str) -> str:
     return strip_thinking(text.lstrip("\ufeff")).strip()
 
 
-def _parse_candidates(body: str) -> tuple[bool, Any, str]:
-    """Try the whole text, each fenced block, then each balanced span, each with the cheap
-    fixes as a fallback; the first that parses wins."""
+def _parse_candidates(body: str) -> tuple[bool, Any, str, bool]:
+    """Try the whole text, each fenced block, then each top-level balanced span, each with the
+    cheap fixes as a fallback; the first that parses wins. Also says whether the text ends
+    inside an unclosed span (a cut-off reply)."""
     candidates: list[str] = [body]
     for match in _FENCE.finditer(body):
         inner = match.group(2).strip()
         if inner:
             candidates.append(inner)
-    for start in _starts(body):
-        end = _balanced_end(body, start)
-        if end != -1:
-            candidates.append(body[start:end])
+    spans, truncated = _spans(body)
+    candidates.extend(body[start:end] for start, end in spans)
     first_error = ""
     seen: set[str] = set()
     for candidate in candidates:
@@ -199,54 +210,52 @@ def _parse_candidates(body: str) -> tuple[bool, Any, str]:
         seen.add(candidate)
         ok, value, error = _try_parse(candidate)
         if ok:
-            return True, value, ""
+            return True, value, "", truncated
         first_error = first_error or error
-    return False, None, first_error
+    return False, None, first_error, truncated
 
 
 def parse_json_tolerant(text: str) -> Any:
     """The JSON value in a model reply.
 
-    Tries, in order: the whole text; each fenced code block; each balanced ``{...}``/``[...]``
-    span; each of those again after the cheap fixes. Raises :class:`JSONParseError`
-    (``incomplete=True`` when the JSON is cut off) and nothing else.
+    Tries, in order: the whole text; each fenced code block; each top-level balanced
+    ``{...}``/``[...]`` span; each of those again after the cheap fixes. Raises
+    :class:`JSONParseError` (``incomplete=True`` when the JSON is cut off) and nothing else.
     """
     if not isinstance(text, str):
         raise JSONParseError(f"expected the reply text as a string, got {type(text).__name__}")
     body = _unwrap(text)
     if not body:
         raise JSONParseError("the reply is empty: no JSON in it", text=text)
-    ok, value, error = _parse_candidates(body)
+    ok, value, error, truncated = _parse_candidates(body)
     if ok:
         return value
-    starts = _starts(body)
-    if not starts:
-        raise JSONParseError(f"no JSON object or array in the reply: {body[:120]!r}", text=text)
-    if _balanced_end(body, starts[0]) == -1:
+    if truncated:
         raise JSONParseError(
             "the reply's JSON is cut off before its end (truncated)", text=text, incomplete=True
         )
+    if _OPENER.search(body) is None:
+        raise JSONParseError(f"no JSON object or array in the reply: {body[:120]!r}", text=text)
     raise JSONParseError(f"the reply's JSON is invalid: {error}", text=text)
 
 
 def scan_json(text: str) -> JsonScan:
     """Classify the JSON in ``text`` (after thinking blocks, fences and leading prose).
 
-    ``complete``: a JSON value parses (``value`` holds it); ``incomplete``: the first ``{``/``[``
-    is never closed (a cut-off reply); ``invalid``: balanced but not parseable even after the
-    cheap fixes; ``absent``: no JSON in it at all.
+    ``complete``: a JSON value parses (``value`` holds it); ``incomplete``: the text ends inside
+    an unclosed ``{``/``[`` (a cut-off reply); ``invalid``: balanced but not parseable even
+    after the cheap fixes; ``absent``: no JSON in it at all.
     """
     if not isinstance(text, str):
         return JsonScan("absent")
     body = _unwrap(text)
     if not body:
         return JsonScan("absent")
-    ok, value, _ = _parse_candidates(body)
+    ok, value, _, truncated = _parse_candidates(body)
     if ok:
         return JsonScan("complete", value)
-    starts = _starts(body)
-    if not starts:
-        return JsonScan("absent")
-    if _balanced_end(body, starts[0]) == -1:
+    if truncated:
         return JsonScan("incomplete")
+    if _OPENER.search(body) is None:
+        return JsonScan("absent")
     return JsonScan("invalid")

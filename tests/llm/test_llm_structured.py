@@ -1,0 +1,92 @@
+"""generate_structured / generate_json: native schema vs prompted JSON, validation retries, give-up."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import BaseModel, Field
+
+from agentlake.llm import (
+    CallRecord,
+    ScriptedProvider,
+    StructuredOutputError,
+    generate_json,
+    generate_structured,
+)
+
+
+class Fill(BaseModel):
+    worker_ids: list[int] = Field(min_length=1)
+    reason: str
+
+
+def test_invalid_json_then_a_valid_retry_over_openai(
+    openai: ScriptedProvider, records: list[CallRecord]
+) -> None:
+    openai.enqueue('{"worker_ids": [12, 15] "reason": "closest welders"}')  # invalid: a comma is missing
+    openai.enqueue('Here you go:\n```json\n{"worker_ids": [12, 15], "reason": "closest welders"}\n```')
+    fill = generate_structured("openai:gpt-4o-mini", "fill 2 welders", Fill)
+    assert fill == Fill(worker_ids=[12, 15], reason="closest welders")
+    # native structured output: the schema travels as response_format
+    assert openai.raw_requests[0]["response_format"]["json_schema"]["schema"]["title"] == "Fill"
+    feedback = openai.raw_requests[-1]["messages"][-1]["content"]
+    assert "did not match the required JSON schema" in feedback
+    assert records[-1].function == "generate_structured" and records[-1].attempts == 2
+
+
+def test_validation_errors_go_back_to_the_model(ollama: ScriptedProvider) -> None:
+    ollama.enqueue('{"worker_ids": [], "reason": "none found"}')
+    ollama.enqueue('{"worker_ids": [7], "reason": "found one"}')
+    fill = generate_structured("ollama:qwen3:4b", "fill 1 welder", Fill)
+    assert fill.worker_ids == [7]
+    assert "worker_ids" in ollama.raw_requests[1]["messages"][-1]["content"]
+    assert ollama.raw_requests[1]["messages"][-2] == {
+        "role": "assistant",
+        "content": '{"worker_ids": [], "reason": "none found"}',
+    }
+    assert ollama.raw_requests[0]["format"]["title"] == "Fill"  # Ollama's native format
+
+
+def test_prompted_json_where_the_model_has_no_native_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentlake.llm.fakeserver import serve_fake_openai
+
+    local = ScriptedProvider("some-local-model")
+    local.enqueue(
+        "{'worker_ids': [3], 'reason': 'only one',}"
+    )  # Python-ish JSON, fixed by the tolerant parser
+    with serve_fake_openai(local) as url:
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        fill = generate_structured("openai:some-local-model", [{"role": "system", "content": "You staff shifts."},
+                                                               {"role": "user", "content": "fill"}], Fill)  # fmt: skip
+    assert fill.worker_ids == [3]
+    body = local.raw_requests[0]
+    assert "response_format" not in body
+    system = body["messages"][0]["content"]
+    assert system.startswith("You staff shifts.") and '"worker_ids"' in system and "JSON schema" in system
+
+
+def test_gives_up_with_the_raw_text(records: list[CallRecord]) -> None:
+    provider = ScriptedProvider("stubborn")
+    provider.enqueue_many("not json", '{"reason": 1}', "still nothing")
+    with pytest.raises(StructuredOutputError) as caught:
+        generate_structured(provider, "fill", Fill, retries=2)
+    error = caught.value
+    assert error.raw_text == "still nothing" and error.attempts == 3 and error.exit_code == 1
+    assert "no valid Fill after 3 attempts" in error.message
+    assert records[-1].success is False and records[-1].attempts == 3
+
+
+def test_generate_json_with_a_validator_of_your_own() -> None:
+    provider = ScriptedProvider("v")
+    provider.enqueue_many('{"n": 5}', '{"n": 2}')
+
+    def even(value: dict) -> int:
+        if value["n"] % 2:
+            raise ValueError("n must be even")
+        return value["n"]
+
+    result = generate_json(provider, "pick", {"type": "object"}, validate=even)
+    assert result.value == 2 and result.schema_retries == 1 and result.native_schema
+    assert "n must be even" in provider.history[1][0][-1].content
+    assert json.loads(result.text) == {"n": 2}
