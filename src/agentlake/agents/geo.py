@@ -1,0 +1,153 @@
+"""Where places are: resolving an order's city to coordinates, distances, nearby cities.
+
+Owns the city gazetteer the agents use (the data package's city table, plus any city that
+appears in the lake's ``workers`` table, placed at its workers' mean coordinates), the
+haversine distance and ``nearby_cities``. Ambiguous names resolve by state (Columbus, OH is
+not Columbus, GA); an unknown city/state pair is a ``UserError`` naming close matches. It
+does not own which workers are near (the SQL in ``workforce``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from agentlake.errors import UserError
+
+if TYPE_CHECKING:
+    from agentlake.lake import Lake
+
+EARTH_RADIUS_MILES = 3958.7613
+# Degrees of latitude per mile; the longitude degree shrinks with cos(latitude).
+_DEG_PER_MILE = 1.0 / 69.0
+
+
+@dataclass(frozen=True)
+class Place:
+    city: str
+    state: str
+    lat: float
+    lon: float
+
+
+@dataclass(frozen=True)
+class Nearby:
+    city: str
+    state: str
+    distance_miles: float
+
+
+def haversine_miles(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
+    """Great-circle distance in miles."""
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    dp, dl = p2 - p1, math.radians(lon2 - lon1)
+    a = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
+    return 2 * EARTH_RADIUS_MILES * math.asin(min(1.0, math.sqrt(a)))
+
+
+def haversine_sql(lat_col: str, lon_col: str) -> str:
+    """A DuckDB expression: miles from ``(lat_col, lon_col)`` to the parameters ``$lat, $lon``."""
+    return (
+        f"(2 * {EARTH_RADIUS_MILES} * asin(least(1.0, sqrt("
+        f"pow(sin(radians({lat_col} - $lat) / 2), 2) + "
+        f"cos(radians($lat)) * cos(radians({lat_col})) * pow(sin(radians({lon_col} - $lon) / 2), 2)))))"
+    )
+
+
+def bounding_box(lat: float, lon: float, radius_miles: float) -> tuple[float, float, float, float]:
+    """(lat_min, lat_max, lon_min, lon_max) enclosing the circle: a cheap prefilter for SQL."""
+    dlat = radius_miles * _DEG_PER_MILE
+    dlon = radius_miles * _DEG_PER_MILE / max(0.01, math.cos(math.radians(lat)))
+    return lat - dlat, lat + dlat, lon - dlon, lon + dlon
+
+
+class Gazetteer:
+    """Known places, keyed by (lower-case city, state)."""
+
+    def __init__(self, places: list[Place]) -> None:
+        self._by_key: dict[tuple[str, str], Place] = {}
+        for place in places:
+            self._by_key.setdefault((place.city.casefold(), place.state), place)
+        ordered = list(self._by_key.values())
+        self._names = [p.city for p in ordered]
+        self._states = [p.state for p in ordered]
+        self._lat = np.array([p.lat for p in ordered])
+        self._lon = np.array([p.lon for p in ordered])
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def resolve(self, city: str, state: str) -> Place:
+        """The place called ``city`` in ``state``; ``UserError`` with suggestions otherwise."""
+        key = (" ".join(city.split()).casefold(), state.strip().upper())
+        place = self._by_key.get(key)
+        if place is not None:
+            return place
+        same_name = sorted({p.state for k, p in self._by_key.items() if k[0] == key[0]})
+        if same_name:
+            raise UserError(
+                f"there is no {city} in {key[1]} in the lake's cities; {city} exists in {', '.join(same_name)}: "
+                "pass that state"
+            )
+        in_state = [p.city for k, p in self._by_key.items() if k[1] == key[1]]
+        close = difflib.get_close_matches(city, in_state, n=3, cutoff=0.6)
+        hint = (
+            f"did you mean {', '.join(f'{c}, {key[1]}' for c in close)}?"
+            if close
+            else "check the city and state"
+        )
+        raise UserError(f"unknown city {city}, {key[1]}: {hint}")
+
+    def nearby(self, city: str, state: str, radius_miles: float) -> list[Nearby]:
+        """Known cities within ``radius_miles`` of ``city, state``, nearest first (itself at 0)."""
+        if not (radius_miles > 0 and math.isfinite(radius_miles)):
+            raise UserError(f"radius_miles must be a positive number, got {radius_miles}")
+        origin = self.resolve(city, state)
+        lat1, lon1 = math.radians(origin.lat), math.radians(origin.lon)
+        lat2, lon2 = np.radians(self._lat), np.radians(self._lon)
+        a = np.sin((lat2 - lat1) / 2) ** 2 + math.cos(lat1) * np.cos(lat2) * np.sin((lon2 - lon1) / 2) ** 2
+        miles = 2 * EARTH_RADIUS_MILES * np.arcsin(np.minimum(1.0, np.sqrt(a)))
+        hits = np.nonzero(miles <= radius_miles)[0]
+        found = [Nearby(self._names[i], self._states[i], round(float(miles[i]), 1)) for i in hits]
+        return sorted(found, key=lambda n: (n.distance_miles, n.city))
+
+
+_cache: dict[tuple[str, object], Gazetteer] = {}
+_cache_lock = threading.Lock()
+
+
+def gazetteer(lake: Lake | None = None) -> Gazetteer:
+    """The data package's cities, plus the distinct cities of the lake's ``workers`` (if any).
+
+    Cached per lake file and ``workers`` update time, so new data is picked up.
+    """
+    from agentlake.data.cities import load_cities
+
+    version: object = None
+    workers_cities: list[Place] = []
+    if lake is not None:
+        from agentlake.agents.workforce import workers_table_version
+
+        version = workers_table_version(lake)
+    key = (str(lake.path) if lake is not None else "", version)
+    with _cache_lock:
+        if key in _cache:
+            return _cache[key]
+    table = load_cities()
+    places = [
+        Place(str(table.name[i]), str(table.state[i]), float(table.lat[i]), float(table.lon[i]))
+        for i in range(len(table))
+    ]
+    if lake is not None and version is not None:
+        from agentlake.agents.workforce import worker_cities
+
+        workers_cities = worker_cities(lake)
+    built = Gazetteer(places + workers_cities)
+    with _cache_lock:
+        _cache[key] = built
+    return built

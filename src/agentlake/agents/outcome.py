@@ -1,0 +1,161 @@
+"""What a task produced: the turn transcript and the final ``TaskOutcome``.
+
+Owns the records a policy returns and the ``task.fill`` op that summarises one. It does not
+own judging a fill against hidden client preferences (the scenarios' ``fill.judged`` ops).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from agentlake.agents.order import FillOrder
+from agentlake.agents.verify import Verification
+
+if TYPE_CHECKING:
+    from agentlake.agents.policy import RunContext
+
+log = logging.getLogger(__name__)
+
+Agent = Literal["executor", "reviewer", "orchestrator", "rules", "overseer"]
+
+
+class TurnRecord(BaseModel):
+    """One step of a task as the live view and the transcript show it."""
+
+    turn: int = Field(
+        ..., ge=0, description="1-based model turn; 0 for orchestrator/rules steps between turns."
+    )
+    agent: Agent
+    kind: str = Field(
+        ..., description="plan, tool_call, propose_done, critique, verification, error, rescue, ..."
+    )
+    summary: str = Field(..., description="One line saying what happened.")
+    detail: str = Field("", description="Compact rendering of a tool result or rejection reasons.")
+    action: dict[str, Any] | None = None
+    cited_lessons: list[str] = Field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    ok: bool = True
+
+
+class TaskOutcome(BaseModel):
+    """The result of one fill task, successful or not."""
+
+    order: FillOrder
+    proposed: list[int] = Field(
+        default_factory=list, description="The final proposal (verified when success)."
+    )
+    verification: Verification
+    success: bool
+    failure_reason: str | None = None
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    lessons_given: list[str] = Field(default_factory=list)
+    lessons_cited: list[str] = Field(default_factory=list)
+    rescue_attempted: bool = False
+    rescue_succeeded: bool = False
+    candidates: list[int] = Field(
+        default_factory=list, description="Verified spares beyond `count` (the buffer)."
+    )
+    transcript: list[TurnRecord] = Field(default_factory=list)
+    policy: str = ""
+    run_id: str | None = None
+
+    @property
+    def filled(self) -> int:
+        """Workers actually placed: the verified part of the proposal."""
+        return len(self.verification.accepted) if self.success else 0
+
+    def op_attributes(self) -> dict[str, Any]:
+        """The ``task.fill`` op's attributes (shape shared with ``fill.judged``)."""
+        return {
+            "client_id": self.order.client_id,
+            "task_kind": self.order.task_kind,
+            "event_id": self.order.event_id,
+            "policy": self.policy,
+            "requested": self.order.count,
+            "filled": self.filled,
+            "proposed": self.proposed,
+            "accepted": self.verification.accepted,
+            "rejections": [r.model_dump(mode="json") for r in self.verification.rejections[:20]],
+            "candidates": self.candidates[:20],
+            "turns": self.turns,
+            "lessons_given": self.lessons_given,
+            "lessons_cited": self.lessons_cited,
+            "rescue_attempted": self.rescue_attempted,
+            "rescue_succeeded": self.rescue_succeeded,
+            "failure_reason": self.failure_reason,
+        }
+
+
+def new_run_id() -> str:
+    """A fresh run id for a task that was not given one."""
+    import uuid
+
+    return f"run-{uuid.uuid4().hex[:12]}"
+
+
+@contextmanager
+def task_scope(order: FillOrder, ctx: RunContext) -> Iterator[None]:
+    """Every op recorded inside (tool calls, model calls, the ``task.fill`` op) shares one trace
+    id, the agent id and the order's provenance."""
+    import secrets
+
+    from agentlake.observe import observe_context
+
+    with observe_context(
+        provenance=ctx.order_provenance(order), agent_id=ctx.agent_id, trace_id=secrets.token_hex(16)
+    ):
+        yield
+
+
+def record_task(outcome: TaskOutcome, ctx: RunContext) -> str | None:
+    """Record ``outcome`` as one ``task.fill`` op (source ``agent``); returns its id.
+
+    A recording failure is logged, never raised: the fill happened either way.
+    """
+    from agentlake.observe import LLMUsage, ObservedOp, get_observer
+    from agentlake.observe.record import current_scope
+
+    scope = current_scope()
+    provenance = {
+        **ctx.order_provenance(outcome.order),
+        "rescue_attempted": outcome.rescue_attempted,
+        "rescue_succeeded": outcome.rescue_succeeded,
+    }
+    if outcome.run_id:
+        provenance.setdefault("run_id", outcome.run_id)
+    usage = None
+    if outcome.input_tokens or outcome.output_tokens:
+        usage = LLMUsage(input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens,
+                         cost_usd=outcome.cost_usd or None)  # fmt: skip
+    try:
+        op = ObservedOp(
+            endpoint="task.fill",
+            source="agent",
+            agent_id=ctx.agent_id,
+            trace_id=scope.trace_id,
+            parent_span_id=scope.span_id,
+            input_summary=outcome.order.describe(),
+            output_summary=f"{outcome.filled}/{outcome.order.count} filled {outcome.proposed} by {outcome.policy}",
+            success=outcome.success,
+            duration_ms=max(0.0, outcome.latency_ms),
+            error=None if outcome.success else outcome.failure_reason,
+            provenance=provenance,
+            usage=usage,
+            attributes=outcome.op_attributes(),
+        )
+        (ctx.observer or get_observer(ctx.settings)).record(op)
+        return op.id
+    except Exception:  # the observer is a witness; it never fails the work it watches
+        log.warning("could not record the task.fill op of run %s", outcome.run_id, exc_info=True)
+        return None

@@ -1,0 +1,145 @@
+"""The policy extension point: whatever turns a ``FillOrder`` into a ``TaskOutcome``.
+
+Owns the ``Policy`` protocol, the ``RunContext`` every policy receives (the lake, the day's
+schedule, the lesson store, the observer, provenance, the live-view callback, the rescue and
+overseer switches) and the registry behind ``get_policy``. Built-in policies (``rules``,
+``llm``) register through :func:`register_policy`, the same door a third party uses. It does
+not own any policy's logic (``rules``, ``orchestrator``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from agentlake.errors import UserError
+
+if TYPE_CHECKING:
+    from agentlake.agents.order import FillOrder
+    from agentlake.agents.outcome import TaskOutcome, TurnRecord
+    from agentlake.agents.schedule import ScheduleBook
+    from agentlake.agents.tools import ToolRegistry
+    from agentlake.lake import Lake
+    from agentlake.learn.store import LessonStore
+    from agentlake.observe import Observer
+    from agentlake.settings import Settings
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Fills one order. ``run`` never raises for a fill that merely fails: that is an outcome
+    with ``success=False`` and a ``failure_reason``. It raises ``UserError`` for a bad order or
+    configuration and ``RunError`` when something it depends on breaks."""
+
+    name: str
+
+    def run(self, order: FillOrder, ctx: RunContext) -> TaskOutcome: ...
+
+
+@dataclass
+class RunContext:
+    """Everything a policy may touch while filling one order.
+
+    ``schedule`` defaults to the lake's placements (``ScheduleBook(lake)``); a scenario day
+    passes its own so bookings made earlier in the day count. ``observer`` defaults to the
+    process-wide one. ``on_turn`` receives every ``TurnRecord`` as it happens (the live view).
+    ``provenance`` fields (staffer_id, run_id, event_kind, ...) are stamped on every op.
+    """
+
+    lake: Lake
+    schedule: ScheduleBook | None = None
+    lessons: LessonStore | None = None
+    run_id: str | None = None
+    staffer_id: str | None = None
+    observer: Observer | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)
+    on_turn: Callable[[TurnRecord], None] | None = None
+    rescue: bool = True
+    overseer: bool = False
+    settings: Settings | None = None
+    tools: ToolRegistry | None = None
+    agent_id: str = "agent"
+    project_id: str | None = None
+    embedder: Any = None  # an agentlake.embed Embedder for hybrid_search; None = the default one
+
+    def __post_init__(self) -> None:
+        if self.settings is None:
+            self.settings = self.lake.settings
+        if self.schedule is None:
+            from agentlake.agents.schedule import ScheduleBook
+
+            self.schedule = ScheduleBook(self.lake)
+        if self.tools is None:
+            from agentlake.agents.tools import default_tools
+
+            self.tools = default_tools()
+        if self.run_id is not None:
+            self.provenance.setdefault("run_id", self.run_id)
+        if self.staffer_id is not None:
+            self.provenance.setdefault("staffer_id", self.staffer_id)
+
+    def emit(self, record: TurnRecord) -> None:
+        """Hand one turn to the live view, if any; a broken view never breaks the task."""
+        if self.on_turn is not None:
+            try:
+                self.on_turn(record)
+            except Exception:  # the view is a spectator
+                import logging
+
+                logging.getLogger(__name__).warning("on_turn callback failed", exc_info=True)
+
+    def op_provenance(self) -> dict[str, Any]:
+        """``provenance`` limited to the fields an op's ``Provenance`` has (others are dropped)."""
+        from agentlake.observe import Provenance
+
+        return {k: v for k, v in self.provenance.items() if k in Provenance.model_fields and v is not None}
+
+    def order_provenance(self, order: FillOrder) -> dict[str, Any]:
+        """Provenance for ops about ``order``: the order's shape, then the context's fields."""
+        fields = {
+            "role": order.role,
+            "city": order.city,
+            "state": order.state,
+            "count": order.count,
+            "sig_hash": order.signature().sig_hash(),
+            "event_kind": order.task_kind,
+        }
+        return {**fields, **self.op_provenance()}
+
+
+PolicyFactory = Callable[..., Policy]
+_POLICIES: dict[str, PolicyFactory] = {}
+
+
+def register_policy(name: str, factory: PolicyFactory) -> None:
+    """Make ``get_policy(name, **kwargs)`` return ``factory(**kwargs)``."""
+    _POLICIES[name] = factory
+
+
+# Built-ins are imported on first use (the llm policy pulls in the LLM layer).
+_BUILTINS = {
+    "rules": ("agentlake.agents.rules", "RulesPolicy"),
+    "llm": ("agentlake.agents.orchestrator", "LLMPolicy"),
+}
+
+
+def _load_builtin(name: str) -> None:
+    if name in _BUILTINS and name not in _POLICIES:
+        import importlib
+
+        module, attribute = _BUILTINS[name]
+        register_policy(name, getattr(importlib.import_module(module), attribute))
+
+
+def get_policy(name: str, **kwargs: Any) -> Policy:
+    """A policy by name: ``rules`` (no LLM) or ``llm`` (executor + reviewer), or any registered.
+
+    Raises ``UserError`` for an unknown name, listing the known ones.
+    """
+    _load_builtin(name)
+    if name not in _POLICIES:
+        raise UserError(
+            f"unknown policy {name!r}; choose one of: {', '.join(sorted(set(_POLICIES) | set(_BUILTINS)))}"
+        )
+    return _POLICIES[name](**kwargs)

@@ -1,0 +1,437 @@
+"""Audited tools over the lakehouse: the ``Tool`` contract, the registry and the built-ins.
+
+Owns the extension point (a ``Tool`` has a name, a description, a pydantic ``args_model``
+and ``run(args, ctx) -> ToolOutput``), the ``ToolRegistry`` that validates arguments, records
+every call as an op (endpoint ``tool.<name>``, source ``agent``, agent id, arguments, duration,
+outcome, attribute ``rows``) and writes the tool catalog for prompts from the tools' own JSON
+schemas and the datasets' real columns, and the default tools: ``find_workers``,
+``hybrid_search``, ``sql``, ``get_worker``, ``worker_schedule``, ``schedule_conflicts``,
+``nearby_cities``. It does not own the SQL of the workforce (``workforce``) or search
+(``agentlake.lake.search``).
+
+A tool that fails because of its input or the data (bad SQL, unknown worker, timeout) does not
+raise: ``call`` returns a ``ToolResult`` with ``ok=False`` and the error, so an agent can read
+it and try again. Bugs (any other exception) propagate.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from agentlake.agents import render
+from agentlake.errors import AgentlakeError, UserError
+
+if TYPE_CHECKING:
+    from agentlake.agents.policy import RunContext
+    from agentlake.lake import Lake
+
+CATALOG_DATASETS = ("workers", "placements", "clients")
+
+
+class ToolOutput(BaseModel):
+    """What a tool's ``run`` returns: data, its compact text, the workers it surfaced."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    data: Any = None
+    text: str = Field(..., description="The substance for the prompt (see ``render``).")
+    rows: int = 0
+    worker_ids: list[int] = Field(
+        default_factory=list, description="Workers surfaced, for the candidate ledger."
+    )
+    truncated: bool = False
+
+
+class ToolResult(BaseModel):
+    """One recorded tool call."""
+
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    ok: bool
+    text: str
+    data: Any = None
+    rows: int = 0
+    worker_ids: list[int] = Field(default_factory=list)
+    truncated: bool = False
+    error: str | None = None
+    duration_ms: float = 0.0
+    op_id: str | None = None
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """One tool. ``run`` raises ``UserError``/``RunError`` for failures the agent should see."""
+
+    name: str
+    description: str
+    args_model: type[BaseModel]
+
+    def run(self, args: Any, ctx: RunContext) -> ToolOutput: ...
+
+
+class ToolRegistry:
+    """Named tools; ``call`` validates, runs and records."""
+
+    def __init__(self, tools: list[Tool] | None = None) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools or []:
+            self.register(tool)
+
+    def register(self, tool: Tool) -> None:
+        """Add ``tool``; ``UserError`` if the name is taken or the object is not a ``Tool``."""
+        if not isinstance(tool, Tool):
+            raise UserError(
+                f"{tool!r} is not a Tool: it needs name, description, args_model and run(args, ctx)"
+            )
+        if tool.name in self._tools:
+            raise UserError(f"a tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool:
+        """The tool called ``name``; ``UserError`` listing the known tools."""
+        if name not in self._tools:
+            raise UserError(f"unknown tool {name!r}; known tools: {', '.join(self.names())}")
+        return self._tools[name]
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """Each tool as ``{"name", "description", "parameters": JSON schema}`` (function-calling form)."""
+        return [
+            {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.args_model.model_json_schema(),
+            }
+            for tool in self._tools.values()
+        ]
+
+    def catalog_text(self, lake: Lake | None = None) -> str:
+        """The tool catalog for prompts: each tool's signature from its schema, then the real
+        columns of the workforce datasets present in ``lake``."""
+        lines = ["Tools (call one per turn with a tool_call action):"]
+        for schema in self.schemas():
+            lines.append(f"- {schema['name']}({_signature(schema['parameters'])}): {schema['description']}")
+        if lake is not None:
+            known = {info.name: info for info in lake.datasets()}
+            shown = [name for name in CATALOG_DATASETS if name in known]
+            if shown:
+                lines.append("Datasets (SQL tables) and their columns:")
+                for name in shown:
+                    info = known[name]
+                    columns = ", ".join(f"{col} {typ.lower()}" for col, typ in info.columns)
+                    lines.append(f"- {name} ({info.row_count} rows): {columns}")
+        return "\n".join(lines)
+
+    def call(self, name: str, args: dict[str, Any] | None, *, ctx: RunContext) -> ToolResult:
+        """Validate ``args``, run the tool, record the call as an op, return the result.
+
+        Unknown tools, invalid arguments and ``UserError``/``RunError`` from the tool give a
+        result with ``ok=False`` (recorded as a failed op); other exceptions propagate.
+        """
+        from agentlake.observe import observe
+
+        args = dict(args or {})
+        endpoint = f"tool.{name}" if name in self._tools else "tool.unknown"
+        started = time.perf_counter()
+        with observe(
+            endpoint,
+            source="agent",
+            agent_id=ctx.agent_id,
+            input=args if name in self._tools else {"tool": name, "args": args},
+            provenance=ctx.op_provenance(),
+            observer=ctx.observer,
+        ) as op:
+            try:
+                tool = self.get(name)
+                try:
+                    parsed = tool.args_model.model_validate(args)
+                except ValidationError as exc:
+                    raise UserError(
+                        f"bad arguments for {name}: {_validation_text(exc)}; expected ({_signature(tool.args_model.model_json_schema())})"
+                    ) from None
+                output = tool.run(parsed, ctx)
+            except AgentlakeError as exc:
+                op.fail(exc.message)
+                op.attributes["rows"] = 0
+                return ToolResult(tool=name, args=args, ok=False, text=f"error: {exc.message}", error=exc.message,
+                                  duration_ms=_ms(started), op_id=op.id)  # fmt: skip
+            op.attributes["rows"] = output.rows
+            if output.truncated:
+                op.attributes["truncated"] = True
+            op.set_output(output.text)
+        return ToolResult(
+            tool=name,
+            args=args,
+            ok=True,
+            text=output.text,
+            data=output.data,
+            rows=output.rows,
+            worker_ids=output.worker_ids,
+            truncated=output.truncated,
+            duration_ms=_ms(started),
+            op_id=op.id,
+        )
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+def _validation_text(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors()[:5])
+
+
+def _type_text(prop: dict[str, Any]) -> str:
+    if "anyOf" in prop:
+        return " | ".join(_type_text(p) for p in prop["anyOf"])
+    kind = prop.get("type", "any")
+    if kind == "array":
+        return f"list[{_type_text(prop.get('items', {}))}]"
+    if prop.get("format") == "date-time":
+        return "datetime"
+    return {"integer": "int", "number": "float", "string": "str", "boolean": "bool", "null": "null"}.get(
+        kind, str(kind)
+    )
+
+
+def _signature(schema: dict[str, Any]) -> str:
+    required = set(schema.get("required", []))
+    parts = []
+    for name, prop in schema.get("properties", {}).items():
+        text = f"{name}: {_type_text(prop)}"
+        if name not in required and "default" in prop:
+            text += f" = {json.dumps(prop['default'])}"
+        if prop.get("description"):
+            text += f" ({prop['description']})"
+        parts.append(text)
+    return ", ".join(parts)
+
+
+# --- the built-in tools ----------------------------------------------------------------------
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FindWorkersArgs(_Args):
+    role: str = Field(..., description="role name or a synonym")
+    city: str
+    state: str = Field(..., description="2-letter code")
+    radius_miles: float = Field(25.0, gt=0, le=500)
+    requirements: list[str] = Field(default_factory=list, description="certifications, any spelling")
+    min_reliability: float | None = Field(None, ge=0, le=1)
+    exclude_booked_from: datetime | None = Field(
+        None, description="skip workers booked over this shift start"
+    )
+    exclude_booked_to: datetime | None = Field(None, description="shift end")
+    limit: int = Field(10, ge=1, le=50)
+
+
+class FindWorkers:
+    """Qualified workers for a role near a city: the rules policy's search, for agents."""
+
+    name = "find_workers"
+    description = (
+        "workers of a role (synonyms accepted) living within radius of a city, holding every listed "
+        "certification, best reliability first, with their distance"
+    )
+    args_model = FindWorkersArgs
+
+    def run(self, args: FindWorkersArgs, ctx: RunContext) -> ToolOutput:
+        from agentlake.agents.workforce import CandidateQuery, find_candidates
+
+        query = CandidateQuery(
+            role=args.role,
+            city=args.city,
+            state=args.state,
+            radius_miles=args.radius_miles,
+            requirements=args.requirements,
+            min_scores={"reliability": args.min_reliability} if args.min_reliability is not None else {},
+            limit=args.limit,
+        )
+        rows = find_candidates(ctx.lake, query)
+        if args.exclude_booked_from is not None:
+            end = args.exclude_booked_to or args.exclude_booked_from
+            rows = [
+                r for r in rows if not ctx.schedule.conflicts(r["worker_id"], args.exclude_booked_from, end)
+            ]
+        return _rows_output(rows, truncated=len(rows) >= args.limit)
+
+
+class SqlArgs(_Args):
+    query: str = Field(..., description="one read-only SELECT")
+    max_rows: int = Field(50, ge=1, le=1000)
+
+
+class Sql:
+    name = "sql"
+    description = "run one read-only SELECT over the datasets (capped rows, timeout)"
+    args_model = SqlArgs
+
+    def run(self, args: SqlArgs, ctx: RunContext) -> ToolOutput:
+        result = ctx.lake.query(args.query, max_rows=args.max_rows)
+        rows = result.to_dicts()
+        return _rows_output(rows, truncated=result.truncated)
+
+
+class GetWorkerArgs(_Args):
+    worker_id: int
+
+
+class GetWorker:
+    name = "get_worker"
+    description = "one worker's full record and current bookings"
+    args_model = GetWorkerArgs
+
+    def run(self, args: GetWorkerArgs, ctx: RunContext) -> ToolOutput:
+        from agentlake.agents.workforce import fetch_workers
+
+        found = fetch_workers(ctx.lake, [args.worker_id])
+        if args.worker_id not in found:
+            raise UserError(f"no worker with worker_id {args.worker_id}")
+        row = found[args.worker_id]
+        bookings = ctx.schedule.bookings_for(args.worker_id)
+        text = render.row_text(row)
+        if bookings:
+            text += "\nbookings: " + "; ".join(b.describe() for b in bookings[:10])
+        return ToolOutput(data={"worker": row, "bookings": [b.model_dump(mode="json") for b in bookings]},
+                          text=text, rows=1, worker_ids=[args.worker_id])  # fmt: skip
+
+
+class WorkerScheduleArgs(_Args):
+    worker_id: int
+    start: datetime | None = Field(None, description="from (default: all)")
+    end: datetime | None = None
+
+
+class WorkerSchedule:
+    name = "worker_schedule"
+    description = "a worker's bookings (lake placements plus bookings made today), optionally in a window"
+    args_model = WorkerScheduleArgs
+
+    def run(self, args: WorkerScheduleArgs, ctx: RunContext) -> ToolOutput:
+        bookings = ctx.schedule.bookings_for(args.worker_id)
+        if args.start is not None:
+            bookings = [b for b in bookings if b.end > args.start]
+        if args.end is not None:
+            bookings = [b for b in bookings if b.start < args.end]
+        if not bookings:
+            return ToolOutput(data=[], text=f"worker {args.worker_id}: no bookings", rows=0)
+        text = f"worker {args.worker_id}: " + "; ".join(b.describe() for b in bookings[:20])
+        return ToolOutput(data=[b.model_dump(mode="json") for b in bookings], text=text, rows=len(bookings))
+
+
+class ScheduleConflictsArgs(_Args):
+    worker_ids: list[int] = Field(..., min_length=1, max_length=200)
+    start: datetime
+    end: datetime
+
+    @field_validator("end")
+    @classmethod
+    def _after(cls, value: datetime, info: Any) -> datetime:
+        start = info.data.get("start")
+        if start is not None and value <= start:
+            raise ValueError("end must be after start")
+        return value
+
+
+class ScheduleConflicts:
+    name = "schedule_conflicts"
+    description = "which of these workers are already booked over start-end"
+    args_model = ScheduleConflictsArgs
+
+    def run(self, args: ScheduleConflictsArgs, ctx: RunContext) -> ToolOutput:
+        lines, data = [], {}
+        for worker_id in dict.fromkeys(args.worker_ids):
+            clashes = ctx.schedule.conflicts(worker_id, args.start, args.end)
+            if clashes:
+                data[worker_id] = [c.model_dump(mode="json") for c in clashes]
+                lines.append(f"- {worker_id}: booked " + "; ".join(c.describe() for c in clashes))
+        free = [w for w in dict.fromkeys(args.worker_ids) if w not in data]
+        head = (
+            f"{len(data)} of {len(set(args.worker_ids))} booked over the shift; free: {render.ids_text(free)}"
+        )
+        return ToolOutput(data={"conflicts": data, "free": free}, text="\n".join([head, *lines]),
+                          rows=len(data), worker_ids=free)  # fmt: skip
+
+
+class NearbyCitiesArgs(_Args):
+    city: str
+    state: str = Field(..., description="2-letter code")
+    radius_miles: float = Field(25.0, gt=0, le=500)
+
+
+class NearbyCities:
+    name = "nearby_cities"
+    description = "known cities within radius of a city, nearest first, with distances in miles"
+    args_model = NearbyCitiesArgs
+
+    def run(self, args: NearbyCitiesArgs, ctx: RunContext) -> ToolOutput:
+        from agentlake.agents.geo import gazetteer
+
+        found = gazetteer(ctx.lake).nearby(args.city, args.state, args.radius_miles)
+        text = f"{len(found)} cities: " + "; ".join(
+            f"{n.city}, {n.state} {n.distance_miles:g} mi" for n in found[:30]
+        )
+        data = [{"city": n.city, "state": n.state, "distance_miles": n.distance_miles} for n in found]
+        return ToolOutput(data=data, text=text, rows=len(found))
+
+
+class HybridSearchArgs(_Args):
+    question: str = Field(..., description="what you look for, in words")
+    where: str | None = Field(None, description="optional SQL WHERE fragment over workers")
+    k: int = Field(10, ge=1, le=50)
+
+
+class HybridSearch:
+    name = "hybrid_search"
+    description = "semantic + keyword search over worker profiles, filtered by an optional WHERE fragment"
+    args_model = HybridSearchArgs
+
+    def run(self, args: HybridSearchArgs, ctx: RunContext) -> ToolOutput:
+        try:
+            from agentlake.lake.search import hybrid_search
+        except ImportError as exc:  # the search package is part of agentlake; a broken install says so
+            raise UserError(f"hybrid_search is not available in this installation ({exc})") from None
+        sources = hybrid_search(
+            ctx.lake, "workers", args.question, where=args.where, k=args.k, embedder=ctx.embedder
+        )
+        ids = [int(s.key) for s in sources if str(s.key).lstrip("-").isdigit()]
+        lines = [f"{len(sources)} results:"] + [
+            f"- worker_id={s.key} score={s.score:.3f}{'' if s.sql_verified else ' (unverified)'}: {render.value_text(s.chunk_text)}"
+            for s in sources
+        ]
+        data = [s.model_dump(mode="json") if hasattr(s, "model_dump") else dict(vars(s)) for s in sources]
+        return ToolOutput(data=data, text="\n".join(lines), rows=len(sources), worker_ids=ids)
+
+
+def _rows_output(rows: list[dict[str, Any]], *, truncated: bool) -> ToolOutput:
+    ids = [int(r["worker_id"]) for r in rows if isinstance(r.get("worker_id"), int)]
+    return ToolOutput(data=rows, text=render.rows_text(rows, truncated=truncated), rows=len(rows),
+                      worker_ids=ids, truncated=truncated)  # fmt: skip
+
+
+def default_tools() -> ToolRegistry:
+    """A fresh registry with the built-in tools."""
+    return ToolRegistry(
+        [
+            FindWorkers(),
+            HybridSearch(),
+            Sql(),
+            GetWorker(),
+            WorkerSchedule(),
+            ScheduleConflicts(),
+            NearbyCities(),
+        ]
+    )
