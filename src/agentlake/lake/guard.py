@@ -187,8 +187,9 @@ def check_where(fragment: str) -> str:
     if not isinstance(fragment, str) or not fragment.strip():
         raise UserError("empty filter: pass a WHERE condition such as \"role = 'Welder' AND state = 'OH'\"")
     text = fragment.strip()
-    # The newline before ')' stops a trailing '--' comment from swallowing the parenthesis.
-    probe = f"SELECT * FROM {_PROBE_TABLE} WHERE ({text}\n)"
+    # No newline before ')': a trailing '--' comment must swallow it and fail here, or it
+    # would swallow the caller's own conditions once spliced into their one-line SQL.
+    probe = f"SELECT * FROM {_PROBE_TABLE} WHERE ({text})"
     try:
         statements = _statements(probe)
     except UserError:
