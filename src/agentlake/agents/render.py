@@ -45,12 +45,15 @@ def row_text(row: Mapping[str, Any], *, skip: Sequence[str] = ()) -> str:
 
 
 def rows_text(rows: Sequence[Mapping[str, Any]], *, total: int | None = None, truncated: bool = False,
-              limit: int = MAX_ROWS) -> str:  # fmt: skip
-    """Several rows, one per line, with a count line; at most ``limit`` rows shown."""
+              limit: int = MAX_ROWS, columns: Sequence[str] | None = None) -> str:  # fmt: skip
+    """Several rows, one per line, with a count line; at most ``limit`` rows shown, only
+    ``columns`` (when given) of each."""
     count = total if total is not None else len(rows)
     if not rows:
         return "0 rows."
     head = f"{count}{'+' if truncated else ''} row{'s' if count != 1 else ''}:"
+    if columns is not None:
+        rows = [{key: row[key] for key in columns if key in row} for row in rows]
     lines = [head] + [f"- {row_text(row)}" for row in rows[:limit]]
     if len(rows) > limit:
         lines.append(f"... {len(rows) - limit} more rows not shown")

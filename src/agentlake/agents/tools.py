@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from agentlake.lake import Lake
 
 CATALOG_DATASETS = ("workers", "placements", "clients")
+# What a search result shows the model: enough to choose, not the whole record (get_worker has that).
+CANDIDATE_COLUMNS = ("worker_id", "name", "role", "city", "state", "distance_miles", "reliability", "availability",
+                     "certifications")  # fmt: skip
 
 
 class ToolOutput(BaseModel):
@@ -258,6 +261,7 @@ class FindWorkers:
             radius_miles=args.radius_miles,
             requirements=args.requirements,
             min_scores={"reliability": args.min_reliability} if args.min_reliability is not None else {},
+            min_availability=ctx.settings.agent_min_availability,
             limit=args.limit,
         )
         rows = find_candidates(ctx.lake, query)
@@ -266,7 +270,7 @@ class FindWorkers:
             rows = [
                 r for r in rows if not ctx.schedule.conflicts(r["worker_id"], args.exclude_booked_from, end)
             ]
-        return _rows_output(rows, truncated=len(rows) >= args.limit)
+        return _rows_output(rows, truncated=len(rows) >= args.limit, columns=CANDIDATE_COLUMNS)
 
 
 class SqlArgs(_Args):
@@ -416,10 +420,12 @@ class HybridSearch:
         return ToolOutput(data=data, text="\n".join(lines), rows=len(sources), worker_ids=ids)
 
 
-def _rows_output(rows: list[dict[str, Any]], *, truncated: bool) -> ToolOutput:
+def _rows_output(
+    rows: list[dict[str, Any]], *, truncated: bool, columns: tuple[str, ...] | None = None
+) -> ToolOutput:
     ids = [int(r["worker_id"]) for r in rows if isinstance(r.get("worker_id"), int)]
-    return ToolOutput(data=rows, text=render.rows_text(rows, truncated=truncated), rows=len(rows),
-                      worker_ids=ids, truncated=truncated)  # fmt: skip
+    text = render.rows_text(rows, truncated=truncated, columns=columns)
+    return ToolOutput(data=rows, text=text, rows=len(rows), worker_ids=ids, truncated=truncated)
 
 
 def default_tools() -> ToolRegistry:
