@@ -5,7 +5,7 @@ typed action per turn) -> ``orchestrator`` (executor + reviewer, ``LLMPolicy``) 
 (``RulesPolicy``, no LLM) -> ``verify`` (the data decides) -> ``outcome`` (TaskOutcome, the
 ``task.fill`` op). ``schedule`` knows who is booked, ``workforce`` and ``geo`` hold the SQL and
 the coordinates, ``lessons`` connects to the learning loop, ``overseer`` watches whole days.
-``fill`` is the one library call behind ``agentlake fill``.
+``task.fill`` is the one library call behind ``agentlake fill``.
 
 Heavy pieces (the orchestrator, which imports the LLM layer) load on first use.
 """
@@ -25,23 +25,21 @@ from agentlake.agents.actions import (
     ToolCallAction,
 )
 from agentlake.agents.order import FillOrder
-from agentlake.agents.outcome import TaskOutcome, TurnRecord
+from agentlake.agents.outcome import Concern, TaskOutcome, TurnRecord
 from agentlake.agents.policy import Policy, RunContext, get_policy, register_policy
 from agentlake.agents.rules import RulesPolicy
 from agentlake.agents.schedule import Booking, ScheduleBook
+from agentlake.agents.task import fill
 from agentlake.agents.tools import Tool, ToolOutput, ToolRegistry, ToolResult, default_tools
 from agentlake.agents.verify import Rejection, Verification, verify_fill
 
 if TYPE_CHECKING:
-    from agentlake.agents.fill import fill
     from agentlake.agents.orchestrator import LLMPolicy
-    from agentlake.agents.overseer import Concern, Overseer
+    from agentlake.agents.overseer import Overseer
 
 _LAZY = {
     "LLMPolicy": "agentlake.agents.orchestrator",
     "Overseer": "agentlake.agents.overseer",
-    "Concern": "agentlake.agents.overseer",
-    "fill": "agentlake.agents.fill",
 }
 
 

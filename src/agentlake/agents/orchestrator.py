@@ -33,6 +33,7 @@ from agentlake.agents.actions import (
 )
 from agentlake.agents.lessons import TaskLessons, cite, lessons_for
 from agentlake.agents.outcome import TaskOutcome, TurnRecord, new_run_id, record_task, task_scope
+from agentlake.agents.overseer import oversee
 from agentlake.agents.verify import Verification, verify_fill
 from agentlake.errors import RunError, UserError
 
@@ -204,6 +205,7 @@ class LLMPolicy:
                 policy=self.name,
                 run_id=run_id,
             )
+            oversee(outcome, ctx)
             record_task(outcome, ctx)
         return outcome
 

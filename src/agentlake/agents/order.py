@@ -107,7 +107,7 @@ class FillOrder(BaseModel):
         rest = match["rest"]
         fields: dict[str, Any] = {
             "count": int(match["count"]),
-            "role": _singular_role(match["role"]),
+            "role": _catalogue_role(match["role"]),
             "city": match["city"],
             "state": match["state"],
         }
@@ -179,6 +179,14 @@ def _clock(value: str, text: str) -> time:
         return time.fromisoformat(value.zfill(5))
     except ValueError:
         raise UserError(f"bad time {value!r} in order {text!r}; use HH:MM, e.g. 08:00") from None
+
+
+def _catalogue_role(role: str) -> str:
+    """The catalogue's name for the role as written ('forklift drivers' -> 'Forklift Operator');
+    a role the catalogue does not know keeps its words, singular."""
+    from agentlake.agents.workforce import canonical_role
+
+    return canonical_role(_singular_role(role))
 
 
 def _singular_role(role: str) -> str:

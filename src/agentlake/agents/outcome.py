@@ -44,6 +44,21 @@ class TurnRecord(BaseModel):
     ok: bool = True
 
 
+ConcernKind = Literal["double_booking", "certification_drift", "thin_buffer"]
+
+
+class Concern(BaseModel):
+    """One thing the overseer noticed about a completed event (see ``overseer``)."""
+
+    kind: ConcernKind
+    message: str
+    worker_ids: list[int] = Field(default_factory=list)
+    event_id: str | None = None
+    client_id: str | None = None
+    role: str | None = None
+    value: Any = None
+
+
 class TaskOutcome(BaseModel):
     """The result of one fill task, successful or not."""
 
@@ -67,6 +82,7 @@ class TaskOutcome(BaseModel):
         default_factory=list, description="Verified spares beyond `count` (the buffer)."
     )
     transcript: list[TurnRecord] = Field(default_factory=list)
+    concerns: list[Concern] = Field(default_factory=list, description="The overseer's, when it is on.")
     policy: str = ""
     run_id: str | None = None
 
@@ -94,6 +110,7 @@ class TaskOutcome(BaseModel):
             "rescue_attempted": self.rescue_attempted,
             "rescue_succeeded": self.rescue_succeeded,
             "failure_reason": self.failure_reason,
+            "concerns": [c.kind for c in self.concerns],
         }
 
 

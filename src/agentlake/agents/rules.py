@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from agentlake.agents import workforce
 from agentlake.agents.lessons import cite, lessons_for
 from agentlake.agents.outcome import TaskOutcome, TurnRecord, new_run_id, record_task, task_scope
+from agentlake.agents.overseer import oversee
 from agentlake.agents.verify import Verification, verify_fill
 
 if TYPE_CHECKING:
@@ -107,6 +108,7 @@ class RulesPolicy:
                 policy=self.name,
                 run_id=run_id,
             )
+            oversee(outcome, ctx)
             record_task(outcome, ctx)
         return outcome
 

@@ -1,0 +1,151 @@
+"""``fill``: the one library call behind ``agentlake fill`` (and the gateway's fill route).
+
+Owns putting a single fill together from settings: parsing the order, opening the lake
+read-only, the lesson store if there is one, the observer and the model-call recording, the
+policy; running it; recording the run's outcome for lesson measurement; closing what it
+opened. It does not own any policy's logic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from agentlake.agents.order import FillOrder
+from agentlake.agents.outcome import TaskOutcome, TurnRecord, new_run_id
+from agentlake.agents.policy import Policy, RunContext, get_policy
+
+if TYPE_CHECKING:
+    from agentlake.lake import Lake
+    from agentlake.learn import LessonStore
+    from agentlake.observe import Observer
+    from agentlake.settings import Settings
+
+
+def fill(
+    order: FillOrder | str,
+    *,
+    policy: str | Policy = "rules",
+    settings: Settings | None = None,
+    lake: Lake | None = None,
+    lessons: LessonStore | bool = True,
+    observer: Observer | None = None,
+    on_turn: Callable[[TurnRecord], None] | None = None,
+    client_id: str | None = None,
+    shift_start: datetime | None = None,
+    shift_end: datetime | None = None,
+    requirements: Sequence[str] = (),
+    radius_miles: float | None = None,
+    rescue: bool = True,
+    overseer: bool = False,
+    run_id: str | None = None,
+    agent_id: str = "agent",
+    **policy_options: Any,
+) -> TaskOutcome:
+    """Fill one order and return its outcome.
+
+    ``order``: a ``FillOrder`` or text ("3 x Welder in Cleveland, OH for Riverfront Steel at
+    08:00"); the keyword fields override what the text says (``requirements`` are added).
+    ``policy``: ``rules`` (default, no LLM), ``llm`` (``policy_options``: ``executor_model``,
+    ``reviewer_model``, ``turn_budget``, ``escalation_model``) or a ``Policy`` object.
+    ``lake``: an open lake to use; otherwise ``settings.lake_path`` is opened read-only.
+    ``lessons``: ``True`` uses the lesson store in ``data_dir`` if one exists (structured
+    retrieval, no embedding model), ``False`` none, or a store object. ``observer``: default the
+    process-wide one; model calls made for this fill are recorded into it.
+
+    Raises ``UserError`` for a bad order, a missing lake, an unknown city or policy, or no
+    model for ``llm``; ``RunError`` when running fails.
+    """
+    from agentlake.settings import load_settings
+
+    settings = settings or (lake.settings if lake is not None else load_settings())
+    order = _order(order, client_id, shift_start, shift_end, requirements, radius_miles)
+    chosen = get_policy(policy, **policy_options) if isinstance(policy, str) else policy
+    opened: list[Any] = []
+    uninstall: Callable[[], None] | None = None
+    try:
+        if lake is None:
+            from agentlake.lake import Lake
+
+            lake = Lake.open(settings, read_only=True)
+            opened.append(lake)
+        store = _lesson_store(lessons, settings, opened)
+        if observer is None:
+            from agentlake.observe import get_observer
+
+            observer = get_observer(settings)
+        if chosen.name == "llm":
+            from agentlake.observe import install_llm_recording
+
+            uninstall = install_llm_recording(observer)
+        run_id = run_id or new_run_id()
+        ctx = RunContext(
+            lake=lake, lessons=store, run_id=run_id, observer=observer, on_turn=on_turn, rescue=rescue,
+            overseer=overseer, settings=settings, agent_id=agent_id,
+        )  # fmt: skip
+        outcome = chosen.run(order, ctx)
+        if store is not None:
+            from agentlake.learn import record_outcome
+
+            record_outcome(store, run_id, order.signature(), outcome.success)
+        return outcome
+    finally:
+        if uninstall is not None:
+            uninstall()
+        for thing in reversed(opened):
+            thing.close()
+
+
+def _order(
+    order: FillOrder | str,
+    client_id: str | None,
+    shift_start: datetime | None,
+    shift_end: datetime | None,
+    requirements: Sequence[str],
+    radius_miles: float | None,
+) -> FillOrder:
+    overrides: dict[str, Any] = {}
+    if client_id is not None:
+        overrides["client_id"] = client_id
+    if shift_start is not None:
+        overrides["shift_start"] = shift_start
+        overrides["shift_end"] = shift_end
+    elif shift_end is not None:
+        from agentlake.errors import UserError
+
+        raise UserError("--shift-end needs --shift-start")
+    if radius_miles is not None:
+        overrides["radius_miles"] = radius_miles
+    if isinstance(order, str):
+        parsed = FillOrder.parse(order)
+    else:
+        parsed = order
+    if requirements:
+        overrides["requirements"] = list(dict.fromkeys([*parsed.requirements, *requirements]))
+    if not overrides:
+        return parsed
+    from pydantic import ValidationError
+
+    from agentlake.errors import UserError
+
+    try:
+        return FillOrder.model_validate({**parsed.model_dump(), **overrides})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'order'}: {e['msg']}" for e in exc.errors())
+        raise UserError(f"invalid order: {problems}") from None
+
+
+def _lesson_store(lessons: LessonStore | bool, settings: Settings, opened: list[Any]) -> LessonStore | None:
+    if lessons is False:
+        return None
+    if lessons is not True:
+        return lessons
+    path = settings.data_dir / settings.learn_file
+    if not path.exists():
+        return None
+    from agentlake.learn import LessonStore
+
+    store = LessonStore.open(settings, path=path, embedder=False)
+    opened.append(store)
+    return store

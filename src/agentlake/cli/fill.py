@@ -1,0 +1,125 @@
+"""``agentlake fill "3 x Welder in Cleveland, OH"``: one staffing order, with a live view of the
+turns and a final table of fills and reasons. The work is ``agentlake.agents.fill``."""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import typer
+
+if TYPE_CHECKING:
+    from agentlake.agents import TaskOutcome, TurnRecord
+
+_STYLE = {
+    "executor": "cyan",
+    "reviewer": "magenta",
+    "orchestrator": "yellow",
+    "rules": "blue",
+    "overseer": "red",
+}
+
+
+def fill_command(
+    order: str = typer.Argument(
+        ..., help='The order, e.g. "3 x Welder in Cleveland, OH for Riverfront Steel at 08:00 on 2026-04-22".'
+    ),
+    client: str | None = typer.Option(
+        None, "--client", help="Client id (e.g. riverfront-steel); overrides 'for ...'."
+    ),
+    policy: str = typer.Option(
+        "rules", "--policy", help="rules (no LLM, the default) or llm (executor + reviewer)."
+    ),
+    executor: str | None = typer.Option(
+        None,
+        "--executor",
+        help="Executor model for --policy llm, e.g. ollama:qwen3:4b (default AGENTLAKE_EXECUTOR_MODEL).",
+    ),
+    reviewer: str | None = typer.Option(
+        None, "--reviewer", help="Reviewer model (default AGENTLAKE_REVIEWER_MODEL, else the executor's)."
+    ),
+    shift_start: datetime | None = typer.Option(
+        None, "--shift-start", help="Shift start, ISO: 2026-04-22T08:00."
+    ),
+    shift_end: datetime | None = typer.Option(
+        None, "--shift-end", help="Shift end, ISO (default: start + 8 h)."
+    ),
+    require: list[str] = typer.Option(
+        [], "--require", help="A required certification (any spelling); repeatable."
+    ),
+    radius: float | None = typer.Option(
+        None, "--radius", min=0.1, help="Miles around the city (default 25)."
+    ),
+    turn_budget: int | None = typer.Option(
+        None, "--turn-budget", min=2, help="Turns for --policy llm (default AGENTLAKE_AGENT_TURN_BUDGET)."
+    ),
+    rescue: bool = typer.Option(True, "--rescue/--no-rescue", help="One rescue attempt after a failed fill."),
+    overseer: bool = typer.Option(False, "--overseer", help="Let the overseer review the fill for concerns."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the whole outcome (transcript included) as JSON."
+    ),
+) -> None:
+    """Fill one order against the lake: verified workers, spares and every rejection's reason (exit 1 if unfilled)."""
+    from agentlake.agents import fill
+    from agentlake.cli.output import console, print_json
+
+    options = (
+        {"executor_model": executor, "reviewer_model": reviewer, "turn_budget": turn_budget}
+        if policy == "llm"
+        else {}
+    )
+    with console.status("filling...", spinner="dots") if not as_json else nullcontext():
+        outcome = fill(
+            order, policy=policy, client_id=client, shift_start=shift_start, shift_end=shift_end, requirements=require,
+            radius_miles=radius, rescue=rescue, overseer=overseer, on_turn=None if as_json else _show_turn,
+            **{k: v for k, v in options.items() if v is not None},
+        )  # fmt: skip
+    if as_json:
+        print_json(outcome.model_dump(mode="json"))
+    else:
+        _show_outcome(outcome)
+    if not outcome.success:
+        raise typer.Exit(1)
+
+
+def _show_turn(record: TurnRecord) -> None:
+    from rich.markup import escape
+
+    from agentlake.cli.output import console
+
+    turn = f"[{record.turn:>2}]" if record.turn else "    "
+    style = _STYLE.get(record.agent, "white")
+    mark = "" if record.ok else " [red]x[/]"
+    console.print(
+        f"{turn} [{style}]{record.agent:<12}[/] [bold]{record.kind}[/]{mark} {escape(record.summary)}",
+        highlight=False,
+    )
+    if record.detail and (
+        record.kind in ("tool_call", "verification", "search", "override") or not record.ok
+    ):
+        for line in record.detail.splitlines()[:4]:
+            console.print(f"       [dim]{escape(line[:160])}[/]", highlight=False)
+
+
+def _show_outcome(outcome: TaskOutcome) -> None:
+    from agentlake.cli.output import console, render_rows
+
+    rows: list[list[object]] = [[w, "placed", "passed verification"] for w in outcome.proposed]
+    rows += [[w, "spare", "verified, kept as buffer"] for w in outcome.candidates]
+    rows += [[r.worker_id, "rejected", f"{r.rule}: {r.reason}"] for r in outcome.verification.rejections]
+    rows += [["", "concern", f"{c.kind}: {c.message}"] for c in outcome.concerns]
+    title = f"{outcome.order.describe()}: {outcome.filled}/{outcome.order.count} filled ({outcome.policy})"
+    render_rows(["worker_id", "status", "reason"], rows, title=title)
+    facts = f"turns {outcome.turns}, tokens {outcome.input_tokens}+{outcome.output_tokens}, {outcome.latency_ms:.0f} ms"
+    if outcome.lessons_given:
+        facts += f", lessons given {', '.join(outcome.lessons_given)}; cited {', '.join(outcome.lessons_cited) or 'none'}"
+    if outcome.rescue_attempted:
+        facts += f", rescue {'succeeded' if outcome.rescue_succeeded else 'failed'}"
+    console.print(facts, highlight=False)
+    if not outcome.success:
+        console.print(f"[bold red]not filled:[/] {outcome.failure_reason}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("fill")(fill_command)
