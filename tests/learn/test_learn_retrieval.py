@@ -104,15 +104,16 @@ def test_combined_machine_action_for_a_rules_policy(store: LessonStore) -> None:
 
 @pytest.mark.parametrize("budget", [0, 10, 25, 40, 60, 90, 400])
 def test_retrieval_stays_within_its_token_budget(store: LessonStore, budget: int) -> None:
-    for i in range(40):
-        store.add(
-            draft(
-                f"Filling Welder for riverfront-steel, case {i}",
-                "Prefer workers who " + "really " * (i % 7) + f"finished shift {i}",
-                LessonMatch(client_id="riverfront-steel", role="Welder"),
-                evidence_op_ids=[f"op-{i}"],
-            )
+    drafts = [
+        draft(
+            f"Filling Welder for riverfront-steel, case {i}",
+            "Prefer workers who " + "really " * (i % 7) + f"finished shift {i}",
+            LessonMatch(client_id="riverfront-steel", role="Welder"),
+            evidence_op_ids=[f"op-{i}"],
         )
+        for i in range(40)
+    ]
+    assert {a.outcome for a in store.propose([Delta(op="ADD", lesson=d) for d in drafts])} == {"added"}
     got = retrieve_lessons(store, WELDER, budget_tokens=budget, semantic=False)
     assert got.tokens == estimate_tokens(got.text) <= budget
     if budget >= 40:

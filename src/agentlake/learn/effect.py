@@ -95,9 +95,15 @@ def measure_effects(store: LessonStore, *, min_runs: int | None = None) -> list[
                 new[run_id] = (value - sum(baseline) / len(baseline), sum(baseline) / len(baseline))
             for run_id, (delta, _) in new.items():
                 verdict = "helpful" if delta > EPSILON else "harmful" if delta < -EPSILON else "neutral"
-                txn.execute(
-                    "INSERT INTO effects (lesson_id, run_id, delta, verdict, measured_at) VALUES (?, ?, ?, ?, ?)",
-                    [lesson_id, run_id, delta, verdict, _naive(txn.now)],
+                txn.insert(
+                    "effects",
+                    {
+                        "lesson_id": lesson_id,
+                        "run_id": run_id,
+                        "delta": delta,
+                        "verdict": verdict,
+                        "measured_at": _naive(txn.now),
+                    },
                 )
                 measured[lesson_id][run_id] = delta
             deltas = measured[lesson_id]

@@ -162,6 +162,7 @@ class Transaction:
         self.lessons: dict[str, Lesson] = dict(store._lessons)
         self.events: list[LessonEvent] = []
         self.sql: list[tuple[str, list[Any]]] = []
+        self.rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
 
     def get(self, lesson_id: str) -> Lesson | None:
         return self.lessons.get(lesson_id)
@@ -208,8 +209,15 @@ class Transaction:
         return stored
 
     def execute(self, sql: str, params: list[Any]) -> None:
-        """Queue a statement for the same commit (citations, effects, learned ops)."""
+        """Queue a statement for the same commit (runs after the batched inserts)."""
         self.sql.append((sql, params))
+
+    def insert(self, table: str, row: dict[str, Any], *, conflict: str = "") -> None:
+        """Queue one row; rows of a table are written in one batched INSERT at commit.
+
+        ``conflict``: an ``ON CONFLICT ...`` clause for the whole batch.
+        """
+        self.rows.setdefault((table, conflict), []).append(row)
 
 
 class LessonStore:
@@ -419,34 +427,30 @@ class LessonStore:
             self._commit(txn)
 
     def _commit(self, txn: Transaction) -> None:
-        if not txn.events and not txn.sql:
+        if not txn.events and not txn.sql and not txn.rows:
             return
         changed = {event.lesson_id: txn.lessons[event.lesson_id] for event in txn.events}
+        for e in txn.events:
+            txn.insert(
+                "lesson_events",
+                {
+                    "lesson_id": e.lesson_id,
+                    "version": e.version,
+                    "kind": e.kind,
+                    "event_at": _naive(e.at),
+                    "actor": e.actor,
+                    "reason": e.reason,
+                    "data": _dumps(e.data),
+                    "snapshot": e.lesson.model_dump_json(),
+                },
+            )
+        for lesson in changed.values():
+            txn.insert("lessons", _lesson_row(lesson), conflict="OR REPLACE")
         conn = self._conn
         try:
             conn.execute("BEGIN TRANSACTION")
-            if txn.events:
-                conn.executemany(
-                    "INSERT INTO lesson_events (lesson_id, version, kind, event_at, actor, reason, data, snapshot) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        [
-                            e.lesson_id,
-                            e.version,
-                            e.kind,
-                            _naive(e.at),
-                            e.actor,
-                            e.reason,
-                            _dumps(e.data),
-                            e.lesson.model_dump_json(),
-                        ]
-                        for e in txn.events
-                    ],
-                )
-                conn.executemany(
-                    "INSERT OR REPLACE INTO lessons VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [_lesson_row(lesson) for lesson in changed.values()],
-                )
+            for (table, conflict), rows in txn.rows.items():
+                _insert_rows(conn, table, rows, conflict)
             for sql, params in txn.sql:
                 conn.execute(sql, params)
             conn.execute("COMMIT")
@@ -632,14 +636,21 @@ class LessonStore:
                 raise NotFoundError(f"unknown lesson id(s) {missing}")
             at = _naive(txn.now)
             for lesson_id in ids:
-                txn.execute(
-                    "INSERT INTO citations (run_id, lesson_id, agent_id, sig_hash, given_at, used) VALUES (?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT (run_id, lesson_id) DO UPDATE SET used = citations.used OR excluded.used, "
+                txn.insert(
+                    "citations",
+                    {
+                        "run_id": run_id,
+                        "lesson_id": lesson_id,
+                        "agent_id": agent_id,
+                        "sig_hash": sig_hash,
+                        "given_at": at,
+                        "used": used,
+                    },
+                    conflict="ON CONFLICT (run_id, lesson_id) DO UPDATE SET used = citations.used OR excluded.used, "
                     "agent_id = coalesce(excluded.agent_id, citations.agent_id), "
                     "sig_hash = coalesce(excluded.sig_hash, citations.sig_hash)",
-                    [run_id, lesson_id, agent_id, sig_hash, at, used],
                 )
-                txn.execute("UPDATE lessons SET last_used_at = ? WHERE id = ?", [at, lesson_id])
+            txn.execute("UPDATE lessons SET last_used_at = ? WHERE id = ANY(?)", [at, ids])
         with self._lock:
             for lesson_id in ids:
                 lesson = self._lessons[lesson_id]
@@ -715,9 +726,15 @@ class LessonStore:
         return self.vectors([lesson.text() for lesson in lessons])
 
 
-def _lesson_row(lesson: Lesson) -> list[Any]:
+_LESSON_COLUMNS = (
+    "id", "status", "domain", "scope", "project_id", "confidence", "task_kind", "role", "client_id",
+    "city", "state", "tool", "source", "version", "updated_at", "last_used_at", "body",
+)  # fmt: skip
+
+
+def _lesson_row(lesson: Lesson) -> dict[str, Any]:
     m = lesson.match
-    return [
+    values = [
         lesson.id,
         lesson.status,
         lesson.domain,
@@ -736,6 +753,24 @@ def _lesson_row(lesson: Lesson) -> list[Any]:
         _naive(lesson.last_used_at),
         lesson.model_dump_json(),
     ]
+    return dict(zip(_LESSON_COLUMNS, values, strict=True))
+
+
+def _insert_rows(
+    conn: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, Any]], conflict: str
+) -> None:
+    """One multi-row INSERT per 500 rows: DuckDB's per-statement cost dominates small writes."""
+    columns = list(rows[0])
+    or_replace = "OR REPLACE " if conflict == "OR REPLACE" else ""
+    on_conflict = "" if or_replace else conflict
+    row_marks = "(" + ", ".join("?" * len(columns)) + ")"
+    for start in range(0, len(rows), 500):
+        chunk = rows[start : start + 500]
+        params = [row[column] for row in chunk for column in columns]
+        conn.execute(
+            f"INSERT {or_replace}INTO {table} ({', '.join(columns)}) VALUES {', '.join([row_marks] * len(chunk))} {on_conflict}",
+            params,
+        )
 
 
 def _import_winner(existing: Lesson, incoming: Lesson) -> Lesson:
