@@ -31,6 +31,32 @@ log = logging.getLogger(__name__)
 DEFAULT_OPS_LIMIT = 2000
 
 
+def parse_since(text: str | None, now: datetime | None = None) -> datetime | None:
+    """'30m', '2h', '7d', '90s' (ago) or an ISO time -> an aware datetime; ``None`` stays ``None``.
+
+    Raises ``UserError`` showing the accepted forms.
+    """
+    import re
+    from datetime import UTC, timedelta
+
+    from agentlake.errors import UserError
+
+    if text is None or not text.strip():
+        return None
+    text = text.strip()
+    found = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([smhdw])", text)
+    if found:
+        unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[found.group(2)]
+        return (now or datetime.now(UTC)) - timedelta(**{unit: float(found.group(1))})
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise UserError(
+            f"cannot read --since {text!r}: use 30m, 2h, 7d or an ISO time like 2026-11-21T08:00"
+        ) from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
 def _resolve(extractor: str | Extractor | None, settings: Settings) -> Extractor:
     if extractor is None or isinstance(extractor, str):
         return get_extractor(extractor, settings)

@@ -1,0 +1,213 @@
+"""``agentlake lessons``: list, inspect, roll back, move and curate lessons; learn from recent ops.
+
+Each command opens the lesson store (``settings.learn_file``), calls one ``agentlake.learn``
+function and renders the result. The store is one DuckDB file with one writer: while a service
+(``agentlake serve``) holds it, run these through that service instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from agentlake.cli.output import Format
+
+if TYPE_CHECKING:
+    from agentlake.learn import Lesson, LessonEvent, LessonStore
+
+lessons_app = typer.Typer(
+    help="Lessons learned from observed ops: list, show, history, rollback, export, import, prune, promote, learn.",
+    no_args_is_help=True,
+)
+
+_COLUMNS = [
+    "id",
+    "status",
+    "confidence",
+    "scope",
+    "domain",
+    "match",
+    "trigger",
+    "action",
+    "helpful",
+    "harmful",
+    "source",
+]
+
+
+def _open(**kwargs: Any) -> LessonStore:
+    from agentlake.learn import LessonStore
+    from agentlake.settings import load_settings
+
+    return LessonStore.open(load_settings(), **kwargs)
+
+
+def _row(lesson: Lesson) -> list[Any]:
+    action = lesson.action + (f" [machine: {lesson.machine.describe()}]" if lesson.machine else "")
+    scope = lesson.scope if lesson.scope == "global" else f"project:{lesson.project_id}"
+    return [lesson.id, lesson.status, f"{lesson.confidence:.2f}", scope, lesson.domain, lesson.match.describe(),
+            lesson.trigger, action, lesson.helpful, lesson.harmful, lesson.source]  # fmt: skip
+
+
+def _render_events(events: list[LessonEvent], fmt: Format, title: str) -> None:
+    from agentlake.cli.output import render_rows
+
+    rows = [[e.lesson_id, e.version, e.kind, e.at.isoformat(timespec="seconds"), e.actor, f"{e.lesson.confidence:.2f}",
+             e.lesson.status, e.reason] for e in events]  # fmt: skip
+    cols = ["lesson", "version", "event", "at", "actor", "confidence", "status", "reason"]
+    render_rows(cols, rows, fmt, title=title)
+
+
+@lessons_app.command("list")
+def list_command(
+    status: list[str] = typer.Option(
+        [], "--status", help="pending, active, conflict-hold or retired; repeatable."
+    ),
+    domain: str | None = typer.Option(
+        None, "--domain", help="Only this domain, e.g. staffing, tools, playbook."
+    ),
+    scope: str | None = typer.Option(None, "--scope", help="project or global."),
+    project: str | None = typer.Option(None, "--project", help="Only lessons of this project id."),
+    client: str | None = typer.Option(None, "--client", help="Only lessons matching this client id."),
+    role: str | None = typer.Option(None, "--role", help="Only lessons matching this role."),
+    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json or csv."),
+) -> None:
+    """List current lessons, most confident first."""
+    from agentlake.cli.output import render_rows
+
+    with _open(embedder=False) as store:
+        lessons = store.list(
+            status=status or None, domain=domain, scope=scope, project_id=project, client_id=client, role=role
+        )  # type: ignore[arg-type]
+    render_rows(_COLUMNS, [_row(lesson) for lesson in lessons], fmt, title=f"{len(lessons)} lesson(s)")
+
+
+@lessons_app.command("show")
+def show_command(lesson_id: str = typer.Argument(..., help="Lesson id, e.g. L-3f2a9c01bd.")) -> None:
+    """Print one lesson as JSON: match, machine action, evidence, counts, timestamps."""
+    from agentlake.cli.output import print_json
+
+    with _open(embedder=False) as store:
+        print_json(store.get(lesson_id).model_dump(mode="json"))
+
+
+@lessons_app.command("history")
+def history_command(
+    lesson_id: str = typer.Argument(..., help="Lesson id."),
+    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json or csv."),
+) -> None:
+    """Every change of a lesson, oldest first (version, event, who, why)."""
+    with _open(embedder=False) as store:
+        events = store.history(lesson_id)
+    _render_events(events, fmt, f"history of {lesson_id}")
+
+
+@lessons_app.command("rollback")
+def rollback_command(
+    lesson_id: str = typer.Argument(..., help="Lesson id."),
+    version: int = typer.Argument(
+        ..., min=1, help="The version whose content to restore (see `lessons history`)."
+    ),
+    reason: str = typer.Option("", "--reason", help="Why; kept in the history."),
+) -> None:
+    """Restore the content of an earlier version, as a new version (history is kept)."""
+    from agentlake.cli.output import console
+
+    with _open(embedder=False) as store:
+        lesson = store.rollback(lesson_id, version, reason=reason)
+    console.print(f"{lesson.id} is now version {lesson.version} ({lesson.status}, confidence {lesson.confidence:.2f}), "
+                  f"restored from version {version}")  # fmt: skip
+
+
+@lessons_app.command("export")
+def export_command(
+    out: Path | None = typer.Option(None, "--out", "-o", help="Write to this file instead of stdout."),
+    status: list[str] = typer.Option([], "--status", help="Only lessons with this status; repeatable."),
+) -> None:
+    """Export current lessons as JSON (for `lessons import` elsewhere)."""
+    with _open(embedder=False) as store:
+        text = store.export_json(status=status or None)  # type: ignore[arg-type]
+    if out is None:
+        typer.echo(text)
+    else:
+        out.write_text(text + "\n", encoding="utf-8")
+        typer.echo(f"wrote {out}", err=True)
+
+
+@lessons_app.command("import")
+def import_command(
+    path: Path = typer.Argument(..., exists=True, dir_okay=False, help="A file from `lessons export`."),
+) -> None:
+    """Import lessons; by id, a project lesson beats a global one, else the higher confidence wins."""
+    from agentlake.cli.output import console
+
+    with _open(embedder=False) as store:
+        report = store.import_json(path.read_bytes())
+    console.print(
+        f"added {len(report.added)}, replaced {len(report.replaced)}, kept {len(report.kept)} existing"
+    )
+
+
+@lessons_app.command("prune")
+def prune_command(
+    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json or csv."),
+) -> None:
+    """Decay unused lessons (-0.02 per week) and retire pending ones older than 30 days."""
+    with _open(embedder=False) as store:
+        events = store.maintain()
+    _render_events(events, fmt, f"{len(events)} change(s)")
+
+
+@lessons_app.command("promote")
+def promote_command(
+    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json or csv."),
+    similarity: bool = typer.Option(
+        True, "--similarity/--no-similarity", help="Group lessons in words by embedding similarity."
+    ),
+) -> None:
+    """Promote lessons active in >= 2 projects with mean confidence >= 0.8 to global."""
+    with _open(embedder=None if similarity else False) as store:
+        events = store.promote()
+    _render_events(events, fmt, f"{len(events)} change(s)")
+
+
+@lessons_app.command("learn")
+def learn_command(
+    since: str | None = typer.Option(
+        None, "--since", help="Only ops newer than this: 30m, 2h, 7d or an ISO time."
+    ),
+    limit: int = typer.Option(2000, "--limit", min=1, help="At most this many of the newest ops."),
+    extractor: str | None = typer.Option(
+        None, "--extractor", help="heuristic or llm (default AGENTLAKE_LEARN_EXTRACTOR)."
+    ),
+    project: str | None = typer.Option(
+        None, "--project", help="Project id the new lessons belong to (default: default)."
+    ),
+    similarity: bool = typer.Option(
+        True, "--similarity/--no-similarity", help="Dedup by embedding similarity (loads the embedder)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the whole cycle report as JSON."),
+) -> None:
+    """Learn from recent observer ops now: extract, curate, measure effects, decay, promote."""
+    from agentlake.cli.output import console, print_json
+    from agentlake.learn import learn_cycle, read_recent_ops
+    from agentlake.learn.loop import parse_since
+
+    ops = read_recent_ops(since=parse_since(since), limit=limit)
+    with _open(embedder=None if similarity else False) as store:
+        report = learn_cycle(store, ops, extractor=extractor, project_id=project)
+    if as_json:
+        print_json(report.model_dump(mode="json"))
+        return
+    counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(report.counts().items())) or "no deltas"
+    console.print(f"{report.ops_read} op(s) read, {report.ops_new} new; {report.extractor}: {counts}; "
+                  f"{len(report.effects)} lesson(s) measured; {len(report.maintenance)} decay/expiry change(s); "
+                  f"{len(report.promotions)} promotion change(s)")  # fmt: skip
+    for note, value in report.notes.items():
+        console.print(f"  {note}: {value}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(lessons_app, name="lessons")
