@@ -196,3 +196,10 @@ def test_stats_and_health(client: TestClient) -> None:
     )  # [0, 0, 0, 10, 30] at rank 3.8 and len(stats["recent_scenario"]) == 2
     health = client.get("/health").json()
     assert health["status"] == "ok" and health["ring_depth"] == 5 and health["store_lag"]["queued_ops"] == 0
+
+
+def test_unknown_routes_and_methods_use_the_error_shape(client: TestClient) -> None:
+    missing = client.get("/nope")
+    assert missing.status_code == 404 and missing.json()["error"]["type"] == "not_found"
+    wrong = client.get("/events")
+    assert wrong.status_code == 405 and wrong.json()["error"]["status"] == 405

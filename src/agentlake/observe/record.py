@@ -329,20 +329,36 @@ def _default_spool(settings: Settings) -> Any:
     return settings.data_dir / "spool" / f"observer-{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
 
 
+_default_pid: int | None = None
+
+
 def get_observer(settings: Settings | None = None) -> Observer:
-    """The process-wide observer, created on first use from ``settings`` (see :func:`open_observer`)."""
-    global _default
+    """The process-wide observer, created on first use from ``settings`` (see :func:`open_observer`).
+
+    A forked child does not reuse its parent's observer (its DuckDB connection and writer
+    thread belong to the parent): it opens its own, which for an embedded store fails with
+    the advice to use ``AGENTLAKE_OBSERVER_SINK=http`` while the parent holds the file.
+    """
+    global _default, _default_pid
+    import os
+
     with _default_lock:
+        if _default is not None and _default_pid not in (None, os.getpid()):
+            _default = None  # inherited through fork: not ours to use or close
         if _default is None:
             _default = open_observer(settings)
+            _default_pid = os.getpid()
         return _default
 
 
 def set_observer(observer: Observer | None) -> Observer | None:
     """Replace the process-wide observer (servers, tests); returns the previous one, NOT closed."""
-    global _default
+    global _default, _default_pid
+    import os
+
     with _default_lock:
         previous, _default = _default, observer
+        _default_pid = os.getpid() if observer is not None else None
         return previous
 
 

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
 from agentlake.errors import AgentlakeError, RunError, UserError
@@ -135,6 +136,10 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
         if exc.http_status == 413:
             headers = {"Connection": "close"}  # the rest of an oversized body is never read
         return error_response(exc.http_status, exc.message, details, headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return error_response(exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_query(_request: Request, exc: RequestValidationError) -> JSONResponse:
