@@ -43,6 +43,9 @@ class _Drop(Exception):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, like real model servers
+    # Headers and body are separate writes; with Nagle on, the client's delayed ACK adds ~40 ms
+    # to every keep-alive response.
+    disable_nagle_algorithm = True
     server: _FakeHTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet test output
