@@ -16,20 +16,18 @@ broken, so a single rejection can teach several of a client's rules at once.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from agentlake.agents.geo import haversine_miles  # the agents' own distance, so both sides agree at the limit
 from agentlake.scenarios.scenario import Acceptance
 
 if TYPE_CHECKING:
     from agentlake.agents import FillOrder
-
-EARTH_RADIUS_MILES = 3958.8
 
 
 class BookingLike(Protocol):
@@ -100,51 +98,46 @@ class WorkerFacts:
 class Matching:
     """How names are compared: certification spellings and role synonyms.
 
-    Defaults come from the data package's catalogue (``normalize_certification`` and the role
-    synonyms); tests may pass their own.
+    The default is the agents' own matching (``agents.workforce``: the data catalogue's role
+    synonyms and ``normalize_certification``), so a worker the staffer verified as a Welder
+    with OSHA 30 is one the client sees the same way; only the client's hidden rules differ.
     """
 
-    normalize_certification: Callable[[str], str]
-    catalogue_synonyms: Mapping[str, Iterable[str]] = field(default_factory=dict)
+    certification_key: Callable[[str], str]
+    catalogue_same_role: Callable[[str, str], bool]
 
     @classmethod
     def default(cls) -> Matching:
-        from agentlake.data import normalize_certification
-        from agentlake.data.roles import ROLES
+        from agentlake.agents.workforce import certification_key, same_role
 
-        synonyms = {name: list(getattr(spec, "synonyms", ()) or ()) for name, spec in ROLES.items()}
-        return cls(normalize_certification=normalize_certification, catalogue_synonyms=synonyms)
+        return cls(certification_key=certification_key, catalogue_same_role=same_role)
+
+    def _alike(self, a: str, b: str) -> bool:
+        return _fold(a) == _fold(b) or self.catalogue_same_role(a, b) or self.catalogue_same_role(b, a)
 
     def same_role(self, worker_role: str, wanted: str, client_synonyms: Mapping[str, Iterable[str]]) -> bool:
-        """True when the client counts ``worker_role`` as the ``wanted`` role."""
-        return _fold(worker_role) in self.role_group(wanted, client_synonyms)
+        """True when the client counts ``worker_role`` as the ``wanted`` role.
 
-    def role_group(self, wanted: str, client_synonyms: Mapping[str, Iterable[str]]) -> set[str]:
-        group = {_fold(wanted)}
-        # Both tables read as undirected groups: "Forklift Operator: [Forklift Driver]" also
-        # means an order for a Forklift Driver is filled by a Forklift Operator.
-        for table in (self.catalogue_synonyms, client_synonyms):
-            for canonical, aliases in table.items():
-                names = {_fold(canonical), *(_fold(alias) for alias in aliases)}
-                if group & names:
-                    group |= names
-        return group
+        A client's ``role_synonyms`` entry is a group: "Forklift Operator: [Forklift Driver]"
+        also means an order for a Forklift Driver is filled by a Forklift Operator.
+        """
+        if self._alike(worker_role, wanted):
+            return True
+        for canonical, aliases in client_synonyms.items():
+            group = [canonical, *aliases]
+            if any(self._alike(wanted, name) for name in group) and any(
+                self._alike(worker_role, name) for name in group
+            ):
+                return True
+        return False
 
     def holds(self, facts: WorkerFacts, certification: str) -> bool:
-        wanted = self.normalize_certification(certification)
-        return any(self.normalize_certification(held) == wanted for held in facts.certifications)
+        wanted = self.certification_key(certification)
+        return any(self.certification_key(held) == wanted for held in facts.certifications)
 
 
 def _fold(text: str) -> str:
     return " ".join(text.lower().split())
-
-
-def haversine_miles(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
-    """Great-circle distance in miles."""
-    p1, p2 = math.radians(lat1), math.radians(lat2)
-    dp, dl = p2 - p1, math.radians(lon2 - lon1)
-    a = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
-    return 2 * EARTH_RADIUS_MILES * math.asin(min(1.0, math.sqrt(a)))
 
 
 def judge_fill(

@@ -247,3 +247,51 @@ def leaderboard_document(results: Sequence[EventResult], *, run_id: str | None =
         "learning_curve": learning_curve(results),
         "events": event_outcomes(results),
     }
+
+
+LEADERBOARD_COLUMNS = [
+    "rank",
+    "staffer",
+    "score",
+    "fill rate",
+    "first batch",
+    "last batch",
+    "gain pts",
+    "pass^k",
+    "precision",
+    "citations/run",
+    "turns/event",
+    "tokens/event",
+    "cost $",
+    "latency ms",
+    "rescues ok/tried",
+    "dbl-book caught/submitted",
+]
+
+
+def leaderboard_rows(rows: Sequence[LeaderboardRow]) -> list[list[Any]]:
+    """Table cells for ``LEADERBOARD_COLUMNS`` (percentages as text, as a person reads them)."""
+    out = []
+    for row in rows:
+        m = row.metrics
+        out.append(
+            [
+                row.rank,
+                m.staffer,
+                f"{m.score:.1f}",
+                f"{100 * m.fill_rate:.1f}%",
+                f"{100 * row.first_batch_fill_rate:.1f}%",
+                f"{100 * row.last_batch_fill_rate:.1f}%",
+                f"{row.gain_points:+.1f}",
+                f"{100 * m.pass_k:.1f}%",
+                f"{100 * m.precision:.1f}%",
+                f"{m.citations_per_run:.2f}",
+                f"{m.turns_per_event:.1f}",
+                f"{m.tokens_per_event:.0f}",
+                f"{m.cost_usd:.4f}",
+                f"{m.latency_ms_mean:.0f}",
+                f"{m.rescues_succeeded}/{m.rescues_attempted}",
+                f"{m.double_bookings_caught}/{m.double_bookings_submitted}",
+            ]
+        )
+    return out

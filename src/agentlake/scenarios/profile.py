@@ -38,7 +38,10 @@ class StafferProfile(BaseModel):
 
     staffer: str = Field(..., pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=60)
     description: str = ""
-    policy: Literal["rules", "llm"]
+    policy: Literal["rules", "llm", "oracle"] = Field(
+        ...,
+        description="rules (no LLM), llm (executor + reviewer) or oracle (reads the hidden rules: the ceiling).",
+    )
     models: TierModels = Field(default_factory=TierModels)
     turn_budget: int | None = Field(None, gt=0, le=100)
     overseer: bool = False
@@ -57,8 +60,8 @@ class StafferProfile(BaseModel):
     def _coherent(self) -> StafferProfile:
         if self.learning and not self.lessons:
             raise ValueError("learning: true needs lessons: true (learned lessons would never be used)")
-        if self.policy == "rules" and any(self.models.model_dump().values()):
-            raise ValueError("a rules staffer uses no models; remove 'models' or use policy: llm")
+        if self.policy != "llm" and any(self.models.model_dump().values()):
+            raise ValueError(f"a {self.policy} staffer uses no models; remove 'models' or use policy: llm")
         return self
 
     def resolved_models(self, settings: Settings) -> TierModels:
@@ -73,7 +76,7 @@ class StafferProfile(BaseModel):
 
     def model_list(self, settings: Settings) -> list[str]:
         """Every model this staffer would call, deduplicated, in tier order."""
-        if self.policy == "rules":
+        if self.policy != "llm":
             return []
         tiers = self.resolved_models(settings).model_dump().values()
         return list(dict.fromkeys(model for model in tiers if model))

@@ -30,6 +30,13 @@ REPORT_FILE = "report.html"
 LESSONS_DIR = "lessons"
 
 
+def event_run_key(
+    run_id: str, staffer: str, batch: int, scenario: str, repetition: int, event_id: str
+) -> str:
+    """One event's run id (lesson citations and outcomes are keyed by it)."""
+    return f"{run_id}:{staffer}:b{batch}:{scenario}:r{repetition}:{event_id}"
+
+
 class EventResult(BaseModel):
     """One event of one day, staffed by one staffer, judged by the client."""
 
@@ -73,6 +80,13 @@ class EventResult(BaseModel):
     concerns: list[str] = Field(default_factory=list, description="The overseer's concerns about this event.")
     op_id: str | None = None
     sig_hash: str | None = None
+
+    @property
+    def event_run_id(self) -> str:
+        """The run id this event's policy call, citations and outcome were keyed by."""
+        return event_run_key(
+            self.run_id, self.staffer, self.batch, self.scenario, self.repetition, self.event_id
+        )
 
     @property
     def day_key(self) -> tuple[str, int, str, int]:

@@ -76,9 +76,15 @@ class Acceptance(_Strict):
 
 class Client(_Strict):
     id: str = Field(
-        ..., description="The client's id in the lake's clients/placements data, e.g. riverfront-steel."
+        ...,
+        description="The client's id in orders and lessons (the slug of its name), e.g. riverfront-steel.",
     )
-    name: str = Field(..., min_length=1)
+    name: str = Field(
+        ..., min_length=1, description="Also how its history is found in the lake's clients dataset."
+    )
+    lake_id: int | str | None = Field(
+        None, description="The client's id in the lake's clients dataset, if not found by id or name."
+    )
     city: str = Field(..., min_length=1)
     state: str
     acceptance: Acceptance = Field(default_factory=Acceptance)

@@ -1,0 +1,104 @@
+"""``agentlake run``: staffers x scenarios x repetitions, in batches, learning in between.
+
+A thin door onto ``agentlake.scenarios.runner``: it parses options, prints progress as days
+finish, then the leaderboard and where the report is.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+import typer
+
+
+class BackendChoice(StrEnum):
+    inline = "inline"
+    process = "process"
+    ray = "ray"
+
+
+def _split(values: list[str]) -> list[str]:
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def run(
+    scenarios: list[str] = typer.Option(
+        ["builtin"],
+        "--scenarios",
+        "-s",
+        help="Scenario files or directories (repeat or comma-separate); 'builtin' is the built-in pack.",
+    ),
+    staffers: list[str] = typer.Option(
+        ["rules-learning,rules-static"],
+        "--staffers",
+        "-t",
+        help="Built-in staffer names or profile YAML files (comma-separated).",
+    ),
+    batches: int = typer.Option(3, "--batches", "-b", min=1, help="Batches; learning happens between them."),
+    repeat: int = typer.Option(
+        1, "--repeat", "-k", min=1, help="Repetitions of every day per batch (k of pass^k)."
+    ),
+    backend: BackendChoice = typer.Option(
+        BackendChoice.inline,
+        "--backend",
+        help="Where days run: inline, process (a local process pool) or ray.",
+    ),
+    ray_address: str | None = typer.Option(
+        None, "--ray-address", help="Ray cluster to join (default: start a local Ray)."
+    ),
+    workers: int | None = typer.Option(
+        None, "--workers", "-w", min=1, help="Worker processes / Ray CPUs (default: all cores)."
+    ),
+    run_id: str | None = typer.Option(
+        None, "--run-id", help="Name of the run directory under runs_dir (default: a timestamp)."
+    ),
+    semantic_lessons: bool = typer.Option(
+        False,
+        "--semantic-lessons",
+        help="Also rank lessons by embedding similarity (loads the local embedding model).",
+    ),
+    check: bool = typer.Option(
+        False,
+        "--check",
+        help="Validate scenarios, staffers, models and the lake; print the plan; run nothing.",
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No per-day progress lines."),
+) -> None:
+    """Run scenario days with staffers in batches, learn between batches, write results, leaderboard and report."""
+    from agentlake.cli.output import console, render_rows
+    from agentlake.scenarios.metrics import LEADERBOARD_COLUMNS, leaderboard, leaderboard_rows
+    from agentlake.scenarios.results import read_results
+    from agentlake.scenarios.runner import prepare_run, run_scenarios
+
+    options = dict(
+        batches=batches, repeat=repeat, backend=backend.value, ray_address=ray_address, workers=workers
+    )
+    if check:
+        console.print(
+            "ok: " + prepare_run(_split(scenarios), _split(staffers), **options).describe(), highlight=False
+        )
+        return
+
+    def progress(p) -> None:  # noqa: ANN001 - a runner.Progress
+        console.print(
+            f"batch {p.batch}/{p.batches} [{p.done}/{p.total}] {p.staffer} {p.scenario} r{p.repetition}: "
+            f"{p.filled}/{p.requested} filled ({p.seconds:.1f} s)",
+            highlight=False,
+        )
+
+    summary = run_scenarios(
+        _split(scenarios), _split(staffers), run_id=run_id, on_progress=None if quiet else progress, **options
+    )
+    render_rows(
+        LEADERBOARD_COLUMNS,
+        leaderboard_rows(leaderboard(read_results(summary.run_dir))),
+        title=f"run {summary.run_id}",
+    )
+    console.print(
+        f"{summary.results} judged events in {summary.seconds:.1f} s\nresults: {summary.run_dir}\nreport:  {summary.report}",
+        highlight=False,
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)

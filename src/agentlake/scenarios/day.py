@@ -1,0 +1,560 @@
+"""One scenario day, staffed by one staffer: events -> orders -> policy -> client -> results.
+
+Owns how each event kind becomes a ``FillOrder`` (documented in docs/scenarios.md), the day's
+ledger (an ``agents.ScheduleBook`` over the lake's placements plus the day's own bookings,
+never written to the lake, so repetitions and staffers cannot contaminate each other), the
+``fill.judged`` op of every event, and ``run_day``: the unit of work a backend executes.
+It does not own batching, learning between batches or the run directory (``runner``).
+
+``run_day`` opens everything it needs from paths (the lake read-only, a private snapshot of
+the staffer's lessons), so it runs the same inline, in a worker process or on a Ray worker.
+Ops recorded while it runs (tool calls, model calls, task outcomes) are collected in memory
+and handed back with the results; the parent records them in the observer, its one writer.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentlake.errors import AgentlakeError, UserError
+from agentlake.observe.model import ObservedOp, Provenance
+from agentlake.scenarios.judge import Judgement, Matching, WorkerFacts, judge_fill
+from agentlake.scenarios.profile import StafferProfile
+from agentlake.scenarios.results import EventResult, event_run_key
+from agentlake.scenarios.scenario import DEFAULT_SHIFT_HOURS, Client, Event, Scenario
+from agentlake.settings import Settings
+
+if TYPE_CHECKING:
+    from agentlake.agents import FillOrder, TaskOutcome
+    from agentlake.lake import Lake
+    from agentlake.observe import Observer
+
+DEFAULT_RADIUS_MILES = 25.0
+MAX_REJECTIONS_IN_OP = 25  # keeps the op under the observer's attribute cap
+
+
+class DayTask(BaseModel):
+    """Everything one day needs, picklable so any backend can ship it to a worker."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    run_id: str
+    batch: int
+    repetition: int
+    scenario: Scenario
+    profile: StafferProfile
+    settings: Settings
+    lake_path: str
+    lessons_path: str | None = Field(None, description="The staffer's lesson store; a private copy is read.")
+    semantic_lessons: bool = Field(
+        False, description="Rank lessons by embedding similarity too (loads the embedder)."
+    )
+
+
+class DayResult(BaseModel):
+    """A finished day: one result per event and every op recorded while it ran."""
+
+    results: list[EventResult]
+    ops: list[ObservedOp]
+    seconds: float
+
+
+def event_run_id(task: DayTask, event_id: str) -> str:
+    """The run id one event's policy call, citations and outcome are keyed by."""
+    return event_run_key(
+        task.run_id, task.profile.staffer, task.batch, task.scenario.scenario, task.repetition, event_id
+    )
+
+
+# --- events -> orders -------------------------------------------------------------------
+
+
+@dataclass
+class DayLedger:
+    """What happened so far today: each event's order, who is placed, who ever was, the buffers."""
+
+    orders: dict[str, FillOrder] = field(default_factory=dict)
+    placed: dict[str, list[int]] = field(default_factory=dict)
+    ever_placed: dict[str, set[int]] = field(default_factory=dict)
+    buffers: dict[str, list[int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PlannedEvent:
+    """An event turned into an order, plus the workers taken off an earlier event for it."""
+
+    event: Event
+    order: FillOrder
+    removed: list[int]
+    exclusion_reason: str
+
+
+def plan_event(scenario: Scenario, event: Event, ledger: DayLedger) -> PlannedEvent:
+    """Turn ``event`` into a ``FillOrder`` given what happened earlier in the day.
+
+    - baseline_fill / expansion: the event's own role, count, place (default: the client's
+      city), requirements, radius (default 25 miles) and shift (default: ``at`` + 8 hours).
+    - recurring: like baseline_fill; with ``same_as`` the role, place, requirements and
+      radius default to that event's, with a new shift.
+    - emergency (``no_show_of: eX``): the first ``count`` workers placed on eX did not show;
+      they are taken off eX (their booking freed) and excluded. The order repeats eX's role,
+      place, requirements, radius and shift, for ``count`` replacements.
+    - misplacement (``replace_from: eX``): the first ``count`` workers placed on eX must be
+      replaced; same as an emergency, plus the event's own ``requirements`` (why they did not
+      fit). The ``task_kind`` of every order is the event's kind.
+    """
+    from agentlake.agents.order import FillOrder
+
+    client = scenario.client
+    ref = ledger.orders.get(event.ref) if event.ref else None
+    removed: list[int] = []
+    excluded: list[int] = []
+    reason = "this worker was taken off this job earlier today"
+    if event.kind in ("emergency", "misplacement"):
+        assert ref is not None and event.ref is not None  # validated at load time
+        removed = ledger.placed.get(event.ref, [])[: event.count]
+        ledger.placed[event.ref] = [w for w in ledger.placed.get(event.ref, []) if w not in removed]
+        excluded = sorted(ledger.ever_placed.get(event.ref, set()))
+        reason = (
+            "did not show this morning; we will not take them back today"
+            if event.kind == "emergency"
+            else "was misplaced on this job earlier today"
+        )
+        start, end = (ref.shift_start, ref.shift_end)
+        if event.shift is not None:
+            start, end = scenario.shift_window(event.shift)
+        requirements = list(dict.fromkeys([*ref.requirements, *event.requirements]))
+        fields: dict[str, Any] = {
+            "role": ref.role,
+            "city": ref.city,
+            "state": ref.state,
+            "radius_miles": event.radius_miles or ref.radius_miles,
+            "requirements": requirements,
+        }
+    else:
+        if event.shift is not None:
+            start, end = scenario.shift_window(event.shift)
+        else:
+            start = scenario.at(event.at)
+            end = start + timedelta(hours=DEFAULT_SHIFT_HOURS)
+        fields = {
+            "role": event.role or (ref.role if ref else None),
+            "city": event.city or (ref.city if ref else client.city),
+            "state": event.state or (ref.state if ref else client.state),
+            "radius_miles": event.radius_miles or (ref.radius_miles if ref else DEFAULT_RADIUS_MILES),
+            "requirements": event.requirements or (list(ref.requirements) if ref else []),
+        }
+    order = FillOrder(
+        **fields,
+        count=event.count,
+        client_id=client.id,
+        shift_start=start,
+        shift_end=end,
+        task_kind=event.kind,
+        event_id=event.id,
+        exclude_worker_ids=excluded,
+    )
+    return PlannedEvent(event=event, order=order, removed=removed, exclusion_reason=reason)
+
+
+# --- facts the client looks at ----------------------------------------------------------
+
+
+def load_facts(lake: Lake, worker_ids: Sequence[int]) -> dict[int, WorkerFacts]:
+    """The client's view of the proposed workers (unknown ids are simply absent)."""
+    ids = sorted({int(w) for w in worker_ids if isinstance(w, int) or str(w).lstrip("-").isdigit()})
+    if not ids:
+        return {}
+    table = lake.read_arrow(
+        "SELECT worker_id, role, lat, lon, certifications, reliability, name FROM workers WHERE worker_id IN "
+        "(SELECT unnest(?::BIGINT[]))",
+        [ids],
+    )
+    out = {}
+    for row in table.to_pylist():
+        out[int(row["worker_id"])] = WorkerFacts(
+            worker_id=int(row["worker_id"]),
+            role=str(row["role"] or ""),
+            lat=float(row["lat"]),
+            lon=float(row["lon"]),
+            certifications=tuple(_certifications(row["certifications"])),
+            reliability=float(row["reliability"] if row["reliability"] is not None else 0.0),
+            name=str(row["name"] or ""),
+        )
+    return out
+
+
+def _certifications(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v).strip() for v in value if str(v).strip()]
+    return [
+        part.strip() for part in str(value).replace(";", ",").replace("|", ",").split(",") if part.strip()
+    ]
+
+
+def lake_client_ids(lake: Lake, client: Client) -> list[str]:
+    """The client's ids in the lake's ``clients`` dataset: ``lake_id``, else its slug, else its name.
+
+    Empty when the lake does not know the client: it then has no history (no no-shows).
+    """
+    from agentlake.agents.workforce import has_dataset, resolve_client
+
+    if client.lake_id is not None:
+        return [str(client.lake_id)]
+    if not has_dataset(lake, "clients"):
+        return []
+    found = resolve_client(lake, client.id)  # the same slug -> id resolution the agents use
+    if found is not None:
+        return [str(found[0])]
+    table = lake.read_arrow(
+        "SELECT CAST(id AS VARCHAR) AS id FROM clients WHERE lower(name) = lower(?)", [client.name]
+    )
+    return [str(v) for v in table.column("id").to_pylist()]
+
+
+def load_no_shows(
+    lake: Lake, client_ids: Sequence[str], worker_ids: Sequence[int], before: date
+) -> dict[int, list[date]]:
+    """Dates of each worker's no-shows at the client (its lake ids) before the scenario day."""
+    ids = sorted({int(w) for w in worker_ids})
+    if not ids or not client_ids:
+        return {}
+    table = lake.read_arrow(
+        "SELECT worker_id, CAST(shift_start AS DATE) AS day FROM placements WHERE status = 'no_show' "
+        "AND CAST(client_id AS VARCHAR) IN (SELECT unnest(?::VARCHAR[])) "
+        "AND CAST(shift_start AS DATE) < ? AND worker_id IN (SELECT unnest(?::BIGINT[]))",
+        [list(client_ids), before, ids],
+    )
+    out: dict[int, list[date]] = {}
+    for row in table.to_pylist():
+        out.setdefault(int(row["worker_id"]), []).append(row["day"])
+    return out
+
+
+def site_of(lake: Lake, city: str, state: str) -> tuple[float, float]:
+    """Coordinates distances are measured from: the agents' own gazetteer, so both agree."""
+    from agentlake.agents.geo import gazetteer
+
+    place = gazetteer(lake).resolve(city, state)
+    return (place.lat, place.lon)
+
+
+# --- the op the learning loop reads -----------------------------------------------------
+
+
+def judged_op(
+    task: DayTask,
+    planned: PlannedEvent,
+    judgement: Judgement,
+    outcome: TaskOutcome | None,
+    *,
+    error: str | None,
+) -> ObservedOp:
+    """The ``fill.judged`` op, exactly per the op convention the heuristic extractor reads."""
+    order = planned.order
+    scenario = task.scenario
+    rejections = [r.model_dump(mode="json") for r in judgement.rejections[:MAX_REJECTIONS_IN_OP]]
+    summary = f"filled {judgement.filled}/{judgement.requested}"
+    if judgement.rejections:
+        rules = ", ".join(f"{rule} x{n}" for rule, n in sorted(judgement.rules_broken().items()))
+        summary += f"; client rejected: {rules}"
+    if error:
+        summary += f"; staffer failed: {error}"
+    return ObservedOp(
+        endpoint="fill.judged",
+        source="scenario",
+        agent_id=task.profile.staffer,
+        input_summary=order.describe(),
+        output_summary=summary,
+        success=judgement.success,
+        error=error,
+        duration_ms=outcome.latency_ms if outcome else 0.0,
+        provenance=Provenance(
+            staffer_id=task.profile.staffer,
+            run_id=event_run_id(task, planned.event.id),
+            event_kind=planned.event.kind,
+            role=order.role,
+            city=order.city,
+            state=order.state,
+            count=order.count,
+            sig_hash=order.signature().sig_hash(),
+            rescue_attempted=outcome.rescue_attempted if outcome else None,
+            rescue_succeeded=outcome.rescue_succeeded if outcome else None,
+        ),
+        attributes={
+            "client_id": scenario.client.id,
+            "task_kind": planned.event.kind,
+            "requested": judgement.requested,
+            "filled": judgement.filled,
+            "accepted": judgement.accepted,
+            "rejections": rejections,
+            "lessons_given": outcome.lessons_given if outcome else [],
+            "lessons_cited": outcome.lessons_cited if outcome else [],
+            "scenario": scenario.scenario,
+            "event_id": planned.event.id,
+            "scenario_run_id": task.run_id,
+            "batch": task.batch,
+            "repetition": task.repetition,
+            "buffer": len(outcome.candidates) if outcome else 0,
+        },
+    )
+
+
+# --- running a day ----------------------------------------------------------------------
+
+
+class _CollectingSink:
+    """An ``observe.OpSink`` that keeps ops in memory for the parent to record."""
+
+    local = False
+
+    def __init__(self) -> None:
+        self.ops: list[ObservedOp] = []
+
+    def append(
+        self, ops: Sequence[ObservedOp], *, timeout: float | None = None, wait_for_space: float = 0.0
+    ) -> list[Any]:
+        from agentlake.observe import AppendResult
+
+        self.ops.extend(ops)
+        return [AppendResult(id=op.id) for op in ops]
+
+    def query(self, **filters: Any) -> list[ObservedOp]:
+        return list(self.ops)
+
+    def recent(self, n: int = 100) -> list[ObservedOp]:
+        return self.ops[-n:]
+
+    def stats(self) -> Any:
+        from agentlake.observe import Stats
+
+        return Stats(total=len(self.ops))
+
+    def close(self) -> None:
+        pass
+
+
+@contextmanager
+def collecting_observer() -> Iterator[tuple[Observer, _CollectingSink]]:
+    """A process-wide observer that collects ops in memory for the duration of a day.
+
+    Model calls are recorded through the LLM accounting hook into the same observer. The
+    previous process-wide observer is restored afterwards.
+    """
+    from agentlake.observe import Observer, install_llm_recording, set_observer
+
+    sink = _CollectingSink()
+    observer = Observer(sink, ring_size=1000)
+    previous = set_observer(observer)
+    uninstall = None
+    with suppress(ImportError):  # the LLM layer is optional for a rules-only day
+        uninstall = install_llm_recording(observer)
+    try:
+        yield observer, sink
+    finally:
+        if uninstall is not None:
+            uninstall()
+        set_observer(previous)
+
+
+@contextmanager
+def lesson_snapshot(path: str | None, settings: Settings, *, semantic: bool = False) -> Iterator[Any]:
+    """The staffer's lessons as they stood at the start of the batch, in a private copy.
+
+    Retrieval records citations (a write), and DuckDB allows one writer per file, so every day
+    reads its own copy; the parent records citations and outcomes into the real store after
+    the batch (idempotently). ``None`` path or a missing file: no lessons. ``semantic=False``
+    retrieves by structure only (client, role, task kind), which is how the heuristic
+    extractor scopes client rules, and keeps a day free of embedding-model calls.
+    """
+    if path is None or not Path(path).is_file():
+        yield None
+        return
+    from agentlake.learn import LessonStore
+
+    with tempfile.TemporaryDirectory(prefix="agentlake-lessons-") as tmp:
+        copy = Path(tmp) / "lessons.duckdb"
+        shutil.copyfile(path, copy)
+        store = LessonStore.open(settings, path=copy, embedder=None if semantic else False)
+        try:
+            yield store
+        finally:
+            store.close()
+
+
+def build_policy(profile: StafferProfile, settings: Settings, scenario: Scenario | None = None) -> Any:
+    """The policy a profile names, with its models per tier (the oracle needs the scenario)."""
+    from agentlake.agents import get_policy
+
+    if profile.policy == "oracle":
+        from agentlake.scenarios.oracle import OraclePolicy
+
+        if scenario is None:
+            raise UserError(
+                "the oracle staffer reads a scenario's hidden rules; it only runs inside a scenario day"
+            )
+        return OraclePolicy(scenario.client, scenario.date)
+    if profile.policy == "rules":
+        return get_policy("rules")
+    models = profile.resolved_models(settings)
+    kwargs: dict[str, Any] = {"executor_model": models.executor, "reviewer_model": models.reviewer}
+    if profile.turn_budget is not None:
+        kwargs["turn_budget"] = profile.turn_budget
+    if models.escalation:
+        kwargs["escalation_model"] = models.escalation
+    return get_policy("llm", **kwargs)
+
+
+def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | None = None) -> DayResult:
+    """Staff one scenario day with one staffer; judge every event; return results and ops.
+
+    ``lake`` lets an inline caller reuse its open lake; otherwise the lake is opened read-only
+    from ``task.lake_path``. A policy that raises ``AgentlakeError`` for one event is recorded as
+    an unfilled event with the error, and the day goes on (one bad turn is not a lost day).
+    """
+    from agentlake.agents import Booking, RunContext, ScheduleBook
+    from agentlake.lake import Lake
+
+    started = time.perf_counter()
+    settings = task.settings
+    own_lake = lake is None
+    if lake is None:
+        lake = Lake.open(settings, path=Path(task.lake_path), read_only=True)
+    matching = matching or Matching.default()
+    scenario = task.scenario
+    try:
+        with (
+            collecting_observer() as (observer, sink),
+            lesson_snapshot(
+                task.lessons_path if task.profile.lessons else None, settings, semantic=task.semantic_lessons
+            ) as lessons,
+        ):
+            policy = build_policy(task.profile, settings, scenario)
+            client_ids = lake_client_ids(lake, scenario.client)
+            schedule = ScheduleBook(lake)
+            ledger = DayLedger()
+            results: list[EventResult] = []
+            for event in scenario.events:
+                planned = plan_event(scenario, event, ledger)
+                order = planned.order
+                for worker_id in planned.removed:
+                    schedule.remove(worker_id, order.shift_start)
+                ctx = RunContext(
+                    lake=lake,
+                    schedule=schedule,
+                    lessons=lessons,
+                    run_id=event_run_id(task, event.id),
+                    staffer_id=task.profile.staffer,
+                    observer=observer,
+                    provenance={"event_kind": event.kind},
+                    rescue=task.profile.rescue,
+                    overseer=task.profile.overseer,
+                    settings=settings,
+                    agent_id=task.profile.staffer,
+                )
+                outcome, error = _attempt(policy, order, ctx)
+                proposed = outcome.proposed if outcome else []
+                judgement = judge_fill(
+                    order,
+                    proposed,
+                    acceptance=scenario.client.acceptance,
+                    site=site_of(lake, order.city, order.state),
+                    facts=load_facts(lake, proposed),
+                    no_shows=load_no_shows(lake, client_ids, proposed, scenario.date),
+                    schedule=schedule,
+                    matching=matching,
+                    exclusion_reason=planned.exclusion_reason,
+                )
+                for worker_id in judgement.accepted:
+                    schedule.add(
+                        Booking(
+                            worker_id=worker_id,
+                            start=order.shift_start,
+                            end=order.shift_end,
+                            client_id=scenario.client.id,
+                            client_name=scenario.client.name,
+                            source=f"scenario:{scenario.scenario}:{event.id}",
+                        )
+                    )
+                ledger.orders[event.id] = order
+                ledger.placed[event.id] = list(judgement.accepted)
+                ledger.ever_placed[event.id] = set(judgement.accepted)
+                ledger.buffers[event.id] = list(outcome.candidates) if outcome else []
+                op = judged_op(task, planned, judgement, outcome, error=error)
+                observer.record(op)
+                results.append(_event_result(task, planned, judgement, outcome, error, op.id))
+            ops = list(sink.ops)
+    finally:
+        if own_lake:
+            lake.close()
+    return DayResult(results=results, ops=ops, seconds=round(time.perf_counter() - started, 3))
+
+
+def _attempt(policy: Any, order: FillOrder, ctx: Any) -> tuple[TaskOutcome | None, str | None]:
+    try:
+        return policy.run(order, ctx), None
+    except AgentlakeError as exc:
+        return None, f"{type(exc).__name__}: {exc.message}"
+
+
+def _event_result(
+    task: DayTask,
+    planned: PlannedEvent,
+    judgement: Judgement,
+    outcome: TaskOutcome | None,
+    error: str | None,
+    op_id: str,
+) -> EventResult:
+    order = planned.order
+    caught = 0
+    if outcome is not None:
+        caught = sum(r.rule == "double_booked" for r in outcome.verification.rejections)
+    return EventResult(
+        run_id=task.run_id,
+        staffer=task.profile.staffer,
+        batch=task.batch,
+        scenario=task.scenario.scenario,
+        client_id=task.scenario.client.id,
+        repetition=task.repetition,
+        event_id=planned.event.id,
+        kind=planned.event.kind,
+        at=planned.event.at,
+        role=order.role,
+        city=order.city,
+        state=order.state,
+        requested=judgement.requested,
+        filled=judgement.filled,
+        success=judgement.success,
+        proposed=outcome.proposed if outcome else [],
+        accepted=judgement.accepted,
+        rejections=judgement.rejections,
+        agent_success=bool(outcome and outcome.success),
+        failure_reason=outcome.failure_reason if outcome else error,
+        error=error,
+        turns=outcome.turns if outcome else 0,
+        input_tokens=outcome.input_tokens if outcome else 0,
+        output_tokens=outcome.output_tokens if outcome else 0,
+        cost_usd=outcome.cost_usd if outcome else 0.0,
+        latency_ms=outcome.latency_ms if outcome else 0.0,
+        lessons_given=outcome.lessons_given if outcome else [],
+        lessons_cited=outcome.lessons_cited if outcome else [],
+        rescue_attempted=bool(outcome and outcome.rescue_attempted),
+        rescue_succeeded=bool(outcome and outcome.rescue_succeeded),
+        buffer=len(outcome.candidates) if outcome else 0,
+        double_bookings_caught=caught,
+        double_bookings_submitted=judgement.rules_broken().get("double_booked", 0),
+        op_id=op_id,
+        sig_hash=order.signature().sig_hash(),
+    )

@@ -1,0 +1,113 @@
+"""Is a scenario fair on this lake? Candidate pools per event, with and without the hidden rules.
+
+Owns ``event_pools``: for every event, how many workers meet what the order STATES (role and
+synonyms, requirements, radius) and how many of those the client would also ACCEPT (its hidden
+acceptance rules, judged by the very same ``judge`` code, ignoring the day's bookings). A
+scenario is solvable when the acceptable pool covers the count, and a trap when the stated pool
+is much larger than the acceptable one (a staffer that ignores the hidden rules mostly fails).
+``agentlake run --check`` prints these; tests use them to keep the built-in pack honest on small
+generated datasets. It does not run any staffer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from agentlake.scenarios.day import DayLedger, lake_client_ids, load_facts, load_no_shows, plan_event, site_of
+from agentlake.scenarios.judge import Matching, judge_fill
+from agentlake.scenarios.scenario import Acceptance, Scenario
+
+if TYPE_CHECKING:
+    from agentlake.lake import Lake
+
+_DEG_PER_MILE = 1.0 / 69.0
+
+
+class EventPool(BaseModel):
+    scenario: str
+    event_id: str
+    kind: str
+    role: str
+    place: str
+    count: int
+    stated: int
+    acceptable: int
+
+    @property
+    def solvable(self) -> bool:
+        return self.acceptable >= self.count
+
+    @property
+    def trap_share(self) -> float:
+        """Share of the stated pool the client would refuse (0 = no trap)."""
+        return 1 - self.acceptable / self.stated if self.stated else 0.0
+
+
+def _candidate_ids(lake: Lake, lat: float, lon: float, radius: float) -> list[int]:
+    import math
+
+    dlat = radius * _DEG_PER_MILE
+    dlon = radius * _DEG_PER_MILE / max(0.01, math.cos(math.radians(lat)))
+    table = lake.read_arrow(
+        "SELECT worker_id FROM workers WHERE lat BETWEEN ? AND ? AND lon BETWEEN ? AND ?",
+        [lat - dlat, lat + dlat, lon - dlon, lon + dlon],
+    )
+    return [int(v) for v in table.column("worker_id").to_pylist()]
+
+
+def event_pools(
+    lake: Lake, scenarios: Sequence[Scenario], *, matching: Matching | None = None
+) -> list[EventPool]:
+    """Stated and acceptable candidate pools for every event of ``scenarios`` on ``lake``.
+
+    Emergencies and misplacements use the order they repeat (nobody is placed in this
+    analysis, so nobody is excluded). Bookings are ignored: pools are upper bounds.
+    """
+    matching = matching or Matching.default()
+    out = []
+    for scenario in scenarios:
+        ledger = DayLedger()
+        client_ids = lake_client_ids(lake, scenario.client)
+        for event in scenario.events:
+            order = plan_event(scenario, event, ledger).order
+            ledger.orders[event.id] = order
+            site = site_of(lake, order.city, order.state)
+            ids = _candidate_ids(lake, site[0], site[1], order.radius_miles)
+            facts = load_facts(lake, ids)
+            stated_judged = judge_fill(
+                order.model_copy(update={"count": max(1, len(ids))}),
+                ids,
+                acceptance=Acceptance(),
+                site=site,
+                facts=facts,
+                matching=matching,
+            )
+            stated = stated_judged.accepted
+            acceptable = 0
+            if stated:
+                hidden = judge_fill(
+                    order.model_copy(update={"count": len(stated)}),
+                    stated,
+                    acceptance=scenario.client.acceptance,
+                    site=site,
+                    facts=facts,
+                    no_shows=load_no_shows(lake, client_ids, stated, scenario.date),
+                    matching=matching,
+                )
+                acceptable = hidden.filled
+            out.append(
+                EventPool(
+                    scenario=scenario.scenario,
+                    event_id=event.id,
+                    kind=event.kind,
+                    role=order.role,
+                    place=f"{order.city}, {order.state} +{order.radius_miles:g} mi",
+                    count=event.count,
+                    stated=len(stated),
+                    acceptable=acceptable,
+                )
+            )
+    return out

@@ -1,0 +1,83 @@
+"""The oracle staffer: the ceiling of a scenario on this lake, because it reads the hidden rules.
+
+Owns ``OraclePolicy``, a ``Policy`` that searches like the rules policy but then keeps only the
+workers the client's hidden ``acceptance`` would take (judged by the same ``judge`` code,
+bookings included). It cheats on purpose: it shows how much of a pack is solvable on a given
+lake (``feasibility``) and draws the ceiling line on a leaderboard (built-in staffer
+``oracle``). It learns nothing and never stands for a real staffer.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from agentlake.scenarios.judge import Matching, judge_fill
+from agentlake.scenarios.scenario import Client
+
+if TYPE_CHECKING:
+    from datetime import date
+
+    from agentlake.agents import FillOrder, RunContext, TaskOutcome
+
+SEARCH_LIMIT = 400  # enough candidates that the hidden rules, not the limit, decide
+
+
+class OraclePolicy:
+    """Fills with workers the client will accept, best reliability first."""
+
+    name = "oracle"
+
+    def __init__(self, client: Client, day: date, *, matching: Matching | None = None) -> None:
+        self.client = client
+        self.day = day
+        self.matching = matching or Matching.default()
+
+    def run(self, order: FillOrder, ctx: RunContext) -> TaskOutcome:
+        from agentlake.agents import TaskOutcome, workforce
+        from agentlake.agents.verify import verify_fill
+        from agentlake.scenarios.day import lake_client_ids, load_facts, load_no_shows, site_of
+
+        started = time.perf_counter()
+        query = workforce.CandidateQuery(
+            role=order.role,
+            city=order.city,
+            state=order.state,
+            radius_miles=order.radius_miles,
+            requirements=list(order.requirements),
+            exclude_ids=list(order.exclude_worker_ids),
+            limit=SEARCH_LIMIT,
+        )
+        rows = workforce.find_candidates(ctx.lake, query)
+        loose = verify_fill(
+            ctx.lake, order, [r["worker_id"] for r in rows], schedule=ctx.schedule, requested=0
+        )
+        ids = loose.accepted
+        chosen: list[int] = []
+        if ids:
+            judged = judge_fill(
+                order.model_copy(update={"count": len(ids)}),
+                ids,
+                acceptance=self.client.acceptance,
+                site=site_of(ctx.lake, order.city, order.state),
+                facts=load_facts(ctx.lake, ids),
+                no_shows=load_no_shows(ctx.lake, lake_client_ids(ctx.lake, self.client), ids, self.day),
+                schedule=ctx.schedule,
+                matching=self.matching,
+            )
+            chosen = judged.accepted
+        proposed, spares = chosen[: order.count], chosen[order.count :]
+        verification = verify_fill(ctx.lake, order, proposed, schedule=ctx.schedule)
+        return TaskOutcome(
+            order=order,
+            proposed=proposed,
+            verification=verification,
+            success=verification.ok,
+            failure_reason=None
+            if verification.ok
+            else f"only {len(proposed)} acceptable worker(s) exist for this order",
+            latency_ms=round((time.perf_counter() - started) * 1000, 3),
+            candidates=spares[:5],
+            policy=self.name,
+            run_id=ctx.run_id,
+        )

@@ -1,0 +1,508 @@
+"""The runner: staffers x scenarios x repetitions, in batches, learning between batches.
+
+Owns a run from start to finish: validating everything before anything runs (scenarios,
+profiles, models reachable, the lake and every event's place), the run directory, dispatching
+each batch's days to a backend, recording every op in the observer (the parent is the only
+writer), and, between batches, learning: for each staffer with learning on, its OWN lesson
+store under ``runs/<run_id>/lessons/<staffer>.duckdb`` records the batch's citations and
+outcomes, runs ``learn_from_ops`` over that staffer's ops of the batch and ``measure_effects``,
+so the next batch retrieves what was learned. Staffers never share a store, so arms cannot
+leak into each other. Metrics and the report are computed from the results file at the end.
+It does not own a day (``day``) nor where days run (``backends``).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentlake.errors import NotFoundError, UserError
+from agentlake.scenarios.backends import BACKENDS, make_backend
+from agentlake.scenarios.day import DayResult, DayTask, site_of
+from agentlake.scenarios.metrics import leaderboard_document
+from agentlake.scenarios.profile import StafferProfile, load_profiles, unreachable_models
+from agentlake.scenarios.report import write_report
+from agentlake.scenarios.results import (
+    LEADERBOARD_FILE,
+    LESSONS_DIR,
+    PLAN_FILE,
+    EventResult,
+    append_results,
+    read_results,
+    write_json,
+)
+from agentlake.scenarios.scenario import BUILTIN, Scenario, load_scenarios
+from agentlake.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from agentlake.lake import Lake
+    from agentlake.observe import Observer
+    from agentlake.scenarios.judge import Matching
+
+DEFAULT_STAFFERS = ("rules-learning", "rules-static")
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
+_INLINE_ONLY_PREFIXES = ("scripted:", "function:")
+
+
+class Progress(BaseModel):
+    """One finished day, for live display."""
+
+    batch: int
+    batches: int
+    staffer: str
+    scenario: str
+    repetition: int
+    filled: int
+    requested: int
+    done: int
+    total: int
+    seconds: float
+
+
+class BatchLearning(BaseModel):
+    """What one learning staffer learned after one batch."""
+
+    staffer: str
+    batch: int
+    applied: int = Field(description="Lesson changes the extractor applied (added, merged, edited).")
+    active: int
+    pending: int
+    measured: int = Field(description="Lessons with a measured effect so far.")
+
+
+class RunSummary(BaseModel):
+    run_id: str
+    run_dir: Path
+    results: int
+    seconds: float
+    leaderboard: list[dict[str, Any]]
+    learning_curve: dict[str, list[float]]
+    learning: list[BatchLearning]
+    report: Path
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+def _absolute(settings: Settings) -> Settings:
+    """Settings with absolute paths, so workers in other directories (Ray) find the same files."""
+    return settings.model_copy(
+        update={
+            "data_dir": settings.data_dir.expanduser().resolve(),
+            "runs_dir": settings.runs_dir.expanduser().resolve(),
+        }
+    )
+
+
+def check_runnable(
+    scenarios: Sequence[Scenario],
+    profiles: Sequence[StafferProfile],
+    settings: Settings,
+    *,
+    backend: str,
+    lake: Lake,
+) -> None:
+    """Refuse, before anything runs, what would fail midway: raises ``UserError`` listing why."""
+    problems: list[str] = []
+    for profile in profiles:
+        for problem in unreachable_models(profile, settings):
+            problems.append(f"staffer {profile.staffer}: {problem}")
+        if backend != "inline":
+            for model in profile.model_list(settings):
+                if model.startswith(_INLINE_ONLY_PREFIXES):
+                    problems.append(
+                        f"staffer {profile.staffer}: {model} lives in this process only; use --backend inline"
+                    )
+    names = {d.name for d in lake.datasets()}
+    missing = {"workers", "placements"} - names
+    if missing:
+        problems.append(
+            f"the lake has no {' or '.join(sorted(missing))} dataset; generate one with `agentlake data generate`"
+        )
+    else:
+        for scenario in scenarios:
+            places = {(scenario.client.city, scenario.client.state)}
+            places |= {
+                (e.city or scenario.client.city, e.state or scenario.client.state) for e in scenario.events
+            }
+            for city, state in sorted(places):
+                try:
+                    site_of(lake, city, state)
+                except UserError as exc:
+                    problems.append(f"scenario {scenario.scenario}: {exc.message}")
+    if problems:
+        raise UserError("cannot start the run:\n" + "\n".join(problems))
+
+
+class RunPlan(BaseModel):
+    """A validated run: what will run, before anything does."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    scenarios: list[Scenario]
+    profiles: list[StafferProfile]
+    batches: int
+    repeat: int
+    backend: str
+    ray_address: str | None = None
+    workers: int | None = None
+    semantic_lessons: bool = False
+
+    @property
+    def days_per_batch(self) -> int:
+        return len(self.profiles) * len(self.scenarios) * self.repeat
+
+    @property
+    def events_per_batch(self) -> int:
+        return len(self.profiles) * self.repeat * sum(len(s.events) for s in self.scenarios)
+
+    def describe(self) -> str:
+        """One paragraph for ``agentlake run --check`` and logs."""
+        staffers = ", ".join(
+            f"{p.staffer} ({p.policy}, learning {'on' if p.learning else 'off'})" for p in self.profiles
+        )
+        return (
+            f"{len(self.scenarios)} scenarios ({sum(len(s.events) for s in self.scenarios)} events) x "
+            f"{len(self.profiles)} staffers [{staffers}] x {self.repeat} repetition(s), {self.batches} batches: "
+            f"{self.days_per_batch * self.batches} days, {self.events_per_batch * self.batches} judged events, "
+            f"backend {self.backend}"
+        )
+
+
+def prepare_run(
+    scenarios: Sequence[str | Path] | Sequence[Scenario] | str = BUILTIN,
+    staffers: Sequence[str | StafferProfile] | str = DEFAULT_STAFFERS,
+    *,
+    batches: int = 3,
+    repeat: int = 1,
+    backend: str = "inline",
+    ray_address: str | None = None,
+    workers: int | None = None,
+    semantic_lessons: bool = False,
+    settings: Settings | None = None,
+    lake: Lake | None = None,
+) -> RunPlan:
+    """Load and check everything a run needs; ``UserError`` lists every problem. Runs nothing.
+
+    Checks: scenario and profile files, batches/repeat, the backend, every LLM staffer's
+    models reachable, in-process fakes only on the inline backend, the lake's workers and
+    placements datasets, and every event's city/state known.
+    """
+    from agentlake.lake import Lake
+
+    settings = settings or load_settings()
+    if batches < 1 or repeat < 1:
+        raise UserError("--batches and --repeat must be at least 1")
+    if backend not in BACKENDS:
+        raise UserError(f"unknown backend {backend!r}; choose one of: {', '.join(BACKENDS)}")
+    if workers is not None and workers < 1:
+        raise UserError("--workers must be at least 1")
+    if lake is not None and backend != "inline" and not lake.read_only:
+        raise UserError(
+            "workers open the lake read-only: close the read-write Lake first, or use backend inline"
+        )
+    if isinstance(scenarios, str) or not all(isinstance(s, Scenario) for s in scenarios):
+        loaded = load_scenarios(scenarios)  # type: ignore[arg-type]
+    else:
+        loaded = list(scenarios)  # type: ignore[arg-type]
+    profiles = _profiles(staffers)
+    if lake is None:
+        with Lake.open(settings, read_only=True) as own:
+            check_runnable(loaded, profiles, settings, backend=backend, lake=own)
+    else:
+        check_runnable(loaded, profiles, settings, backend=backend, lake=lake)
+    return RunPlan(
+        scenarios=loaded,
+        profiles=profiles,
+        batches=batches,
+        repeat=repeat,
+        backend=backend,
+        ray_address=ray_address,
+        workers=workers,
+        semantic_lessons=semantic_lessons,
+    )
+
+
+def run_scenarios(
+    scenarios: Sequence[str | Path] | Sequence[Scenario] | str = BUILTIN,
+    staffers: Sequence[str | StafferProfile] | str = DEFAULT_STAFFERS,
+    *,
+    batches: int = 3,
+    repeat: int = 1,
+    backend: str = "inline",
+    ray_address: str | None = None,
+    workers: int | None = None,
+    semantic_lessons: bool = False,
+    run_id: str | None = None,
+    settings: Settings | None = None,
+    lake: Lake | None = None,
+    observer: Observer | None = None,
+    matching: Matching | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> RunSummary:
+    """Run ``staffers`` x ``scenarios`` x ``repeat`` repetitions, ``batches`` times, learning in between.
+
+    ``scenarios``: files, directories or ``builtin`` (or already-loaded ``Scenario`` objects).
+    ``staffers``: built-in names, profile files or ``StafferProfile`` objects.
+    Everything is validated (``prepare_run``) before the run directory is created. Results go
+    to ``settings.runs_dir / run_id``. ``lake`` reuses an open lake (read-write only with the
+    inline backend); otherwise the lake is opened read-only. ``observer`` defaults to the
+    process-wide one. Raises ``UserError`` before running, ``RunError`` while running.
+    """
+    settings = _absolute(settings or load_settings())
+    plan = prepare_run(
+        scenarios,
+        staffers,
+        batches=batches,
+        repeat=repeat,
+        backend=backend,
+        ray_address=ray_address,
+        workers=workers,
+        semantic_lessons=semantic_lessons,
+        settings=settings,
+        lake=lake,
+    )
+    run_id = run_id or new_run_id()
+    if not _RUN_ID.match(run_id):
+        raise UserError(f"run id {run_id!r}: use letters, digits, '-', '_' and '.' only")
+    run_dir = settings.runs_dir / run_id
+    if run_dir.exists() and any(run_dir.iterdir()):
+        raise UserError(f"{run_dir} already exists; pick another --run-id")
+    return execute_run(
+        plan,
+        run_dir,
+        settings=settings,
+        lake=lake,
+        observer=observer,
+        matching=matching,
+        on_progress=on_progress,
+    )
+
+
+def execute_run(
+    plan: RunPlan,
+    run_dir: Path,
+    *,
+    settings: Settings,
+    lake: Lake | None = None,
+    observer: Observer | None = None,
+    matching: Matching | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> RunSummary:
+    """Run a prepared plan into ``run_dir`` (see :func:`run_scenarios`)."""
+    from agentlake.lake import Lake
+
+    started = time.perf_counter()
+    run_id = run_dir.name
+    own_lake = lake is None
+    if lake is None:
+        lake = Lake.open(settings, read_only=True)
+    try:
+        (run_dir / LESSONS_DIR).mkdir(parents=True, exist_ok=True)
+        header = {
+            "run_id": run_id,
+            "created_at": datetime.now(UTC).isoformat(),
+            "scenarios": [s.scenario for s in plan.scenarios],
+            "staffers": [p.model_dump() for p in plan.profiles],
+            "batches": plan.batches,
+            "repeat": plan.repeat,
+            "backend": plan.backend,
+            "ray_address": plan.ray_address,
+            "workers": plan.workers,
+            "semantic_lessons": plan.semantic_lessons,
+            "lake": str(lake.path),
+        }
+        write_json(run_dir / PLAN_FILE, header)
+        if observer is None:
+            from agentlake.observe import get_observer
+
+            observer = get_observer(settings)
+        engine = make_backend(
+            plan.backend,
+            workers=plan.workers,
+            ray_address=plan.ray_address,
+            lake=lake if plan.backend == "inline" else None,
+            matching=matching,
+        )
+        learning: list[BatchLearning] = []
+        try:
+            for batch in range(1, plan.batches + 1):
+                learning += _run_batch(
+                    plan, batch, run_dir, engine, settings, str(lake.path), observer, on_progress
+                )
+        finally:
+            engine.close()
+        results = read_results(run_dir)
+        document = leaderboard_document(results, run_id=run_id)
+        document["learning"] = [item.model_dump() for item in learning]
+        write_json(run_dir / LEADERBOARD_FILE, document)
+        report = write_report(run_dir, results, plan=header)
+        return RunSummary(
+            run_id=run_id,
+            run_dir=run_dir,
+            results=len(results),
+            seconds=round(time.perf_counter() - started, 2),
+            leaderboard=document["leaderboard"],
+            learning_curve=document["learning_curve"],
+            learning=learning,
+            report=report,
+        )
+    finally:
+        if own_lake:
+            lake.close()
+
+
+def _run_batch(
+    plan: RunPlan,
+    batch: int,
+    run_dir: Path,
+    engine: Any,
+    settings: Settings,
+    lake_path: str,
+    observer: Observer,
+    on_progress: Callable[[Progress], None] | None,
+) -> list[BatchLearning]:
+    tasks = [
+        DayTask(
+            run_id=run_dir.name,
+            batch=batch,
+            repetition=rep,
+            scenario=scenario,
+            profile=profile,
+            settings=settings,
+            lake_path=lake_path,
+            lessons_path=str(_lessons_path(run_dir, profile, settings)) if profile.lessons else None,
+            semantic_lessons=plan.semantic_lessons,
+        )
+        for profile in plan.profiles
+        for scenario in plan.scenarios
+        for rep in range(1, plan.repeat + 1)
+    ]
+    finished: dict[str, list[DayResult]] = defaultdict(list)
+    for done, day in enumerate(engine.map(tasks), start=1):
+        # Results and ops are written as each day lands, so a crash keeps what finished.
+        append_results(run_dir, day.results)
+        observer.record_many(day.ops)
+        if not day.results:
+            continue
+        first = day.results[0]
+        finished[first.staffer].append(day)
+        if on_progress is not None:
+            on_progress(
+                Progress(
+                    batch=batch,
+                    batches=plan.batches,
+                    staffer=first.staffer,
+                    scenario=first.scenario,
+                    repetition=first.repetition,
+                    filled=sum(r.filled for r in day.results),
+                    requested=sum(r.requested for r in day.results),
+                    done=done,
+                    total=len(tasks),
+                    seconds=day.seconds,
+                )
+            )
+    return [
+        learn_between_batches(
+            _lessons_path(run_dir, p, settings),
+            finished[p.staffer],
+            p.staffer,
+            batch,
+            settings,
+            semantic=plan.semantic_lessons,
+        )
+        for p in plan.profiles
+        if p.learning
+    ]
+
+
+def _profiles(staffers: Sequence[str | StafferProfile] | str) -> list[StafferProfile]:
+    items = [staffers] if isinstance(staffers, str) else list(staffers)
+    named = iter(
+        load_profiles([str(s) for s in items if not isinstance(s, StafferProfile)])
+        if any(not isinstance(s, StafferProfile) for s in items)
+        else []
+    )
+    profiles = [s if isinstance(s, StafferProfile) else next(named) for s in items]
+    if len({p.staffer for p in profiles}) != len(profiles):
+        raise UserError("each staffer may appear once per run")
+    return profiles
+
+
+def _lessons_path(run_dir: Path, profile: StafferProfile, settings: Settings) -> Path:
+    """A learning staffer's own store in the run; a lessons-only staffer reads the project's store."""
+    if profile.learning:
+        return run_dir / LESSONS_DIR / f"{profile.staffer}.duckdb"
+    return settings.data_dir / settings.learn_file
+
+
+def learn_between_batches(
+    path: Path,
+    days: Sequence[DayResult],
+    staffer: str,
+    batch: int,
+    settings: Settings,
+    *,
+    semantic: bool = False,
+) -> BatchLearning:
+    """Record one staffer's batch in its lesson store and learn from it (the parent is the writer).
+
+    Citations (given and cited lessons) and outcomes (score = filled / requested) go in first,
+    so ``measure_effects`` can compare runs given a lesson with runs without it; then
+    ``learn_from_ops`` turns the batch's ops (the clients' rejections above all) into lessons.
+    ``semantic=False`` curates by lesson identity only (no embedding model), like retrieval.
+    """
+    from agentlake.learn import LessonStore, learn_from_ops, measure_effects, record_citation, record_outcome
+    from agentlake.learn.model import TaskSignature
+
+    results: list[EventResult] = [r for d in days for r in d.results]
+    ops = [op for d in days for op in d.ops]
+    with LessonStore.open(settings, path=path, embedder=None if semantic else False) as store:
+        known = {lesson.id for lesson in store.list()}
+        for r in results:
+            run = r.event_run_id
+            given = [i for i in r.lessons_given if i in known]
+            cited = [i for i in r.lessons_cited if i in known]
+            if given:
+                record_citation(store, run, given, used=False)
+            if cited:
+                record_citation(store, run, cited, used=True)
+            task = TaskSignature(
+                task_kind=r.kind, role=r.role, client_id=r.client_id, city=r.city, state=r.state
+            )
+            record_outcome(store, run, task, r.success, score=r.filled / r.requested if r.requested else 0.0)
+        applied = learn_from_ops(store, ops, settings=settings)
+        reports = measure_effects(store)
+        counts: dict[str, int] = defaultdict(int)
+        for lesson in store.list():
+            counts[lesson.status] += 1
+    return BatchLearning(
+        staffer=staffer,
+        batch=batch,
+        applied=len(applied),
+        active=counts["active"],
+        pending=counts["pending"],
+        measured=len(reports),
+    )
+
+
+def regenerate_outputs(run_dir: Path) -> tuple[Path, Path]:
+    """Recompute ``leaderboard.json`` and ``report.html`` from a run's results file."""
+    from agentlake.scenarios.results import read_plan
+
+    if not (run_dir / "results.jsonl").is_file():
+        raise NotFoundError(f"{run_dir}: not a run directory")
+    results = read_results(run_dir)
+    plan = read_plan(run_dir)
+    document = leaderboard_document(results, run_id=plan.get("run_id"))
+    write_json(run_dir / LEADERBOARD_FILE, document)
+    return run_dir / LEADERBOARD_FILE, write_report(run_dir, results, plan=plan)
