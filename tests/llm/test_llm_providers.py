@@ -165,3 +165,57 @@ def test_function_provider_can_fail_like_a_server(
         monkeypatch.setenv("OLLAMA_HOST", url)
         assert generate("ollama:fn-model", "hi").text == "served"
     assert clock.sleeps == [1.0]
+
+
+def test_wire_adapters_read_what_real_servers_send() -> None:
+    from agentlake.llm import ollama_wire, openai_wire
+
+    text, thinking, finish, usage = openai_wire.chat_response(
+        {
+            "choices": [
+                {
+                    "message": {"role": "assistant", "content": None, "reasoning": "hidden"},
+                    "finish_reason": "length",
+                }
+            ],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 50},
+        }
+    )
+    assert (text, thinking, finish) == ("", "hidden", "length") and usage.thinking_tokens == 50
+    text, thinking, finish, usage = ollama_wire.chat_response(
+        {
+            "message": {"role": "assistant", "content": "", "thinking": "deep"},
+            "done": True,
+            "done_reason": "length",
+            "prompt_eval_count": 30,
+            "eval_count": 64,
+        }  # fmt: skip
+    )
+    assert (text, thinking, finish, usage.input_tokens, usage.output_tokens) == ("", "deep", "length", 30, 64)
+    with pytest.raises(ValueError):
+        openai_wire.chat_response({"error": "nope"})
+
+
+def test_models_lists_openai_compatible_servers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentlake.llm.inventory import model_statuses
+
+    provider = ScriptedProvider("my-vllm-model")
+    with serve_fake_openai(provider, api_key="sk-key-0123456789", models=["my-vllm-model"]) as url:
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-key-0123456789")
+        monkeypatch.setenv("AGENTLAKE_EXECUTOR_MODEL", "openai:my-vllm-model")
+        monkeypatch.setenv("AGENTLAKE_OVERSEER_MODEL", "openai:gpt-4o")
+        rows = {row.model: row for row in model_statuses(load_settings())}
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong-0123456789")
+        refused = {row.model: row for row in model_statuses(load_settings())}
+    assert rows["openai:my-vllm-model"].reachable is True and rows["openai:my-vllm-model"].roles == [
+        "executor"
+    ]
+    assert rows["openai:gpt-4o"].reachable is False and "does not list it" in rows["openai:gpt-4o"].detail
+    assert (
+        rows["openai:gpt-4o"].context_window == 128000 and rows["openai:my-vllm-model"].context_window == 4096
+    )
+    assert (
+        refused["openai:my-vllm-model"].reachable is False
+        and "OPENAI_API_KEY" in refused["openai:my-vllm-model"].detail
+    )

@@ -137,3 +137,15 @@ def test_backoff_is_jittered_under_an_exponential_cap() -> None:
     error = ProviderHTTPError("x", status=503)
     delays = [backoff_delay(3, error) for _ in range(200)]
     assert max(delays) <= 2.0 and min(delays) >= 0 and len(set(delays)) > 100
+
+
+def test_a_connection_that_keeps_breaking_is_a_run_error_not_bad_config(
+    ollama: ScriptedProvider, clock: ManualClock
+) -> None:
+    from agentlake.llm import ProviderConnectionError
+
+    for _ in range(4):
+        ollama.enqueue(error=ConnectionResetError("dropped"))
+    with pytest.raises(ProviderConnectionError, match="connection to ollama:qwen3:4b") as caught:
+        generate("ollama:qwen3:4b", "hi")
+    assert caught.value.exit_code == 1 and ollama.calls == 4

@@ -104,10 +104,10 @@ def _request(
             attempt, breaker, max_retries=settings.llm_max_retries, on_attempt_failed=failed
         )
     except ProviderConnectionError as exc:
+        if not exc.hint:  # the connection broke mid-call: a failure while running, not bad config
+            raise
         retries = f" after {sent} attempts" if sent > 1 else ""
-        raise ModelServerUnreachable(
-            f"{exc.message}{retries}; {exc.hint}" if exc.hint else f"{exc.message}{retries}"
-        ) from exc
+        raise ModelServerUnreachable(f"{exc.message}{retries}; {exc.hint}") from exc
     except ProviderTimeoutError as exc:
         raise ProviderTimeoutError(
             f"{exc.message}; raise the timeout (timeout=, AGENTLAKE_LLM_TIMEOUT_S) or lower max_tokens",
