@@ -125,3 +125,12 @@ def test_glue_drops_only_real_overlaps() -> None:
     assert glue('{"a": "hello wor', 'hello world"}') == '{"a": "hello world"}'
     assert glue('{"a": "x', '"}') == '{"a": "x"}'  # a one-character "overlap" is not dropped
     assert glue('{"a": [1,', "```json\n 2]}\n```") == '{"a": [1, 2]}\n'
+
+
+def test_a_continuation_holding_a_nested_object_is_glued_not_taken_for_a_restart(
+    ollama: ScriptedProvider,
+) -> None:
+    ollama.enqueue('{"order": 1, "site": "Riverfront"', finish_reason="length")
+    ollama.enqueue(', "shift": {"start": "08:00"}}')
+    result = generate_continuable("ollama:qwen3:4b", "q", expect_json=True)
+    assert json.loads(result.text) == {"order": 1, "site": "Riverfront", "shift": {"start": "08:00"}}

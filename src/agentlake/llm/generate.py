@@ -244,6 +244,14 @@ def glue(partial: str, continuation: str) -> str:
     return partial + cont
 
 
+def _whole_json(text: str) -> bool:
+    """``text`` is one complete JSON object/array from its start (fences and thinking aside)."""
+    body = strip_thinking(text).strip()
+    if body.startswith("```"):
+        body = body.split("\n", 1)[1] if "\n" in body else ""
+    return body.lstrip()[:1] in ("{", "[") and scan_json(body).state == "complete"
+
+
 def _usable(text: str, expect_json: bool) -> bool:
     if not text.strip():
         return False
@@ -373,12 +381,11 @@ def _continuable(
         follow = [*msgs, Message(role="user", content=CONTINUE_PROMPT.format(partial=text))]
         room = estimate_budget(provider, follow, budget).output_room
         piece = call("continuation", follow, max(1, min(budget, room)))
-        restarted = (
-            expect_json
-            and scan_json(piece.text).state == "complete"
-            and not text.rstrip().endswith(piece.text.strip())
-        )
-        text = piece.text if restarted else glue(text, piece.text)
+        glued = glue(text, piece.text)
+        # Gluing wins; only when the glued text is still broken and the model evidently started
+        # over (its piece is a whole JSON value on its own) is the piece taken instead.
+        restarted = expect_json and scan_json(glued).state != "complete" and _whole_json(piece.text)
+        text = piece.text if restarted else glued
         thinking = f"{thinking}\n{piece.thinking}".strip() if piece.thinking else thinking
         finish = piece.finish_reason
 
