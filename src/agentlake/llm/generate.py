@@ -357,7 +357,7 @@ def _continuable(
             raise RunError(
                 f"{provider.name}:{provider.model} returned {what} after {len(calls)} attempts "
                 f"(finish_reason={completion.finish_reason}, {completion.usage.thinking_tokens} thinking tokens, "
-                f"max_tokens {budget} is at the cap: AGENTLAKE_LLM_MAX_TOKENS_CAP={cap}, window room {room}); "
+                f"max_tokens {budget} cannot grow: AGENTLAKE_LLM_MAX_TOKENS_CAP={cap}, room left in the window {room}); "
                 "raise the cap, shorten the prompt or turn thinking off (think=False)",
                 raw_text=completion.text,
                 thinking=completion.thinking[-2000:],
