@@ -109,16 +109,17 @@ def _show_outcome(outcome: TaskOutcome) -> None:
     rows += [[w, "spare", "verified, kept as buffer"] for w in outcome.candidates]
     rows += [[r.worker_id, "rejected", f"{r.rule}: {r.reason}"] for r in outcome.verification.rejections]
     rows += [["", "concern", f"{c.kind}: {c.message}"] for c in outcome.concerns]
-    title = f"{outcome.order.describe()}: {outcome.filled}/{outcome.order.count} filled ({outcome.policy})"
-    render_rows(["worker_id", "status", "reason"], rows, title=title)
+    console.print(f"[bold]{outcome.filled}/{outcome.order.count} filled ({outcome.policy})[/]: {outcome.order.describe()}",
+                  highlight=False, soft_wrap=True)  # fmt: skip
+    render_rows(["worker_id", "status", "reason"], rows)
     facts = f"turns {outcome.turns}, tokens {outcome.input_tokens}+{outcome.output_tokens}, {outcome.latency_ms:.0f} ms"
     if outcome.lessons_given:
         facts += f", lessons given {', '.join(outcome.lessons_given)}; cited {', '.join(outcome.lessons_cited) or 'none'}"
     if outcome.rescue_attempted:
         facts += f", rescue {'succeeded' if outcome.rescue_succeeded else 'failed'}"
-    console.print(facts, highlight=False)
+    console.print(facts, highlight=False, soft_wrap=True)
     if not outcome.success:
-        console.print(f"[bold red]not filled:[/] {outcome.failure_reason}", highlight=False)
+        console.print(f"[bold red]not filled:[/] {outcome.failure_reason}", highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

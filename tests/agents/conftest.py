@@ -1,0 +1,100 @@
+"""Fixtures for the agents tests: one real generated lake, an in-memory observer, scripted models.
+
+The lake is generated once per session (4000 workers, seed 7) into a DuckDB file and only read
+by the tests; tests that book people do it in a ``ScheduleBook``, never in the lake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from agents_support import MemorySink
+
+from agentlake.agents import FillOrder, RunContext, ScheduleBook
+from agentlake.agents.workforce import CandidateQuery, find_candidates
+from agentlake.lake import Lake
+from agentlake.llm import ScriptedProvider, reset_llm_state
+from agentlake.observe import Observer, set_observer
+from agentlake.settings import Settings
+
+WORKERS = 4000
+SEED = 7
+# Warehouse associates are the densest role around New York in this lake: enough for every case.
+ORDER_TEXT = "3 x Warehouse Associate in New York, NY at 08:00 on 2026-04-22"
+
+
+@pytest.fixture(scope="session")
+def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
+    from agentlake.data.workforce import generate_workforce, load_workforce
+
+    data_dir = tmp_path_factory.mktemp("agents-lake")
+    # Explicit values: a session fixture is built before the per-test environment is cleaned.
+    settings = Settings(data_dir=data_dir, ollama_host="http://127.0.0.1:9", openai_base_url=None, llm_max_retries=0,
+                        executor_model=None, reviewer_model=None, agent_turn_budget=12, agent_min_availability=0.3)  # fmt: skip
+    opened = Lake.open(settings, path=data_dir / "lake.duckdb")
+    load_workforce(opened, generate_workforce(WORKERS, seed=SEED, clients=40))
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def sink() -> Iterator[MemorySink]:
+    """The process-wide observer, in memory, for this test."""
+    memory = MemorySink()
+    observer = Observer(memory, ring_size=1000)
+    previous = set_observer(observer)
+    yield memory
+    set_observer(previous)
+
+
+@pytest.fixture(autouse=True)
+def _clean_llm_state() -> Iterator[None]:
+    reset_llm_state()
+    yield
+    reset_llm_state()
+
+
+@pytest.fixture
+def order() -> FillOrder:
+    return FillOrder.parse(ORDER_TEXT)
+
+
+@pytest.fixture
+def make_ctx(lake: Lake, sink: MemorySink) -> Callable[..., RunContext]:
+    """A RunContext on the shared lake with a fresh ScheduleBook (bookings stay in memory)."""
+
+    def _make(**kwargs: Any) -> RunContext:
+        kwargs.setdefault("schedule", ScheduleBook(lake))
+        kwargs.setdefault("rescue", False)
+        return RunContext(lake=lake, **kwargs)
+
+    return _make
+
+
+@pytest.fixture
+def qualified(lake: Lake, order: FillOrder) -> list[int]:
+    """Workers that really fit ``order``, best first (what a good executor would find)."""
+    rows = find_candidates(
+        lake,
+        CandidateQuery(
+            role=order.role,
+            city=order.city,
+            state=order.state,
+            radius_miles=order.radius_miles,
+            min_availability=lake.settings.agent_min_availability,
+            limit=12,
+        ),  # fmt: skip
+    )
+    ids = [row["worker_id"] for row in rows]
+    schedule = ScheduleBook(lake)
+    free = [w for w in ids if not schedule.conflicts(w, order.shift_start, order.shift_end)]
+    assert len(free) >= 8, "the generated lake should have plenty of warehouse associates near New York"
+    return free
+
+
+@pytest.fixture
+def models() -> tuple[ScriptedProvider, ScriptedProvider]:
+    """A scripted executor and reviewer."""
+    return ScriptedProvider("executor"), ScriptedProvider("reviewer")

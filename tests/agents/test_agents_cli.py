@@ -1,0 +1,90 @@
+"""``agentlake fill``: the live turns, the final table, the exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from agents_support import action
+
+from agentlake.cli.main import main
+from agentlake.llm import ScriptedProvider, register_scripted, unregister_scripted
+
+ORDER = "3 x Warehouse Associate in New York, NY at 08:00 on 2026-04-22"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def data_lake(sink, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The generated lake at this test's settings.lake_path (the CLI opens it read-only)."""
+    from agentlake.data.workforce import generate_workforce, load_workforce
+    from agentlake.lake import Lake
+
+    monkeypatch.setenv("AGENTLAKE_LLM_MAX_RETRIES", "0")
+    with Lake.open() as lake:
+        load_workforce(lake, generate_workforce(4000, seed=7, clients=40))
+
+
+def test_fill_rules_shows_turns_and_the_table(data_lake, capsys, sink) -> None:
+    code, out, err = run(capsys, "fill", ORDER, "--require", "OSHA-10")
+    assert code == 0, err
+    assert "rules" in out and "search" in out and "propose" in out
+    assert "3/3 filled (rules)" in out and out.count("placed") == 3 and "spare" in out
+    assert sink.endpoint("task.fill")[0].success
+
+
+def test_fill_json_and_unfilled_exit_code(data_lake, capsys) -> None:
+    code, out, _ = run(capsys, "fill", ORDER, "--json")
+    outcome = json.loads(out)
+    assert code == 0 and outcome["success"] and len(outcome["proposed"]) == 3 and outcome["transcript"]
+    code, out, _ = run(capsys, "fill", "3 x Welder in New York, NY", "--radius", "1", "--no-rescue")
+    assert code == 1 and "not filled: only" in out
+
+
+def test_fill_llm_with_scripted_models(data_lake, capsys, lake) -> None:
+    from agentlake.agents import FillOrder
+    from agentlake.agents.workforce import CandidateQuery, find_candidates
+
+    order = FillOrder.parse(ORDER)
+    best = [r["worker_id"] for r in find_candidates(lake, CandidateQuery(role=order.role, city="New York", state="NY",
+                                                                          min_availability=0.3, limit=3))]  # fmt: skip
+    executor, reviewer = ScriptedProvider("cli-exec"), ScriptedProvider("cli-rev")
+    executor.enqueue(
+        action("tool_call", tool="find_workers", args={"role": order.role, "city": "New York", "state": "NY"})
+    )
+    executor.enqueue(action("propose_done", worker_ids=best))
+    reviewer.enqueue(action("critique", approve=True, notes="verified"))
+    register_scripted("cli-exec", executor)
+    register_scripted("cli-rev", reviewer)
+    try:
+        code, out, err = run(capsys, "fill", ORDER, "--policy", "llm", "--executor", "scripted:cli-exec",
+                             "--reviewer", "scripted:cli-rev")  # fmt: skip
+    finally:
+        unregister_scripted("cli-exec")
+        unregister_scripted("cli-rev")
+    assert code == 0, err
+    assert "executor" in out and "tool_call" in out and "propose_done" in out and "consensus" in out
+    assert "3/3 filled (llm)" in out and "turns 3" in out
+
+
+def test_fill_llm_without_a_model_is_one_line_exit_2(data_lake, capsys) -> None:
+    code, out, err = run(capsys, "fill", ORDER, "--policy", "llm")
+    assert code == 2 and "AGENTLAKE_EXECUTOR_MODEL" in err and len(err.strip().splitlines()) == 1
+    code, out, err = run(capsys, "fill", ORDER, "--policy", "llm", "--executor", "ollama:qwen3:4b")
+    assert code == 2 and "127.0.0.1:9" in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_order_and_missing_lake_exit_2(capsys, sink) -> None:
+    code, _, err = run(capsys, "fill", "some welders please")
+    assert code == 2 and "write it like '3 x Welder in Cleveland, OH'" in err
+    code, _, err = run(capsys, "fill", ORDER)
+    assert code == 2 and "agentlake data generate" in err

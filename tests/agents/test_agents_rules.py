@@ -1,0 +1,145 @@
+"""The rules policy: deterministic fills over the real lake, lessons with machine actions applied."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentlake.agents import FillOrder, RulesPolicy, fill, verify_fill
+from agentlake.agents.workforce import fetch_workers, held_certifications
+from agentlake.learn import LessonDraft, LessonMatch, LessonStore, MachineAction
+
+
+@pytest.fixture
+def store(tmp_path):
+    opened = LessonStore.open(path=tmp_path / "lessons.duckdb", embedder=False)
+    yield opened
+    opened.close()
+
+
+def _lesson(store: LessonStore, machine: MachineAction, **match: str) -> str:
+    applied = store.add(LessonDraft(trigger=f"orders {match}", action=machine.describe(), match=LessonMatch(**match),
+                                    machine=machine, domain="staffing"))  # fmt: skip
+    assert applied.outcome == "added"
+    return applied.lesson_id
+
+
+def test_rules_fill_verifies_proposes_and_keeps_spares(make_ctx, order, qualified, sink) -> None:
+    outcome = RulesPolicy().run(order, make_ctx())
+    assert outcome.success and outcome.policy == "rules" and outcome.turns == 0
+    assert outcome.proposed == qualified[:3] and len(outcome.candidates) == 2
+    assert verify_fill(make_ctx().lake, order, outcome.proposed + outcome.candidates, requested=5).ok
+    kinds = [r.kind for r in outcome.transcript]
+    assert (
+        kinds[0] == "search"
+        and kinds[-1] == "propose"
+        and set(kinds) <= {"search", "verification", "propose"}
+    )
+    (task_op,) = sink.endpoint("task.fill")
+    assert (
+        task_op.success
+        and task_op.attributes["policy"] == "rules"
+        and task_op.attributes["candidates"] == outcome.candidates
+    )
+
+
+def test_rules_policy_applies_a_machine_usable_lesson(make_ctx, store, sink) -> None:
+    order = FillOrder.parse(
+        "3 x Warehouse Associate in New York, NY for Riverfront Steel at 08:00 on 2026-04-22"
+    )
+    baseline = RulesPolicy().run(order, make_ctx())
+    lake = make_ctx().lake
+    before = fetch_workers(lake, baseline.proposed, ["certifications", "reliability"])
+    assert any("osha 10" not in held_certifications(row["certifications"]) for row in before.values()), (
+        "without the lesson the most reliable workers include some without OSHA 10"
+    )
+    lesson_id = _lesson(
+        store,
+        MachineAction(require_certifications=["OSHA-10 Hour"], min_scores={"reliability": 0.85}),
+        client_id="riverfront-steel",
+        role="Warehouse Associate",
+    )
+
+    outcome = RulesPolicy().run(order, make_ctx(lessons=store, run_id="run-rules-1"))
+
+    assert outcome.success and outcome.proposed != baseline.proposed
+    after = fetch_workers(lake, outcome.proposed + outcome.candidates, ["certifications", "reliability"])
+    assert all("osha 10" in held_certifications(row["certifications"]) for row in after.values())
+    assert all(row["reliability"] >= 0.85 for row in after.values())
+    assert outcome.lessons_given == [lesson_id] and outcome.lessons_cited == [lesson_id]
+    assert "require OSHA-10 Hour; reliability >= 0.85" in outcome.transcript[0].summary
+    assert [(c["lesson_id"], c["used"]) for c in store.citations(run_id="run-rules-1")] == [(lesson_id, True)]
+    task_op = sink.endpoint("task.fill")[-1]
+    assert task_op.attributes["lessons_given"] == [lesson_id] and task_op.attributes["lessons_cited"] == [
+        lesson_id
+    ]
+
+
+def test_lessons_of_another_client_are_not_applied(make_ctx, store, order, qualified) -> None:
+    _lesson(store, MachineAction(min_scores={"reliability": 0.99}), client_id="some-other-client")
+    outcome = RulesPolicy().run(
+        order.model_copy(update={"client_id": "riverfront-steel"}), make_ctx(lessons=store)
+    )
+    assert outcome.lessons_given == [] and outcome.proposed == qualified[:3]
+
+
+def test_exclude_prior_no_show_at_client(make_ctx, lake, store) -> None:
+    (row,) = lake.read_arrow(
+        "SELECT p.worker_id, c.name AS client, w.role, w.city, w.state FROM placements p JOIN clients c ON c.id = p.client_id "
+        "JOIN workers w USING (worker_id) WHERE p.status = 'no_show' AND w.availability >= 0.5 ORDER BY p.worker_id LIMIT 1"
+    ).to_pylist()
+    order = FillOrder.parse(
+        f"1 x {row['role']} in {row['city']}, {row['state']} for {row['client']} within 40 miles"
+    )
+    wide = RulesPolicy(spares=200)
+    without = wide.run(order, make_ctx())
+    assert row["worker_id"] in without.proposed + without.candidates
+    lesson_id = _lesson(store, MachineAction(exclude_prior_no_show_at_client=True), client_id=order.client_id)
+
+    with_lesson = wide.run(order, make_ctx(lessons=store))
+
+    assert row["worker_id"] not in with_lesson.proposed + with_lesson.candidates
+    assert (
+        with_lesson.lessons_cited == [lesson_id]
+        and "no prior no-show here" in with_lesson.transcript[1].summary
+    )
+
+
+def test_buffer_and_extra_where_from_lessons(make_ctx, store, order) -> None:
+    _lesson(
+        store,
+        MachineAction(min_candidate_buffer=6, extra_where="archetype <> 'flaky'"),
+        role="Warehouse Associate",
+    )
+    outcome = RulesPolicy().run(order, make_ctx(lessons=store))
+    assert outcome.success and len(outcome.candidates) == 6
+    rows = fetch_workers(make_ctx().lake, outcome.proposed + outcome.candidates, ["archetype"])
+    assert all(r["archetype"] != "flaky" for r in rows.values())
+
+
+def test_rescue_widens_the_radius_and_keeps_verified_workers(make_ctx, store) -> None:
+    order = FillOrder.parse("3 x Welder in New York, NY within 5 miles")
+    plain = RulesPolicy().run(order, make_ctx(rescue=False))
+    assert not plain.success and not plain.rescue_attempted and 0 < len(plain.proposed) < 3
+    assert plain.failure_reason.startswith(f"only {len(plain.proposed)} of 3 workers found")
+    _lesson(store, MachineAction(widen_radius_miles=25), role="Welder")
+
+    rescued = RulesPolicy().run(order, make_ctx(rescue=True, lessons=store))
+
+    assert rescued.success and rescued.rescue_attempted and rescued.rescue_succeeded
+    assert rescued.order.radius_miles == 25 and rescued.proposed[: len(plain.proposed)] == plain.proposed
+    assert any(r.kind == "rescue" and "from 5 to 25 miles" in r.summary for r in rescued.transcript)
+
+
+def test_fill_library_call_uses_the_process_observer_and_lesson_outcomes(make_ctx, lake, store, sink) -> None:
+    seen = []
+    outcome = fill("3 x warehouse workers in New York, NY at 08:00 on 2026-04-22", lake=lake, lessons=store,
+                   on_turn=seen.append, requirements=["OSHA 10"], run_id="run-fill-1")  # fmt: skip
+    assert (
+        outcome.success
+        and outcome.order.role == "Warehouse Associate"
+        and outcome.order.requirements == ["OSHA 10"]
+    )
+    assert seen and seen[0].kind == "search" and seen[-1].kind == "propose"
+    assert sink.endpoint("task.fill")[0].provenance.run_id == "run-fill-1"
+    (recorded,) = store.query("SELECT run_id, success FROM outcomes")
+    assert recorded == ("run-fill-1", True)

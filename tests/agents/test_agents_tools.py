@@ -1,0 +1,139 @@
+"""The audited tool registry: typed arguments, a catalog from real schemas, every call an op."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from agentlake.agents import ToolOutput, ToolRegistry, default_tools
+from agentlake.errors import UserError
+
+
+def test_catalog_comes_from_tool_schemas_and_real_columns(lake) -> None:
+    registry = default_tools()
+    text = registry.catalog_text(lake)
+    assert "- sql(query: str (one read-only SELECT), max_rows: int = 50)" in text
+    assert "- nearby_cities(city: str, state: str (2-letter code), radius_miles: float = 25.0)" in text
+    assert "- workers (4000 rows): worker_id integer, name varchar, role varchar" in text
+    assert "placements (" in text and "shift_start timestamp" in text
+    names = [schema["name"] for schema in registry.schemas()]
+    assert names == ["find_workers", "hybrid_search", "sql", "get_worker", "worker_schedule", "schedule_conflicts",
+                     "nearby_cities"]  # fmt: skip
+    sql_schema = next(s for s in registry.schemas() if s["name"] == "sql")["parameters"]
+    assert sql_schema["required"] == ["query"] and sql_schema["additionalProperties"] is False
+
+
+def test_every_call_is_recorded_with_rows_and_outcome(make_ctx, sink) -> None:
+    ctx = make_ctx(agent_id="staffer-7", provenance={"run_id": "r-1", "not_a_provenance_field": 1})
+    ok = ctx.tools.call(
+        "sql", {"query": "SELECT worker_id, name FROM workers ORDER BY worker_id LIMIT 3"}, ctx=ctx
+    )
+    empty = ctx.tools.call("sql", {"query": "SELECT worker_id FROM workers WHERE worker_id < 0"}, ctx=ctx)
+    refused = ctx.tools.call("sql", {"query": "DELETE FROM workers"}, ctx=ctx)
+    bad_args = ctx.tools.call("sql", {"sql": "SELECT 1"}, ctx=ctx)
+    unknown = ctx.tools.call("drop_everything", {}, ctx=ctx)
+
+    assert ok.ok and ok.rows == 3 and ok.worker_ids == [1, 2, 3] and ok.text.startswith("3 rows:")
+    assert empty.ok and empty.rows == 0 and empty.text == "0 rows."
+    assert not refused.ok and "DELETE" in refused.error
+    assert (
+        not bad_args.ok
+        and "bad arguments for sql" in bad_args.error
+        and "query: Field required" in bad_args.error
+    )
+    assert not unknown.ok and "unknown tool 'drop_everything'" in unknown.error
+    ops = sink.ops
+    assert [op.endpoint for op in ops] == ["tool.sql"] * 4 + ["tool.unknown"]
+    assert [op.success for op in ops] == [True, True, False, False, False]
+    assert [op.attributes["rows"] for op in ops] == [3, 0, 0, 0, 0]
+    assert all(
+        op.agent_id == "staffer-7" and op.source == "agent" and op.provenance.run_id == "r-1" for op in ops
+    )
+    assert "DELETE" in ops[2].error and ops[0].duration_ms > 0
+    assert "SELECT worker_id, name FROM workers" in ops[0].input_summary
+    # The lake was not touched.
+    assert lake_count(ctx) == 4000
+
+
+def lake_count(ctx) -> int:
+    return ctx.lake.query("SELECT count(*) AS n FROM workers").rows[0][0]
+
+
+def test_find_workers_and_get_worker(make_ctx, order, qualified) -> None:
+    ctx = make_ctx()
+    found = ctx.tools.call(
+        "find_workers", {"role": "warehouse worker", "city": "New York", "state": "NY", "limit": 5}, ctx=ctx
+    )
+    assert found.ok and found.rows == 5 and found.worker_ids[0] == qualified[0]
+    assert "distance_miles=" in found.text and "email" not in found.text
+    worker = ctx.tools.call("get_worker", {"worker_id": qualified[0]}, ctx=ctx)
+    assert (
+        worker.ok
+        and worker.data["worker"]["worker_id"] == qualified[0]
+        and "role=Warehouse Associate" in worker.text
+    )
+    missing = ctx.tools.call("get_worker", {"worker_id": 123456789}, ctx=ctx)
+    assert not missing.ok and "no worker with worker_id 123456789" in missing.error
+
+
+def test_schedule_tools_see_lake_placements_and_run_bookings(make_ctx, lake) -> None:
+    from agentlake.agents import Booking
+
+    (row,) = lake.read_arrow(
+        "SELECT worker_id, shift_start, shift_end FROM placements WHERE status = 'scheduled' ORDER BY worker_id LIMIT 1"
+    ).to_pylist()
+    ctx = make_ctx()
+    ctx.schedule.add(Booking(worker_id=row["worker_id"], start=row["shift_end"], end=row["shift_end"].replace(hour=23),
+                             client_name="Night Co"))  # fmt: skip
+    schedule = ctx.tools.call("worker_schedule", {"worker_id": row["worker_id"]}, ctx=ctx)
+    assert (
+        schedule.ok
+        and "Night Co" in schedule.text
+        and row["shift_start"].strftime("%Y-%m-%d") in schedule.text
+    )
+    window = {"start": row["shift_start"].isoformat(), "end": row["shift_end"].isoformat()}
+    clashes = ctx.tools.call(
+        "schedule_conflicts", {"worker_ids": [row["worker_id"], 1, 2], **window}, ctx=ctx
+    )
+    assert clashes.ok and row["worker_id"] in clashes.data["conflicts"]
+    assert row["worker_id"] not in clashes.worker_ids  # only free workers go to the ledger
+    backwards = ctx.tools.call(
+        "schedule_conflicts", {"worker_ids": [1], "start": window["end"], "end": window["start"]}, ctx=ctx
+    )
+    assert not backwards.ok and "end must be after start" in backwards.error
+
+
+def test_nearby_cities_resolves_by_state(make_ctx) -> None:
+    ctx = make_ctx()
+    ohio = ctx.tools.call("nearby_cities", {"city": "Columbus", "state": "OH", "radius_miles": 5}, ctx=ctx)
+    georgia = ctx.tools.call("nearby_cities", {"city": "Columbus", "state": "ga", "radius_miles": 5}, ctx=ctx)
+    assert ohio.data[0] == {"city": "Columbus", "state": "OH", "distance_miles": 0.0}
+    assert georgia.data[0]["state"] == "GA"
+    newark = ctx.tools.call("nearby_cities", {"city": "New York", "state": "NY", "radius_miles": 12}, ctx=ctx)
+    near = {(c["city"], c["state"]): c["distance_miles"] for c in newark.data}
+    assert 8 < near[("Newark", "NJ")] < 10 and ("Philadelphia", "PA") not in near
+    unknown = ctx.tools.call("nearby_cities", {"city": "Columbus", "state": "TX"}, ctx=ctx)
+    assert not unknown.ok and "Columbus exists in GA, OH" in unknown.error
+
+
+def test_a_third_party_tool_registers_through_the_same_door(make_ctx, sink) -> None:
+    class EchoArgs(BaseModel):
+        text: str
+
+    class Echo:
+        name = "echo"
+        description = "repeat the text"
+        args_model = EchoArgs
+
+        def run(self, args: EchoArgs, ctx) -> ToolOutput:
+            return ToolOutput(data=args.text, text=args.text.upper(), rows=1)
+
+    registry = ToolRegistry([Echo()])
+    with pytest.raises(UserError, match="already registered"):
+        registry.register(Echo())
+    with pytest.raises(UserError, match="is not a Tool"):
+        registry.register(object())  # type: ignore[arg-type]
+    ctx = make_ctx(tools=registry)
+    assert ctx.tools.call("echo", {"text": "hi"}, ctx=ctx).text == "HI"
+    assert "- echo(text: str): repeat the text" in registry.catalog_text()
+    assert sink.endpoint("tool.echo")[0].output_summary == "HI"
