@@ -212,3 +212,14 @@ def test_semantic_stage_brings_close_lessons_of_another_task_kind(open_store, em
     got = retrieve_lessons(store, emergency, budget_tokens=1000)
     assert got.ids == [baseline]
     assert far not in got.ids
+
+
+def test_use_survives_reopen(open_store, clock) -> None:  # noqa: ANN001
+    store = open_store()
+    ids = seed(store)
+    clock.advance(days=3)
+    retrieve_lessons(store, WELDER, budget_tokens=1000, run_id="run-1", semantic=False)
+    store.close()
+    again = open_store()
+    assert again.get(ids["role"]).last_used_at == clock.now
+    assert again.get(ids["other_client"]).last_used_at is None

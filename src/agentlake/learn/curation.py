@@ -145,8 +145,7 @@ def _add(store: LessonStore, txn: Transaction, delta: Delta) -> AppliedDelta:
             )
         return _confirm(txn, existing, candidate, delta, similarity=1.0)
 
-    peers = [lesson for lesson in txn.lessons.values() if _visible(lesson, candidate)]
-    same_trigger = [lesson for lesson in peers if lesson.match.key() == candidate.match.key()]
+    same_trigger = [lesson for lesson in txn.same_match(candidate) if _visible(lesson, candidate)]
     for peer in same_trigger:
         if peer.key == candidate.key:
             return _confirm(txn, peer, candidate, delta, similarity=1.0)

@@ -1,6 +1,6 @@
 """The heuristic extractor: lessons from ops by rules, no model needed.
 
-Owns reading the op conventions (see ``docs/learning.md``) into lesson drafts:
+Owns reading the op conventions (``docs/learning.md`` has the table) into lesson drafts:
 
 - ``fill.judged`` rejections -> client rules with a machine action, scoped to the client (and
   to the role when the rejection says so, or names the role): ``required_certification`` ->

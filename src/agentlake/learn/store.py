@@ -163,9 +163,19 @@ class Transaction:
         self.events: list[LessonEvent] = []
         self.sql: list[tuple[str, list[Any]]] = []
         self.rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._by_match: dict[tuple[str, ...], set[str]] | None = None
 
     def get(self, lesson_id: str) -> Lesson | None:
         return self.lessons.get(lesson_id)
+
+    def same_match(self, lesson: Lesson) -> list[Lesson]:
+        """Lessons (any status) whose match equals ``lesson``'s; indexed, so curation of a
+        large batch stays linear."""
+        if self._by_match is None:
+            self._by_match = {}
+            for other in self.lessons.values():
+                self._by_match.setdefault(other.match.key(), set()).add(other.id)
+        return [self.lessons[i] for i in sorted(self._by_match.get(lesson.match.key(), ()))]
 
     def record(
         self,
@@ -193,6 +203,10 @@ class Transaction:
         )
         # Re-validate so a curation bug cannot store an impossible lesson.
         stored = Lesson.model_validate(stored.model_dump())
+        if self._by_match is not None:
+            if previous is not None:
+                self._by_match.get(previous.match.key(), set()).discard(stored.id)
+            self._by_match.setdefault(stored.match.key(), set()).add(stored.id)
         self.lessons[stored.id] = stored
         self.events.append(
             LessonEvent(
@@ -316,7 +330,12 @@ class LessonStore:
 
     def _load(self) -> None:
         try:
-            rows = self._conn.execute("SELECT body, last_used_at FROM lessons").fetchall()
+            # The column is written with each new version; citations since then are newer.
+            rows = self._conn.execute(
+                "SELECT l.body, greatest(l.last_used_at, c.given) FROM lessons l "
+                "LEFT JOIN (SELECT lesson_id, max(given_at) AS given FROM citations GROUP BY lesson_id) c "
+                "ON c.lesson_id = l.id"
+            ).fetchall()
         except duckdb.CatalogException:
             raise UserError(f"{self.path} is not a lesson store (no lessons table)") from None
         for body, last_used in rows:
@@ -624,8 +643,9 @@ class LessonStore:
     ) -> None:
         """Record lessons given to (``used=False``) or used by (``used=True``) a run.
 
-        Given lessons get their ``last_used_at`` set (so they do not decay). Unknown ids raise
-        ``NotFoundError`` and nothing is written.
+        Given lessons get their ``last_used_at`` set (so they do not decay; on reopen it is
+        read back from the citations). Unknown ids raise ``NotFoundError`` and nothing is
+        written.
         """
         if not run_id:
             raise UserError("record_citation needs a run_id")
@@ -650,7 +670,6 @@ class LessonStore:
                     "agent_id = coalesce(excluded.agent_id, citations.agent_id), "
                     "sig_hash = coalesce(excluded.sig_hash, citations.sig_hash)",
                 )
-            txn.execute("UPDATE lessons SET last_used_at = ? WHERE id = ANY(?)", [at, ids])
         with self._lock:
             for lesson_id in ids:
                 lesson = self._lessons[lesson_id]
