@@ -61,7 +61,12 @@ def test_ingest_sql_and_datasets_round_trip(items: Path, capsys: pytest.CaptureF
     code, out, _ = run(capsys, "datasets", "--format", "json")
     assert [(d["name"], d["row_count"], d["key"]) for d in json.loads(out)] == [("items", 3, "id")]
     code, out, _ = run(capsys, "datasets", "show", "items")
-    assert code == 0 and "ingest history" in out and "more.jsonl" in out
+    assert code == 0 and "ingest history" in out and "schema" in out
+    code, out, _ = run(capsys, "datasets", "show", "items", "--format", "json")
+    history = json.loads(out)["history"]
+    assert [h["mode"] for h in history] == ["append", "append"] and history[-1]["source"].endswith(
+        "more.jsonl"
+    )
 
 
 def test_upsert_replace_and_evolve_through_the_cli(items: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -130,7 +130,8 @@ def _sniff_delimiter(header_line: str, suffix: str) -> str:
 
 
 def _read_csv(reader: duckdb.DuckDBPyConnection, path: Path, types: dict[str, str]) -> pa.Table:
-    with path.open(encoding="utf-8", errors="replace", newline="") as handle:
+    # utf-8-sig: a byte-order mark must not become part of the first column's name.
+    with path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
         first = handle.readline()
     delim = _sniff_delimiter(first, path.suffix.lower())
     header = next(csv.reader([first], delimiter=delim), [])
