@@ -1,0 +1,222 @@
+"""The gateway as users run it: `agentlake serve` in a real uvicorn subprocess, and MCP through the
+official client library over streamable HTTP (against that server) and over stdio (`agentlake mcp`)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+pytestmark = pytest.mark.slow
+
+KEYS = "srv-read-key-1:read,srv-write-key-1:write"
+AGENTLAKE = str(Path(sys.executable).with_name("agentlake"))
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _env(data_dir: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTLAKE_")}
+    return (
+        env
+        | {"AGENTLAKE_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1", "OLLAMA_HOST": "http://127.0.0.1:9"}
+        | extra
+    )
+
+
+@pytest.fixture
+def server(data_dir: Path, tmp_path: Path) -> Iterator[str]:
+    """`agentlake serve` on a free loopback port, with keys; yields its base URL."""
+    port = _free_port()
+    log = (tmp_path / "serve.log").open("w")
+    process = subprocess.Popen(
+        [AGENTLAKE, "serve", "--port", str(port), "--log-level", "warning"],
+        env=_env(data_dir, AGENTLAKE_API_KEYS=KEYS),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"the server did not start:\n{(tmp_path / 'serve.log').read_text()}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+def test_served_gateway_authenticates_and_answers(server: str) -> None:
+    assert httpx.get(f"{server}/health").json()["auth"] is True
+    assert httpx.get(f"{server}/worker/1").status_code == 401
+    read = {"X-API-Key": "srv-read-key-1"}
+    worker = httpx.get(f"{server}/worker/1", headers=read).json()
+    assert worker["worker_id"] == 1
+    forbidden = httpx.post(
+        f"{server}/log",
+        headers=read,
+        json={"kind": "outcome", "run_id": "r", "task": {"task_kind": "fill"}, "success": True},
+    )
+    assert forbidden.status_code == 403 and forbidden.json()["error"]["type"] == "forbidden"
+    spec = httpx.get(f"{server}/openapi.json", headers=read).json()
+    assert {
+        "/sql",
+        "/search",
+        "/match",
+        "/worker/{worker_id}",
+        "/ask",
+        "/log",
+        "/playbooks",
+        "/profile/{worker_id}",
+        "/models",
+        "/health",
+        "/tools",
+        "/tools/{name}/call",
+    } <= set(spec["paths"])
+
+
+def test_serve_on_a_taken_port_says_so(data_dir: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [AGENTLAKE, "serve", "--port", str(port)],
+            env=_env(data_dir),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 2
+    assert "--port" in result.stderr
+
+
+async def _mcp_session(url: str, key: str, scenario: Any) -> Any:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx2.AsyncClient(headers={"X-API-Key": key}, timeout=60) as http:
+        async with Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+            return await scenario(client)
+
+
+def test_mcp_over_http_lists_and_calls_tools_with_key_scopes(server: str) -> None:
+    async def read_side(client: Any) -> Any:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        sql = await client.call_tool("sql", {"query": "SELECT count(*) AS n FROM workers"})
+        profile = await client.call_tool("worker_profile", {"worker_id": 2})
+        denied = await client.call_tool(
+            "log_outcome", {"run_id": "r1", "task": {"task_kind": "fill"}, "success": True}
+        )
+        return names, sql, profile, denied
+
+    names, sql, profile, denied = anyio.run(_mcp_session, server, "srv-read-key-1", read_side)
+    assert {
+        "sql",
+        "get_worker",
+        "hybrid_search",
+        "search",
+        "match",
+        "worker_profile",
+        "ask",
+        "lessons",
+        "log_outcome",
+        "propose_lesson",
+        "models",
+    } <= names
+    assert not sql.is_error and sql.structured_content["data"] == [{"n": 600}]
+    assert not profile.is_error and profile.structured_content["worker"]["worker_id"] == 2
+    assert denied.is_error and "scope 'write'" in denied.content[0].text
+
+    async def write_side(client: Any) -> Any:
+        return await client.call_tool(
+            "log_outcome", {"run_id": "r1", "task": {"task_kind": "fill"}, "success": True}
+        )
+
+    written = anyio.run(_mcp_session, server, "srv-write-key-1", write_side)
+    assert not written.is_error and written.structured_content["run_id"] == "r1"
+
+
+def test_mcp_over_http_needs_a_key(server: str) -> None:
+    response = httpx.post(
+        f"{server}/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"Accept": "application/json, text/event-stream"},
+    )
+    assert response.status_code == 401 and response.json()["error"]["type"] == "unauthorized"
+
+
+def test_mcp_over_stdio(data_dir: Path) -> None:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    params = StdioServerParameters(command=AGENTLAKE, args=["mcp"], env=_env(data_dir))
+
+    async def scenario() -> Any:
+        async with Client(params) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            worker = await client.call_tool("get_worker", {"worker_id": 5})
+            refused = await client.call_tool("sql", {"query": "DROP TABLE workers"})
+            proposed = await client.call_tool(
+                "propose_lesson",
+                {
+                    "lesson": {
+                        "trigger": "Forklift fills in Ohio",
+                        "action": "require a forklift certification",
+                        "match": {"role": "Forklift Operator", "state": "OH"},
+                    }
+                },
+            )
+            resources = [str(r.uri) for r in (await client.list_resources()).resources]
+            listing = await client.read_resource("agentlake://lessons")
+            lesson_id = proposed.structured_content["lesson_id"]
+            detail = await client.read_resource(f"agentlake://lessons/{lesson_id}")
+            return names, worker, refused, proposed, resources, listing, detail
+
+    names, worker, refused, proposed, resources, listing, detail = anyio.run(scenario)
+    assert {"sql", "get_worker", "worker_profile", "ask", "lessons"} <= names
+    assert not worker.is_error and "worker_id=5" in worker.content[0].text
+    assert refused.is_error and "DROP" in refused.content[0].text
+    assert not proposed.is_error and proposed.structured_content["outcome"] == "added"
+    assert resources == ["agentlake://lessons"]
+    import json
+
+    assert [lesson["trigger"] for lesson in json.loads(listing.contents[0].text)] == [
+        "Forklift fills in Ohio"
+    ]
+    assert json.loads(detail.contents[0].text)["history"][0]["kind"] == "add"
+
+    # Every MCP call was observed with source "mcp" in the data dir's store.
+    from agentlake.observe import OpStore
+
+    store = OpStore(data_dir / "observe.duckdb", read_only=True)
+    try:
+        endpoints = [op.endpoint for op in store.query(source="mcp", limit=50)]
+    finally:
+        store.close()
+    assert {"mcp.get_worker", "mcp.sql", "mcp.propose_lesson"} <= set(endpoints)
