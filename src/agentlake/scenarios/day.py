@@ -14,6 +14,7 @@ and handed back with the results; the parent records them in the observer, its o
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 import time
@@ -35,7 +36,7 @@ from agentlake.scenarios.scenario import DEFAULT_SHIFT_HOURS, Client, Event, Sce
 from agentlake.settings import Settings
 
 if TYPE_CHECKING:
-    from agentlake.agents import FillOrder, TaskOutcome
+    from agentlake.agents import FillOrder, ScheduleBook, TaskOutcome
     from agentlake.lake import Lake
     from agentlake.observe import Observer
 
@@ -62,10 +63,14 @@ class DayTask(BaseModel):
 
 
 class DayResult(BaseModel):
-    """A finished day: one result per event and every op recorded while it ran."""
+    """A finished day: one result per event, every op recorded while it ran, and the lesson
+    deltas the overseer proposed at the end of the day (applied by the parent, the writer)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     results: list[EventResult]
     ops: list[ObservedOp]
+    overseer_deltas: list[Any] = Field(default_factory=list)
     seconds: float
 
 
@@ -446,6 +451,7 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
             schedule = ScheduleBook(lake)
             ledger = DayLedger()
             results: list[EventResult] = []
+            last_ctx: Any = None
             for event in scenario.events:
                 planned = plan_event(scenario, event, ledger)
                 order = planned.order
@@ -495,11 +501,41 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
                 op = judged_op(task, planned, judgement, outcome, error=error)
                 observer.record(op)
                 results.append(_event_result(task, planned, judgement, outcome, error, op.id))
+                last_ctx = ctx
+            deltas = _overseer_end_of_day(task, schedule, last_ctx) if task.profile.overseer else []
             ops = list(sink.ops)
     finally:
         if own_lake:
             lake.close()
-    return DayResult(results=results, ops=ops, seconds=round(time.perf_counter() - started, 3))
+    return DayResult(
+        results=results, ops=ops, overseer_deltas=deltas, seconds=round(time.perf_counter() - started, 3)
+    )
+
+
+class _DeltaCollector:
+    """Stands in for the lesson store at the end of the day: the overseer's proposals are kept
+    and shipped to the parent, which applies them to the staffer's real store after the batch
+    (the day only has a private snapshot)."""
+
+    def __init__(self) -> None:
+        self.deltas: list[Any] = []
+
+    def propose(self, deltas: Sequence[Any]) -> list[Any]:
+        self.deltas.extend(deltas)
+        return []
+
+
+def _overseer_end_of_day(task: DayTask, schedule: ScheduleBook, ctx: Any) -> list[Any]:
+    """Cross-day lesson deltas from the day's overseer; only kept for a learning staffer."""
+    if not task.profile.learning:
+        return []
+    import dataclasses
+
+    from agentlake.agents import Overseer
+
+    collector = _DeltaCollector()
+    Overseer.for_day(schedule).end_of_day(dataclasses.replace(ctx, lessons=collector))
+    return collector.deltas
 
 
 def _attempt(policy: Any, order: FillOrder, ctx: Any) -> tuple[TaskOutcome | None, str | None]:
@@ -518,9 +554,6 @@ def _event_result(
     op_id: str,
 ) -> EventResult:
     order = planned.order
-    caught = 0
-    if outcome is not None:
-        caught = sum(r.rule == "double_booked" for r in outcome.verification.rejections)
     return EventResult(
         run_id=task.run_id,
         staffer=task.profile.staffer,
@@ -553,8 +586,31 @@ def _event_result(
         rescue_attempted=bool(outcome and outcome.rescue_attempted),
         rescue_succeeded=bool(outcome and outcome.rescue_succeeded),
         buffer=len(outcome.candidates) if outcome else 0,
-        double_bookings_caught=caught,
+        double_bookings_caught=_caught_double_bookings(outcome),
         double_bookings_submitted=judgement.rules_broken().get("double_booked", 0),
+        concerns=[c.message for c in outcome.concerns] if outcome else [],
+        shift_start=order.shift_start,
+        shift_end=order.shift_end,
         op_id=op_id,
         sig_hash=order.signature().sig_hash(),
     )
+
+
+_DOUBLE_BOOKED = re.compile(r"(\d+) \(double_booked\)")
+
+
+def _caught_double_bookings(outcome: TaskOutcome | None) -> int:
+    """Workers the staffer's own checks found double-booked before submitting.
+
+    Read from the transcript's verification steps (the rules policy verifies its candidates,
+    the LLM policy each proposal) and the overseer's double-booking concerns.
+    """
+    if outcome is None:
+        return 0
+    caught: set[int] = set()
+    for record in outcome.transcript:
+        caught.update(int(w) for w in _DOUBLE_BOOKED.findall(record.detail))
+    for concern in outcome.concerns:
+        if concern.kind == "double_booking":
+            caught.update(concern.worker_ids)
+    return len(caught)

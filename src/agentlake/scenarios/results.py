@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,8 @@ class EventResult(BaseModel):
     )
     double_bookings_submitted: int = Field(0, description="Double-booked workers the client had to refuse.")
     concerns: list[str] = Field(default_factory=list, description="The overseer's concerns about this event.")
+    shift_start: datetime | None = None
+    shift_end: datetime | None = None
     op_id: str | None = None
     sig_hash: str | None = None
 

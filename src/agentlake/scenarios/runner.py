@@ -179,7 +179,7 @@ class RunPlan(BaseModel):
 
 
 def prepare_run(
-    scenarios: Sequence[str | Path] | Sequence[Scenario] | str = BUILTIN,
+    scenarios: Sequence[str | Path] | Sequence[Scenario] | str | Path = BUILTIN,
     staffers: Sequence[str | StafferProfile] | str = DEFAULT_STAFFERS,
     *,
     batches: int = 3,
@@ -210,7 +210,7 @@ def prepare_run(
         raise UserError(
             "workers open the lake read-only: close the read-write Lake first, or use backend inline"
         )
-    if isinstance(scenarios, str) or not all(isinstance(s, Scenario) for s in scenarios):
+    if isinstance(scenarios, (str, Path)) or not all(isinstance(s, Scenario) for s in scenarios):
         loaded = load_scenarios(scenarios)  # type: ignore[arg-type]
     else:
         loaded = list(scenarios)  # type: ignore[arg-type]
@@ -233,7 +233,7 @@ def prepare_run(
 
 
 def run_scenarios(
-    scenarios: Sequence[str | Path] | Sequence[Scenario] | str = BUILTIN,
+    scenarios: Sequence[str | Path] | Sequence[Scenario] | str | Path = BUILTIN,
     staffers: Sequence[str | StafferProfile] | str = DEFAULT_STAFFERS,
     *,
     batches: int = 3,
@@ -481,6 +481,9 @@ def learn_between_batches(
             )
             record_outcome(store, run, task, r.success, score=r.filled / r.requested if r.requested else 0.0)
         applied = learn_from_ops(store, ops, settings=settings)
+        overseer = [delta for d in days for delta in d.overseer_deltas]
+        if overseer:
+            applied += store.propose(overseer)
         reports = measure_effects(store)
         counts: dict[str, int] = defaultdict(int)
         for lesson in store.list():
