@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import duckdb
 import pytest
 
 from agentlake.errors import NotFoundError, UserError
@@ -269,18 +268,10 @@ def test_final_schema(store: LessonStore) -> None:
     assert [name for (name,) in store.query("SELECT name FROM _migrations")] == [m.name for m in MIGRATIONS]
 
 
-def test_a_second_writer_process_gets_a_clear_error(store: LessonStore, tmp_path) -> None:  # noqa: ANN001
+def test_a_second_writer_process_gets_a_clear_error(store: LessonStore) -> None:
     import subprocess
     import sys
 
-    code = (
-        "import duckdb,sys\n"
-        "try:\n duckdb.connect(sys.argv[1])\nexcept duckdb.Error as e:\n print('LOCKED' if 'lock' in str(e).lower() else e)\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code, str(store.path)], capture_output=True, text=True, timeout=60
-    )
-    assert "LOCKED" in out.stdout
     probe = (
         "import sys\nfrom pathlib import Path\nfrom agentlake.learn import LessonStore\nfrom agentlake.errors import UserError\n"
         "try:\n LessonStore.open(path=Path(sys.argv[1]), embedder=False)\nexcept UserError as e:\n print(e.message)\n"
@@ -289,4 +280,3 @@ def test_a_second_writer_process_gets_a_clear_error(store: LessonStore, tmp_path
         [sys.executable, "-c", probe, str(store.path)], capture_output=True, text=True, timeout=60
     )
     assert "open in another process" in out.stdout, out.stderr
-    assert isinstance(duckdb.__version__, str)

@@ -91,8 +91,9 @@ def rank_lessons(
     statuses = ("active", "pending") if include_pending else ("active",)
     pool = [
         lesson
-        for lesson in store.list(status=list(statuses))
-        if (project_id is None or lesson.scope == "global" or lesson.project_id == project_id)
+        for lesson in store.retrievable(task.client_id)
+        if lesson.status in statuses
+        and (project_id is None or lesson.scope == "global" or lesson.project_id == project_id)
         and _agrees(lesson, task, HARD_FIELDS)
     ]
     ordered: list[Lesson] = []

@@ -256,6 +256,7 @@ class LessonStore:
         self._lock = threading.RLock()
         self._lessons: dict[str, Lesson] = {}
         self._vectors: dict[str, np.ndarray] = {}  # text -> unit vector
+        self._pool: dict[str | None, list[str]] | None = None  # client (folded) -> retrievable ids
         self._closed = False
         self._load()
 
@@ -477,6 +478,22 @@ class LessonStore:
             conn.execute("ROLLBACK")
             raise RunError(f"writing {len(txn.events)} lesson event(s) to {self.path} failed: {exc}") from exc
         self._lessons.update(changed)
+        if changed:
+            self._pool = None
+
+    def retrievable(self, client_id: str | None) -> list[Lesson]:
+        """Pending and active lessons for a task of ``client_id``: the client's own and those
+        pinned to no client. Indexed by client so retrieval does not scan every lesson."""
+        with self._lock:
+            if self._pool is None:
+                pool: dict[str | None, list[str]] = {}
+                for lesson in self._lessons.values():
+                    if lesson.status in ("pending", "active"):
+                        client = lesson.match.client_id.casefold() if lesson.match.client_id else None
+                        pool.setdefault(client, []).append(lesson.id)
+                self._pool = pool
+            ids = self._pool.get(None, []) + (self._pool.get(client_id.casefold(), []) if client_id else [])
+            return [self._lessons[lesson_id] for lesson_id in ids]
 
     def propose(self, deltas: Sequence[Delta], *, learned_op_ids: Sequence[str] = ()) -> list[AppliedDelta]:
         """Validate and apply extractor/human deltas by the curation rules; one transaction.
