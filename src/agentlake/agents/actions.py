@@ -8,6 +8,7 @@ proposes; the reviewer critiques). It does not own how actions are obtained (the
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
@@ -126,9 +127,16 @@ def _with_kind(data: Any) -> Any:
 _KINDS = ("plan", "tool_call", "propose_done", "critique")
 
 
+@lru_cache(maxsize=64)
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model.model_json_schema()``, computed once per model: building it costs milliseconds and
+    the loop asks for it every turn. Callers must not mutate the returned dict."""
+    return model.model_json_schema()
+
+
 def action_kinds(output_type: type[RootModel]) -> list[str]:
     """The ``kind`` values an action type accepts, for prompts."""
-    schema = output_type.model_json_schema()
+    schema = json_schema(output_type)
     kinds = []
     for definition in schema.get("$defs", {}).values():
         kind = definition.get("properties", {}).get("kind", {})

@@ -30,6 +30,7 @@ from agentlake.agents.actions import (
     PlanAction,
     ProposeDoneAction,
     ToolCallAction,
+    json_schema,
 )
 from agentlake.agents.lessons import TaskLessons, cite, lessons_for
 from agentlake.agents.outcome import TaskOutcome, TurnRecord, new_run_id, record_task, task_scope
@@ -357,7 +358,7 @@ class LLMPolicy:
                 result = generate_json(
                     model,
                     messages,
-                    output_type.model_json_schema(),
+                    json_schema(output_type),
                     validate=output_type.model_validate,
                     label=f"{agent} action",
                     settings=ctx.settings,

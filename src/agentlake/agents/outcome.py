@@ -124,13 +124,16 @@ def new_run_id() -> str:
 @contextmanager
 def task_scope(order: FillOrder, ctx: RunContext) -> Iterator[None]:
     """Every op recorded inside (tool calls, model calls, the ``task.fill`` op) shares one trace
-    id, the agent id and the order's provenance."""
+    id, the agent id and the order's provenance; the lake's catalog is read once."""
     import secrets
 
+    from agentlake.agents.workforce import catalog_snapshot
     from agentlake.observe import observe_context
 
-    with observe_context(
-        provenance=ctx.order_provenance(order), agent_id=ctx.agent_id, trace_id=secrets.token_hex(16)
+    provenance = ctx.order_provenance(order)
+    with (
+        catalog_snapshot(),
+        observe_context(provenance=provenance, agent_id=ctx.agent_id, trace_id=secrets.token_hex(16)),
     ):
         yield
 

@@ -95,7 +95,9 @@ class ScheduleBook:
             return
         loaded: dict[int, list[Booking]] = {w: [] for w in todo}
         if self._placements_exist():
-            from agentlake.agents.workforce import client_label
+            from agentlake.agents.workforce import client_labels
+
+            labels = client_labels(self.lake)
 
             table = self.lake.read_arrow(
                 "SELECT worker_id, client_id, shift_start, shift_end FROM placements "
@@ -104,7 +106,8 @@ class ScheduleBook:
                 [todo],
             )
             for row in table.to_pylist():
-                slug, name = client_label(self.lake, row["client_id"])
+                client = row["client_id"]
+                slug, name = labels.get(client, (None if client is None else str(client), None))
                 loaded[int(row["worker_id"])].append(
                     Booking(
                         worker_id=int(row["worker_id"]),

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agentlake.agents import render
+from agentlake.agents.actions import json_schema
 from agentlake.errors import AgentlakeError, UserError
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ class ToolRegistry:
             {
                 "name": tool.name,
                 "description": tool.description,
-                "parameters": tool.args_model.model_json_schema(),
+                "parameters": json_schema(tool.args_model),
             }
             for tool in self._tools.values()
         ]
@@ -125,14 +126,7 @@ class ToolRegistry:
         for schema in self.schemas():
             lines.append(f"- {schema['name']}({_signature(schema['parameters'])}): {schema['description']}")
         if lake is not None:
-            known = {info.name: info for info in lake.datasets()}
-            shown = [name for name in CATALOG_DATASETS if name in known]
-            if shown:
-                lines.append("Datasets (SQL tables) and their columns:")
-                for name in shown:
-                    info = known[name]
-                    columns = ", ".join(f"{col} {typ.lower()}" for col, typ in info.columns)
-                    lines.append(f"- {name} ({info.row_count} rows): {columns}")
+            lines += datasets_text(lake)
         return "\n".join(lines)
 
     def call(self, name: str, args: dict[str, Any] | None, *, ctx: RunContext) -> ToolResult:
@@ -160,7 +154,7 @@ class ToolRegistry:
                     parsed = tool.args_model.model_validate(args)
                 except ValidationError as exc:
                     raise UserError(
-                        f"bad arguments for {name}: {_validation_text(exc)}; expected ({_signature(tool.args_model.model_json_schema())})"
+                        f"bad arguments for {name}: {_validation_text(exc)}; expected ({_signature(json_schema(tool.args_model))})"
                     ) from None
                 output = tool.run(parsed, ctx)
             except AgentlakeError as exc:
@@ -184,6 +178,30 @@ class ToolRegistry:
             duration_ms=_ms(started),
             op_id=op.id,
         )
+
+
+_datasets_cache: dict[tuple[str, tuple], list[str]] = {}
+
+
+def datasets_text(lake: Lake) -> list[str]:
+    """Lines naming the workforce datasets in ``lake`` with their row counts and real columns.
+
+    Cached per lake file and catalog version: ``Lake.datasets()`` counts rows and reads the
+    ingest history, too slow to repeat on every task.
+    """
+    from agentlake.agents.workforce import dataset_versions
+
+    versions = dataset_versions(lake)
+    key = (str(lake.path), tuple(sorted((n, str(versions[n])) for n in CATALOG_DATASETS if n in versions)))
+    if key not in _datasets_cache:
+        known = {info.name: info for info in lake.datasets() if info.name in CATALOG_DATASETS}
+        lines = ["Datasets (SQL tables) and their columns:"] if known else []
+        for name in CATALOG_DATASETS:
+            if name in known:
+                columns = ", ".join(f"{col} {typ.lower()}" for col, typ in known[name].columns)
+                lines.append(f"- {name} ({known[name].row_count} rows): {columns}")
+        _datasets_cache[key] = lines
+    return list(_datasets_cache[key])
 
 
 def _ms(started: float) -> float:
@@ -357,6 +375,7 @@ class ScheduleConflicts:
 
     def run(self, args: ScheduleConflictsArgs, ctx: RunContext) -> ToolOutput:
         lines, data = [], {}
+        ctx.schedule.prefetch(args.worker_ids)
         for worker_id in dict.fromkeys(args.worker_ids):
             clashes = ctx.schedule.conflicts(worker_id, args.start, args.end)
             if clashes:

@@ -14,9 +14,11 @@ shift_end, status); clients(id, name).
 
 from __future__ import annotations
 
+import contextvars
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -96,20 +98,46 @@ def missing_certifications(value: Any, required: Sequence[str]) -> list[str]:
 # --- reads ----------------------------------------------------------------------------------
 
 
+_snapshot: contextvars.ContextVar[dict[str, dict[str, object]] | None] = contextvars.ContextVar(
+    "agentlake_agents_catalog_snapshot", default=None
+)
+
+
+@contextmanager
+def catalog_snapshot() -> Iterator[None]:
+    """Inside, ``dataset_versions`` asks each lake once: a task sees one catalog version.
+
+    The versions only key caches (cities, clients, the catalog text); a write to the lake
+    during a task shows up in the next task.
+    """
+    token = _snapshot.set({})
+    try:
+        yield
+    finally:
+        _snapshot.reset(token)
+
+
 def dataset_versions(lake: Lake) -> dict[str, object]:
     """Dataset name -> a value that changes whenever the dataset is written (one cheap query).
 
     Reads the lake's ``_catalog`` (name, updated_at) rather than ``Lake.datasets()``, which
     counts rows and loads histories: this runs several times per task.
     """
+    snapshot = _snapshot.get()
+    if snapshot is not None:
+        key = str(lake.path)
+        if key not in snapshot:
+            snapshot[key] = _query_versions(lake)
+        return snapshot[key]
+    return _query_versions(lake)
+
+
+def _query_versions(lake: Lake) -> dict[str, object]:
     import duckdb
 
     with lake.cursor() as cur:
         try:
-            rows = cur.execute(
-                "SELECT c.name, c.updated_at FROM _catalog c JOIN duckdb_tables() t "
-                "ON t.schema_name = 'main' AND t.table_name = c.name"
-            ).fetchall()
+            rows = cur.execute("SELECT name, updated_at FROM _catalog").fetchall()
         except duckdb.CatalogException:  # a lake file without a catalog has no datasets
             return {}
     return {str(name): updated for name, updated in rows}
@@ -136,24 +164,38 @@ def worker_cities(lake: Lake) -> list[Place]:
     ]
 
 
-def _require_workers(lake: Lake) -> None:
-    if not has_dataset(lake, "workers"):
-        raise UserError(
-            "the lake has no workers dataset: run `agentlake data generate` or ingest one with key worker_id"
-        )
+NO_WORKERS = "the lake has no workers dataset: run `agentlake data generate` or ingest one with key worker_id"
+
+
+def _read(lake: Lake, sql: str, params: list | dict) -> Any:
+    """A trusted read as Arrow; a missing table becomes the ``UserError`` saying how to create it.
+
+    Checking for the table first would cost a catalog query on every call; asking forgiveness
+    costs nothing on the normal path.
+    """
+    import duckdb
+
+    with lake.cursor() as cur:
+        try:
+            return cur.sql(sql, params=params).to_arrow_table()
+        except duckdb.CatalogException as exc:
+            if "workers" in str(exc):
+                raise UserError(NO_WORKERS) from None
+            raise UserError(
+                f"the lake is missing a table the agents need: {str(exc).splitlines()[0]}"
+            ) from None
 
 
 def fetch_workers(
     lake: Lake, worker_ids: Sequence[int], columns: Sequence[str] | None = None
 ) -> dict[int, dict[str, Any]]:
     """Rows of ``workers`` by id (unknown ids are absent). ``columns`` default: all."""
-    _require_workers(lake)
     ids = sorted({int(w) for w in worker_ids})
     if not ids:
         return {}
     select = "*" if columns is None else ", ".join(dict.fromkeys(["worker_id", *columns]))
-    table = lake.read_arrow(
-        f"SELECT {select} FROM workers WHERE worker_id IN (SELECT unnest(?::BIGINT[]))", [ids]
+    table = _read(
+        lake, f"SELECT {select} FROM workers WHERE worker_id IN (SELECT unnest(?::BIGINT[]))", [ids]
     )
     return {int(row["worker_id"]): row for row in table.to_pylist()}
 
@@ -188,27 +230,9 @@ def resolve_client(lake: Lake, client_id: str | None) -> tuple[int, str] | None:
     return _clients(lake).get(str(client_id).strip().lower())
 
 
-def client_label(lake: Lake, lake_client_id: int | None) -> tuple[str | None, str | None]:
-    """(slug, name) of a lake client id, for bookings; (str(id), None) if it is not in clients."""
-    if lake_client_id is None:
-        return None, None
-    entry = _clients(lake).get(str(lake_client_id))
-    if entry is None:
-        return str(lake_client_id), None
-    return slugify(entry[1]), entry[1]
-
-
-def prior_no_shows(lake: Lake, lake_client_id: int, worker_ids: Sequence[int]) -> set[int]:
-    """Workers among ``worker_ids`` with a no-show at this client in ``placements``."""
-    ids = sorted({int(w) for w in worker_ids})
-    if not ids or not has_dataset(lake, "placements"):
-        return set()
-    table = lake.read_arrow(
-        "SELECT DISTINCT worker_id FROM placements WHERE status = 'no_show' AND client_id = ? "
-        "AND worker_id IN (SELECT unnest(?::BIGINT[]))",
-        [lake_client_id, ids],
-    )
-    return {int(w) for w in table.column("worker_id").to_pylist()}
+def client_labels(lake: Lake) -> dict[int, tuple[str, str]]:
+    """Lake client id -> (slug, name), for labelling bookings (one lookup per batch, not per row)."""
+    return {entry[0]: (slugify(entry[1]), entry[1]) for key, entry in _clients(lake).items() if key.isdigit()}
 
 
 # --- candidate search -------------------------------------------------------------------------
@@ -295,21 +319,19 @@ def find_candidates(lake: Lake, query: CandidateQuery) -> list[dict[str, Any]]:
     Each row carries the worker's columns plus ``distance_miles`` (rounded to 0.1). Raises
     ``UserError`` for an unknown city, an unknown score name or a refused ``extra_where``.
     """
-    _require_workers(lake)
     if query.exclude_no_show_client is not None and not has_dataset(lake, "placements"):
         query = CandidateQuery(**{**query.__dict__, "exclude_no_show_client": None})
     origin = gazetteer(lake).resolve(query.city, query.state)
     sql, params = candidate_sql(query, origin)
-    with lake.cursor() as cur:
-        import duckdb
+    import duckdb
 
-        try:
-            table = cur.sql(sql, params=params).to_arrow_table()
-        except duckdb.Error as exc:
-            # The only user-written part is a lesson's extra_where: name it.
-            raise UserError(
-                f"candidate search failed: {str(exc).splitlines()[0]} (extra_where: {query.extra_where!r})"
-            ) from None
+    try:
+        table = _read(lake, sql, params)
+    except duckdb.Error as exc:
+        # The only user-written part is a lesson's extra_where: name it.
+        raise UserError(
+            f"candidate search failed: {str(exc).splitlines()[0]} (extra_where: {query.extra_where!r})"
+        ) from None
     rows = []
     for row in table.to_pylist():
         if query.requirements and missing_certifications(row.get("certifications"), query.requirements):
