@@ -54,14 +54,27 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used (Linux /proc), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _event(event_id: str) -> bytes:
     return json.dumps({**EVENT, "id": event_id}, separators=(",", ":")).encode()
 
 
 class Load:
-    """C keep-alive connections sending requests built by ``make(conn, n)`` for ``seconds``."""
+    """C keep-alive connections sending requests built by ``make(conn, n)`` for ``seconds``.
 
-    def __init__(self, port: int, path: str, method: str, make, events_per_request: int) -> None:
+    Besides wall-clock rates it records the CPU time the SERVER process spent: on a machine
+    shared with other work, CPU-microseconds per event is the figure that does not depend on
+    how much of the machine the benchmark happened to get."""
+
+    def __init__(
+        self, port: int, path: str, method: str, make, events_per_request: int, server_pid: int
+    ) -> None:
+        self.server_pid = server_pid
         self.port, self.path, self.method, self.make = port, path, method, make
         self.events_per_request = events_per_request
         self.latencies: list[float] = []
@@ -100,9 +113,17 @@ class Load:
             await asyncio.gather(*(self._conn(c, until) for c in range(connections)))
             return time.perf_counter() - start
 
+        cpu_before, client_before = _cpu_seconds(self.server_pid), time.process_time()
         elapsed = asyncio.run(main())
+        server_cpu, client_cpu = (
+            _cpu_seconds(self.server_pid) - cpu_before,
+            time.process_time() - client_before,
+        )
         lat = sorted(self.latencies)
+        units = self.events or len(lat)
         return {
+            "server_cpu_us": 1e6 * server_cpu / units if units else float("nan"),
+            "client_cpu_us": 1e6 * client_cpu / units if units else float("nan"),
             "events_per_s": self.events / elapsed,
             "requests_per_s": len(lat) / elapsed,
             "p50_ms": 1000 * lat[len(lat) // 2] if lat else float("nan"),
@@ -117,13 +138,18 @@ def _in_process(batch: int, seconds: float) -> dict[str, float]:
 
     with tempfile.TemporaryDirectory() as tmp, OpStore(Path(tmp) / "bench.duckdb") as store:
         events = 0
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         n = 0
         while time.perf_counter() - start < seconds:
             n += 1
             ops = [ObservedOp(**{**EVENT, "id": f"ip-{n}-{k}"}) for k in range(batch)]
             events += len(store.append(ops))
-        return {"events_per_s": events / (time.perf_counter() - start), "events": events}
+        cpu = time.process_time() - cpu_start
+        return {
+            "events_per_s": events / (time.perf_counter() - start),
+            "events": events,
+            "server_cpu_us": 1e6 * cpu / events,
+        }
 
 
 def main() -> None:
@@ -136,6 +162,7 @@ def main() -> None:
     parser.add_argument("--batch-connections", type=int, default=4, help="Connections for batched POSTs.")
     args = parser.parse_args()
 
+    load_before = f"{os.getloadavg()[0]:.2f}"
     data_dir = Path(tempfile.mkdtemp(prefix="bench-observe-"))
     port = _free_port()
     exe = shutil.which("agentlake", path=str(Path(sys.executable).parent)) or "agentlake"
@@ -151,22 +178,22 @@ def main() -> None:
             except httpx.TransportError:
                 time.sleep(0.1)
         results: dict[str, dict] = {}
-        results["health floor"] = Load(port, "/health", "GET", lambda c, n: b"", 0).run(
+        results["health floor"] = Load(port, "/health", "GET", lambda c, n: b"", 0, server.pid).run(
             args.concurrency, args.seconds
         )
         results["health floor"]["events_per_s"] = results["health floor"]["requests_per_s"]
-        results["single c=1"] = Load(port, "/event", "POST", lambda c, n: _event(f"s1-{c}-{n}"), 1).run(
-            1, args.seconds
-        )
+        results["single c=1"] = Load(
+            port, "/event", "POST", lambda c, n: _event(f"s1-{c}-{n}"), 1, server.pid
+        ).run(1, args.seconds)
         results[f"single c={args.concurrency}"] = Load(
-            port, "/event", "POST", lambda c, n: _event(f"sc-{c}-{n}"), 1
+            port, "/event", "POST", lambda c, n: _event(f"sc-{c}-{n}"), 1, server.pid
         ).run(args.concurrency, args.seconds)
 
         def batch_body(c: int, n: int) -> bytes:
             return b"[" + b",".join(_event(f"b-{c}-{n}-{k}") for k in range(args.batch)) + b"]"
 
         results[f"batched {args.batch}/req x{args.batch_connections}"] = Load(
-            port, "/events", "POST", batch_body, args.batch
+            port, "/events", "POST", batch_body, args.batch, server.pid
         ).run(args.batch_connections, args.seconds)
         stored = httpx.get(f"http://127.0.0.1:{port}/stats", timeout=30).json()["total"]
     finally:
@@ -178,10 +205,14 @@ def main() -> None:
     )
 
     single_one = results["single c=1"]["events_per_s"]
-    print(f"{'measurement':<28}{'events/s':>12}{'p50 ms':>10}{'p99 ms':>10}{'x single c=1':>14}  errors")
+    print(f"load average before/after: {load_before} / {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    print(
+        f"{'measurement':<28}{'events/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'x c=1':>8}{'srv cpu us/ev':>15}{'=> ev/cpu-s':>13}  errors"
+    )
     for name, r in results.items():
-        print(f"{name:<28}{r['events_per_s']:>12,.0f}{r.get('p50_ms', float('nan')):>10.1f}{r.get('p99_ms', float('nan')):>10.1f}"
-              f"{r['events_per_s'] / single_one:>14.1f}  {r.get('errors', {})}")  # fmt: skip
+        cpu = r.get("server_cpu_us", float("nan"))
+        print(f"{name:<28}{r['events_per_s']:>10,.0f}{r.get('p50_ms', float('nan')):>9.1f}{r.get('p99_ms', float('nan')):>9.1f}"
+              f"{r['events_per_s'] / single_one:>8.1f}{cpu:>15.1f}{1e6 / cpu:>13,.0f}  {r.get('errors', {})}")  # fmt: skip
     print(
         f"acknowledged {acknowledged:,} events; stored in the file: {stored:,} ({'all durable' if stored == acknowledged else 'MISMATCH'})"
     )
