@@ -65,18 +65,26 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No per-day progress lines."),
 ) -> None:
     """Run scenario days with staffers in batches, learn between batches, write results, leaderboard and report."""
+    from agentlake.cli.leaderboard import print_board
     from agentlake.cli.output import console, render_rows
-    from agentlake.scenarios.metrics import LEADERBOARD_COLUMNS, leaderboard, leaderboard_rows
+    from agentlake.scenarios.metrics import leaderboard, leaderboard_rows, learning_curve
     from agentlake.scenarios.results import read_results
     from agentlake.scenarios.runner import prepare_run, run_scenarios
 
     options = dict(
-        batches=batches, repeat=repeat, backend=backend.value, ray_address=ray_address, workers=workers
+        batches=batches,
+        repeat=repeat,
+        backend=backend.value,
+        ray_address=ray_address,
+        workers=workers,
+        semantic_lessons=semantic_lessons,
     )
     if check:
-        console.print(
-            "ok: " + prepare_run(_split(scenarios), _split(staffers), **options).describe(), highlight=False
-        )
+        from agentlake.scenarios.feasibility import POOL_COLUMNS, lake_pools, pool_rows
+
+        plan = prepare_run(_split(scenarios), _split(staffers), **options)
+        render_rows(POOL_COLUMNS, pool_rows(lake_pools(plan.scenarios)), title="candidate pools on this lake")
+        console.print("ok: " + plan.describe(), highlight=False, markup=False)
         return
 
     def progress(p) -> None:  # noqa: ANN001 - a runner.Progress
@@ -84,19 +92,18 @@ def run(
             f"batch {p.batch}/{p.batches} [{p.done}/{p.total}] {p.staffer} {p.scenario} r{p.repetition}: "
             f"{p.filled}/{p.requested} filled ({p.seconds:.1f} s)",
             highlight=False,
+            markup=False,
         )
 
     summary = run_scenarios(
         _split(scenarios), _split(staffers), run_id=run_id, on_progress=None if quiet else progress, **options
     )
-    render_rows(
-        LEADERBOARD_COLUMNS,
-        leaderboard_rows(leaderboard(read_results(summary.run_dir))),
-        title=f"run {summary.run_id}",
-    )
+    results = read_results(summary.run_dir)
+    print_board(leaderboard_rows(leaderboard(results), learning_curve(results)), f"run {summary.run_id}")
     console.print(
         f"{summary.results} judged events in {summary.seconds:.1f} s\nresults: {summary.run_dir}\nreport:  {summary.report}",
         highlight=False,
+        markup=False,
     )
 
 

@@ -250,42 +250,44 @@ def leaderboard_document(results: Sequence[EventResult], *, run_id: str | None =
 
 
 LEADERBOARD_COLUMNS = [
-    "rank",
+    "#",
     "staffer",
     "score",
-    "fill rate",
-    "first batch",
-    "last batch",
-    "gain pts",
+    "fill",
+    "by batch",
     "pass^k",
-    "precision",
-    "citations/run",
-    "turns/event",
-    "tokens/event",
+    "prec",
+    "cites/run",
+    "turns/ev",
+    "tokens/ev",
     "cost $",
-    "latency ms",
-    "rescues ok/tried",
-    "dbl-book caught/submitted",
+    "ms/ev",
+    "rescued",
+    "dbl-bk caught/sent",
 ]
 
 
-def leaderboard_rows(rows: Sequence[LeaderboardRow]) -> list[list[Any]]:
-    """Table cells for ``LEADERBOARD_COLUMNS`` (percentages as text, as a person reads them)."""
+def leaderboard_rows(
+    rows: Sequence[LeaderboardRow], curve: dict[str, list[float]] | None = None
+) -> list[list[Any]]:
+    """Table cells for ``LEADERBOARD_COLUMNS`` (percentages as text, as a person reads them).
+
+    ``curve`` (``learning_curve``) fills "by batch" (fill rate per batch); without it, first and last batch.
+    """
     out = []
     for row in rows:
         m = row.metrics
+        points = (curve or {}).get(m.staffer) or [row.first_batch_fill_rate, row.last_batch_fill_rate]
         out.append(
             [
                 row.rank,
                 m.staffer,
                 f"{m.score:.1f}",
                 f"{100 * m.fill_rate:.1f}%",
-                f"{100 * row.first_batch_fill_rate:.1f}%",
-                f"{100 * row.last_batch_fill_rate:.1f}%",
-                f"{row.gain_points:+.1f}",
-                f"{100 * m.pass_k:.1f}%",
-                f"{100 * m.precision:.1f}%",
-                f"{m.citations_per_run:.2f}",
+                ">".join(f"{100 * v:.0f}" for v in points) + "%",
+                f"{100 * m.pass_k:.0f}%",
+                f"{100 * m.precision:.0f}%",
+                f"{m.citations_per_run:.1f}",
                 f"{m.turns_per_event:.1f}",
                 f"{m.tokens_per_event:.0f}",
                 f"{m.cost_usd:.4f}",
