@@ -350,6 +350,40 @@ def build_index(
     )
 
 
+def ensure_index(
+    lake: Lake,
+    dataset: str,
+    column: str,
+    *,
+    key: str | None = None,
+    embedder: Embedder | None = None,
+    progress: bool = False,
+) -> BuildResult | None:
+    """Build ``dataset``'s index unless a fresh one over ``column`` already exists.
+
+    Fresh means: same text column and embedder, and no ingest into the dataset since the
+    build (the check a search makes). Returns the build, or None when nothing was needed.
+    """
+    from agentlake.embed import get_embedder
+
+    embedder = embedder or get_embedder(None, lake.settings)
+    current = None
+    with lake.cursor() as cur:
+        if has_table(cur, INDEX_TABLE):
+            row = first_row(cur, f"SELECT {_INFO_COLUMNS} FROM {INDEX_TABLE} WHERE dataset = ?", [dataset])
+            current = _info_from_row(row) if row else None
+        updated = _catalog_updated_at(cur, dataset)
+    if (
+        current is not None
+        and current.text_column.lower() == column.lower()
+        and (key is None or current.key_column.lower() == key.lower())
+        and current.model == embedder.name
+        and current.dataset_updated_at == updated
+    ):
+        return None
+    return build_index(lake, dataset, column, key=key, embedder=embedder, progress=progress)
+
+
 def _store_vectors(
     lake: Lake,
     info: IndexInfo,

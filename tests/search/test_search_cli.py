@@ -1,0 +1,94 @@
+"""The doors: `agentlake index`, `agentlake search` and `agentlake demo`. Bad input exits 2 with one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentlake.cli.main import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_build_then_search_as_json(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "index", "build", "workers", "--column", "resume_text")
+    assert code == 0 and "0 embedded" in out and "from the cache" in out
+
+    code, out, _ = run(
+        capsys,
+        "search",
+        "workers",
+        "forklift operator",
+        "--where",
+        "worker_id <= 100",
+        "-k",
+        "3",
+        "--format",
+        "json",
+    )
+    hits = json.loads(out)
+    assert code == 0 and len(hits) == 3
+    assert all(h["doc_id"] == f"W-{h['key']}" and h["key"] <= 100 and h["sql_verified"] for h in hits)
+
+    code, out, _ = run(capsys, "search", "profiles", "certified welder", "-k", "1")
+    assert code == 0 and "P-1" in out and "Certified welder" in out
+
+
+def test_status_shows_stale_after_an_ingest(
+    data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "index", "status", "--format", "json")
+    assert code == 0 and [s["fresh"] for s in json.loads(out)] == [True, True]
+    extra = tmp_path / "more.csv"
+    extra.write_text("id,bio\n5,Electrician apprentice with conduit bending experience.\n")
+    assert run(capsys, "ingest", str(extra), "--dataset", "profiles")[0] == 0
+    code, out, _ = run(capsys, "index", "status", "profiles")
+    assert code == 0 and "STALE" in out
+    code, _, err = run(capsys, "search", "profiles", "electrician")
+    assert code == 2 and "stale" in err and "agentlake index build profiles" in err
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["search", "workers", "welder", "--where", "1=1; DROP TABLE workers"], "not"),
+        (
+            ["search", "workers", "welder", "--where", "worker_id IN (SELECT 1 FROM read_csv('x'))"],
+            "read_csv",
+        ),
+        (["search", "staff", "welder"], "unknown dataset 'staff'"),
+        (["index", "build", "workers", "--column", "cv"], "no column 'cv'"),
+        (["index", "build", "staff", "--column", "bio"], "unknown dataset"),
+        (["index", "build", "workers", "--column", "resume_text", "--model", "nope"], "SCHEME:MODEL"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(
+    data_dir: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    code, out, err = run(capsys, *args)
+    assert code == 2
+    assert message in err and err.strip().startswith("error:") and len(err.strip().splitlines()) <= 2
+    code, out, _ = run(capsys, "sql", "SELECT count(*) AS n FROM workers", "--format", "json")
+    assert json.loads(out) == [{"n": 300}]
+
+
+@pytest.mark.slow
+def test_demo_generates_indexes_and_answers(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "demo", "--workers", "300", "--seed", "3")
+    assert code == 0, err
+    assert "generated 300 workers" in out and "indexed workers.resume_text" in out
+    assert "agentlake sql" in out and "avg_reliability" in out
+    assert "agentlake search workers" in out and "sql_verified" in out
+    # The second run reuses the data and the index: nothing generated, nothing embedded.
+    code, out, _ = run(capsys, "demo", "--workers", "300", "--seed", "3")
+    assert code == 0 and "generated" not in out and "indexed" not in out and "avg_reliability" in out

@@ -1,0 +1,164 @@
+"""hybrid_search over a real lake and the real MiniLM: filter first, then rank; boost; bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agentlake.embed import get_embedder
+from agentlake.errors import NotFoundError, RunError, UserError
+from agentlake.lake import Lake
+from agentlake.lake import search as search_module
+from agentlake.lake.index import build_index
+from agentlake.lake.search import Source, hybrid_search, search_vector
+
+
+def keys_where(lake: Lake, where: str) -> set[int]:
+    return {
+        row[0] for row in lake.query(f"SELECT worker_id FROM workers WHERE {where}", max_rows=100000).rows
+    }
+
+
+def test_filtered_results_all_satisfy_the_filter(lake: Lake) -> None:
+    state = lake.query("SELECT state FROM workers GROUP BY state ORDER BY count(*) DESC LIMIT 1").rows[0][0]
+    where = f"state = '{state}' AND reliability > 0.3"
+    allowed = keys_where(lake, where)
+    sources = hybrid_search(lake, "workers", "reliable warehouse worker", where=where, k=10)
+    assert len(sources) == min(10, len(allowed))
+    assert {s.key for s in sources} <= allowed
+    assert all(s.sql_verified and s.doc_id == f"W-{s.key}" for s in sources)
+    assert [s.score for s in sources] == sorted((s.score for s in sources), reverse=True)
+
+
+def test_a_filter_matching_nothing_returns_nothing(lake: Lake) -> None:
+    assert hybrid_search(lake, "workers", "welder", where="state = 'ZZ'") == []
+
+
+def test_welding_resume_ranks_above_nursing(lake: Lake) -> None:
+    sources = hybrid_search(lake, "profiles", "certified welder", k=4)
+    assert sources[0].key == 1 and sources[0].doc_id == "P-1"
+    assert sources[0].chunk_text.startswith("Certified welder")
+    nurse = next(s for s in sources if s.key == 2)
+    assert sources[0].score > nurse.score
+    assert not any(s.sql_verified for s in sources)  # no filter ran
+
+
+def test_unfiltered_search_finds_a_resume_by_its_own_text(lake: Lake) -> None:
+    key, text = lake.query(
+        "SELECT worker_id, resume_text FROM workers ORDER BY worker_id LIMIT 1 OFFSET 42"
+    ).rows[0]
+    top = hybrid_search(lake, "workers", text, k=3)[0]
+    assert top.key == key and top.chunk_text == text and top.similarity > 0.99
+
+
+def test_ann_and_wide_scan_paths_agree_with_exact(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    embedder = get_embedder()
+    questions = [
+        "forklift driver night shift",
+        "certified nursing assistant",
+        "electrician apprentice",
+        "welder",
+    ]
+    vectors = embedder.embed(questions)
+    exact = [[s.key for s in search_vector(lake, "workers", v, k=10)] for v in vectors]
+    exact_oh = [
+        [s.key for s in search_vector(lake, "workers", v, where="worker_id > 20", k=10)] for v in vectors
+    ]
+
+    # The float16 pass + exact re-rank used for wide filters returns the exact top 10.
+    monkeypatch.setattr(search_module, "EXACT_MAX_ROWS", 16)
+    assert [
+        [s.key for s in search_vector(lake, "workers", v, where="worker_id > 20", k=10)] for v in vectors
+    ] == exact_oh
+
+    # The HNSW graph (normally from 10k rows) returns the exact top 10 here too.
+    result = build_index(lake, "workers", "resume_text", ann=True)
+    assert result.ann and result.embedded == 0
+    assert [[s.key for s in search_vector(lake, "workers", v, k=10)] for v in vectors] == exact
+
+
+def test_boost_hook_reorders_rows(lake: Lake) -> None:
+    plain = hybrid_search(lake, "workers", "welder", k=10)
+    last = plain[-1].key
+    seen: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def favour_last(keys: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        seen.append((keys, scores))
+        return scores + np.where(keys == last, 1.0, 0.0).astype(np.float32)
+
+    boosted = hybrid_search(lake, "workers", "welder", k=10, boost=favour_last)
+    assert boosted[0].key == last
+    assert boosted[0].score == pytest.approx(boosted[0].similarity + 1.0, abs=1e-5)
+    assert boosted[0].similarity == pytest.approx(plain[-1].similarity, abs=1e-5)
+    keys, scores = seen[0]
+    assert keys.dtype == np.int64 and scores.dtype == np.float32 and len(keys) == len(scores) >= 10
+
+    # With a filter the hook sees every matching row, so it can pull up any of them.
+    where = "worker_id <= 150"
+
+    def lowest_key_first(keys: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        return scores - keys.astype(np.float32)
+
+    assert hybrid_search(lake, "workers", "welder", where=where, k=1, boost=lowest_key_first)[0].key == 1
+
+
+def test_a_broken_boost_hook_is_a_run_error(lake: Lake) -> None:
+    with pytest.raises(RunError, match="boost hook must return"):
+        hybrid_search(lake, "workers", "welder", boost=lambda keys, scores: scores[:1])
+    with pytest.raises(RunError, match="boost hook failed: ZeroDivisionError"):
+        hybrid_search(lake, "workers", "welder", boost=lambda keys, scores: 1 / 0)
+
+
+@pytest.mark.parametrize(
+    "where, message",
+    [
+        ("1=1; DROP TABLE workers", "not"),
+        ("worker_id IN (SELECT * FROM read_csv('x'))", "read_csv"),
+        ("state = 'OH' ORDER BY 1", "not a WHERE condition"),
+        ("no_such_column = 1", "no_such_column"),
+        ("   ", "empty filter"),
+    ],
+)
+def test_refused_filters_are_user_errors_and_write_nothing(lake: Lake, where: str, message: str) -> None:
+    before = lake.query("SELECT count(*) FROM workers").rows[0][0]
+    with pytest.raises(UserError, match=message):
+        hybrid_search(lake, "workers", "welder", where=where)
+    assert lake.query("SELECT count(*) FROM workers").rows[0][0] == before
+
+
+def test_bad_arguments(lake: Lake) -> None:
+    with pytest.raises(NotFoundError, match="unknown dataset 'staff'"):
+        hybrid_search(lake, "staff", "welder")
+    with pytest.raises(NotFoundError, match="no vector index.*agentlake index build clients"):
+        hybrid_search(lake, "clients", "steel")
+    with pytest.raises(UserError, match="empty question"):
+        hybrid_search(lake, "workers", "  ")
+    with pytest.raises(UserError, match="k must be"):
+        hybrid_search(lake, "workers", "welder", k=0)
+    with pytest.raises(UserError, match="384"):
+        search_vector(lake, "workers", np.ones(12, dtype=np.float32))
+
+
+def test_another_embedder_is_refused(lake: Lake) -> None:
+    class Other:
+        name = "ollama:nomic-embed-text"
+        dimension = 384
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            raise AssertionError("must not be called")
+
+    with pytest.raises(UserError, match="built with local:all-MiniLM-L6-v2"):
+        hybrid_search(lake, "workers", "welder", embedder=Other())
+
+
+def test_slow_filters_are_interrupted(data_dir, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTLAKE_SQL_TIMEOUT_S", "0.3")
+    with Lake.open() as lake:
+        slow = "worker_id IN (SELECT r % 1000 FROM range(100000000000) t(r) WHERE hash(r) % 1000003 = 7)"
+        with pytest.raises(RunError, match="interrupted after the 0.3 s timeout"):
+            search_vector(lake, "workers", np.ones(384, dtype=np.float32), where=slow)
+        assert len(search_vector(lake, "workers", np.ones(384, dtype=np.float32), where="worker_id < 5")) == 4
+
+
+def test_source_shape() -> None:
+    assert set(Source.model_fields) >= {"doc_id", "key", "chunk_text", "score", "sql_verified"}
