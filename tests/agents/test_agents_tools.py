@@ -137,3 +137,32 @@ def test_a_third_party_tool_registers_through_the_same_door(make_ctx, sink) -> N
     assert ctx.tools.call("echo", {"text": "hi"}, ctx=ctx).text == "HI"
     assert "- echo(text: str): repeat the text" in registry.catalog_text()
     assert sink.endpoint("tool.echo")[0].output_summary == "HI"
+
+
+@pytest.mark.slow
+def test_hybrid_search_tool_over_a_real_index(tmp_path, sink) -> None:
+    from agentlake.agents import RunContext
+    from agentlake.data.workforce import generate_workforce, load_workforce
+    from agentlake.lake import Lake
+    from agentlake.lake.index import build_index
+    from agentlake.settings import load_settings
+
+    with Lake.open(load_settings(), path=tmp_path / "small.duckdb") as small:
+        load_workforce(small, generate_workforce(80, seed=3, clients=10))
+        build_index(small, "workers", "resume_text")
+        ctx = RunContext(lake=small, agent_id="searcher")
+        result = ctx.tools.call(
+            "hybrid_search",
+            {"question": "welder with TIG and structural steel", "where": "role = 'Welder'", "k": 3},
+            ctx=ctx,
+        )
+        refused = ctx.tools.call(
+            "hybrid_search", {"question": "x", "where": "1=1; DROP TABLE workers"}, ctx=ctx
+        )
+        roles = {row["role"] for row in small.read_arrow(
+            f"SELECT role FROM workers WHERE worker_id IN ({', '.join(map(str, result.worker_ids))})").to_pylist()}  # fmt: skip
+    assert result.ok and 1 <= result.rows <= 3 and roles == {"Welder"}
+    assert result.text.startswith(f"{result.rows} results:") and "score=" in result.text
+    assert not refused.ok
+    op = sink.endpoint("tool.hybrid_search")[0]
+    assert op.success and op.attributes["rows"] == result.rows and op.agent_id == "searcher"

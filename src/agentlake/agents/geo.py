@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import difflib
 import math
-import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from agentlake.agents.versioned import PerLakeCache
 from agentlake.errors import UserError
 
 if TYPE_CHECKING:
@@ -117,27 +117,25 @@ class Gazetteer:
         return sorted(found, key=lambda n: (n.distance_miles, n.city))
 
 
-_cache: dict[tuple[str, object], Gazetteer] = {}
-_cache_lock = threading.Lock()
+_gazetteers: PerLakeCache[Gazetteer] = PerLakeCache()
 
 
 def gazetteer(lake: Lake | None = None) -> Gazetteer:
     """The data package's cities, plus the distinct cities of the lake's ``workers`` (if any).
 
-    Cached per lake file and ``workers`` update time, so new data is picked up.
+    Cached per lake file and ``workers`` version, so new data is picked up.
     """
-    from agentlake.data.cities import load_cities
-
     version: object = None
-    workers_cities: list[Place] = []
     if lake is not None:
         from agentlake.agents.workforce import workers_table_version
 
         version = workers_table_version(lake)
-    key = (str(lake.path) if lake is not None else "", version)
-    with _cache_lock:
-        if key in _cache:
-            return _cache[key]
+    return _gazetteers.get(str(lake.path) if lake is not None else "", version, lambda: _build(lake, version))
+
+
+def _build(lake: Lake | None, version: object) -> Gazetteer:
+    from agentlake.data.cities import load_cities
+
     table = load_cities()
     places = [
         Place(str(table.name[i]), str(table.state[i]), float(table.lat[i]), float(table.lon[i]))
@@ -146,8 +144,5 @@ def gazetteer(lake: Lake | None = None) -> Gazetteer:
     if lake is not None and version is not None:
         from agentlake.agents.workforce import worker_cities
 
-        workers_cities = worker_cities(lake)
-    built = Gazetteer(places + workers_cities)
-    with _cache_lock:
-        _cache[key] = built
-    return built
+        places += worker_cities(lake)
+    return Gazetteer(places)

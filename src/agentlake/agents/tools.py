@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agentlake.agents import render
 from agentlake.agents.actions import json_schema
+from agentlake.agents.versioned import PerLakeCache
 from agentlake.errors import AgentlakeError, UserError
 
 if TYPE_CHECKING:
@@ -180,7 +181,7 @@ class ToolRegistry:
         )
 
 
-_datasets_cache: dict[tuple[str, tuple], list[str]] = {}
+_catalogs: PerLakeCache[list[str]] = PerLakeCache()
 
 
 def datasets_text(lake: Lake) -> list[str]:
@@ -192,16 +193,18 @@ def datasets_text(lake: Lake) -> list[str]:
     from agentlake.agents.workforce import dataset_versions
 
     versions = dataset_versions(lake)
-    key = (str(lake.path), tuple(sorted((n, str(versions[n])) for n in CATALOG_DATASETS if n in versions)))
-    if key not in _datasets_cache:
+    version = tuple(sorted((n, str(versions[n])) for n in CATALOG_DATASETS if n in versions))
+
+    def build() -> list[str]:
         known = {info.name: info for info in lake.datasets() if info.name in CATALOG_DATASETS}
         lines = ["Datasets (SQL tables) and their columns:"] if known else []
         for name in CATALOG_DATASETS:
             if name in known:
                 columns = ", ".join(f"{col} {typ.lower()}" for col, typ in known[name].columns)
                 lines.append(f"- {name} ({known[name].row_count} rows): {columns}")
-        _datasets_cache[key] = lines
-    return list(_datasets_cache[key])
+        return lines
+
+    return list(_catalogs.get(str(lake.path), version, build))
 
 
 def _ms(started: float) -> float:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextvars
 import re
-import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentlake.agents.geo import Place, bounding_box, gazetteer, haversine_sql
 from agentlake.agents.order import slugify
+from agentlake.agents.versioned import PerLakeCache
 from agentlake.errors import UserError
 
 if TYPE_CHECKING:
@@ -200,8 +200,7 @@ def fetch_workers(
     return {int(row["worker_id"]): row for row in table.to_pylist()}
 
 
-_clients_lock = threading.Lock()
-_clients_cache: dict[tuple[str, object], dict[str, tuple[int, str]]] = {}
+_client_maps: PerLakeCache[dict[str, tuple[int, str]]] = PerLakeCache()
 
 
 def _clients(lake: Lake) -> dict[str, tuple[int, str]]:
@@ -209,18 +208,16 @@ def _clients(lake: Lake) -> dict[str, tuple[int, str]]:
     version = dataset_versions(lake).get("clients")
     if version is None:
         return {}
-    key = (str(lake.path), version)
-    with _clients_lock:
-        if key in _clients_cache:
-            return _clients_cache[key]
-    out: dict[str, tuple[int, str]] = {}
-    for row in lake.read_arrow("SELECT id, name FROM clients").to_pylist():
-        entry = (int(row["id"]), str(row["name"]))
-        out.setdefault(slugify(entry[1]), entry)
-        out[str(entry[0])] = entry
-    with _clients_lock:
-        _clients_cache[key] = out
-    return out
+
+    def build() -> dict[str, tuple[int, str]]:
+        out: dict[str, tuple[int, str]] = {}
+        for row in lake.read_arrow("SELECT id, name FROM clients").to_pylist():
+            entry = (int(row["id"]), str(row["name"]))
+            out.setdefault(slugify(entry[1]), entry)
+            out[str(entry[0])] = entry
+        return out
+
+    return _client_maps.get(str(lake.path), version, build)
 
 
 def resolve_client(lake: Lake, client_id: str | None) -> tuple[int, str] | None:
