@@ -280,3 +280,30 @@ def test_a_second_writer_process_gets_a_clear_error(store: LessonStore) -> None:
         [sys.executable, "-c", probe, str(store.path)], capture_output=True, text=True, timeout=60
     )
     assert "open in another process" in out.stdout, out.stderr
+
+
+def test_a_person_may_release_a_held_lesson_an_extractor_may_not(store: LessonStore) -> None:
+    first = add(store, reliability(0.7))
+    store.propose([Delta(op="ADD", lesson=reliability(0.8, op="op-r2"))])
+    refused = store.propose(
+        [Delta(op="EDIT", target_id=first, changes={"status": "active"}, actor="heuristic")]
+    )[0]
+    assert refused.outcome == "rejected" and store.get(first).status == "conflict-hold"
+    released = store.propose(
+        [
+            Delta(
+                op="EDIT",
+                target_id=first,
+                changes={"status": "active"},
+                actor="human",
+                reason="client confirmed 0.7",
+            )
+        ]
+    )[0]
+    assert released.outcome == "edited"
+    assert store.get(first).status == "active"
+    assert store.history(first)[-1].actor == "human"
+    no_retire = store.propose(
+        [Delta(op="EDIT", target_id=first, changes={"status": "retired"}, actor="human")]
+    )[0]
+    assert no_retire.outcome == "rejected" and "RETIRE" in no_retire.reason
