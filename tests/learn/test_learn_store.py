@@ -307,3 +307,22 @@ def test_a_person_may_release_a_held_lesson_an_extractor_may_not(store: LessonSt
         [Delta(op="EDIT", target_id=first, changes={"status": "retired"}, actor="human")]
     )[0]
     assert no_retire.outcome == "rejected" and "RETIRE" in no_retire.reason
+
+
+def test_a_transaction_restored_to_its_savepoint_writes_nothing_of_the_undone_part(
+    store: LessonStore,
+) -> None:
+    kept = add(store, osha(confidence=0.6))
+    events = store.count_events()
+    with store.transaction() as txn:
+        point = txn.savepoint()
+        lesson = txn.get(kept)
+        assert lesson is not None
+        txn.record("confirm", lesson.model_copy(update={"confidence": 0.9}), actor="human")
+        txn.record("add", lesson.model_copy(update={"id": "L-temporary"}), actor="human")
+        txn.restore(point)
+        assert txn.get("L-temporary") is None and txn.get(kept).confidence == 0.6  # type: ignore[union-attr]
+    assert store.count_events() == events
+    assert store.get(kept).version == 1
+    with pytest.raises(NotFoundError):
+        store.get("L-temporary")

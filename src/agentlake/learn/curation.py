@@ -85,6 +85,7 @@ def apply_deltas(
                 [list(dict.fromkeys(learned_op_ids)), txn.now.replace(tzinfo=None)],
             )
         for delta in deltas:
+            point = txn.savepoint()
             try:
                 if delta.op == "ADD":
                     results.append(_add(store, txn, delta))
@@ -95,6 +96,7 @@ def apply_deltas(
                 else:
                     results.append(_retire(txn, delta))
             except ValidationError as exc:
+                txn.restore(point)
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"]) or delta.op
                 results.append(

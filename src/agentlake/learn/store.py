@@ -164,9 +164,25 @@ class Transaction:
         self.sql: list[tuple[str, list[Any]]] = []
         self.rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._by_match: dict[tuple[str, ...], set[str]] | None = None
+        self._journal: list[tuple[str, Lesson | None]] = []  # (id, lesson before), one per event
 
     def get(self, lesson_id: str) -> Lesson | None:
         return self.lessons.get(lesson_id)
+
+    def savepoint(self) -> int:
+        """A point :meth:`restore` can return the working state to."""
+        return len(self._journal)
+
+    def restore(self, point: int) -> None:
+        """Undo the events recorded since ``point`` (a delta rejected halfway writes nothing)."""
+        while len(self._journal) > point:
+            lesson_id, before = self._journal.pop()
+            if before is None:
+                self.lessons.pop(lesson_id, None)
+            else:
+                self.lessons[lesson_id] = before
+        del self.events[point:]
+        self._by_match = None
 
     def same_match(self, lesson: Lesson) -> list[Lesson]:
         """Lessons (any status) whose match equals ``lesson``'s; indexed, so curation of a
@@ -207,6 +223,7 @@ class Transaction:
             if previous is not None:
                 self._by_match.get(previous.match.key(), set()).discard(stored.id)
             self._by_match.setdefault(stored.match.key(), set()).add(stored.id)
+        self._journal.append((stored.id, previous))
         self.lessons[stored.id] = stored
         self.events.append(
             LessonEvent(
