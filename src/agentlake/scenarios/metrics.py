@@ -221,6 +221,7 @@ def event_outcomes(results: Sequence[EventResult]) -> list[dict[str, Any]]:
                 "filled": sum(i.filled for i in items),
                 "repetitions": len(items),
                 "passed_all": all(i.success for i in items),
+                "passed_any": any(i.success for i in items),
                 "rejections_by_rule": dict(sorted(rules.items())),
             }
         )

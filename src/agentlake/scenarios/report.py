@@ -35,7 +35,8 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bott
 .meta{color:#57606a;margin:0 0 12px}.note{color:#57606a;font-size:12.5px}
 table{border-collapse:collapse;margin:6px 0 10px;font-variant-numeric:tabular-nums}
 th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:right}th{background:#f6f8fa}
-td.l,th.l{text-align:left}tr.best td{background:#eef8f0}
+td.l,th.l{text-align:left}tr.best td{background:#eef8f0}td{white-space:nowrap}th{font-size:12px;font-weight:600;vertical-align:bottom}
+.wide{overflow-x:auto}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;vertical-align:middle}
 svg text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
 .chart{border:1px solid #d0d7de;border-radius:6px;padding:8px;margin:6px 0;overflow-x:auto}
@@ -64,8 +65,10 @@ def learning_curve_svg(curve: dict[str, list[float]], batches: Sequence[int]) ->
     plot_w, plot_h = width - left - right, height - top - bottom
     n = max(1, len(batches))
 
+    inset = 28  # keeps the first and last points' labels off the axis labels
+
     def x(i: int) -> float:
-        return left + (plot_w * i / (n - 1) if n > 1 else plot_w / 2)
+        return left + inset + ((plot_w - 2 * inset) * i / (n - 1) if n > 1 else (plot_w - 2 * inset) / 2)
 
     def y(v: float) -> float:
         return top + plot_h * (1 - v)
@@ -123,7 +126,12 @@ def outcomes_svg(results: Sequence[EventResult]) -> str:
     rows = list(dict.fromkeys((o["scenario"], o["event_id"]) for o in outcomes))
     info = {(o["scenario"], o["event_id"]): o for o in outcomes}
     cell = {(o["staffer"], o["batch"], o["scenario"], o["event_id"]): o for o in outcomes}
-    label_w, cell_w, cell_h, head = 330, 58, 22, 52
+    labels = {
+        key: f"{key[0]} · {info[key]['at']} {key[1]} {info[key]['kind']} · {info[key]['role']}"
+        for key in rows
+    }
+    longest = max((len(text) for text in labels.values()), default=20)
+    label_w, cell_w, cell_h, head = int(16 + 6.4 * longest), 58, 22, 52
     width = label_w + cell_w * len(columns) + 10
     height = head + cell_h * len(rows) + 10
     parts = [
@@ -144,12 +152,10 @@ def outcomes_svg(results: Sequence[EventResult]) -> str:
     previous = None
     for r, key in enumerate(rows):
         ry = head + r * cell_h
-        o = info[key]
         if previous is not None and previous != key[0]:
             parts.append(f'<line x1="0" y1="{ry}" x2="{width}" y2="{ry}" stroke="#8c959f"/>')
         previous = key[0]
-        label = f"{key[0]} · {o['at']} {key[1]} {o['kind']} · {o['role']}"
-        parts.append(f'<text x="4" y="{ry + 15}" font-size="11.5">{escape(label)}</text>')
+        parts.append(f'<text x="4" y="{ry + 15}" font-size="11.5">{escape(labels[key])}</text>')
         for c, (staffer, batch) in enumerate(columns):
             x = label_w + c * cell_w
             found = cell.get((staffer, batch, key[0], key[1]))
@@ -165,7 +171,7 @@ def outcomes_svg(results: Sequence[EventResult]) -> str:
                     f"{k} x{v}" for k, v in found["rejections_by_rule"].items()
                 )
             text_fill = "#ffffff" if fraction < 0.25 or fraction > 0.8 else "#1b1f24"
-            mark = "" if found["passed_all"] else "*" if found["repetitions"] > 1 and fraction > 0 else ""
+            mark = "*" if found["passed_any"] and not found["passed_all"] else ""
             parts.append(
                 f'<rect x="{x + 1}" y="{ry + 1}" width="{cell_w - 2}" height="{cell_h - 2}" fill="{_colour(fraction)}" rx="2"><title>{escape(tip)}</title></rect>'
             )
@@ -263,12 +269,12 @@ def render_report(
         [
             row.rank,
             _Raw(
-                f'<span class="swatch" style="background:{colour_of.get(row.metrics.staffer, "#999")}"></span>{escape(row.metrics.staffer)}'
+                f'<span class="swatch" style="background:{colour_of.get(row.metrics.staffer, "#999")}"></span>'
+                f"{escape(row.metrics.staffer)}"
             ),
             f"{row.metrics.score:.1f}",
             _pct(row.metrics.fill_rate),
-            _pct(row.first_batch_fill_rate),
-            _pct(row.last_batch_fill_rate),
+            " > ".join(f"{100 * v:.0f}%" for v in curve.get(row.metrics.staffer, [])),
             f"{row.gain_points:+.1f}",
             _pct(row.metrics.pass_k),
             _pct(row.metrics.precision),
@@ -311,14 +317,14 @@ def render_report(
 <h1>{escape(title)}</h1>
 <p class="meta">{meta}</p>
 <h2>Leaderboard</h2>
-{_table(["#", "staffer", "score", "fill rate", "batch 1", f"batch {batches[-1] if batches else 1}", "gain (pts)", "pass^k", "precision", "citations/run", "turns/event", "tokens/event", "cost $", "latency ms", "rescues ok/tried", "double-bookings caught/submitted"], board_rows, left=2, highlight_first=True)}
+<div class="wide">{_table(["#", "staffer", "score", "fill rate", "fill rate by batch", "gain (pts)", "pass^k", "precision", "citations / run", "turns / event", "tokens / event", "cost $", "latency ms / event", "rescues ok / tried", "double-bookings caught / sent"], board_rows, left=2, highlight_first=True)}</div>
 <p class="note">{escape(SCORE_FORMULA)}. Fill rate = workers accepted by the client / workers requested. pass^k = share of events solved in all k repetitions. Precision = accepted / submitted workers.</p>
 <h2>Learning curve</h2>
 <div class="chart">{learning_curve_svg(curve, batches)}</div>
 <p class="note">Fill rate per batch. Staffers with learning on learn the clients' unwritten rules from rejections between batches.</p>
 <h2>Per batch</h2>
 {_table(["staffer", "batch", "fill rate", "filled", "pass^k", "precision", "citations/run", "lessons given/run", "errors"], batch_rows, left=1)}
-<h2>Per-event outcomes</h2>
+<h2 id="per-event">Per-event outcomes</h2>
 <div class="chart">{outcomes_svg(results)}</div>
 <p class="note">Workers filled / requested, summed over repetitions; hover a cell for the client's rejections. * = solved in some but not all repetitions.</p>
 <h2>Client rejections by rule</h2>
