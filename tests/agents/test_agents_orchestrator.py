@@ -247,3 +247,29 @@ def test_no_model_configured_is_a_user_error(make_ctx, order) -> None:
 def test_unreachable_model_server_is_a_user_error(make_ctx, order) -> None:
     with pytest.raises(UserError, match="127.0.0.1:9"):
         LLMPolicy("ollama:qwen3:4b").run(order, make_ctx())
+
+
+def test_executor_and_reviewer_over_a_real_http_model_server(make_ctx, lake, order, qualified, sink) -> None:
+    """The same loop through the Ollama provider and a fake Ollama server on 127.0.0.1."""
+    from agentlake.llm import ScriptedProvider
+    from agentlake.llm.fakeserver import serve_fake_ollama
+    from agentlake.observe import install_llm_recording
+
+    served = ScriptedProvider("qwen3:4b")
+    served.enqueue(action("tool_call", tool="find_workers", args=FIND))  # executor
+    served.enqueue(action("propose_done", worker_ids=qualified[:3]))  # executor
+    served.enqueue(action("critique", approve=True, notes="ok"))  # reviewer
+    with serve_fake_ollama(served) as url:
+        settings = lake.settings.model_copy(update={"ollama_host": url})
+        uninstall = install_llm_recording()
+        try:
+            outcome = LLMPolicy("ollama:qwen3:4b").run(order, make_ctx(settings=settings, run_id="run-http"))
+        finally:
+            uninstall()
+    assert outcome.success and outcome.proposed == qualified[:3] and outcome.turns == 3
+    # The action schema went over the wire as Ollama's "format".
+    assert served.raw_requests and served.raw_requests[0]["format"]["$defs"]
+    llm_ops = sink.endpoint("llm.chat")
+    assert len(llm_ops) == 3 and {op.usage.model for op in llm_ops} == {"qwen3:4b"}
+    assert {op.agent_id for op in llm_ops} == {"agent.executor", "agent.reviewer"}
+    assert sum(op.usage.input_tokens for op in llm_ops) == outcome.input_tokens

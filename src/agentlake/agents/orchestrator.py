@@ -347,6 +347,7 @@ class LLMPolicy:
              output_type: Any) -> _Reply | None:  # fmt: skip
         """One model call for one action; ``None`` (turn spent, error noted) when it fails."""
         from agentlake.llm import StructuredOutputError, call_tags, generate_json
+        from agentlake.observe import observe_context
 
         started = time.perf_counter()
         try:
@@ -354,7 +355,9 @@ class LLMPolicy:
                 "agent_id": f"{ctx.agent_id}.{agent}",
                 "run_id": state.meter.run_id if state.meter else "",
             }
-            with call_tags(**tags, **({_METER_TAG: state.meter.token} if state.meter else {})):
+            meter = {_METER_TAG: state.meter.token} if state.meter else {}
+            # The observer's context names the role on the llm.chat op (agent.executor, agent.reviewer).
+            with call_tags(**tags, **meter), observe_context(agent_id=tags["agent_id"]):
                 result = generate_json(
                     model,
                     messages,
