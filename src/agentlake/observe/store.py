@@ -440,31 +440,26 @@ class OpStore:
         now = datetime.now(UTC).replace(tzinfo=None)
         first_seq = self._next_seq
         table = _to_table(fresh, first_seq, now)
-        conn = self._conn
+        # One INSERT statement = one auto-committed transaction: atomic and, once execute()
+        # returns, durable. No explicit BEGIN/COMMIT and no register/unregister round trips:
+        # together about 35% less CPU per group commit than a transaction around a registered
+        # table, which is what small commits (single POSTs) pay for.
+        inserted: set[str] | None = None
         try:
             # Fast path: a plain INSERT, the primary key refusing any duplicate. The usual
-            # batch has none, and a plain INSERT costs about 40% less per commit than
-            # INSERT OR IGNORE, which is what small group commits (single POSTs) pay for.
-            inserted: set[str] | None = None
-            try:
-                self._insert(table, "INSERT")
-            except duckdb.ConstraintException:
-                # Some id is already stored: insert the others, then see which went in by the
-                # seq range this batch was given (a cheap zone-map scan).
-                self._insert(table, "INSERT OR IGNORE")
-                inserted = {
-                    row[0]
-                    for row in self._conn.execute(
-                        "SELECT id FROM ops WHERE seq >= ? AND seq < ?", [first_seq, first_seq + len(fresh)]
-                    ).fetchall()
-                }
-            conn.execute("COMMIT")
-        except BaseException:
-            try:
-                conn.execute("ROLLBACK")
-            except duckdb.Error:
-                pass
-            raise
+            # batch has none, and a plain INSERT is cheaper than INSERT OR IGNORE.
+            self._insert(table, "INSERT")
+        except duckdb.ConstraintException:
+            # Some id is already stored (the failed statement left nothing behind): insert the
+            # others, then see which went in by the seq range this batch was given (a cheap
+            # zone-map scan; this thread is the only writer, so nothing else can be there).
+            self._insert(table, "INSERT OR IGNORE")
+            inserted = {
+                row[0]
+                for row in self._conn.execute(
+                    "SELECT id FROM ops WHERE seq >= ? AND seq < ?", [first_seq, first_seq + len(fresh)]
+                ).fetchall()
+            }
         # seq values of ops that turned out to be duplicates are simply skipped: seq orders
         # commits, it does not need to be dense.
         self._next_seq += len(fresh)
@@ -484,17 +479,9 @@ class OpStore:
         return results
 
     def _insert(self, table: pa.Table, verb: str) -> None:
-        """Open a transaction and insert ``table``; on failure the transaction is rolled back."""
-        conn = self._conn
-        conn.execute("BEGIN TRANSACTION")
-        conn.register("_incoming", table)
-        try:
-            conn.execute(f"{verb} INTO ops ({_SELECT}) SELECT {_SELECT} FROM _incoming")
-        except BaseException:
-            conn.execute("ROLLBACK")  # before anything else: an aborted transaction refuses all
-            raise
-        finally:
-            conn.unregister("_incoming")
+        """Insert ``table`` in one auto-committed statement."""
+        _incoming = table  # noqa: F841  (read by DuckDB's replacement scan in the statement)
+        self._conn.execute(f"{verb} INTO ops ({_SELECT}) SELECT {_SELECT} FROM _incoming")
 
     # --- reading ------------------------------------------------------------------------
 
