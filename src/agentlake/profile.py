@@ -9,14 +9,29 @@ own the workforce's schema (``agentlake.data``), who is booked when during a run
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PlainSerializer, WithJsonSchema
 
 from agentlake.errors import NotFoundError, UserError
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
+
+
+# Shifts are stored as the site's wall-clock time, without a zone; on the wire they stay so
+# (ISO 8601 without an offset), and the schema says so instead of claiming RFC 3339 date-time.
+LocalDateTime = Annotated[
+    datetime,
+    PlainSerializer(lambda value: value.isoformat(), return_type=str),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "description": "Local (site) date and time, ISO 8601 without offset.",
+            "examples": ["2026-04-28T08:00:00"],
+        }
+    ),
+]
 
 
 class Placement(BaseModel):
@@ -25,8 +40,8 @@ class Placement(BaseModel):
     client_id: int | None = None
     client_name: str | None = Field(None, description="From the clients dataset, when present.")
     role: str | None = None
-    shift_start: datetime | None = None
-    shift_end: datetime | None = None
+    shift_start: LocalDateTime | None = None
+    shift_end: LocalDateTime | None = None
     status: str | None = Field(None, description="scheduled, completed, cancelled or no_show.")
 
 

@@ -67,8 +67,9 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
             if mcp_server is not None:
-                # A mounted Starlette app's own lifespan never runs: start its session manager here.
-                await stack.enter_async_context(mcp_server.session_manager.run())
+                # A mounted Starlette app's own lifespan never runs: start MCP's session manager
+                # here, a fresh one per start (one can run only once; tests restart apps).
+                await stack.enter_async_context(_mcp_session_manager(mcp_server, settings).run())
             try:
                 yield
             finally:
@@ -97,7 +98,7 @@ def create_app(
     if mount_observer:
         _mount_observer(app, services)
     if mcp_server is not None:
-        _route_mcp(app, mcp_server, settings)
+        _route_mcp(app, mcp_server)
     return app
 
 
@@ -107,10 +108,9 @@ def _mount_observer(app: FastAPI, services: Services) -> None:
     app.mount("/observer", create_observer_app(services.observer, services.settings))
 
 
-def _route_mcp(app: FastAPI, mcp_server: Any, settings: Settings) -> None:
-    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+def _mcp_session_manager(mcp_server: Any, settings: Settings) -> Any:
+    """Configure the MCP server's streamable HTTP transport; returns its new session manager."""
     from mcp.server.transport_security import TransportSecuritySettings
-    from starlette.routing import Route
 
     # The gateway authenticates before MCP sees a request; DNS-rebinding protection stays on
     # for loopback binds, where a browser page is the threat.
@@ -130,12 +130,24 @@ def _route_mcp(app: FastAPI, mcp_server: Any, settings: Settings) -> None:
         max_request_body_size=settings.max_body_bytes,
         host=settings.gateway_host,
     )
+    return mcp_server.session_manager
+
+
+class _MCPEndpoint:
+    """ASGI endpoint for /mcp: the session manager of the current run (see the lifespan)."""
+
+    def __init__(self, mcp_server: Any) -> None:
+        self.mcp_server = mcp_server
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.mcp_server.session_manager.handle_request(scope, receive, send)
+
+
+def _route_mcp(app: FastAPI, mcp_server: Any) -> None:
+    from starlette.routing import Route
+
     # A plain route (not a Mount) so /mcp answers without a redirect to /mcp/, and stays out
     # of the OpenAPI document, which describes the REST surface only.
     app.router.routes.append(
-        Route(
-            "/mcp",
-            endpoint=StreamableHTTPASGIApp(mcp_server.session_manager),
-            methods=["GET", "POST", "DELETE"],
-        )
+        Route("/mcp", endpoint=_MCPEndpoint(mcp_server), methods=["GET", "POST", "DELETE"])
     )

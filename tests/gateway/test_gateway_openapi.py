@@ -1,0 +1,85 @@
+"""The OpenAPI document against the app itself: schemathesis generates requests from it (a bounded
+number per operation) and checks that nothing answers 5xx and every response matches its schema."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from agentlake.llm import FunctionProvider, GenerateOptions, Message, register_scripted
+from agentlake.llm.fakes import unregister_scripted
+
+ADMIN = {"X-API-Key": "ak-0123456789"}
+EXAMPLES = 12  # per operation: bounded so the run stays well under a minute
+# What the issue asks: no 5xx, and every response (errors included) matches what the schema
+# documents. Schema-valid input may still be refused (a string is not always valid SQL), so
+# schemathesis' positive-data acceptance check does not apply.
+SCHEMA_CHECKS = [status_code_conformance, content_type_conformance, response_schema_conformance]
+
+
+def _reply(messages: list[Message], options: GenerateOptions) -> str:
+    if options.schema_ is not None:
+        return json.dumps({"route": "sql", "sql": "SELECT count(*) AS n FROM workers"})
+    return "There are 600 workers [SQL]."
+
+
+@pytest.fixture
+def asker() -> Iterator[None]:
+    register_scripted("openapi-asker", FunctionProvider(_reply, "openapi-asker"))
+    yield
+    unregister_scripted("openapi-asker")
+
+
+def test_every_operation_documents_its_errors(make_gateway: Any) -> None:
+    client, _ = make_gateway()
+    spec = client.get("/openapi.json", headers=ADMIN).json()
+    assert {"APIKeyHeader", "HTTPBearer"} <= set(spec["components"]["securitySchemes"])
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            codes = set(operation["responses"])
+            assert "500" in codes, (method, path)
+            if path != "/health":
+                assert {"401", "403", "413", "422"} <= codes, (method, path)
+                assert operation.get("security"), (method, path)
+            error_ref = operation["responses"]["500"]["content"]["application/json"]["schema"]["$ref"]
+            assert error_ref.endswith("/ErrorResponse"), (method, path)
+
+
+@pytest.mark.slow
+def test_api_conforms_to_its_own_schema(make_gateway: Any, asker: None) -> None:
+    # schemathesis' pytest plugin does not run under pytest 9 yet, so drive its strategies directly.
+    _, app = make_gateway(executor_model="function:openapi-asker")
+    schema = schemathesis.openapi.from_asgi("/openapi.json", app, headers=ADMIN)
+    operations = [result.ok() for result in schema.get_all_operations()]
+    assert len(operations) >= 15
+
+    for operation in operations:
+
+        @given(case=operation.as_strategy())
+        @settings(
+            max_examples=EXAMPLES,
+            deadline=None,
+            database=None,
+            derandomize=True,
+            suppress_health_check=list(HealthCheck),
+        )
+        def conforms(case: Any) -> None:
+            if case.path == "/ask":
+                # A model named in the request may be down: that is the documented 503, not a bug.
+                response = case.call_and_validate(headers=ADMIN, checks=SCHEMA_CHECKS)
+                assert response.status_code != 500, response.text
+            else:
+                case.call_and_validate(headers=ADMIN, checks=[not_a_server_error, *SCHEMA_CHECKS])
+
+        conforms()
