@@ -7,11 +7,11 @@ own overhead stays low. Every event is acknowledged only after its DuckDB commit
 Measured in the same run:
   health floor    GET /health at the single-POST concurrency: the HTTP stack alone, nothing stored
   single c=1      POST /event, one connection: one commit per event (no group commit possible)
-  single c=C      POST /event, C connections: group commit shares each fsync
+  single c=C      POST /event, C connections (each value of --concurrency): group commit shares each fsync
   batched         POST /events, 1000 events per request, B connections
   in-process      OpStore.append of 1000-event batches, no HTTP (the store's ceiling)
 
-Usage: .venv/bin/python benchmarks/bench_observe.py [--seconds 8] [--concurrency 64] [--batch 1000]
+Usage: .venv/bin/python benchmarks/bench_observe.py [--seconds 8] [--concurrency 64,256] [--batch 1000]
 """
 
 from __future__ import annotations
@@ -157,10 +157,13 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seconds", type=float, default=8.0, help="Duration of each measurement.")
-    parser.add_argument("--concurrency", type=int, default=64, help="Connections for single POSTs.")
+    parser.add_argument(
+        "--concurrency", default="64,256", help="Connections for single POSTs (comma-separated runs)."
+    )
     parser.add_argument("--batch", type=int, default=1000, help="Events per POST /events.")
     parser.add_argument("--batch-connections", type=int, default=4, help="Connections for batched POSTs.")
     args = parser.parse_args()
+    levels = [int(level) for level in str(args.concurrency).split(",")]
 
     load_before = f"{os.getloadavg()[0]:.2f}"
     data_dir = Path(tempfile.mkdtemp(prefix="bench-observe-"))
@@ -179,15 +182,16 @@ def main() -> None:
                 time.sleep(0.1)
         results: dict[str, dict] = {}
         results["health floor"] = Load(port, "/health", "GET", lambda c, n: b"", 0, server.pid).run(
-            args.concurrency, args.seconds
+            levels[0], args.seconds
         )
         results["health floor"]["events_per_s"] = results["health floor"]["requests_per_s"]
         results["single c=1"] = Load(
             port, "/event", "POST", lambda c, n: _event(f"s1-{c}-{n}"), 1, server.pid
         ).run(1, args.seconds)
-        results[f"single c={args.concurrency}"] = Load(
-            port, "/event", "POST", lambda c, n: _event(f"sc-{c}-{n}"), 1, server.pid
-        ).run(args.concurrency, args.seconds)
+        for concurrency in levels:
+            results[f"single c={concurrency}"] = Load(
+                port, "/event", "POST", lambda c, n, k=concurrency: _event(f"s{k}-{c}-{n}"), 1, server.pid
+            ).run(concurrency, args.seconds)
 
         def batch_body(c: int, n: int) -> bytes:
             return b"[" + b",".join(_event(f"b-{c}-{n}-{k}") for k in range(args.batch)) + b"]"
