@@ -186,6 +186,15 @@ def test_write_is_one_transaction(lake: Lake) -> None:
     assert lake.read_arrow(
         "SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = 'scratch'"
     ).to_pylist() == [{"n": 0}]
+
+    # a DuckDB error after a half-read result becomes a RunError and leaves the writer usable
+    def broken(conn):
+        conn.execute("SELECT * FROM range(10)").fetchone()
+        conn.execute("SELECT * FROM nowhere")
+
+    with pytest.raises(RunError, match="lake write failed: Catalog Error"):
+        lake.write(broken)
+    assert lake.write_table("items", pa.table({"id": [1]})).rows_after == 1
     # a write inside a write joins the outer transaction
     assert lake.write(lambda conn: lake.write(lambda inner: inner is conn)) is True
 

@@ -172,17 +172,25 @@ class Lake:
                 self._conn.execute("BEGIN TRANSACTION")
                 try:
                     result = fn(self._conn)
+                    self._conn.complete()  # run a pending statement of fn to its end before COMMIT
+                    self._conn.execute("COMMIT")
                 except BaseException:
-                    self._conn.abort()  # a half-read result would block the ROLLBACK
-                    self._conn.execute("ROLLBACK")
+                    self._roll_back()
                     raise
-                self._conn.complete()  # run a pending statement of fn to its end before COMMIT
-                self._conn.execute("COMMIT")
                 return result
             except duckdb.Error as exc:
                 raise RunError(f"lake write failed: {str(exc).splitlines()[0]}") from exc
             finally:
                 self._local.depth = 0
+
+    def _roll_back(self) -> None:
+        # Best effort: after a failed COMMIT DuckDB has already ended the transaction, and the
+        # writer must never be left inside one, or every later write() fails at BEGIN.
+        for step in (self._conn.abort, lambda: self._conn.execute("ROLLBACK")):
+            try:
+                step()
+            except duckdb.Error:
+                pass
 
     def ingest(
         self,
