@@ -34,6 +34,7 @@ def cli_env(scenario_settings: Settings, monkeypatch: pytest.MonkeyPatch):  # no
     close_default_observer()
 
 
+@pytest.mark.slow
 def test_run_then_read_the_numbers(cli_env: Settings, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "run", "--check")
     assert code == 0, err

@@ -188,6 +188,10 @@ def _model_problem(model: str, settings: Settings, timeout_s: float) -> str | No
         from agentlake.llm import get_provider
 
         get_provider(model, settings)
+        if prefix == "llamacpp":  # the model file can exist without the runtime that loads it
+            from agentlake.llm.llamacpp import _import_llama_cpp
+
+            _import_llama_cpp()
     except UserError as exc:
         return exc.message
     except Exception as exc:  # a provider factory failing is "not reachable", never a crash here
