@@ -12,7 +12,7 @@ datasets_app = typer.Typer(help="List the lake's datasets, or show one with its 
 @datasets_app.callback(invoke_without_command=True)
 def list_datasets(
     ctx: typer.Context,
-    fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output: table or json."),
+    fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output: table, json or csv."),
 ) -> None:
     """List every dataset: name, rows, columns, key, last update."""
     if ctx.invoked_subcommand is not None:
@@ -44,7 +44,12 @@ def list_datasets(
 @datasets_app.command("show")
 def show(
     name: str = typer.Argument(..., help="Dataset name, e.g. workers."),
-    fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output: table or json."),
+    fmt: Format = typer.Option(
+        Format.table,
+        "--format",
+        "-f",
+        help="Output: table or json (csv prints the schema and the history as two CSV blocks).",
+    ),
 ) -> None:
     """Show one dataset: schema, row count, key, created/updated and every ingest."""
     from agentlake.cli.output import console, print_json, render_rows
