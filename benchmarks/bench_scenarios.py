@@ -1,0 +1,98 @@
+"""Scenario runner speed: days per second inline and on a process pool, and what lessons cost.
+
+Generates a workforce lake (default 50,000 workers, seed 7) in a temporary directory, then runs
+the built-in pack with ``rules-learning`` and ``rules-static`` over three batches:
+
+1. inline (the baseline);
+2. on the process backend with ``--workers`` processes (default 2).
+
+It reports wall time, days and judged events per second, the mean seconds of one day per
+staffer (``rules-static`` is the no-lessons baseline of ``rules-learning``'s retrieval and
+lesson-driven search), the ratio process/inline, and checks that both backends gave the same
+results. No model is called. Run: ``.venv/bin/python benchmarks/bench_scenarios.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers-rows", type=int, default=50_000, help="workers in the generated lake")
+    parser.add_argument("--workers", type=int, default=2, help="processes of the process backend")
+    parser.add_argument("--batches", type=int, default=3)
+    args = parser.parse_args()
+
+    from agentlake.data.workforce import generate_workforce, load_workforce
+    from agentlake.lake import Lake
+    from agentlake.observe import open_observer
+    from agentlake.scenarios import read_results
+    from agentlake.scenarios.runner import run_scenarios
+    from agentlake.settings import load_settings
+
+    root = Path(tempfile.mkdtemp(prefix="bench-scenarios-"))
+    try:
+        settings = load_settings(data_dir=str(root / "data"), runs_dir=str(root / "runs"))
+        started = time.perf_counter()
+        with Lake.open(settings) as lake:
+            load_workforce(lake, generate_workforce(args.workers_rows, seed=7))
+        print(
+            f"lake: {args.workers_rows} workers generated and loaded in {time.perf_counter() - started:.1f} s"
+        )
+
+        timings: dict[str, dict[str, list[float]]] = {}
+        walls: dict[str, float] = {}
+        outcomes: dict[str, dict[tuple, tuple]] = {}
+        learned: dict[str, float] = {}
+        with open_observer(settings) as observer:
+            for backend in ("inline", "process"):
+                per_staffer: dict[str, list[float]] = defaultdict(list)
+
+                def day(p, per_staffer=per_staffer) -> None:  # noqa: ANN001
+                    per_staffer[p.staffer].append(p.seconds)
+
+                started = time.perf_counter()
+                summary = run_scenarios(
+                    "builtin", ["rules-learning", "rules-static"], batches=args.batches, backend=backend,
+                    workers=args.workers, settings=settings, observer=observer, run_id=backend, on_progress=day,
+                )  # fmt: skip
+                walls[backend] = time.perf_counter() - started
+                timings[backend] = per_staffer
+                results = read_results(summary.run_dir)
+                outcomes[backend] = {
+                    (r.staffer, r.batch, r.scenario, r.event_id): (r.filled, tuple(r.accepted))
+                    for r in results
+                }
+                curve = summary.learning_curve
+                learned[backend] = curve["rules-learning"][-1] - curve["rules-learning"][0]
+                days = sum(len(v) for v in per_staffer.values())
+                print(
+                    f"{backend:8s} wall {walls[backend]:6.1f} s  {days / walls[backend]:5.2f} days/s  "
+                    f"{len(results) / walls[backend]:6.1f} events/s  curve {curve}"
+                )
+        for backend, per_staffer in timings.items():
+            for staffer, seconds in per_staffer.items():
+                print(
+                    f"{backend:8s} {staffer:15s} mean day {statistics.mean(seconds):.3f} s  p95 {sorted(seconds)[int(0.95 * (len(seconds) - 1))]:.3f} s"
+                )
+        ratio = walls["process"] / walls["inline"]
+        lessons_cost = statistics.mean(timings["inline"]["rules-learning"]) / statistics.mean(
+            timings["inline"]["rules-static"]
+        )
+        print(f"process/inline wall-time ratio: {ratio:.2f} (with {args.workers} worker processes)")
+        print(f"rules-learning/rules-static mean day (inline): {lessons_cost:.2f}x")
+        print(f"same results on both backends: {outcomes['inline'] == outcomes['process']}")
+        print(f"rules-learning gain batch 1 -> {args.batches}: {100 * learned['inline']:+.1f} points")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
