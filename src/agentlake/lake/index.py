@@ -643,14 +643,16 @@ def _open_files(info: IndexInfo, directory: Path) -> VectorIndex | None:
         if span <= 4 * len(keys) + 1024:
             lookup = np.full(span, -1, dtype=np.int64)
             lookup[np.asarray(keys) - base] = np.arange(len(keys), dtype=np.int64)
+    # Plain ndarray views of the maps: np.memmap's per-slice bookkeeping costs more than the
+    # handful of rows a search touches.
     return VectorIndex(
         info=info,
         directory=directory,
         keys=np.asarray(keys),
-        vectors=vectors,
-        vectors_f16=vectors_f16,
-        text_offsets=offsets,
-        texts=texts,
+        vectors=np.asarray(vectors),
+        vectors_f16=np.asarray(vectors_f16),
+        text_offsets=np.asarray(offsets),
+        texts=np.asarray(texts),
         ann=ann,
         _lookup=lookup,
         _lookup_base=base,
@@ -709,3 +711,36 @@ def load_index(
                 )
         _loaded[key] = loaded
         return loaded
+
+
+def fresh_index(lake: Lake, dataset: str) -> VectorIndex:
+    """The loaded index of ``dataset`` after checking it still describes the dataset.
+
+    One small query per call: the dataset's catalog ``updated_at``, which every ingest moves.
+    While it equals the time the loaded index was built from, the loaded index is used as is;
+    otherwise the lake's index record is read again (another process may have rebuilt it).
+    Raises ``NotFoundError`` (unknown dataset, no index) or :class:`StaleIndexError` naming
+    the command that rebuilds it.
+    """
+    import duckdb
+
+    check_dataset_name(dataset)
+    with lake.cursor() as cur:
+        try:
+            rows = cur.execute("SELECT updated_at FROM _catalog WHERE name = ?", [dataset]).fetchall()
+        except duckdb.CatalogException:
+            rows = []
+    if not rows:
+        lake.dataset(dataset)  # raises NotFoundError listing the known datasets
+        raise NotFoundError(f"unknown dataset {dataset!r}")
+    updated = rows[0][0]
+    loaded = _loaded.get(_cache_key(lake, dataset))
+    if loaded is not None and loaded.info.dataset_updated_at == updated:
+        return loaded
+    info = index_info(lake, dataset)
+    if info.dataset_updated_at != updated:
+        raise StaleIndexError(
+            f"the index of {dataset!r} is stale: the dataset was ingested into after the index was built; "
+            f"run `{info.rebuild_command}` (unchanged rows come from the embedding cache)"
+        )
+    return load_index(lake, dataset, state=info)

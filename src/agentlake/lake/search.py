@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pydantic import BaseModel, Field
 
-from agentlake.errors import NotFoundError, RunError, UserError
-from agentlake.lake.catalog import check_dataset_name, quote_ident
+from agentlake.errors import RunError, UserError
+from agentlake.lake.catalog import quote_ident
 from agentlake.lake.guard import check_where
-from agentlake.lake.index import INDEX_TABLE, IndexInfo, StaleIndexError, VectorIndex, index_info, load_index
+from agentlake.lake.index import IndexInfo, VectorIndex, fresh_index
 
 if TYPE_CHECKING:
     import duckdb
@@ -150,49 +150,6 @@ atexit.register(_watchdog.stop)
 
 
 # --- the lake side ----------------------------------------------------------------------
-
-_STATE_SQL = f"""
-SELECT v.dataset, v.text_column, v.key_column, v.model, v.dimension, v.row_count, v.fingerprint,
-       v.dataset_updated_at, v.built_at, c.updated_at
-FROM {INDEX_TABLE} v LEFT JOIN _catalog c ON c.name = v.dataset
-WHERE v.dataset = ?
-"""
-
-
-def _current_index(lake: Lake, dataset: str) -> IndexInfo:
-    """The lake's record of the index, refused if its dataset was ingested into since the build."""
-    import duckdb
-
-    check_dataset_name(dataset)
-    with lake.cursor() as cur:
-        try:
-            rows = cur.execute(_STATE_SQL, [dataset]).fetchall()
-            row = rows[0] if rows else None
-        except duckdb.CatalogException:
-            row = None  # no index was ever built in this lake
-    if row is None:
-        return index_info(lake, dataset)  # raises the right NotFoundError
-    info = IndexInfo(
-        dataset=row[0],
-        text_column=row[1],
-        key_column=row[2],
-        model=row[3],
-        dimension=row[4],
-        row_count=row[5],
-        fingerprint=row[6],
-        dataset_updated_at=row[7],
-        built_at=row[8],
-    )
-    if row[9] is None:
-        raise NotFoundError(
-            f"dataset {dataset!r} no longer exists (its index remains); drop it with `agentlake index drop {dataset}`"
-        )
-    if row[9] != info.dataset_updated_at:
-        raise StaleIndexError(
-            f"the index of {dataset!r} is stale: the dataset was ingested into after the index was built; "
-            f"run `{info.rebuild_command}` (unchanged rows come from the embedding cache)"
-        )
-    return info
 
 
 def _filter_keys(lake: Lake, info: IndexInfo, fragment: str) -> np.ndarray:
@@ -324,7 +281,7 @@ def search_vector(
     as in :func:`hybrid_search`, which embeds a question and calls this.
     """
     fragment = _check_inputs(where, k)
-    return _search(lake, _current_index(lake, dataset), vector, fragment, k, boost)
+    return _search(lake, fresh_index(lake, dataset), vector, fragment, k, boost)
 
 
 def _check_inputs(where: str | None, k: int) -> str | None:
@@ -341,10 +298,10 @@ def _check_inputs(where: str | None, k: int) -> str | None:
 
 
 def _search(
-    lake: Lake, info: IndexInfo, vector: np.ndarray, fragment: str | None, k: int, boost: Boost | None
+    lake: Lake, index: VectorIndex, vector: np.ndarray, fragment: str | None, k: int, boost: Boost | None
 ) -> list[Source]:
+    info = index.info
     dataset = info.dataset
-    index = load_index(lake, dataset, state=info)
     query = np.asarray(vector, dtype=np.float32).reshape(-1)
     if query.shape[0] != info.dimension:
         raise UserError(
@@ -416,7 +373,8 @@ def hybrid_search(
             'empty question: say what to look for, e.g. "certified welder with forklift experience"'
         )
     fragment = _check_inputs(where, k)
-    info = _current_index(lake, dataset)
+    index = fresh_index(lake, dataset)
+    info = index.info
     embedder = embedder or get_embedder(info.model, lake.settings)
     if embedder.name != info.model:
         raise UserError(
@@ -424,4 +382,4 @@ def hybrid_search(
             f"embedder or rebuild with `{info.rebuild_command}`"
         )
     vector = embedder.embed([question.strip()])[0]
-    return _search(lake, info, vector, fragment, k, boost)
+    return _search(lake, index, vector, fragment, k, boost)
