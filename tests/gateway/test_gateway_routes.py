@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -312,8 +313,13 @@ def test_every_call_is_observed_with_its_route_and_outcome(make_gateway: Any, ke
     client.get("/worker/99999", headers=keys["read"])
     client.get("/worker/3")  # no key
     client.post("/tools/sql/call", json={"arguments": {"query": "SELECT 1 AS x"}}, headers=keys["read"])
-    ops = app.state.services.observer.recent(20)
-    gateway_ops = [op for op in ops if op.source == "gateway"]
+    observer = app.state.services.observer
+    deadline = time.monotonic() + 10  # an op is committed just after its response went out
+    while sum(op.source == "gateway" for op in observer.recent(20)) < 4 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    ops = observer.recent(20)
+    # Ordered by start: commits of consecutive requests may land in either order.
+    gateway_ops = sorted((op for op in ops if op.source == "gateway"), key=lambda op: op.ts)
     assert [(op.endpoint, op.success) for op in gateway_ops] == [
         ("GET /worker/{worker_id}", True),
         ("GET /worker/{worker_id}", False),

@@ -23,7 +23,7 @@ from starlette.middleware import Middleware
 from agentlake import __version__
 from agentlake.gateway.errors import CatchUnexpected, install_error_handlers
 from agentlake.gateway.limits import BodyLimit
-from agentlake.gateway.recording import RecordRequests
+from agentlake.gateway.recording import RecordRequests, drain
 from agentlake.gateway.security import Authenticate
 from agentlake.gateway.services import Services
 from agentlake.settings import Settings, load_settings
@@ -57,6 +57,7 @@ def create_app(
     """
     settings = settings or load_settings()
     services = services or Services(settings)
+    recording: set[Any] = set()  # ops of answered requests still being committed
     mcp_server = None
     if mount_mcp:
         from agentlake.gateway.mcp_server import build_mcp_server
@@ -73,6 +74,7 @@ def create_app(
             try:
                 yield
             finally:
+                await drain(recording)
                 services.close()
 
     app = FastAPI(
@@ -81,7 +83,7 @@ def create_app(
         description=DESCRIPTION,
         lifespan=lifespan,
         middleware=[
-            Middleware(RecordRequests, services=services),
+            Middleware(RecordRequests, services=services, pending=recording),
             Middleware(Authenticate, keys=settings.api_key_scopes),
             Middleware(BodyLimit, max_bytes=settings.max_body_bytes),
             Middleware(CatchUnexpected),

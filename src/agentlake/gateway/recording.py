@@ -9,12 +9,15 @@ op failed, with the error message the handlers rendered.
 It records through ``agentlake.observe.wrap_tool``, whose async path opens the span in the
 request's context (ops recorded inside the route, such as tool and model calls, become its
 children in the same trace) and commits the op from a worker thread, so the event loop never
-waits on the store. It does not record the mounted apps: the observer's ingest records the ops
+waits on the store. The request is answered first and its op committed right after (grouped
+with concurrent requests' ops): a client never waits for an fsync of the log, and shutdown
+drains the commits still pending. So an op may appear a few milliseconds after its response. It does not record the mounted apps: the observer's ingest records the ops
 it receives, and MCP calls are recorded per tool with source "mcp" (``gateway.mcp_server``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -43,10 +46,12 @@ class HTTPFailure(Exception):
 class RecordRequests:
     """ASGI middleware: one observed op per HTTP request to the gateway's own routes."""
 
-    def __init__(self, app: Any, services: Any) -> None:
+    def __init__(self, app: Any, services: Any, pending: set[asyncio.Future[Any]] | None = None) -> None:
         self.app = app
         self.services = services
         self._routes: list[BaseRoute] | None = None
+        # Recordings still committing; shared with the app factory so shutdown can drain them.
+        self._pending: set[asyncio.Future[Any]] = pending if pending is not None else set()
 
     def _endpoint(self, scope: dict[str, Any]) -> str:
         if self._routes is None:
@@ -87,8 +92,17 @@ class RecordRequests:
                 response_excerpt.extend(message.get("body", b"")[: _EXCERPT_BYTES - len(response_excerpt)])
             await send(message)
 
+        finished = asyncio.Event()
+        failure: list[BaseException] = []
+
         async def gateway_call(request: dict[str, Any]) -> dict[str, Any]:
-            await self.app(scope, recording_receive, recording_send)
+            try:
+                await self.app(scope, recording_receive, recording_send)
+            except BaseException as exc:  # recorded as the op's error, then handed back to the server
+                failure.append(exc)
+                raise
+            finally:
+                finished.set()
             # Read after the app ran: the body was only received inside it.
             request["body"] = body_excerpt.decode("utf-8", "replace")
             request["key"] = getattr(state.get("principal"), "key_id", None)
@@ -106,7 +120,24 @@ class RecordRequests:
         recorded = wrap_tool(
             gateway_call, endpoint=self._endpoint(scope), source="gateway", observer=self.services.observer
         )
-        try:
-            await recorded(request)
-        except HTTPFailure:
-            pass  # the response went out; the op says it failed
+        # The op is committed after the response has gone out: the server moves on to the
+        # connection's next request instead of waiting for the commit (wrap_tool commits from a
+        # worker thread, grouped with other requests' ops). A task copies this context, so the
+        # route's own ops still nest under the request's span.
+        task = asyncio.ensure_future(recorded(request))
+        self._pending.add(task)
+        task.add_done_callback(self._settled)
+        await finished.wait()
+        if failure and not isinstance(failure[0], HTTPFailure):
+            raise failure[0]
+
+    def _settled(self, task: asyncio.Future[Any]) -> None:
+        self._pending.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: a real failure was already handed to the server by __call__
+
+
+async def drain(pending: set[asyncio.Future[Any]], timeout: float = 10.0) -> None:
+    """Wait for ops still being committed; the app's shutdown calls this before closing the store."""
+    if pending:
+        await asyncio.wait(list(pending), timeout=timeout)
