@@ -83,3 +83,29 @@ def test_api_conforms_to_its_own_schema(make_gateway: Any, asker: None) -> None:
                 case.call_and_validate(headers=ADMIN, checks=[not_a_server_error, *SCHEMA_CHECKS])
 
         conforms()
+
+
+def test_each_operation_names_its_scope(make_gateway: Any) -> None:
+    client, _ = make_gateway()
+    paths = client.get("/openapi.json", headers=ADMIN).json()["paths"]
+    assert paths["/health"]["get"]["x-required-scope"] == "none"
+    assert paths["/worker/{worker_id}"]["get"]["x-required-scope"] == "read"
+    assert paths["/log"]["post"]["x-required-scope"] == "write"
+    assert paths["/playbooks/{lesson_id}/retire"]["post"]["x-required-scope"] == "admin"
+
+
+def test_http_api_docs_are_generated_from_the_code() -> None:
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from agentlake.cli.main import app
+
+    result = CliRunner().invoke(app, ["openapi", "--markdown"])
+    assert result.exit_code == 0, result.output
+    docs = Path(__file__).resolve().parents[2] / "docs" / "http-api.md"
+    assert docs.read_text() == result.output, (
+        "docs/http-api.md is stale: agentlake openapi --markdown > docs/http-api.md"
+    )
+    spec = json.loads(CliRunner().invoke(app, ["openapi"]).output)
+    assert spec["paths"]["/sql"]["post"]["x-required-scope"] == "read"

@@ -22,3 +22,21 @@ def register(app: typer.Typer) -> None:
         from agentlake.gateway.server import run
 
         run(host=host, port=port, log_level=log_level)
+
+    @app.command("openapi")
+    def openapi(
+        markdown: bool = typer.Option(
+            False, "--markdown", help="Render docs/http-api.md instead of the JSON document."
+        ),
+    ) -> None:
+        """Print the gateway's OpenAPI document (JSON), or the HTTP API reference in Markdown.
+
+        Regenerate the docs with: agentlake openapi --markdown > docs/http-api.md
+        """
+        import json
+        import sys
+
+        from agentlake.gateway.apidoc import api_markdown, openapi_spec
+
+        spec = openapi_spec()
+        sys.stdout.write(api_markdown(spec) if markdown else json.dumps(spec, indent=2) + "\n")

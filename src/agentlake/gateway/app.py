@@ -97,11 +97,26 @@ def create_app(
 
     for router in ROUTERS:
         app.include_router(router)
+    _document_scopes(app)
     if mount_observer:
         _mount_observer(app, services)
     if mcp_server is not None:
         _route_mcp(app, mcp_server)
     return app
+
+
+def _document_scopes(app: FastAPI) -> None:
+    """Every operation in /openapi.json says which key scope it needs (from its dependency)."""
+    from agentlake.gateway.apidoc import annotate_scopes
+
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = annotate_scopes(generate(), app.routes)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _mount_observer(app: FastAPI, services: Services) -> None:

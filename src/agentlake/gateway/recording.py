@@ -21,22 +21,13 @@ import asyncio
 import logging
 from typing import Any
 
-from starlette.routing import BaseRoute, Match, Route
+from starlette.routing import BaseRoute, Match
 
 log = logging.getLogger(__name__)
 
 _EXCERPT_BYTES = 600
 # Not recorded as gateway ops: see the module docstring.
 _UNRECORDED_PREFIXES = ("/observer", "/mcp")
-
-
-def _flat_routes(routes: list[BaseRoute]) -> Any:
-    """Plain routes, descending into included routers (FastAPI keeps them as ``original_router``)."""
-    for route in routes:
-        if isinstance(route, Route):
-            yield route
-        elif getattr(route, "original_router", None) is not None:
-            yield from _flat_routes(route.original_router.routes)  # type: ignore[attr-defined]
 
 
 class HTTPFailure(Exception):
@@ -55,7 +46,9 @@ class RecordRequests:
 
     def _endpoint(self, scope: dict[str, Any]) -> str:
         if self._routes is None:
-            self._routes = list(_flat_routes(getattr(scope.get("app"), "routes", [])))
+            from agentlake.gateway.routes import flat_routes
+
+            self._routes = list(flat_routes(getattr(scope.get("app"), "routes", [])))
         # "(unrouted)" keeps scanners' random paths out of the endpoint list.
         template = "(unrouted)"
         for route in self._routes:

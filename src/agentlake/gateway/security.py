@@ -178,4 +178,18 @@ def require(needed: Scope) -> Callable[..., Principal]:
         return principal
 
     dependency.__name__ = f"require_{needed}"
+    dependency.required_scope = needed  # type: ignore[attr-defined]  # read by route_scope for the docs
     return dependency
+
+
+def route_scope(route: Any) -> Scope | None:
+    """The scope a route's :func:`require` dependency asks for (the highest, if several)."""
+    found: list[Scope] = []
+    stack = list(getattr(getattr(route, "dependant", None), "dependencies", []))
+    while stack:
+        dependant = stack.pop()
+        scope = getattr(dependant.call, "required_scope", None)
+        if scope is not None:
+            found.append(scope)
+        stack.extend(dependant.dependencies)
+    return max(found, key=_RANK.__getitem__) if found else None
