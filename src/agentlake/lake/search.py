@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import BaseModel, Field
 
+from agentlake.embed.local import quiet_openmp
 from agentlake.errors import RunError, UserError
 from agentlake.lake.catalog import quote_ident
 from agentlake.lake.guard import check_where
@@ -147,6 +148,7 @@ class _Watchdog:
 
 _watchdog = _Watchdog()
 atexit.register(_watchdog.stop)
+quiet_openmp()  # before the float16 scan first imports torch
 
 
 # --- the lake side ----------------------------------------------------------------------
