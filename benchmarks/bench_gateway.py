@@ -141,7 +141,8 @@ def load_main(argv: list[str]) -> None:
         float(argv[3]),
         int(argv[4]),
     )
-    print(json.dumps(asyncio.run(_load(kind, port, clients, seconds, max_worker))))
+    rate = float(argv[5]) if len(argv) > 5 else 0.0
+    print(json.dumps(asyncio.run(_load(kind, port, clients, seconds, max_worker, rate))))
 
 
 # --- orchestration ------------------------------------------------------------------------
