@@ -8,9 +8,11 @@ import typer
 def register(app: typer.Typer) -> None:
     @app.command("mcp")
     def mcp() -> None:
-        """Serve the MCP tools (sql, search, match, get_worker, worker_profile, ask, lessons, ...) over
-        stdin/stdout, for a client that launches this command. Uses this data dir's lake and lessons
-        directly; when `agentlake serve` already runs on it, point the client at its /mcp instead.
+        """Serve the agentlake tools over MCP on stdin/stdout (for Claude Code and other clients).
+
+        Tools: sql, search, match, hybrid_search, find_workers, get_worker, worker_profile, ask, lessons, log_outcome, propose_lesson, models, ...; lessons are also resources.
+
+        It opens this data dir's lake and lesson store itself: when `agentlake serve` already runs on the same data dir, point the client at the gateway's /mcp instead.
         """
         from agentlake.gateway.mcp_server import run_stdio
 

@@ -1,4 +1,4 @@
-"""``agentlake serve``: run the gateway (REST + observer + MCP over HTTP) under uvicorn."""
+"""``agentlake serve`` (the gateway under uvicorn) and ``agentlake openapi`` (its API document)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,17 @@ import typer
 def register(app: typer.Typer) -> None:
     @app.command("serve")
     def serve(
-        host: str = typer.Option(None, "--host", help="Bind address [default: gateway_host, 127.0.0.1]."),
-        port: int = typer.Option(None, "--port", help="Port [default: gateway_port, 3700]."),
+        host: str = typer.Option(
+            None, "--host", help="Bind address (default: the gateway_host setting, 127.0.0.1)."
+        ),
+        port: int = typer.Option(None, "--port", help="Port (default: the gateway_port setting, 3700)."),
         log_level: str = typer.Option(
             "info", "--log-level", help="uvicorn log level: critical, error, warning, info, debug."
         ),
     ) -> None:
-        """Serve the HTTP gateway: /sql, /search, /match, /worker/{id}, /profile/{id}, /ask, /tools,
-        /playbooks, /log, /models, the observer under /observer/ and MCP at /mcp.
+        """Serve the HTTP gateway: REST API, the observer under /observer/ and MCP at /mcp.
 
-        Set AGENTLAKE_API_KEYS (KEY:SCOPE pairs) before binding anything but 127.0.0.1.
+        Routes: /sql, /search, /match, /worker/{id}, /profile/{id}, /ask, /tools, /playbooks, /log, /models, /health. Set AGENTLAKE_API_KEYS (KEY:SCOPE pairs) before binding anything but 127.0.0.1.
         """
         from agentlake.gateway.server import run
 
@@ -29,7 +30,7 @@ def register(app: typer.Typer) -> None:
             False, "--markdown", help="Render docs/http-api.md instead of the JSON document."
         ),
     ) -> None:
-        """Print the gateway's OpenAPI document (JSON), or the HTTP API reference in Markdown.
+        """Print the gateway's OpenAPI document (JSON), or its HTTP API reference in Markdown.
 
         Regenerate the docs with: agentlake openapi --markdown > docs/http-api.md
         """
