@@ -2,8 +2,8 @@
 
 Owns the assembly: the middleware stack (record -> authenticate -> body limit -> catch
 unexpected errors), the error handlers, the routers, the observer's service mounted under
-``/observer`` and the MCP server's streamable HTTP app under ``/mcp``, and the lifespan that
-starts the MCP session manager and closes what the process opened. It does not own any route
+``/observer`` and the MCP server's streamable HTTP endpoint at ``/mcp``, and the lifespan that
+starts the MCP session manager, drains pending op commits and closes what the process opened. It does not own any route
 logic (``gateway.routes``), the security rules (``gateway.security``) or the MCP tools
 (``gateway.mcp_server``).
 
