@@ -204,12 +204,19 @@ def test_ray_backend_on_a_local_instance(scenario_settings: Settings, observer) 
     try:
         days = [s for s in load_scenarios("builtin") if s.scenario == "eagle-container-day1"]
         inline = run_scenarios(
-            days, ["rules-learning"], batches=2, settings=scenario_settings, observer=observer, run_id="i"
+            days,
+            ["rules-learning"],
+            batches=2,
+            repeat=2,
+            settings=scenario_settings,
+            observer=observer,
+            run_id="i",
         )
         on_ray = run_scenarios(
             days,
             ["rules-learning"],
             batches=2,
+            repeat=2,
             backend="ray",
             settings=scenario_settings,
             observer=observer,
@@ -217,6 +224,12 @@ def test_ray_backend_on_a_local_instance(scenario_settings: Settings, observer) 
         )
     finally:
         ray.shutdown()
-    key = lambda r: (r.batch, r.event_id, r.filled, tuple(r.accepted))  # noqa: E731
+    key = lambda r: (r.batch, r.repetition, r.event_id, r.filled, tuple(r.accepted))  # noqa: E731
     assert sorted(map(key, read_results(on_ray.run_dir))) == sorted(map(key, read_results(inline.run_dir)))
     assert json.loads((on_ray.run_dir / "plan.json").read_text())["backend"] == "ray"
+    board = json.loads((on_ray.run_dir / "leaderboard.json").read_text())
+    assert {row["repetitions"] for row in board["per_batch"]} == {2}
+    assert all(0 <= row["pass_k"] <= row["event_success_rate"] for row in board["per_batch"])
+    board = json.loads((on_ray.run_dir / "leaderboard.json").read_text())
+    assert {row["repetitions"] for row in board["per_batch"]} == {2}
+    assert all(0 <= row["pass_k"] <= row["event_success_rate"] for row in board["per_batch"])
