@@ -1,0 +1,45 @@
+"""``agentlake ask "question"``: an answer over the lake written by a model, with its sources."""
+
+from __future__ import annotations
+
+import typer
+
+
+def ask(
+    question: str = typer.Argument(
+        ..., help="A question about the data, e.g. 'How many welders live in Ohio?'."
+    ),
+    model: str | None = typer.Option(
+        None, "--model", "-m", help="e.g. ollama:qwen3:4b (default: executor_model)."
+    ),
+    dataset: str | None = typer.Option(
+        None, "--dataset", help="Pin the dataset searched when search is needed."
+    ),
+    k: int = typer.Option(8, "-k", min=1, max=50, help="Search results given to the model as evidence."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the whole answer (route, SQL, sources) as JSON."
+    ),
+) -> None:
+    """Answer a question over the lake: SQL for structured questions, hybrid search otherwise, sources cited."""
+    from agentlake.ask import ask as ask_lake
+    from agentlake.cli.output import console, print_json
+    from agentlake.lake import Lake
+
+    with Lake.open(read_only=True) as lake:
+        answer = ask_lake(question, lake=lake, model=model, dataset=dataset, k=k)
+    if as_json:
+        print_json(answer.model_dump(mode="json"))
+        return
+    console.print(answer.answer, highlight=False, soft_wrap=True)
+    how = (
+        f"SQL: {answer.sql}"
+        if answer.route == "sql"
+        else f"search{f' WHERE {answer.where}' if answer.where else ''}"
+    )
+    console.print(
+        f"[dim]{how} · sources: {', '.join(s.id for s in answer.sources) or 'none'}[/]", highlight=False
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ask")(ask)
