@@ -66,7 +66,7 @@ def run(
 ) -> None:
     """Run scenario days with staffers in batches, learn between batches, write results, leaderboard and report."""
     from agentlake.cli.leaderboard import print_board
-    from agentlake.cli.output import console, render_rows
+    from agentlake.cli.output import console
     from agentlake.scenarios.metrics import leaderboard, leaderboard_rows, learning_curve
     from agentlake.scenarios.results import read_results
     from agentlake.scenarios.runner import prepare_run, run_scenarios
@@ -80,10 +80,10 @@ def run(
         semantic_lessons=semantic_lessons,
     )
     if check:
-        from agentlake.scenarios.feasibility import POOL_COLUMNS, lake_pools, pool_rows
+        from agentlake.scenarios.feasibility import lake_pools
 
         plan = prepare_run(_split(scenarios), _split(staffers), **options)
-        render_rows(POOL_COLUMNS, pool_rows(lake_pools(plan.scenarios)), title="candidate pools on this lake")
+        _print_pools(lake_pools(plan.scenarios))
         console.print("ok: " + plan.describe(), highlight=False, markup=False)
         return
 
@@ -103,6 +103,30 @@ def run(
     console.print(
         f"{summary.results} judged events in {summary.seconds:.1f} s\nresults: {summary.run_dir}\nreport:  {summary.report}",
         highlight=False,
+        markup=False,
+    )
+
+
+def _print_pools(pools) -> None:  # noqa: ANN001 - feasibility.EventPool list
+    from rich import box
+    from rich.table import Table
+
+    from agentlake.cli.output import console
+
+    table = Table(title="candidate pools on this lake", box=box.SIMPLE_HEAD, pad_edge=False)
+    for name, width in (("scenario", 20), ("ev", 4), ("role", 13), ("place", 13)):
+        table.add_column(name, no_wrap=True, overflow="ellipsis", max_width=width)
+    for name in ("need", "stated", "ok"):
+        table.add_column(name, justify="right", no_wrap=True, min_width=len(name))
+    for p in pools:
+        place = p.place.replace(" mi", "")
+        ok = f"{p.acceptable}{'' if p.solvable else ' (!)'}"
+        table.add_row(p.scenario, p.event_id, p.role, place, str(p.count), str(p.stated), ok)
+    console.print(table)
+    console.print(
+        "need: the count; stated: workers meeting the order as written; ok: those the client would also take "
+        "(bookings ignored); (!) fewer than the count",
+        style="dim",
         markup=False,
     )
 
