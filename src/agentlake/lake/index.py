@@ -64,8 +64,9 @@ CREATE TABLE IF NOT EXISTS {INDEX_TABLE} (
 _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}
 # Below this many rows an exact scan is already well under a millisecond, so no HNSW is built.
 ANN_MIN_ROWS = 10_000
-# HNSW parameters, tuned on clustered 384-d vectors at 500k rows (benchmarks/bench_search.py):
-# with the top 100 candidates re-scored exactly in float32, ef 128 gives recall@10 = 1.0 there.
+# HNSW parameters (benchmarks/bench_search.py). With the top 100 candidates re-scored exactly
+# in float32, ef 128 gave recall@10 1.000 on 500k clustered vectors and 0.995 on 20k real MiniLM
+# resume embeddings, in about 0.3 ms.
 ANN_CONNECTIVITY = 16
 ANN_EXPANSION_ADD = 128
 ANN_EXPANSION_SEARCH = 128
@@ -590,9 +591,55 @@ class VectorIndex:
             )
         return rows
 
+    def f16_tensor(self) -> Any:
+        """The float16 matrix as a torch tensor (made once; the map is read-only, which torch
+        warns about, but nothing ever writes through it)."""
+        tensor = self.__dict__.get("_f16_tensor")
+        if tensor is None:
+            import warnings
+
+            import torch
+
+            with _load_lock, warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                tensor = self.__dict__.setdefault("_f16_tensor", torch.from_numpy(self.vectors_f16))
+        return tensor
+
     def text(self, row: int) -> str:
         start, end = int(self.text_offsets[row]), int(self.text_offsets[row + 1])
         return bytes(self.texts[start:end]).decode("utf-8")
+
+
+def map_array(path: Path) -> np.ndarray:
+    """A read-only array over ``path`` (a ``.npy`` file, or raw bytes otherwise), mapped and pre-faulted.
+
+    The map is shared (processes share the page cache) and populated at once (MAP_POPULATE):
+    a search touches a few hundred rows scattered over the file, and the first touch of each
+    page of a lazy map costs more than scoring the row. A plain ndarray, not ``np.memmap``,
+    whose per-slice bookkeeping is slower too.
+    """
+    import mmap
+
+    with open(path, "rb") as handle:
+        if path.suffix == ".npy":
+            version = np.lib.format.read_magic(handle)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
+            else:
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle)
+            if fortran:
+                raise ValueError(f"{path} is Fortran-ordered")
+            offset = handle.tell()
+        else:
+            shape, dtype, offset = None, np.dtype(np.uint8), 0
+        size = os.fstat(handle.fileno()).st_size
+        if size == offset:
+            return np.zeros(shape or (0,), dtype=dtype)
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        mapped = mmap.mmap(handle.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
+    count = (size - offset) // dtype.itemsize if shape is None else int(np.prod(shape))
+    array = np.frombuffer(mapped, dtype=dtype, count=count, offset=offset)
+    return array.reshape(shape) if shape is not None else array
 
 
 _loaded: dict[tuple[str, str], VectorIndex] = {}
@@ -612,22 +659,18 @@ def _open_files(info: IndexInfo, directory: Path) -> VectorIndex | None:
     if meta.get("version") != _FILES_VERSION or meta.get("fingerprint") != info.fingerprint:
         return None
     try:
-        # mmap "c" (copy-on-write): pages are shared with the page cache, and torch accepts
-        # the array without warning that it is read-only.
-        keys = np.load(directory / "keys.npy", mmap_mode="r")
-        vectors = np.load(directory / "vectors.npy", mmap_mode="c")
-        vectors_f16 = np.load(directory / "vectors_f16.npy", mmap_mode="c")
-        offsets = np.load(directory / "text_offsets.npy", mmap_mode="r")
-        texts = (
-            np.memmap(directory / "texts.bin", dtype=np.uint8, mode="r")
-            if offsets[-1]
-            else np.zeros(0, np.uint8)
-        )
+        keys = map_array(directory / "keys.npy")
+        vectors = map_array(directory / "vectors.npy")
+        vectors_f16 = map_array(directory / "vectors_f16.npy")
+        offsets = map_array(directory / "text_offsets.npy")
+        texts = map_array(directory / "texts.bin") if offsets[-1] else np.zeros(0, np.uint8)
         ann = None
         if meta.get("ann"):
             from usearch.index import Index
 
-            ann = Index.restore(str(directory / "ann.usearch"), view=True)
+            # Loaded, not viewed: a graph walk touches pages all over the file, and page
+            # faults on a cold map cost more than the search itself.
+            ann = Index.restore(str(directory / "ann.usearch"), view=False)
             if ann is None:
                 return None
             ann.expansion_search = ANN_EXPANSION_SEARCH
@@ -643,16 +686,14 @@ def _open_files(info: IndexInfo, directory: Path) -> VectorIndex | None:
         if span <= 4 * len(keys) + 1024:
             lookup = np.full(span, -1, dtype=np.int64)
             lookup[np.asarray(keys) - base] = np.arange(len(keys), dtype=np.int64)
-    # Plain ndarray views of the maps: np.memmap's per-slice bookkeeping costs more than the
-    # handful of rows a search touches.
     return VectorIndex(
         info=info,
         directory=directory,
-        keys=np.asarray(keys),
-        vectors=np.asarray(vectors),
-        vectors_f16=np.asarray(vectors_f16),
-        text_offsets=np.asarray(offsets),
-        texts=np.asarray(texts),
+        keys=keys,
+        vectors=vectors,
+        vectors_f16=vectors_f16,
+        text_offsets=offsets,
+        texts=texts,
         ann=ann,
         _lookup=lookup,
         _lookup_base=base,

@@ -240,7 +240,7 @@ def _scan_f16(index: VectorIndex, rows: np.ndarray, query: np.ndarray) -> np.nda
 
 def _scan_f16_blocks(torch: Any, index: VectorIndex, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
     with torch.inference_mode():
-        matrix = torch.from_numpy(index.vectors_f16)
+        matrix = index.f16_tensor()
         picks = torch.from_numpy(rows)
         q = torch.from_numpy(query.astype(np.float16))
         out = torch.empty(len(rows), dtype=torch.float16)
