@@ -334,3 +334,18 @@ def test_every_call_is_observed_with_its_route_and_outcome(make_gateway: Any, ke
     tool_op = next(op for op in ops if op.endpoint == "tool.sql")
     assert tool_op.parent_span_id == gateway_ops[3].span_id and tool_op.trace_id == gateway_ops[3].trace_id
     assert tool_op.agent_id == "gateway"
+
+
+def test_a_broken_recorder_fails_the_request_instead_of_hanging(
+    make_gateway: Any, keys: H, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken_wrap_tool(fn: Any, **kwargs: Any) -> Any:
+        async def call(*args: Any, **kw: Any) -> Any:
+            raise RuntimeError("recorder broke before the app ran")
+
+        return call
+
+    client, _ = make_gateway()
+    monkeypatch.setattr("agentlake.observe.wrap_tool", broken_wrap_tool)
+    with pytest.raises(RuntimeError, match="recorder broke"):
+        client.get("/health")

@@ -120,9 +120,15 @@ class RecordRequests:
         task = asyncio.ensure_future(recorded(request))
         self._pending.add(task)
         task.add_done_callback(self._settled)
+        # Also woken if the recording itself failed before the app ran, so a request never hangs.
+        task.add_done_callback(lambda _: finished.set())
         await finished.wait()
         if failure and not isinstance(failure[0], HTTPFailure):
             raise failure[0]
+        if not failure and task.done() and not task.cancelled():
+            error = task.exception()
+            if error is not None and not isinstance(error, HTTPFailure):
+                raise error
 
     def _settled(self, task: asyncio.Future[Any]) -> None:
         self._pending.discard(task)
