@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install --quiet --upgrade pip
 	# The CPU wheel of torch first: any other torch spec pulls gigabytes of CUDA.
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,ray]'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
@@ -32,7 +32,7 @@ browser:
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
 
 test: install browser
-	@$(BIN)/python -m pytest; rc=$$?; \
+	@$(BIN)/python -m pytest -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
 
 lint: install
