@@ -123,6 +123,15 @@ class Settings(BaseSettings):
     )
     runs_dir: Path = Field(Path("runs"), description="Where scenario runs write their results.")
 
+    # --- graph runtime and dashboard ----------------------------------------------------
+    graph_model: str = Field(
+        "function:graph-demo",
+        description="Model of the graph's thinker and director, e.g. ollama:qwen3:4b; the default is a scripted demo shipped in the package (no LLM needed).",
+    )
+    graph_trace_max_bytes: int = Field(
+        5 * 1024 * 1024, gt=0, description="Size at which the graph's JSONL trace file (data_dir/graph-trace.jsonl) is rotated; 3 rotated files are kept."
+    )
+
     @classmethod
     def settings_customise_sources(
         cls,
