@@ -39,6 +39,16 @@ T = TypeVar("T")
 # cached database instance, so they must also share the writer's serialization.
 _file_locks: dict[Path, threading.RLock] = {}
 _file_locks_guard = threading.Lock()
+# Bumped when this process opens a lake file or commits a write to it. While a Lake is open,
+# DuckDB's file lock keeps other processes from writing, so an unchanged token means an
+# unchanged file (the vector index uses it to skip re-reading the catalog on every search).
+_change_tokens: dict[Path, int] = {}
+
+
+def _bump_change_token(path: Path) -> None:
+    with _file_locks_guard:
+        _change_tokens[path] = _change_tokens.get(path, 0) + 1
+
 
 # Errors that mean "your query is wrong", as opposed to "running it failed".
 _QUERY_USER_ERRORS: tuple[type[duckdb.Error], ...] = (
@@ -126,6 +136,7 @@ class Lake:
         except duckdb.Error as exc:
             raise RunError(f"cannot open the lake file {target}: {str(exc).splitlines()[0]}") from None
         lake = cls(conn, target, settings, read_only)
+        _bump_change_token(target)
         if not read_only:
             with lake._lock:
                 apply_migrations(conn, catalog.LAKE_MIGRATIONS)
@@ -145,6 +156,12 @@ class Lake:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    @property
+    def change_token(self) -> int:
+        """Changes whenever this process opens this lake file or commits a write to it; while
+        it is unchanged the file is unchanged (no other process can write while it is open)."""
+        return _change_tokens.get(self.path, 0)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -174,6 +191,7 @@ class Lake:
                     result = fn(self._conn)
                     self._conn.complete()  # run a pending statement of fn to its end before COMMIT
                     self._conn.execute("COMMIT")
+                    _bump_change_token(self.path)
                 except BaseException:
                     self._roll_back()
                     raise
