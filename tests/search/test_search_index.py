@@ -109,3 +109,21 @@ def test_bad_build_input_writes_nothing(lake: Lake, dataset, column, key, error,
     with pytest.raises(error, match=message):
         build_index(lake, dataset, column, key=key)
     assert {i.dataset: i.fingerprint for i in list_indexes(lake)} == before
+
+
+def test_a_change_by_another_process_is_seen_after_reopening(data_dir, tmp_path) -> None:
+    import subprocess
+    import sys
+
+    with Lake.open() as lake:
+        assert hybrid_search(lake, "profiles", "nurse", k=1)[0].key == 2  # loaded and checked
+    extra = tmp_path / "more.csv"
+    extra.write_text("id,bio\n9,Pharmacy technician filling prescriptions in a retail drugstore.\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "agentlake.cli.main", "ingest", str(extra), "--dataset", "profiles"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    with Lake.open() as lake, pytest.raises(StaleIndexError):
+        hybrid_search(lake, "profiles", "nurse", k=1)
