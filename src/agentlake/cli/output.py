@@ -7,7 +7,7 @@ import io
 import json
 import sys
 from collections.abc import Sequence
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from rich.console import Console
@@ -17,7 +17,7 @@ console = Console()
 err_console = Console(stderr=True)
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     table = "table"
     json = "json"
     csv = "csv"
