@@ -1,0 +1,83 @@
+"""Model calls of graph nodes: through the LLM layer, tagged with the node, observed as ops.
+
+Owns resolving the graph's model (``settings.graph_model``; the shipped demo model is
+registered on first use), :class:`NodeModels` (what a node uses to ask for a typed reply), and
+:func:`record_turn_calls`, which records the model calls of one turn as ``llm.*`` ops (agent
+``graph.<node>``, the turn's trace id) by subscribing to the LLM layer's accounting and keeping
+only the calls tagged with that turn. So each call is recorded once, by the same mapping every
+other part of agentlake uses (``observe.llm_calls.op_from_call``), and concurrent turns or
+other model users in the process are not mixed in. Prompts belong to the nodes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from agentlake.observe import Observer
+    from agentlake.settings import Settings
+
+log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def graph_model(settings: Settings) -> str:
+    """The model string the graph's nodes call, with the demo model registered if it is that."""
+    from agentlake.graph.demo import DEMO_MODEL, ensure_demo_model
+
+    if settings.graph_model == DEMO_MODEL:
+        ensure_demo_model()
+    return settings.graph_model
+
+
+def record_turn_calls(observer: Observer, turn_tag: str) -> Callable[[], None]:
+    """Record every model call tagged ``graph_turn=turn_tag`` into ``observer`` until the
+    returned function is called. Recording failures are logged, never raised."""
+    from agentlake.llm import add_recorder
+    from agentlake.observe import ObservedOp
+    from agentlake.observe.llm_calls import op_from_call
+
+    def record(call: Any) -> None:
+        if call.tags.get("graph_turn") != turn_tag:
+            return
+        try:
+            observer.record(ObservedOp(**op_from_call(call)))
+        except Exception:  # the observer's trouble must not fail the conversation
+            log.warning("could not record a graph model call", exc_info=True)
+
+    return add_recorder(record)
+
+
+class NodeModels:
+    """Typed model calls on behalf of one node in one turn."""
+
+    def __init__(self, settings: Settings, node_id: str, turn_tag: str, trace_id: str) -> None:
+        self.settings = settings
+        self.node_id = node_id
+        self.turn_tag = turn_tag
+        self.trace_id = trace_id
+        self.calls = 0
+
+    @property
+    def model(self) -> str:
+        return graph_model(self.settings)
+
+    def structured(self, messages: list[Any], output_type: type[M], *, max_tokens: int = 1024) -> M:
+        """An ``output_type`` from the graph's model (``generate_structured``: schema retries,
+        continuations, breaker); raises what the LLM layer raises."""
+        from agentlake.llm import call_tags, generate_structured
+        from agentlake.observe import observe_context
+
+        self.calls += 1
+        with (
+            observe_context(agent_id=f"graph.{self.node_id}", trace_id=self.trace_id),
+            call_tags(graph_turn=self.turn_tag, graph_node=self.node_id),
+        ):
+            return generate_structured(
+                self.model, messages, output_type, settings=self.settings, max_tokens=max_tokens
+            )

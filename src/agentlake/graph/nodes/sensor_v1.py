@@ -1,0 +1,100 @@
+"""``sensor_v1``: notices what the conversation itself does not say.
+
+* **Idle returns**: a message after more than ``idle_after_s`` without one, or the page becoming
+  visible again after being hidden that long, becomes a note ("the user came back after 12 min").
+* **Workspace mismatches**: the browser reports which graph and which controls it shows. A graph
+  other than the active one is noted. Controls other than the ones last sent are the audit
+  layer's **controls mismatch** flag: traced as an ``audit`` event, shown on the HUD, noted, and
+  the ui node is asked (control edge) to send the controls again.
+
+Notes go to the thinker as context (the latest ``max_notes``). No model call.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentlake.graph.node import Emit, Node, NodeContext, NodeInfo, Packet, register_node
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+
+class SensorConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    idle_after_s: float = Field(300.0, gt=0)
+    max_notes: int = Field(5, ge=1, le=50)
+
+
+@register_node
+class SensorV1(Node):
+    info = NodeInfo(
+        name="sensor_v1",
+        role="sensor",
+        version=1,
+        description="Notes idle returns and workspace mismatches; flags controls the browser does not show.",
+        accepts=("control",),
+        emits=("context", "control"),
+    )
+    Config = SensorConfig
+
+    def run(self, packet: Packet, ctx: NodeContext) -> list[Emit]:
+        session = ctx.session
+        notes_before = session.notes  # _note replaces the list, so identity tells
+        emits: list[Emit] = []
+        payload = packet.payload
+        if packet.kind == "activity":
+            previous = payload.get("previous")
+            if previous is not None and payload["at"] - previous > self.config.idle_after_s:
+                self._note(
+                    ctx,
+                    "idle_return",
+                    f"the user came back after {_minutes(payload['at'] - previous)} without a message",
+                )
+        elif packet.kind == "presence":
+            if payload["state"] == "hidden":
+                session.hidden_since = ctx.now
+            else:
+                hidden = session.hidden_since
+                session.hidden_since = None
+                if hidden is not None and ctx.now - hidden > self.config.idle_after_s:
+                    self._note(
+                        ctx,
+                        "idle_return",
+                        f"the user returned to the page after {_minutes(ctx.now - hidden)} away",
+                    )
+        elif packet.kind == "workspace":
+            shown_graph = payload.get("graph")
+            if shown_graph and shown_graph != ctx.graph_name:
+                self._note(
+                    ctx,
+                    "workspace_mismatch",
+                    f"the browser shows graph {shown_graph!r}, the active graph is {ctx.graph_name!r}",
+                )
+            shown = payload.get("controls")
+            if shown is not None:
+                sent = session.controls_ids()
+                if sorted(shown) != sorted(sent):
+                    missing = sorted(set(sent) - set(shown))
+                    extra = sorted(set(shown) - set(sent))
+                    ctx.trace("audit", kind="controls_mismatch", missing=missing, extra=extra)
+                    ctx.hud(f"controls mismatch: {len(missing)} missing, {len(extra)} unexpected; resending",
+                            flag="controls_mismatch")  # fmt: skip
+                    self._note(
+                        ctx,
+                        "controls_mismatch",
+                        f"the browser did not show the controls sent (missing {missing}, extra {extra})",
+                    )
+                    if ctx.can_reach("ui", "control"):
+                        emits.append(Emit("resend", {}, edge="control", to="ui"))
+        if session.notes is not notes_before:
+            emits.append(Emit("notes", {"notes": session.notes[-self.config.max_notes :]}, edge="context"))
+        return emits
+
+    def _note(self, ctx: NodeContext, kind: str, text: str) -> None:
+        ctx.session.notes = [*ctx.session.notes, text][-self.config.max_notes :]
+        ctx.trace(kind, note=text)
+        if kind != "controls_mismatch":
+            ctx.hud(text, flag=kind)

@@ -1,0 +1,225 @@
+"""``thinker_v1``: answers, calling tools through the LLM layer, audited before it speaks.
+
+Each step is one structured model call (``ThinkerStep``: what to say, which tools to call).
+Tool calls run (the lake's read-only SQL and hybrid search, the workspace tools) and their
+results go back to the model as tool messages, for at most ``max_tool_rounds`` rounds. A reply
+without tool calls is audited first, and retried once per kind with the reason when:
+
+* it contains code (a fenced block or a SELECT ... FROM) but no tool ran it
+  (``code_without_tool``): the user would see a query instead of its answer;
+* it announces an action ("let me check", "I'll create") but takes none
+  (``intent_without_action``).
+
+The reply goes to the output node; tool results and requested controls to the ui node. Its
+context is the director's plan, the memorizer's compact state and the sensor's notes. It does
+not render controls, stream text or keep memory.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentlake.graph.node import Emit, Node, NodeContext, NodeInfo, Packet, register_node
+from agentlake.graph.toolbox import ThinkerTools, ToolOutcome
+from agentlake.llm import Message
+
+MAX_CALLS_PER_STEP = 3
+
+SYSTEM = """\
+ROLE: thinker
+You are the thinker of agentlake's conversational graph. You answer the user briefly and
+concretely. Anything about data you look up with a tool: never guess a number.
+{catalog}
+
+Reply with one JSON object: {{"say": "...", "tool_calls": [{{"tool": "NAME", "args": {{...}}}}]}}
+- To use tools, list the calls (at most {max_calls}) and keep "say" empty; their results come back
+  as tool messages and you reply again.
+- When you have what you need, put the answer in "say" and no tool_calls. Never put a query or
+  code in "say": run it. Never announce an action without making the call.
+- Query results are shown to the user as a table already: summarise them, do not repeat rows.
+- When the user wants a workflow or a process with steps, build a state machine: its buttons move
+  it in the browser without you."""
+
+AUDIT_FEEDBACK = {
+    "code_without_tool": "AUDIT: your reply contains code (a query or a code block) but you called no tool, "
+    "so nothing ran and the user would see code instead of an answer. Run it with a tool call (sql for a "
+    "SELECT) and answer from the result.",
+    "intent_without_action": "AUDIT: your reply says you will do something, but you called no tool, so "
+    "nothing happened. Make the tool call now, or answer directly without announcing an action.",
+}
+_CODE = re.compile(r"```|\bSELECT\s+[^;]{1,400}?\s+FROM\s+\w+|^\s*(def|class|import)\s+\w+", re.MULTILINE)
+_INTENT = re.compile(
+    r"\b(i'll|i will|let me|i'm going to|i am going to|i'm about to|going to)\s+(now\s+|first\s+|quickly\s+)?"
+    r"(check|look|search|query|run|find|fetch|create|set up|build|make|show|pull|count|get|reset|remove|delete|add|"
+    r"extend|destroy|calculate|compute)\b",
+    re.IGNORECASE,
+)
+
+
+def audit_reply(say: str) -> str | None:
+    """Why a reply without tool calls must be retried (``code_without_tool``,
+    ``intent_without_action``), or None when it may go to the user."""
+    if _CODE.search(say):
+        return "code_without_tool"
+    if _INTENT.search(say):
+        return "intent_without_action"
+    return None
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    tool: str = Field(..., min_length=1, max_length=64)
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class ThinkerStep(BaseModel):
+    """One step of the thinker: text for the user and/or tool calls."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    say: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+
+
+class ThinkerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_tool_rounds: int = Field(4, ge=1, le=10)
+    history_messages: int = Field(6, ge=0, le=40)
+    max_tokens: int = Field(1024, ge=64)
+    lake_tools: list[str] = Field(default_factory=lambda: ["sql", "hybrid_search"])
+
+
+def _facts(outcomes: list[ToolOutcome]) -> list[str]:
+    facts = []
+    for outcome in outcomes:
+        if not outcome.ok:
+            facts.append(f"{outcome.tool} failed: {outcome.error}"[:160])
+        elif (
+            outcome.tool == "sql"
+            and isinstance(outcome.data, list)
+            and len(outcome.data) == 1
+            and len(outcome.data[0]) <= 3
+        ):
+            facts.append("sql: " + ", ".join(f"{k}={v}" for k, v in outcome.data[0].items()))
+        else:
+            facts.append(f"{outcome.tool}: {outcome.text.splitlines()[0] if outcome.text else 'ok'}"[:160])
+    return facts
+
+
+@register_node
+class ThinkerV1(Node):
+    info = NodeInfo(
+        name="thinker_v1",
+        role="thinker",
+        version=1,
+        description="Answers with tool calls (read-only SQL, hybrid search, state machines, controls), audited.",
+        accepts=("data", "context"),
+        emits=("data",),
+        uses_llm=True,
+    )
+    Config = ThinkerConfig
+
+    def system_prompt(self, tools: ThinkerTools, ctx: NodeContext, plan: dict | None) -> str:
+        parts = [SYSTEM.format(catalog=tools.catalog(), max_calls=MAX_CALLS_PER_STEP)]
+        machines = ctx.session.machines
+        if machines:
+            lines = [
+                f"- {m.name}: at {m.current}; states {m.states}; moves from here: "
+                + (", ".join(t.target for t in m.moves()) or "none")
+                for m in machines.values()
+            ]
+            parts.append("State machines in the workspace:\n" + "\n".join(lines))
+        if plan:
+            parts.append("The director's plan for this request:\n" + json.dumps(plan, ensure_ascii=False))
+        if ctx.context.get("memorizer"):
+            parts.append(
+                "Compact memory of the conversation:\n"
+                + json.dumps(ctx.context["memorizer"], ensure_ascii=False)
+            )
+        notes = (ctx.context.get("sensor") or {}).get("notes")
+        if notes:
+            parts.append("Sensor notes:\n" + "\n".join(f"- {note}" for note in notes))
+        return "\n\n".join(parts)
+
+    def run(self, packet: Packet, ctx: NodeContext) -> list[Emit]:
+        text = str(packet.payload["text"])
+        plan = packet.payload.get("plan")
+        tools = ThinkerTools(
+            ctx.resources, ctx.session, lake_tools=tuple(self.config.lake_tools), agent_id=f"graph.{self.id}"
+        )
+        prior = (
+            ctx.session.history[:-1][-self.config.history_messages :] if self.config.history_messages else []
+        )
+        messages = [
+            Message(role="system", content=self.system_prompt(tools, ctx, plan)),
+            *(
+                Message(role=m["role"], content=m["content"])
+                for m in prior
+                if m["role"] in ("user", "assistant")
+            ),
+            Message(role="user", content=text),
+        ]
+        outcomes: list[ToolOutcome] = []
+        audited: set[str] = set()
+        answer: str | None = None
+        for round_number in range(self.config.max_tool_rounds + len(AUDIT_FEEDBACK) + 1):
+            step = ctx.models.structured(messages, ThinkerStep, max_tokens=self.config.max_tokens)
+            calls = step.tool_calls[:MAX_CALLS_PER_STEP]
+            ctx.trace("step", round=round_number, say=step.say[:300], tool_calls=[c.tool for c in calls])
+            if calls and self._rounds(messages) >= self.config.max_tool_rounds:
+                ctx.trace("round_limit_ignored", tool_calls=[c.tool for c in calls])
+                answer = step.say.strip()
+                break
+            if calls:
+                messages.append(Message(role="assistant", content=step.model_dump_json()))
+                for call in calls:
+                    ctx.hud(f"calling {call.tool}")
+                    ctx.trace("tool_call", tool=call.tool, args=call.args)
+                    outcome = tools.call(call.tool, call.args)
+                    ctx.trace(
+                        "tool_result", tool=call.tool, ok=outcome.ok, rows=outcome.rows, error=outcome.error
+                    )
+                    outcomes.append(outcome)
+                    messages.append(Message(role="tool", content=outcome.for_model()))
+                if self._rounds(messages) >= self.config.max_tool_rounds:
+                    ctx.trace("round_limit", rounds=self.config.max_tool_rounds)
+                    messages.append(
+                        Message(
+                            role="user",
+                            content="That was the last tool round: answer now, without tool calls.",
+                        )
+                    )
+                continue
+            kind = audit_reply(step.say)
+            if kind is not None and kind not in audited:
+                audited.add(kind)
+                ctx.trace("audit", kind=kind, say=step.say[:300])
+                ctx.hud(f"audit: {kind.replace('_', ' ')}; asking again", flag=kind)
+                messages += [Message(role="assistant", content=step.model_dump_json()),
+                             Message(role="user", content=AUDIT_FEEDBACK[kind])]  # fmt: skip
+                continue
+            if kind is not None:
+                ctx.trace("audit_unresolved", kind=kind)
+            answer = step.say.strip()
+            break
+        if not answer:
+            answer = "I could not reach an answer within my tool rounds; try asking more narrowly."
+        ctx.trace("answer", chars=len(answer), tools=len(outcomes), audits=sorted(audited))
+        emits = [Emit("reply", {"text": answer, "user": text, "path": "director" if plan else "thinker",
+                                "facts": _facts(outcomes)}, to="output")]  # fmt: skip
+        if outcomes and ctx.can_reach("ui"):
+            emits.append(Emit("tool_results", {"results": [o.summary() for o in outcomes]}, to="ui"))
+        return emits
+
+    @staticmethod
+    def _rounds(messages: list[Message]) -> int:
+        """Tool rounds so far: assistant messages followed by tool results."""
+        return sum(
+            1 for i, m in enumerate(messages[:-1]) if m.role == "assistant" and messages[i + 1].role == "tool"
+        )

@@ -1,0 +1,255 @@
+"""The graph runtime: the active graph, the sessions, and one browser event handled end to end.
+
+Owns: which graph is active (listed, shown, switched at runtime; sessions keep their state
+across a switch), validating the events a browser sends (``message``, ``action``, ``workspace``,
+``presence``), running each as one turn of the active graph under the session's lock, recording
+it as one op (``graph.turn`` / ``graph.action`` / ``graph.report``; the nodes' model and tool
+calls nest under it in the same trace), sending ``error`` and a closing ``done`` when a turn
+fails, and the trace log every turn writes to. Transport (the WebSocket) is the web package's;
+the nodes' behaviour is theirs.
+
+The same runtime serves the dashboard, ``agentlake graph chat`` and the tests.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import threading
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from agentlake.errors import AgentlakeError, NotFoundError, UserError
+from agentlake.graph.definition import GraphDef, builtin_graphs
+from agentlake.graph.engine import Turn, run_turn
+from agentlake.graph.node import Packet
+from agentlake.graph.session import Sessions, SessionState
+from agentlake.graph.trace import TRACE_FILE, TraceLog
+from agentlake.settings import Settings, load_settings
+
+SESSION_ID = re.compile(r"^s-[0-9a-f]{12}$")
+MAX_MESSAGE_CHARS = 4000
+
+Send = Callable[[dict[str, Any]], None]
+
+
+class MessageEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["message"]
+    text: str = Field(..., min_length=1, max_length=MAX_MESSAGE_CHARS)
+
+
+class ActionEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["action"]
+    action: str = Field(..., pattern=r"^(go:[^:\s]+:.+|say:.*\S.*)$", max_length=300)
+
+
+class WorkspaceEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["workspace"]
+    graph: str | None = Field(None, max_length=64)
+    controls: list[Annotated[str, Field(max_length=120)]] | None = Field(None, max_length=200)
+
+
+class PresenceEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["presence"]
+    state: Literal["visible", "hidden"]
+
+
+ClientEvent = Annotated[
+    MessageEvent | ActionEvent | WorkspaceEvent | PresenceEvent, Field(discriminator="type")
+]
+_client_event = TypeAdapter(ClientEvent)
+
+
+def parse_client_event(raw: Any) -> MessageEvent | ActionEvent | WorkspaceEvent | PresenceEvent:
+    """A browser event, validated; ``UserError`` says what is wrong with it."""
+    try:
+        return _client_event.validate_python(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "event"
+        raise UserError(
+            f"bad event ({where}: {err['msg']}); send {{type: message, text}}, {{type: action, action: go:M:S | say:TEXT}}, "
+            "{type: workspace, graph, controls}, or {type: presence, state: visible|hidden}"
+        ) from None
+
+
+class Resources:
+    """Lake, tools and observer for nodes, opened lazily. The gateway passes its ``Services``
+    (same attributes) instead; this one is for the CLI and tests, and opens the lake read-only."""
+
+    def __init__(
+        self, settings: Settings, *, lake: Any = None, tools: Any = None, observer: Any = None
+    ) -> None:
+        self.settings = settings
+        self._lake, self._tools, self._observer = lake, tools, observer
+        self._owned: list[Any] = []
+        self._lock = threading.Lock()
+
+    @property
+    def lake(self) -> Any:
+        with self._lock:
+            if self._lake is None:
+                from agentlake.lake import Lake
+
+                self._lake = Lake.open(self.settings, read_only=True)
+                self._owned.append(self._lake)
+            return self._lake
+
+    @property
+    def tools(self) -> Any:
+        with self._lock:
+            if self._tools is None:
+                from agentlake.agents.tools import default_tools
+
+                self._tools = default_tools()
+            return self._tools
+
+    @property
+    def observer(self) -> Any:
+        with self._lock:
+            if self._observer is None:
+                from agentlake.observe import get_observer
+
+                self._observer = get_observer(self.settings)
+            return self._observer
+
+    def close(self) -> None:
+        with self._lock:
+            owned, self._owned = self._owned[::-1], []
+        for handle in owned:
+            handle.close()
+        self._lake = None
+
+
+class GraphRuntime:
+    """The active graph, the sessions, the trace; :meth:`handle` runs one browser event."""
+
+    def __init__(
+        self, settings: Settings | None = None, *, resources: Any = None, graph: str | GraphDef = "default"
+    ) -> None:
+        self.settings = settings or (resources.settings if resources is not None else load_settings())
+        self._owns_resources = resources is None
+        self.resources = resources if resources is not None else Resources(self.settings)
+        self.sessions = Sessions()
+        self.trace = TraceLog(self.settings.data_dir / TRACE_FILE, self.settings.graph_trace_max_bytes)
+        self._graphs: dict[str, GraphDef] | None = None
+        self._active = self.graph("default")  # add() below needs an active graph
+        self._active = self.add(graph) if isinstance(graph, GraphDef) else self.graph(graph)
+        self._lock = threading.Lock()
+
+    # --- graphs ---------------------------------------------------------------------------
+
+    def graph(self, name: str) -> GraphDef:
+        """A known graph by name: built-in or added (``NotFoundError`` lists the names)."""
+        if self._graphs is None:
+            self._graphs = builtin_graphs()
+        if name not in self._graphs:
+            raise NotFoundError(f"no graph named {name!r}; known graphs: {', '.join(self._graphs)}")
+        return self._graphs[name]
+
+    def add(self, graph: GraphDef) -> GraphDef:
+        """Make a graph loaded from a file (``load_graph_file``) available to :meth:`switch`."""
+        self.graph(self._active.name)
+        assert self._graphs is not None
+        self._graphs[graph.name] = graph
+        return graph
+
+    def graphs(self) -> list[dict[str, Any]]:
+        """Every built-in graph's summary, with ``active`` marked."""
+        self.graph(self._active.name)
+        assert self._graphs is not None
+        return [{**g.summary(), "active": g.name == self._active.name} for g in self._graphs.values()]
+
+    @property
+    def active(self) -> GraphDef:
+        return self._active
+
+    def switch(self, name: str) -> GraphDef:
+        """Make ``name`` the active graph for every session's next event; traced and broadcast."""
+        graph = self.graph(name)
+        with self._lock:
+            previous, self._active = self._active, graph
+        self.trace.emit(session="-", turn=0, node="runtime", event="graph_switched",
+                        data={"from": previous.name, "to": graph.name, "graph": graph.view()})  # fmt: skip
+        return graph
+
+    # --- events ---------------------------------------------------------------------------
+
+    def session(self, session_id: str | None = None) -> SessionState:
+        """The session ``session_id`` if it is a valid id (kept or created), else a new one."""
+        return self.sessions.get(session_id if session_id and SESSION_ID.match(session_id) else None)
+
+    def handle(self, session: SessionState, raw: Any, send: Send) -> list[dict[str, Any]]:
+        """Run one browser event as a turn of the active graph; events go to ``send``.
+
+        Bad events are answered with an ``error`` event and change nothing. A failing turn
+        sends ``error`` and, for messages, a ``done`` with ``error`` so the browser stops
+        waiting. Returns the turn's trace events.
+        """
+        try:
+            event = parse_client_event(raw)
+        except UserError as exc:
+            send({"type": "error", "message": exc.message})
+            return []
+        with session.lock:
+            return self._turn(session, event, send)
+
+    def _turn(self, session: SessionState, event: Any, send: Send) -> list[dict[str, Any]]:
+        from agentlake.graph.modelcalls import record_turn_calls
+        from agentlake.observe import observe, observe_context
+
+        graph = self._active
+        if event.type == "message" or (event.type == "action" and event.action.startswith("say:")):
+            session.turns += 1
+            endpoint, packet = "graph.turn", Packet(event.type, event.model_dump(exclude={"type"}))
+            summary = event.text if event.type == "message" else event.action
+        elif event.type == "action":
+            endpoint, packet, summary = (
+                "graph.action",
+                Packet("action", {"action": event.action}),
+                event.action,
+            )
+        else:
+            endpoint, packet = "graph.report", Packet(event.type, event.model_dump(exclude={"type"}))
+            summary = event.model_dump_json()
+        turn = Turn(session=session, send=send, trace_log=self.trace, resources=self.resources, number=session.turns,
+                    tag=f"{session.id}:{session.turns}:{secrets.token_hex(4)}", trace_id=secrets.token_hex(16))  # fmt: skip
+        observer = self.resources.observer
+        stop_recording = record_turn_calls(observer, turn.tag)
+        try:
+            with observe_context(trace_id=turn.trace_id), observe(
+                endpoint, source="agent", agent_id="graph", input=summary, observer=observer,
+                graph=graph.name, session=session.id,
+            ) as op:  # fmt: skip
+                try:
+                    events = run_turn(graph, turn, packet)
+                except AgentlakeError as exc:
+                    op.fail(exc.message)
+                    send({"type": "error", "message": exc.message})
+                    if endpoint == "graph.turn":
+                        send({"type": "done", "text": "", "error": exc.message, "turn": session.turns})
+                    return turn.events
+                op.set_output({"trace_events": len(events), "nodes": sorted({e["node"] for e in events})})
+        finally:
+            stop_recording()
+        return events
+
+    def chat(
+        self, text: str, session: SessionState | None = None
+    ) -> tuple[SessionState, list[dict[str, Any]]]:
+        """One message, synchronously: the session and every event sent (for the CLI and tests)."""
+        session = session or self.session()
+        sent: list[dict[str, Any]] = []
+        self.handle(session, {"type": "message", "text": text}, sent.append)
+        return session, sent
+
+    def close(self) -> None:
+        """Close what the runtime opened (its own ``Resources``; a passed-in one stays open)."""
+        if self._owns_resources:
+            self.resources.close()

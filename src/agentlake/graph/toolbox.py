@@ -1,0 +1,167 @@
+"""The thinker's tools: the lake's read-only SQL and hybrid search, and the workspace tools.
+
+Owns the catalogue the thinker's prompt shows and dispatching one tool call. Lake tools are
+the agents' audited tools (``agentlake.agents.tools``: guarded SQL, hybrid search), called
+through their registry so each call is recorded as ``tool.<name>`` exactly as an agent's is.
+Workspace tools change the session, not the lake: ``machine_create``, ``machine_extend``,
+``machine_reset``, ``machine_destroy`` and ``show_controls``; each call is recorded as
+``tool.<name>`` too. A failing call never raises: it returns ``ok=False`` with the error, which
+the thinker reads. It does not own the tools' SQL, search or machine rules.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agentlake.errors import AgentlakeError, UserError
+from agentlake.graph import machines as machine_ops
+from agentlake.graph.controls import validate_controls
+
+if TYPE_CHECKING:
+    from agentlake.graph.session import SessionState
+
+MAX_RESULT_CHARS = 3000
+MAX_DATA_ROWS = 50
+
+WORKSPACE_TOOLS: dict[str, str] = {
+    "machine_create": "machine_create(name, states: [str], transitions: [{from, to, label?}], initial): "
+    "build a state machine; the browser shows a button per transition out of the current state, "
+    "and clicking one moves it locally (no need to ask you)",
+    "machine_extend": "machine_extend(name, states: [str], transitions: [{from, to, label?}]): add states and transitions",
+    "machine_reset": "machine_reset(name): back to the initial state",
+    "machine_destroy": "machine_destroy(name): remove the machine and its buttons",
+    "show_controls": "show_controls(controls: [{kind: button, label, action: 'say:TEXT' | 'go:MACHINE:STATE'} "
+    "| {kind: label, text} | {kind: table, title, columns, rows}]): show these controls",
+}
+
+
+@dataclass
+class ToolOutcome:
+    """One tool call as the thinker sees it."""
+
+    tool: str
+    args: dict[str, Any]
+    ok: bool
+    text: str
+    data: Any = None
+    rows: int = 0
+    error: str | None = None
+    changed_workspace: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def for_model(self) -> str:
+        """The tool message given back to the model: JSON, capped."""
+        body: dict[str, Any] = {"tool": self.tool, "ok": self.ok, "rows": self.rows}
+        if self.ok:
+            body["result"] = self.text[:MAX_RESULT_CHARS]
+        else:
+            body["error"] = self.error
+        return json.dumps(body, ensure_ascii=False, default=str)
+
+    def summary(self) -> dict[str, Any]:
+        """A compact, JSON-safe account for traces and the ui node."""
+        data = self.data
+        if isinstance(data, list):
+            data = data[:MAX_DATA_ROWS]
+        return {"tool": self.tool, "args": self.args, "ok": self.ok, "rows": self.rows, "error": self.error,
+                "data": data, "changed_workspace": self.changed_workspace, **self.extra}  # fmt: skip
+
+
+class ThinkerTools:
+    """The tools one thinker may call: ``lake_tools`` from the agents' registry plus the workspace."""
+
+    def __init__(
+        self, resources: Any, session: SessionState, *, lake_tools: tuple[str, ...], agent_id: str
+    ) -> None:
+        self.resources = resources
+        self.session = session
+        self.lake_tools = lake_tools
+        self.agent_id = agent_id
+
+    def names(self) -> list[str]:
+        return [*self.lake_tools, *WORKSPACE_TOOLS]
+
+    def catalog(self) -> str:
+        """Tool signatures and the datasets' real columns, for the prompt."""
+        lines = ["Tools:"]
+        try:
+            registry = self.resources.tools
+            for schema in registry.schemas():
+                if schema["name"] in self.lake_tools:
+                    params = ", ".join(schema["parameters"].get("properties", {}))
+                    lines.append(f"- {schema['name']}({params}): {schema['description']}")
+        except AgentlakeError:
+            pass
+        lines += [f"- {text}" for text in WORKSPACE_TOOLS.values()]
+        try:
+            from agentlake.agents.tools import datasets_text
+
+            lines += datasets_text(self.resources.lake)
+        except AgentlakeError:
+            lines.append("(no lake yet: the SQL tools will fail until data is loaded)")
+        return "\n".join(lines)
+
+    def call(self, tool: str, args: dict[str, Any]) -> ToolOutcome:
+        """Run one tool call; failures come back as ``ok=False``."""
+        args = dict(args or {})
+        if tool in self.lake_tools:
+            return self._lake(tool, args)
+        if tool in WORKSPACE_TOOLS:
+            return self._workspace(tool, args)
+        return ToolOutcome(
+            tool, args, False, "", error=f"unknown tool {tool!r}; tools: {', '.join(self.names())}"
+        )
+
+    def _lake(self, tool: str, args: dict[str, Any]) -> ToolOutcome:
+        from agentlake.agents.policy import RunContext
+
+        try:
+            ctx = RunContext(
+                lake=self.resources.lake,
+                observer=self.resources.observer,
+                settings=self.resources.settings,
+                tools=self.resources.tools,
+                agent_id=self.agent_id,
+            )
+        except AgentlakeError as exc:
+            return ToolOutcome(tool, args, False, "", error=exc.message)
+        result = self.resources.tools.call(tool, args, ctx=ctx)
+        extra: dict[str, Any] = {}
+        if tool == "sql":
+            extra["query"] = args.get("query")
+        return ToolOutcome(tool, args, result.ok, result.text, data=result.data, rows=result.rows,
+                           error=result.error, extra=extra)  # fmt: skip
+
+    def _workspace(self, tool: str, args: dict[str, Any]) -> ToolOutcome:
+        from agentlake.observe import observe
+
+        machines = self.session.machines
+        with observe(f"tool.{tool}", source="agent", agent_id=self.agent_id, input=args,
+                     observer=self.resources.observer) as op:  # fmt: skip
+            try:
+                if tool == "machine_create":
+                    machine = machine_ops.create(machines, args)
+                    text = f"created {machine.name}: states {machine.states}, now at {machine.current}"
+                elif tool == "machine_extend":
+                    machine = machine_ops.extend(machines, str(args.get("name", "")),
+                                                 list(args.get("states") or []), list(args.get("transitions") or []))  # fmt: skip
+                    text = f"extended {machine.name}: states {machine.states}, now at {machine.current}"
+                elif tool == "machine_reset":
+                    machine = machine_ops.reset(machines, str(args.get("name", "")))
+                    text = f"reset {machine.name} to {machine.current}"
+                elif tool == "machine_destroy":
+                    machine_ops.destroy(machines, str(args.get("name", "")))
+                    text = f"destroyed {args.get('name')}"
+                else:
+                    self.session.requested_controls = validate_controls(args.get("controls"))
+                    text = f"showing {len(self.session.requested_controls)} controls"
+            except UserError as exc:
+                op.fail(exc.message)
+                return ToolOutcome(tool, args, False, "", error=exc.message)
+            except (TypeError, ValueError) as exc:  # arguments of the wrong shape from a model
+                op.fail(str(exc))
+                return ToolOutcome(tool, args, False, "", error=f"bad arguments for {tool}: {exc}")
+            op.set_output(text)
+        return ToolOutcome(tool, args, True, text, changed_workspace=True)

@@ -1,0 +1,322 @@
+"""The whole graph with the scripted LLM over a real small lake: reflex, director pre-planning,
+tools (read-only SQL, hybrid search), state machines moved locally, the audit retries, memory,
+the sensor, graph switching, the trace file and every model and tool call observed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from graph_support import of_type, plan, reply_text, step
+
+from agentlake.graph import GraphRuntime, read_trace
+from agentlake.llm import ScriptedProvider
+
+MakeRuntime = Callable[..., GraphRuntime]
+ORDER = {"name": "order", "states": ["new", "packed", "shipped"], "initial": "new",
+         "transitions": [{"from": "new", "to": "packed", "label": "pack"}, {"from": "packed", "to": "shipped", "label": "ship"}]}  # fmt: skip
+
+
+def nodes_run(events: list[dict[str, Any]]) -> list[str]:
+    return [e["node"] for e in events if e["event"] == "start"]
+
+
+def ops(runtime: GraphRuntime, **filters: Any) -> list[Any]:
+    return runtime.resources.observer.query(order="asc", **filters)
+
+
+def test_small_talk_takes_the_reflex_path_without_any_model_call(make_runtime: MakeRuntime, lake_dir: Path,
+                                                                  model: ScriptedProvider) -> None:  # fmt: skip
+    runtime = make_runtime(data_dir=lake_dir)
+    session = runtime.session()
+    sent: list[dict[str, Any]] = []
+    events = runtime.handle(session, {"type": "message", "text": "Hi there!"}, sent.append)
+    assert reply_text(sent).startswith("Hello!")
+    assert of_type(sent, "done")[0]["path"] == "reflex"
+    assert model.calls == 0
+    assert nodes_run(events) == ["input", "sensor", "output", "memorizer"]
+    assert "thinker" not in nodes_run(events)
+
+
+def test_a_data_request_is_planned_then_answered_with_read_only_sql(make_runtime: MakeRuntime, lake_dir: Path,
+                                                                     model: ScriptedProvider) -> None:  # fmt: skip
+    runtime = make_runtime(data_dir=lake_dir)
+    model.enqueue(plan("count workers per state", "sql"))
+    model.enqueue(
+        step(
+            "",
+            (
+                "sql",
+                {
+                    "query": "SELECT state, count(*) AS n FROM workers GROUP BY state ORDER BY n DESC, state LIMIT 3"
+                },
+            ),
+        )
+    )
+    model.enqueue(step("California has the most workers."))
+    session, sent = runtime.chat("how many workers are there per state?")
+
+    assert reply_text(sent) == "California has the most workers."
+    assert of_type(sent, "done")[0]["path"] == "director"
+    # The director's plan reached the thinker's prompt; the SQL result went back as a tool message.
+    thinker_first = model.history[1][0]
+    assert "count workers per state" in thinker_first[0].content and thinker_first[0].content.startswith(
+        "ROLE: thinker"
+    )
+    tool_message = json.loads(model.history[2][0][-1].content)
+    assert tool_message["tool"] == "sql" and tool_message["ok"] and tool_message["rows"] == 3
+    # The rows were shown as a table control.
+    (controls,) = of_type(sent, "controls")
+    (table,) = controls["controls"]
+    assert table["columns"] == ["state", "n"] and len(table["rows"]) == 3
+    assert nodes_run(read_trace(runtime.trace.path)) == [
+        "input",
+        "sensor",
+        "director",
+        "thinker",
+        "output",
+        "ui",
+        "memorizer",
+    ]
+
+    # Observed: the turn, each node's model calls and the tool call, in one trace.
+    (turn,) = ops(runtime, endpoint="graph.turn")
+    llm = ops(runtime, source="llm")
+    assert [op.agent_id for op in llm] == ["graph.director", "graph.thinker", "graph.thinker"]
+    assert all(op.usage is not None and op.usage.model == "graph" for op in llm)
+    (sql,) = ops(runtime, endpoint="tool.sql")
+    assert sql.agent_id == "graph.thinker" and sql.success
+    assert {op.trace_id for op in [turn, *llm, sql]} == {turn.trace_id}
+
+
+def test_refused_sql_comes_back_to_the_thinker_as_a_tool_error(make_runtime: MakeRuntime, lake_dir: Path,
+                                                                model: ScriptedProvider) -> None:  # fmt: skip
+    runtime = make_runtime(data_dir=lake_dir)
+    model.enqueue(plan())
+    model.enqueue(step("", ("sql", {"query": "DELETE FROM workers"})))
+    model.enqueue(step("I may only read the lake, so nothing was deleted."))
+    _, sent = runtime.chat("delete all workers from the table")
+    result = json.loads(model.history[2][0][-1].content)
+    assert result["ok"] is False and result["error"]
+    assert reply_text(sent).startswith("I may only read")
+    assert runtime.resources.lake.query("SELECT count(*) FROM workers").rows == [[200]]
+    (failed,) = ops(runtime, endpoint="tool.sql")
+    assert not failed.success
+
+
+@pytest.mark.slow
+def test_the_thinker_searches_worker_profiles(make_runtime: MakeRuntime, indexed_lake_dir: Path,
+                                              model: ScriptedProvider) -> None:  # fmt: skip
+    runtime = make_runtime(data_dir=indexed_lake_dir)
+    model.enqueue(plan("search profiles", "hybrid_search"))
+    model.enqueue(step("", ("hybrid_search", {"question": "forklift certified warehouse worker", "k": 4})))
+    model.enqueue(step("Here are four forklift-certified profiles."))
+    _, sent = runtime.chat("find workers with forklift experience")
+    result = json.loads(model.history[2][0][-1].content)
+    assert result["ok"] and result["rows"] == 4
+    (table,) = of_type(sent, "controls")[0]["controls"]
+    assert table["columns"] == ["doc", "score", "profile"] and len(table["rows"]) == 4
+    assert all(row[0].startswith("W-") for row in table["rows"])
+    assert ops(runtime, endpoint="tool.hybrid_search")[0].success
+
+
+def test_state_machines_are_built_by_tool_calls_and_move_locally(make_runtime: MakeRuntime, lake_dir: Path,
+                                                                  model: ScriptedProvider) -> None:  # fmt: skip
+    runtime = make_runtime(data_dir=lake_dir)
+    model.enqueue(step("", ("machine_create", ORDER)))
+    model.enqueue(step("Your order workflow is ready."))
+    session, sent = runtime.chat("set up an order workflow")
+    buttons = [c for c in of_type(sent, "controls")[-1]["controls"] if c["kind"] == "button"]
+    assert [(b["label"], b["action"]) for b in buttons] == [("pack", "go:order:packed")]
+    calls_before = model.calls
+
+    clicked: list[dict[str, Any]] = []
+    events = runtime.handle(session, {"type": "action", "action": "go:order:packed"}, clicked.append)
+    assert model.calls == calls_before  # no model round trip
+    assert of_type(clicked, "transition") == [
+        {"type": "transition", "machine": "order", "from": "new", "to": "packed", "label": "pack"}
+    ]
+    labels = [c["text"] for c in of_type(clicked, "controls")[0]["controls"] if c["kind"] == "label"]
+    assert labels == ["order: packed"]
+    assert nodes_run(events) == ["input", "ui"]
+    assert ops(runtime, endpoint="graph.action")[0].success
+
+    # Extended, reset and destroyed through further tool calls.
+    model.enqueue(
+        step(
+            "",
+            (
+                "machine_extend",
+                {
+                    "name": "order",
+                    "states": ["returned"],
+                    "transitions": [{"from": "shipped", "to": "returned"}],
+                },
+            ),
+        )
+    )
+    model.enqueue(step("Returns are possible now."))
+    runtime.chat("add a return step", session)
+    assert "returned" in session.machines["order"].states and session.machines["order"].current == "packed"
+    model.enqueue(step("", ("machine_reset", {"name": "order"})))
+    model.enqueue(step("Back to new."))
+    runtime.chat("reset the workflow", session)
+    assert session.machines["order"].current == "new"
+    model.enqueue(step("", ("machine_destroy", {"name": "order"})))
+    model.enqueue(step("Removed."))
+    _, sent = runtime.chat("remove the workflow", session)
+    assert session.machines == {} and of_type(sent, "controls")[-1]["controls"] == []
+    assert [op.endpoint for op in ops(runtime, endpoint="tool.machine_*")] == [
+        "tool.machine_create", "tool.machine_extend", "tool.machine_reset", "tool.machine_destroy"]  # fmt: skip
+
+
+def test_an_invalid_go_is_refused_locally(
+    make_runtime: MakeRuntime, lake_dir: Path, model: ScriptedProvider
+) -> None:
+    runtime = make_runtime(data_dir=lake_dir)
+    model.enqueue(step("", ("machine_create", ORDER)))
+    model.enqueue(step("Ready."))
+    session, _ = runtime.chat("workflow please")
+    sent: list[dict[str, Any]] = []
+    runtime.handle(session, {"type": "action", "action": "go:order:shipped"}, sent.append)
+    assert "cannot go from 'new' to 'shipped'" in of_type(sent, "error")[0]["message"]
+    assert session.machines["order"].current == "new" and model.calls == 2
+
+
+def test_the_audit_retries_code_without_a_tool_call(make_runtime: MakeRuntime, lake_dir: Path,
+                                                   model: ScriptedProvider) -> None:  # fmt: skip
+    runtime = make_runtime(data_dir=lake_dir, graph="minimal")
+    model.enqueue(step("You can run: SELECT count(*) FROM workers WHERE state = 'TX'"))
+    model.enqueue(step("", ("sql", {"query": "SELECT count(*) AS n FROM workers WHERE state = 'TX'"})))
+    model.enqueue(step("There are that many workers in Texas, per the query."))
+    _, sent = runtime.chat("how many workers in TX?")
+    assert model.calls == 3
+    assert model.history[1][0][-1].content.startswith("AUDIT:")
+    assert reply_text(sent) == "There are that many workers in Texas, per the query."
+    assert [e for e in of_type(sent, "hud") if e.get("flag") == "code_without_tool"]
+
+
+def test_the_audit_retries_an_intent_without_action(make_runtime: MakeRuntime, lake_dir: Path,
+                                                    model: ScriptedProvider) -> None:  # fmt: skip
+    runtime = make_runtime(data_dir=lake_dir, graph="minimal")
+    model.enqueue(step("I'll create the workflow for you."))
+    model.enqueue(step("", ("machine_create", ORDER)))
+    model.enqueue(step("Created."))
+    session, sent = runtime.chat("I need an order workflow")
+    assert "you will do something" in model.history[1][0][-1].content
+    assert "order" in session.machines and reply_text(sent) == "Created."
+    audits = [e for e in read_trace(runtime.trace.path) if e["event"] == "audit"]
+    assert [a["data"]["kind"] for a in audits] == ["intent_without_action"]
+
+
+def test_a_controls_mismatch_is_flagged_and_the_controls_sent_again(make_runtime: MakeRuntime, lake_dir: Path,
+                                                                    model: ScriptedProvider) -> None:  # fmt: skip
+    runtime = make_runtime(data_dir=lake_dir)
+    model.enqueue(step("", ("machine_create", ORDER)))
+    model.enqueue(step("Ready."))
+    session, _ = runtime.chat("order workflow")
+    sent_ids = session.controls_ids()
+    matching: list[dict[str, Any]] = []
+    runtime.handle(session, {"type": "workspace", "graph": "default", "controls": sent_ids}, matching.append)
+    assert matching == []
+    flagged: list[dict[str, Any]] = []
+    runtime.handle(
+        session, {"type": "workspace", "graph": "default", "controls": sent_ids[:1]}, flagged.append
+    )
+    assert of_type(flagged, "hud")[0]["flag"] == "controls_mismatch"
+    assert [c["id"] for c in of_type(flagged, "controls")[0]["controls"]] == sent_ids
+    # The thinker hears about it on its next run.
+    model.enqueue(step("Noted."))
+    runtime.chat("what happened?", session)
+    assert "did not show the controls sent" in model.last_messages[0].content
+
+
+def test_memory_and_an_idle_return_reach_the_thinkers_next_prompt(make_runtime: MakeRuntime, lake_dir: Path,
+                                                                 model: ScriptedProvider) -> None:  # fmt: skip
+    runtime = make_runtime(data_dir=lake_dir)
+    model.enqueue(step("", ("machine_create", ORDER)))
+    model.enqueue(step("Ready."))
+    session, _ = runtime.chat("an order workflow please")
+    session.last_activity -= 3600  # an hour without a message
+    model.enqueue(step("Welcome back."))
+    runtime.chat("are you still there", session)
+    system = model.last_messages[0].content
+    assert "Compact memory of the conversation" in system and "an order workflow please" in system
+    assert "came back after 60 min" in system
+    assert "order: at new" in system  # the workspace's machines are in the prompt too
+
+
+def test_switching_graphs_keeps_the_session_and_changes_the_path(make_runtime: MakeRuntime, lake_dir: Path,
+                                                                 model: ScriptedProvider) -> None:  # fmt: skip
+    runtime = make_runtime(data_dir=lake_dir)
+    model.enqueue(step("", ("machine_create", ORDER)))
+    model.enqueue(step("Ready."))
+    session, _ = runtime.chat("order workflow")
+    assert [g["name"] for g in runtime.graphs() if g["active"]] == ["default"]
+    runtime.switch("minimal")
+    assert runtime.active.name == "minimal" and [g["name"] for g in runtime.graphs() if g["active"]] == [
+        "minimal"
+    ]
+    model.enqueue(step("", ("sql", {"query": "SELECT count(*) AS n FROM workers"})))
+    model.enqueue(step("200 workers."))
+    events = runtime.chat("how many workers are there?", session)[1]
+    assert reply_text(events) == "200 workers."
+    assert model.calls == 4  # no director call in the minimal graph
+    assert "order" in session.machines
+    switched = [e for e in read_trace(runtime.trace.path) if e["event"] == "graph_switched"]
+    assert switched[0]["data"]["to"] == "minimal"
+    with pytest.raises(Exception, match="known graphs: default"):
+        runtime.switch("nope")
+
+
+def test_a_failing_model_ends_the_turn_with_an_error(make_runtime: MakeRuntime, lake_dir: Path) -> None:
+    runtime = make_runtime(data_dir=lake_dir, graph_model="ollama:nothing-here", llm_max_retries=0)
+    _, sent = runtime.chat("what is your favourite colour")
+    (error,) = of_type(sent, "error")
+    assert "OLLAMA_HOST" in error["message"] or "127.0.0.1:9" in error["message"]
+    assert of_type(sent, "done")[0]["error"] == error["message"]
+    (turn,) = ops(runtime, endpoint="graph.turn")
+    assert not turn.success
+    assert [op.success for op in ops(runtime, source="llm")] == [False]
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"type": "message", "text": ""},
+        {"type": "action", "action": "rm -rf"},
+        {"type": "shout"},
+        "text",
+        {"type": "message"},
+    ],
+)
+def test_bad_browser_events_are_answered_with_an_error_and_change_nothing(make_runtime: MakeRuntime, lake_dir: Path,
+                                                                          event: Any) -> None:  # fmt: skip
+    runtime = make_runtime(data_dir=lake_dir)
+    session = runtime.session()
+    sent: list[dict[str, Any]] = []
+    assert runtime.handle(session, event, sent.append) == []
+    assert [e["type"] for e in sent] == ["error"] and "bad event" in sent[0]["message"]
+    assert session.turns == 0 and session.history == [] and not runtime.trace.path.exists()
+
+
+def test_the_trace_file_rotates_by_size(make_runtime: MakeRuntime, lake_dir: Path) -> None:
+    runtime = make_runtime(data_dir=lake_dir, graph_trace_max_bytes=2000)
+    session = runtime.session()
+    for _ in range(12):
+        runtime.chat("thanks", session)
+    files = runtime.trace.files()
+    assert [f.name for f in files] == [
+        "graph-trace.jsonl",
+        "graph-trace.jsonl.1",
+        "graph-trace.jsonl.2",
+        "graph-trace.jsonl.3",
+    ]
+    assert all(f.stat().st_size <= 2000 for f in files)
+    newest = read_trace(files[0])
+    assert newest[-1]["node"] == "memorizer" and newest[-1]["session"] == session.id
+    # Rotated files hold older events; the oldest beyond three rotations were dropped.
+    assert read_trace(files[1])[-1]["ts"] <= newest[0]["ts"]
