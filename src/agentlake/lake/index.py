@@ -565,7 +565,7 @@ class VectorIndex:
     directory: Path
     keys: np.ndarray
     vectors: np.ndarray
-    vectors_f16: np.ndarray
+    vectors_f16: np.ndarray | None  # made on the first wide scan (see f16_tensor)
     text_offsets: np.ndarray
     texts: np.ndarray
     ann: Any | None
@@ -596,13 +596,20 @@ class VectorIndex:
         return rows
 
     def f16_tensor(self) -> Any:
-        """The float16 matrix as a torch tensor sharing its memory (made once)."""
+        """The float16 copy of the matrix, as a torch tensor: half the bytes for wide scans.
+
+        Made on the first wide scan rather than at load, so processes that never scan (a CLI
+        search, unfiltered or selective) do not pay for it.
+        """
         tensor = self.__dict__.get("_f16_tensor")
         if tensor is None:
             import torch
 
             with _load_lock:
-                tensor = self.__dict__.setdefault("_f16_tensor", torch.from_numpy(self.vectors_f16))
+                tensor = self.__dict__.get("_f16_tensor")
+                if tensor is None:
+                    self.vectors_f16 = self.vectors.astype(np.float16)
+                    tensor = self.__dict__.setdefault("_f16_tensor", torch.from_numpy(self.vectors_f16))
         return tensor
 
     def text(self, row: int) -> str:
@@ -639,9 +646,10 @@ def _open_files(info: IndexInfo, directory: Path) -> VectorIndex | None:
         if meta.get("ann"):
             from usearch.index import Index
 
-            # The graph stays a view of its file: measured faster than usearch's own loaded
-            # copy (0.27 vs 0.45 ms per search at 500k), which gets no huge pages.
-            ann = Index.restore(str(directory / "ann.usearch"), view=True)
+            # Loaded, not viewed: a view is a little faster once warm (0.27 vs 0.45 ms per
+            # search at 500k) but a fresh process pays page faults on it for hundreds of
+            # searches (~6 ms each at first).
+            ann = Index.restore(str(directory / "ann.usearch"), view=False)
             if ann is None:
                 return None
             ann.expansion_search = ANN_EXPANSION_SEARCH
@@ -664,8 +672,7 @@ def _open_files(info: IndexInfo, directory: Path) -> VectorIndex | None:
         directory=directory,
         keys=keys,
         vectors=vectors,
-        # Half the bytes for wide scans; derived here rather than stored twice on disk.
-        vectors_f16=vectors.astype(np.float16),
+        vectors_f16=None,
         text_offsets=offsets,
         texts=texts,
         ann=ann,
