@@ -108,6 +108,9 @@ def create_app(
 
     for router in ROUTERS:
         app.include_router(router)
+    from agentlake.web.routes import mount_web
+
+    mount_web(app, services)  # the dashboard: /, /ws, /api/graphs, /api/scenarios (agentlake.web)
     _document_scopes(app)
     if mount_observer:
         _mount_observer(app, services)

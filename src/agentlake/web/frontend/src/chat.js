@@ -1,0 +1,117 @@
+// The chat panel: streamed replies, notes, errors, and the workspace of controls.
+import { $, el } from "./dom.js";
+
+const PATHS = { reflex: "reflex: answered without the thinker", director: "planned by the director, then the thinker", thinker: "thinker" };
+
+export class Chat {
+  constructor(socket, state) {
+    this.socket = socket;
+    this.state = state; // shared: { graph }
+    this.messages = $("#messages");
+    this.workspace = $("#workspace");
+    this.streaming = null;
+    this.waiting = false;
+    $("#composer").addEventListener("submit", (event) => {
+      event.preventDefault();
+      const input = $("#prompt");
+      const text = input.value.trim();
+      if (!text || this.waiting) return;
+      input.value = "";
+      this.ask({ type: "message", text }, text);
+    });
+    document.addEventListener("visibilitychange", () => {
+      this.socket.send({ type: "presence", state: document.visibilityState === "hidden" ? "hidden" : "visible" });
+    });
+  }
+
+  ask(event, shown) {
+    this.add("user", shown);
+    this.setWaiting(true);
+    this.socket.send(event);
+  }
+
+  setWaiting(waiting) {
+    this.waiting = waiting;
+    $("#send").disabled = waiting;
+  }
+
+  add(kind, text) {
+    const bubble = el("div", { class: `msg ${kind}`, text });
+    this.messages.append(bubble);
+    this.messages.scrollTop = this.messages.scrollHeight;
+    return bubble;
+  }
+
+  handle(event) {
+    switch (event.type) {
+      case "hello":
+        $("#session").textContent = event.session;
+        if (event.controls && event.controls.length) this.renderControls(event.controls);
+        break;
+      case "delta":
+        if (!this.streaming) this.streaming = this.add("assistant streaming", "");
+        this.streaming.textContent += event.text;
+        this.messages.scrollTop = this.messages.scrollHeight;
+        break;
+      case "done": {
+        const bubble = this.streaming || (event.text ? this.add("assistant", event.text) : null);
+        this.streaming = null;
+        if (bubble) {
+          bubble.classList.remove("streaming");
+          bubble.textContent = event.text || bubble.textContent;
+          if (event.path) bubble.append(el("span", { class: "path", text: PATHS[event.path] || event.path }));
+        }
+        this.setWaiting(false);
+        break;
+      }
+      case "controls":
+        this.renderControls(event.controls);
+        break;
+      case "transition":
+        this.add("note", `${event.machine}: ${event.from} → ${event.to} (moved in the page, no model call)`);
+        break;
+      case "error":
+        this.add("error", event.message);
+        break;
+      default:
+    }
+  }
+
+  renderControls(controls) {
+    this.workspace.replaceChildren();
+    for (const control of controls) this.workspace.append(this.control(control));
+    if (!controls.length) this.workspace.append(el("p", { class: "muted small empty", text: "No controls." }));
+    $("#workspace-count").textContent = controls.length ? `${controls.length} controls` : "";
+    // Tell the server what is really on screen: the sensor compares it with what it sent.
+    const shown = [...this.workspace.querySelectorAll("[data-control-id]")].map((node) => node.dataset.controlId);
+    this.socket.send({ type: "workspace", graph: this.state.graph, controls: shown });
+  }
+
+  control(control) {
+    if (control.kind === "label") return el("span", { class: "ctl-label", dataset: { controlId: control.id }, text: control.text });
+    if (control.kind === "button") {
+      const go = control.action.startsWith("go:");
+      return el("button", {
+        class: `ctl-button${go ? " go" : ""}`,
+        type: "button",
+        title: go ? `${control.action} (local transition)` : control.action.slice(4),
+        dataset: { controlId: control.id, action: control.action },
+        text: control.label,
+        onclick: (event) => {
+          if (go) {
+            event.currentTarget.disabled = true;
+            this.socket.send({ type: "action", action: control.action });
+          } else if (!this.waiting) {
+            this.ask({ type: "action", action: control.action }, control.action.slice(4));
+          }
+        },
+      });
+    }
+    const head = el("tr", {}, control.columns.map((column) => el("th", { text: column })));
+    const rows = control.rows.map((row) => el("tr", {}, row.map((value) => el("td", { text: value === null ? "" : String(value), title: value === null ? "" : String(value) }))));
+    const more = control.total_rows > control.rows.length ? el("div", { class: "muted small", text: `${control.rows.length} of ${control.total_rows} rows shown` }) : null;
+    return el("div", { class: "ctl-table", dataset: { controlId: control.id } },
+      el("div", { class: "title", text: control.title || "table" }),
+      el("table", {}, el("thead", {}, head), el("tbody", {}, rows)), more);
+  }
+}

@@ -1,0 +1,65 @@
+"""What the dashboard's side panels read that no other door serves yet: the latest scenario run.
+
+Owns finding the newest run under ``runs_dir`` that has a ``leaderboard.json`` (run ids start
+with their UTC start time, so the newest sorts last; a run still being written has no
+leaderboard yet and is skipped) and shaping it for the page: the ranking, the batches, the
+learning curve and the curve drawn as SVG by the scenarios report (the same chart as
+``report.html``). Lessons and ops have their own routes (``/playbooks``, ``/observer/``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from agentlake.errors import NotFoundError, RunError
+
+LEADERBOARD_FILE = "leaderboard.json"
+
+
+def latest_run_dir(runs_dir: Path) -> Path:
+    """The newest run directory with a leaderboard; ``NotFoundError`` says how to make one."""
+    runs_dir = Path(runs_dir)
+    candidates = (
+        sorted(p for p in runs_dir.glob(f"*/{LEADERBOARD_FILE}") if p.is_file()) if runs_dir.is_dir() else []
+    )
+    if not candidates:
+        raise NotFoundError(
+            f"no scenario run with a leaderboard under {runs_dir}; run `agentlake run` or `agentlake demo`"
+        )
+    return candidates[-1].parent
+
+
+def latest_scenario_run(runs_dir: Path) -> dict[str, Any]:
+    """``{run_id, batches, leaderboard, learning_curve, curve_svg}`` of the newest run."""
+    from agentlake.scenarios.report import learning_curve_svg
+
+    run_dir = latest_run_dir(runs_dir)
+    try:
+        document = json.loads((run_dir / LEADERBOARD_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RunError(f"cannot read {run_dir / LEADERBOARD_FILE}: {exc}") from None
+    curve = {
+        str(k): [float(v) for v in values] for k, values in (document.get("learning_curve") or {}).items()
+    }
+    batches = [int(b) for b in document.get("batches") or []]
+    columns = (
+        "rank",
+        "staffer",
+        "score",
+        "fill_rate",
+        "pass_k",
+        "precision",
+        "gain_points",
+        "events",
+        "cost_usd",
+    )
+    rows = [{key: row.get(key) for key in columns} for row in document.get("leaderboard") or []]
+    return {
+        "run_id": document.get("run_id") or run_dir.name,
+        "batches": batches,
+        "leaderboard": rows,
+        "learning_curve": curve,
+        "curve_svg": learning_curve_svg(curve, batches) if curve and batches else "",
+    }

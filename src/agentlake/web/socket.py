@@ -1,0 +1,97 @@
+"""The dashboard's WebSocket: browser events in, the graph runtime's events out.
+
+Owns one connection's pumps. On connect it sends ``hello`` (the session id, the active graph,
+the model), subscribes the connection to the trace broadcast (every node's trace events, of
+every session, arrive as ``trace`` events: the HUD of each open dashboard) and then runs three
+tasks: a reader (JSON text frames into an inbox; non-JSON is answered with ``error``), a worker
+(one event at a time, each as a turn in a worker thread, so a slow model never blocks the
+event loop and a session's turns stay in order) and a writer (everything queued for the
+browser). Closing either side stops all three. The runtime does the work; this is transport.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any
+
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+log = logging.getLogger(__name__)
+
+INBOX_MAX = 64
+
+
+async def serve_socket(websocket: WebSocket, runtime: Any) -> None:
+    """Serve one dashboard connection until either side closes it."""
+    await websocket.accept()
+    session = runtime.session(websocket.query_params.get("session"))
+    loop = asyncio.get_running_loop()
+    outbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+    inbox: asyncio.Queue[Any] = asyncio.Queue(INBOX_MAX)
+
+    def send(event: dict[str, Any]) -> None:
+        # Called from turn threads and trace broadcasts: hand over to the loop's thread.
+        loop.call_soon_threadsafe(outbox.put_nowait, event)
+
+    stop_trace = runtime.trace.subscribe(lambda record: send({"type": "trace", **record}))
+    await outbox.put({
+        "type": "hello",
+        "session": session.id,
+        "graph": runtime.active.view(),
+        "model": runtime.settings.graph_model,
+        "controls": session.controls_sent,
+    })  # fmt: skip
+
+    async def reader() -> None:
+        while True:
+            text = await websocket.receive_text()
+            try:
+                event = json.loads(text)
+            except ValueError:
+                await outbox.put(
+                    {
+                        "type": "error",
+                        "message": 'send JSON text frames, e.g. {"type": "message", "text": "hi"}',
+                    }
+                )
+                continue
+            await inbox.put(event)
+
+    async def worker() -> None:
+        while True:
+            event = await inbox.get()
+            try:
+                await asyncio.to_thread(runtime.handle, session, event, send)
+            except Exception:  # a bug in a node: say so, keep the connection
+                log.exception("graph turn failed")
+                await outbox.put(
+                    {"type": "error", "message": "the turn failed unexpectedly; see the server log"}
+                )
+                await outbox.put({"type": "done", "text": "", "error": "internal error"})
+
+    async def writer() -> None:
+        while True:
+            event = await outbox.get()
+            if event is None:
+                return
+            await websocket.send_text(json.dumps(event, default=str, ensure_ascii=False))
+
+    tasks = [asyncio.create_task(coro()) for coro in (reader, worker, writer)]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            error = task.exception()
+            if error is not None and not isinstance(error, (WebSocketDisconnect, RuntimeError)):
+                log.warning("dashboard socket ended: %r", error)
+    finally:
+        stop_trace()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        with contextlib.suppress(Exception):
+            await websocket.close()
