@@ -88,36 +88,40 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def live_server(web_data_dir: Path, tmp_path: Path) -> Iterator[str]:
-    """``agentlake serve`` in a subprocess on a free 127.0.0.1 port, with the demo model; its URL."""
+@pytest.fixture(scope="module")
+def live_server(web_lake_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``agentlake serve`` in a subprocess on a free 127.0.0.1 port, over its own copy of the lake,
+    with the demo model (the default); yields its URL. Shared by a module's tests."""
+    root = tmp_path_factory.mktemp("live-server")
+    data_dir = root / "data"
+    shutil.copytree(web_lake_template, data_dir)
     port = free_port()
     env = {key: value for key, value in os.environ.items() if not key.startswith("AGENTLAKE_")}
-    env.update(AGENTLAKE_DATA_DIR=str(web_data_dir), AGENTLAKE_CONFIG=str(tmp_path / "none.toml"),
-               AGENTLAKE_RUNS_DIR=str(tmp_path / "runs"), HF_HUB_OFFLINE="1", OLLAMA_HOST="http://127.0.0.1:9")  # fmt: skip
-    log = (tmp_path / "server.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "agentlake.cli.main", "serve", "--port", str(port), "--log-level", "warning"],
-        env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
+    env.update(AGENTLAKE_DATA_DIR=str(data_dir), AGENTLAKE_CONFIG=str(root / "none.toml"),
+               AGENTLAKE_RUNS_DIR=str(root / "runs"), HF_HUB_OFFLINE="1", OLLAMA_HOST="http://127.0.0.1:9")  # fmt: skip
+    log_path = root / "server.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "agentlake.cli.main", "serve", "--port", str(port), "--log-level", "warning"],
+            env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise RuntimeError(f"the server did not start: {log_path.read_text()[-2000:]}")
+            time.sleep(0.2)
         try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError(f"the server did not start: {(tmp_path / 'server.log').read_text()[-2000:]}")
-        time.sleep(0.2)
-    try:
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()

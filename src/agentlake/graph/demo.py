@@ -163,10 +163,11 @@ def _summary(text: str, results: list[dict[str, Any]]) -> str:
             rows = _rows(result.get("result", ""))
             role, state = find_role(text), find_state(text)
             if len(rows) == 1 and list(rows[0]) == ["workers"]:
-                who = f"{role} workers" if role else "workers"
-                parts.append(
-                    f"There are {rows[0]['workers']} {who}{f' in {state}' if state else ''} in the lake (one read-only SQL query)."
-                )
+                count = rows[0]["workers"]
+                who = f"{role} {'worker' if count == '1' else 'workers'}" if role else "workers"
+                where = f" in {state}" if state else ""
+                verb = "is" if count == "1" else "are"
+                parts.append(f"There {verb} {count} {who}{where} in the lake (one read-only SQL query).")
             else:
                 parts.append(
                     f"The query returned {result.get('rows', len(rows))} rows; they are in the table."

@@ -3,8 +3,7 @@
 Owns finding the newest run under ``runs_dir`` that has a ``leaderboard.json`` (run ids start
 with their UTC start time, so the newest sorts last; a run still being written has no
 leaderboard yet and is skipped) and shaping it for the page: the ranking, the batches, the
-learning curve and the curve drawn as SVG by the scenarios report (the same chart as
-``report.html``). Lessons and ops have their own routes (``/playbooks``, ``/observer/``).
+learning curve (the page draws it). Lessons and ops have their own routes (``/playbooks``, ``/observer/``).
 """
 
 from __future__ import annotations
@@ -32,9 +31,7 @@ def latest_run_dir(runs_dir: Path) -> Path:
 
 
 def latest_scenario_run(runs_dir: Path) -> dict[str, Any]:
-    """``{run_id, batches, leaderboard, learning_curve, curve_svg}`` of the newest run."""
-    from agentlake.scenarios.report import learning_curve_svg
-
+    """``{run_id, batches, leaderboard, learning_curve}`` of the newest run."""
     run_dir = latest_run_dir(runs_dir)
     try:
         document = json.loads((run_dir / LEADERBOARD_FILE).read_text(encoding="utf-8"))
@@ -61,5 +58,4 @@ def latest_scenario_run(runs_dir: Path) -> dict[str, Any]:
         "batches": batches,
         "leaderboard": rows,
         "learning_curve": curve,
-        "curve_svg": learning_curve_svg(curve, batches) if curve and batches else "",
     }

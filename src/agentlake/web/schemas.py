@@ -82,7 +82,6 @@ class ScenarioRun(BaseModel):
     batches: list[int]
     leaderboard: list[ScenarioRow]
     learning_curve: dict[str, list[float]] = Field(..., description="Fill rate per batch, per staffer.")
-    curve_svg: str = Field(..., description="The learning curve as an SVG document (empty without batches).")
 
 
 def graph_view(view: dict[str, Any], active: str) -> GraphView:

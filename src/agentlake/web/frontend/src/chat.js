@@ -1,6 +1,7 @@
 // The chat panel: streamed replies, notes, errors, and the workspace of controls.
 import { $, el } from "./dom.js";
 
+const EXAMPLES = ["hi", "how many forklift operators are in CA?", "how many workers are there per state?", "set up an order workflow"];
 const PATHS = { reflex: "reflex: answered without the thinker", director: "planned by the director, then the thinker", thinker: "thinker" };
 
 export class Chat {
@@ -19,12 +20,16 @@ export class Chat {
       input.value = "";
       this.ask({ type: "message", text }, text);
     });
+    this.welcome = el("div", { class: "welcome small" }, el("p", { text: "Ask about the workers in the lake, or try one of these:" }),
+      EXAMPLES.map((text) => el("button", { class: "ctl-button", type: "button", text, onclick: () => !this.waiting && this.ask({ type: "message", text }, text) })));
+    this.messages.append(this.welcome);
     document.addEventListener("visibilitychange", () => {
       this.socket.send({ type: "presence", state: document.visibilityState === "hidden" ? "hidden" : "visible" });
     });
   }
 
   ask(event, shown) {
+    this.welcome.remove();
     this.add("user", shown);
     this.setWaiting(true);
     this.socket.send(event);

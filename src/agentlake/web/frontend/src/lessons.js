@@ -1,5 +1,5 @@
 // The lessons browser: /playbooks (filtered by status) and one lesson's history.
-import { $, el, getJSON, time } from "./dom.js";
+import { $, el, getJSON } from "./dom.js";
 
 export class Lessons {
   constructor() {
@@ -33,7 +33,7 @@ export class Lessons {
     try {
       const body = await getJSON(`/playbooks/${encodeURIComponent(id)}`);
       const events = body.history.map((event) => el("li", {},
-        el("b", { text: `v${event.version} ${event.kind}` }), ` ${time(event.at)} by ${event.actor}`,
+        el("b", { text: `v${event.version} ${event.kind}` }), ` ${new Date(event.at).toLocaleString([], { hour12: false })} by ${event.actor}`,
         event.reason ? el("div", { class: "muted", text: event.reason }) : null));
       this.detail.replaceChildren(el("h3", { text: `${id} history` }), el("ol", {}, events));
     } catch (error) {

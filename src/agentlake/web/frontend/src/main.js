@@ -18,7 +18,8 @@ const scenarios = new Scenarios();
 
 function showGraph(graph) {
   state.graph = graph.name;
-  $("#graph-name").textContent = `${graph.name} · ${graph.nodes.length} nodes · ${graph.edges.length} edges`;
+  $("#graph-name").textContent = graph.name;
+  $("#graph-name").title = `${graph.nodes.length} nodes, ${graph.edges.length} edges`;
   $("#graph-select").value = graph.name;
   graphView.show(graph);
 }
@@ -48,7 +49,7 @@ const chat = new Chat(socket, state);
 async function loadGraphs() {
   const select = $("#graph-select");
   const body = await getJSON("/api/graphs");
-  select.replaceChildren(...body.graphs.map((graph) => el("option", { value: graph.name, text: `${graph.name} (${graph.nodes} nodes)` })));
+  select.replaceChildren(...body.graphs.map((graph) => el("option", { value: graph.name, text: `${graph.name} (${graph.nodes} nodes, ${graph.edges} edges)` })));
   select.value = body.active;
   select.addEventListener("change", async () => {
     try {

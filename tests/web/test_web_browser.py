@@ -1,0 +1,130 @@
+"""The dashboard in a real browser: Playwright drives Debian's chromium against ``agentlake serve``
+(a subprocess on 127.0.0.1 over a small generated lake, with the built-in demo model).
+
+Each test saves a screenshot under ``test-artifacts/``. Playwright never downloads a browser of
+its own here: the tests use ``/usr/bin/chromium`` and are skipped, saying so, without it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (make browser)"
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Any, live_server: str) -> Iterator[Any]:
+    """A fresh page (a new session) at 1280x800, connected; fails the test on a page error."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.goto(live_server + "/")
+    opened.wait_for_selector("#conn[data-state=open]")
+    opened.wait_for_function("() => window.agentlakeDashboard.graphView.cy.nodes().length === 7")
+    yield opened
+    context.close()
+    assert errors == []
+
+
+def shot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"dashboard-{name}.png"))
+
+
+def send(page: Any, text: str) -> None:
+    page.fill("#prompt", text)
+    page.press("#prompt", "Enter")
+
+
+def test_a_message_gets_a_streamed_reply(page: Any) -> None:
+    # Record every text the reply bubble shows while it streams.
+    page.evaluate("""() => {
+        window.__seen = [];
+        new MutationObserver(() => {
+            const bubble = document.querySelector('.msg.assistant.streaming');
+            if (bubble) window.__seen.push(bubble.textContent);
+        }).observe(document.querySelector('#messages'), {childList: true, subtree: true, characterData: true});
+    }""")
+    send(page, "how many forklift operators are in CA?")
+    page.wait_for_selector(".msg.assistant:not(.streaming) .path")
+    reply = page.inner_text(".msg.assistant")
+    assert re.match(r"There (is|are) \d+ Forklift Operator workers? in CA", reply), reply
+    assert "planned by the director" in reply
+    partials = page.evaluate("() => window.__seen")
+    assert len(set(partials)) >= 3, partials  # it arrived in pieces, not at once
+    assert all(reply.startswith(partial) for partial in partials if partial)
+    # The query result is on the workspace as a table.
+    assert page.inner_text(".ctl-table th") == "workers"
+    shot(page, "streamed-reply")
+
+
+def test_a_generated_button_moves_its_state_machine_locally(page: Any, live_server: str) -> None:
+    send(page, "set up an order workflow")
+    page.wait_for_selector("button.ctl-button.go")
+    assert page.inner_text(".ctl-label") == "order: new"
+    model_calls = len(
+        httpx.get(f"{live_server}/observer/ops", params={"source": "llm", "limit": 1000}).json()["ops"]
+    )
+
+    page.click("button[data-action='go:order:packed']")
+    page.wait_for_selector(".ctl-label:text('order: packed')")
+    assert page.inner_text(".msg.note") == "order: new → packed (moved in the page, no model call)"
+    assert page.inner_text("button.ctl-button.go") == "ship"
+    after = httpx.get(f"{live_server}/observer/ops", params={"source": "llm", "limit": 1000}).json()["ops"]
+    assert len(after) == model_calls  # the transition needed no model
+    shot(page, "local-transition")
+
+
+def test_graph_nodes_light_up_as_they_run(page: Any) -> None:
+    lit = "(id) => window.agentlakeDashboard.graphView.cy.getElementById(id).hasClass('lit')"
+    assert not page.evaluate(lit, "thinker")
+    send(page, "how many workers are there per state?")
+    page.wait_for_function(f"() => ({lit})('thinker')", timeout=15000)
+    shot(page, "node-lit")
+    page.wait_for_selector(".msg.assistant:not(.streaming) .path")
+    counts = page.evaluate("() => window.agentlakeDashboard.graphView.lit")
+    assert {"input", "director", "thinker", "output", "ui", "memorizer"} <= set(counts)
+    # Lit only while running: the class is taken off again.
+    page.wait_for_function(f"() => !({lit})('thinker')")
+
+
+def test_a_new_op_appears_in_the_live_ops_panel(page: Any) -> None:
+    page.wait_for_selector("#stats .stat")
+    before = page.locator("#ops li[data-endpoint='graph.turn']").count()
+    send(page, "how many welders are in OH?")
+    page.wait_for_function(
+        f"() => document.querySelectorAll(\"#ops li[data-endpoint='graph.turn']\").length > {before}",
+        timeout=15000,
+    )
+    newest = page.locator("#ops li").first
+    assert newest.get_attribute("class") is not None and "fresh" in newest.get_attribute("class")
+    assert page.locator("#ops li[data-endpoint='llm.chat']").count() >= 2
+    assert page.locator("#ops li[data-endpoint='tool.sql']").count() >= 1
+    shot(page, "live-ops")
