@@ -114,6 +114,7 @@ class Settings(BaseSettings):
     learn_extractor: str = Field("heuristic", description="Lesson extractor backend: heuristic or llm.")
     learn_model: str | None = Field(None, description="Model for the llm lesson extractor, e.g. ollama:qwen3:4b.")
     learn_interval_s: float = Field(300.0, gt=0, description="Seconds between scheduled lesson extraction runs.")
+    learn_schedule: bool = Field(True, description="Learn lessons from new ops every learn_interval_s inside `agentlake serve`.")
     learn_dedup_threshold: float = Field(0.9, gt=0, le=1, description="Embedding similarity above which a new lesson merges into an old one.")
     learn_min_runs_for_retire: int = Field(5, gt=0, description="Runs with a lesson before a negative measured effect retires it.")
     lesson_token_budget: int = Field(400, gt=0, description="Token budget for lessons put into one prompt.")

@@ -82,9 +82,19 @@ def create_app(
                 # A mounted Starlette app's own lifespan never runs: start MCP's session manager
                 # here, a fresh one per start (one can run only once; tests restart apps).
                 await stack.enter_async_context(_mcp_session_manager(mcp_server, settings).run())
+            # Lessons are learned from the ops this process records, on the settings' interval;
+            # a failing cycle is counted by the scheduler and never reaches the gateway.
+            scheduler = None
+            if settings.learn_schedule:
+                from agentlake.learn import LearningScheduler
+
+                scheduler = LearningScheduler(services.lessons, services.observer).start()
+                app.state.learning = scheduler
             try:
                 yield
             finally:
+                if scheduler is not None:
+                    scheduler.stop()
                 await drain(recording)
                 services.close()
 
