@@ -173,3 +173,11 @@ def test_a_third_party_node_registers_through_the_same_door(tmp_path: Path) -> N
 
     with pytest.raises(UserError, match="is not a graph node"):
         register_node(object)  # type: ignore[arg-type]
+
+
+def test_the_docs_list_the_default_graphs_edges() -> None:
+    import re
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "graph.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\| (\w+) -> (\w+) \| (data|context|control) \|", docs, re.MULTILINE))
+    assert documented == {(e.source, e.target, e.type) for e in load_graph("default").edges}

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
@@ -174,6 +173,3 @@ def registered_nodes() -> list[NodeInfo]:
     _load_builtins()
     with _lock:
         return [cls.info for _, cls in sorted(_registry.items())]
-
-
-SendFn = Callable[[dict[str, Any]], None]
