@@ -73,7 +73,6 @@ for (const tab of document.querySelectorAll(".tabs button")) {
 socket.connect();
 ops.start();
 loadGraphs().catch((error) => hud.flag("error", `graphs: ${error.message}`));
-lessons.load();
-scenarios.load();
+// Lessons and the scenario run are read when their tab is opened (and again each time).
 // For tests and curious users: the live objects behind the page.
 window.agentlakeDashboard = { state, graphView, chat, socket, ops, hud };
