@@ -30,11 +30,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per configuration")
     args = parser.parse_args()
 
+    # agentlake.embed.local first: it sets OMP_WAIT_POLICY before torch loads its OpenMP.
+    from agentlake.embed.local import LocalEmbedder  # isort: skip
     import torch
 
     from agentlake.data import generate_workforce
     from agentlake.embed import embed_texts
-    from agentlake.embed.local import LocalEmbedder
     from agentlake.lake import Lake
     from agentlake.settings import load_settings
 
@@ -75,7 +76,8 @@ def main() -> None:
 
     best, base = statistics.median(rates["auto"]), statistics.median(rates["fp32"])
     print(
-        f"texts: {len(texts)} generated resumes, {words:.0f} words on average; torch threads {torch.get_num_threads()}"
+        f"texts: {len(texts)} generated resumes, {words:.0f} words on average; torch threads "
+        f"{torch.get_num_threads()}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}"
     )
     print(f"model load: {load_s:.1f} s; precision auto = {auto.precision}")
     print("| configuration | docs/s (median of rounds) | all rounds |")
