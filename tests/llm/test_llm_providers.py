@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from agentlake.errors import UserError
-from agentlake.llm import Completion, ScriptedProvider, generate, get_provider
+from agentlake.llm import Completion, ProviderError, ScriptedProvider, generate, get_provider
 from agentlake.llm.fakeserver import serve_fake_ollama, serve_fake_openai
 from agentlake.llm.models import cost_usd, lookup_model
 from agentlake.llm.provider import split_think_tags
@@ -219,3 +223,58 @@ def test_models_lists_openai_compatible_servers(monkeypatch: pytest.MonkeyPatch)
         refused["openai:my-vllm-model"].reachable is False
         and "OPENAI_API_KEY" in refused["openai:my-vllm-model"].detail
     )
+
+
+@pytest.fixture
+def wrong_shape_server() -> Iterator[str]:
+    """A server on 127.0.0.1 that answers every POST with 200 and JSON that is no chat reply."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = json.dumps({"status": "ok"}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_reply_of_the_wrong_shape_names_the_server_and_is_not_retried(
+    wrong_shape_server: str, monkeypatch: pytest.MonkeyPatch, records
+) -> None:
+    monkeypatch.setenv("OLLAMA_HOST", wrong_shape_server)
+    monkeypatch.setenv("OPENAI_BASE_URL", wrong_shape_server + "/v1")
+    with pytest.raises(
+        ProviderError, match=r"^ollama:m1 at http://127\.0\.0\.1:\d+ sent an unexpected reply: no 'message'"
+    ):
+        generate("ollama:m1", "hi")
+    with pytest.raises(
+        ProviderError,
+        match=r"^openai:m2 at http://127\.0\.0\.1:\d+/v1 sent an unexpected reply: no 'choices'",
+    ):
+        generate("openai:m2", "hi")
+    assert [r.attempts for r in records] == [1, 1]
+
+
+def test_completions_name_their_provider_and_model_and_time_the_call(
+    ollama: ScriptedProvider, openai: ScriptedProvider
+) -> None:
+    ollama.enqueue("a", delay_s=0.05)
+    openai.enqueue("b", delay_s=0.05)
+    for model, text in (("ollama:qwen3:4b", "a"), ("openai:gpt-4o-mini", "b")):
+        reply = generate(model, "hi")
+        assert (reply.text, f"{reply.provider}:{reply.model}") == (text, model)
+        assert 50 <= reply.latency_ms < 5000

@@ -23,6 +23,7 @@ from agentlake.llm.provider import (
     Message,
     ProviderError,
     register_provider,
+    timed_completion,
 )
 from agentlake.llm.transport import normalise_url, request_json
 
@@ -147,20 +148,14 @@ class OllamaProvider:
         return min(window, size)
 
     def complete(self, messages: list[Message], options: GenerateOptions) -> Completion:
-        import time
-
         body = ollama_wire.chat_request(self.model, messages, options, self.num_ctx(messages, options))
-        started = time.perf_counter()
-        reply = self.server.chat(self.model, body, options.timeout)
-        latency = (time.perf_counter() - started) * 1000
-        try:
-            text, thinking, finish, usage = ollama_wire.chat_response(reply)
-        except ValueError as exc:
-            raise ProviderError(
-                f"{self.server.describe(self.model)} sent an unexpected reply: {exc}"
-            ) from None
-        return Completion(text=text, thinking=thinking, finish_reason=finish, usage=usage, latency_ms=latency,
-                          provider=self.name, model=self.model)  # fmt: skip
+        return timed_completion(
+            lambda: self.server.chat(self.model, body, options.timeout),
+            ollama_wire.chat_response,
+            provider=self.name,
+            model=self.model,
+            what=self.server.describe(self.model),
+        )
 
     def close(self) -> None:
         self.server.close()

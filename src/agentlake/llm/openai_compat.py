@@ -9,7 +9,6 @@ Wire format in ``openai_wire.py``.
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -22,8 +21,8 @@ from agentlake.llm.provider import (
     Completion,
     GenerateOptions,
     Message,
-    ProviderError,
     register_provider,
+    timed_completion,
 )
 from agentlake.llm.transport import normalise_url, request_json
 
@@ -123,17 +122,13 @@ class OpenAIProvider:
             thinking_model=self._capabilities.supports_thinking,
             official=self.server.official,
         )
-        started = time.perf_counter()
-        reply = self.server.chat(self.model, body, options.timeout)
-        latency = (time.perf_counter() - started) * 1000
-        try:
-            text, thinking, finish, usage = openai_wire.chat_response(reply)
-        except ValueError as exc:
-            raise ProviderError(
-                f"{self.server.describe(self.model)} sent an unexpected reply: {exc}"
-            ) from None
-        return Completion(text=text, thinking=thinking, finish_reason=finish, usage=usage, latency_ms=latency,
-                          provider=self.name, model=self.model)  # fmt: skip
+        return timed_completion(
+            lambda: self.server.chat(self.model, body, options.timeout),
+            openai_wire.chat_response,
+            provider=self.name,
+            model=self.model,
+            what=self.server.describe(self.model),
+        )
 
     def close(self) -> None:
         self.server.close()

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -174,6 +175,34 @@ class ModelServerUnreachable(UserError):
 
 class CircuitOpenError(UnavailableError):
     """The provider+model circuit breaker is open: calls fail fast until the cooldown ends."""
+
+
+# --- one call, timed and read: shared by the HTTP providers ----------------------------------
+
+ReplyParser = Callable[[dict[str, Any]], tuple[str, str, str, Usage]]
+"""A wire adapter's reader: reply body -> ``(text, thinking, finish_reason, usage)``; raises
+``ValueError`` when the body is not a reply of its format."""
+
+
+def timed_completion(
+    send: Callable[[], dict[str, Any]], parse: ReplyParser, *, provider: str, model: str, what: str
+) -> Completion:
+    """Make one call with ``send()`` (the provider's client), read its reply with ``parse`` (the
+    wire adapter's) and return the :class:`Completion`, timed from send to reply.
+
+    ``what`` names the call in errors (``"ollama:qwen3:4b at http://..."``). Whatever ``send``
+    raises passes through; a reply ``parse`` cannot read becomes a non-retryable
+    :class:`ProviderError` (a server that answers the wrong shape will answer it again).
+    """
+    started = time.perf_counter()
+    reply = send()
+    latency_ms = (time.perf_counter() - started) * 1000
+    try:
+        text, thinking, finish, usage = parse(reply)
+    except ValueError as exc:
+        raise ProviderError(f"{what} sent an unexpected reply: {exc}") from None
+    return Completion(text=text, thinking=thinking, finish_reason=finish, usage=usage, latency_ms=latency_ms,
+                      provider=provider, model=model)  # fmt: skip
 
 
 # --- the registry of provider prefixes -------------------------------------------------------
