@@ -185,3 +185,19 @@ def test_unreachable_server_is_unavailable() -> None:
     embedder = OllamaEmbedder("nomic-embed-text", host="http://127.0.0.1:9", max_retries=0, timeout_s=2)
     with pytest.raises(UnavailableError, match="cannot reach Ollama"):
         embedder.embed(["x"])
+
+
+def test_a_backend_missing_its_wire_format_fails_when_built_not_when_called() -> None:
+    from agentlake.embed.http import _HttpEmbedder, ollama_request
+
+    class HalfDone(_HttpEmbedder):  # a third party's backend that forgot to read replies
+        def _body(self, texts):  # type: ignore[no-untyped-def]
+            return ollama_request("m", texts)
+
+    with pytest.raises(TypeError, match="_vectors"):
+        HalfDone(timeout_s=1, max_retries=0)
+    for backend in (
+        OllamaEmbedder("nomic-embed-text", host="http://127.0.0.1:9"),
+        OpenAIEmbedder("text-embedding-3-small", base_url="http://127.0.0.1:9/v1"),
+    ):
+        backend.close()

@@ -9,6 +9,7 @@ functions per provider. Failures are converted here, at the edge: an unreachable
 
 from __future__ import annotations
 
+import abc
 import random
 import time
 from collections.abc import Sequence
@@ -66,8 +67,12 @@ def _error_text(response: httpx.Response) -> str:
     return str(payload)[:300]
 
 
-class _HttpEmbedder:
-    """Shared request loop: split into requests, retry 429/5xx and transport errors, check shapes."""
+class _HttpEmbedder(abc.ABC):
+    """Shared request loop: split into requests, retry 429/5xx and transport errors, check shapes.
+
+    A subclass sets ``name``, ``_url`` and ``_label`` and implements the wire format
+    (:meth:`_body`, :meth:`_vectors`); it may refine :meth:`_refused`.
+    """
 
     name: str
     _url: str
@@ -86,11 +91,13 @@ class _HttpEmbedder:
         assert self._dimension is not None
         return self._dimension
 
+    @abc.abstractmethod
     def _body(self, texts: Sequence[str]) -> dict[str, Any]:
-        raise NotImplementedError
+        """The JSON request body embedding ``texts``."""
 
+    @abc.abstractmethod
     def _vectors(self, payload: Any) -> list[list[float]]:
-        raise NotImplementedError
+        """The vectors of a decoded reply, in input order; ``RunError`` when it has none."""
 
     def _refused(self, response: httpx.Response) -> UserError | None:
         """A reply that retrying cannot fix and the user can (unknown model, bad key)."""
