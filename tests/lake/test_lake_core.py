@@ -33,8 +33,10 @@ def test_open_creates_the_file_under_data_dir_and_reopens(tmp_path: Path) -> Non
         assert lake.datasets() == []
     assert settings.lake_path.exists()
     with Lake.open(settings) as lake:
-        assert lake.read_arrow("SELECT name FROM _migrations").column("name").to_pylist() == [
-            "lake_001_catalog"
+        assert lake.read_arrow("SELECT name FROM _migrations ORDER BY name").column("name").to_pylist() == [
+            "lake_001_catalog",
+            "lake_002_embedding_cache",
+            "lake_003_vector_indexes",
         ]
 
 

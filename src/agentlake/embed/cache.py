@@ -6,8 +6,9 @@ through ``Lake.write`` (the lake's one writer). Re-embedding unchanged texts the
 lookup, not a model call. It does not own any embedder (``embedder``, ``local``, ``http``) or
 the per-dataset vectors (``agentlake.lake.index``).
 
-The table is created on first use rather than by a lake migration: the lake's migration list
-belongs to the lake package, and this table is a cache that can be dropped at any time.
+The table is created by the lake's migration ``lake_002_embedding_cache``
+(``agentlake.lake.lakehouse.LAKE_MIGRATIONS``); a lake opened read-only is not migrated, so
+reads still allow for its absence.
 """
 
 from __future__ import annotations
@@ -31,14 +32,6 @@ if TYPE_CHECKING:
     from agentlake.lake import Lake
 
 CACHE_TABLE = "_embedding_cache"
-_CREATE_CACHE = f"""
-CREATE TABLE IF NOT EXISTS {CACHE_TABLE} (
-    model VARCHAR NOT NULL,
-    text_hash VARCHAR NOT NULL,
-    vec FLOAT[] NOT NULL,
-    PRIMARY KEY (model, text_hash)
-)
-"""
 # Misses are written in chunks this large, so an interrupted build keeps most of its work
 # without paying one transaction per model batch.
 FLUSH_TEXTS = 4096
@@ -79,7 +72,6 @@ def _store(lake: Lake, hashes: Sequence[str], vectors: np.ndarray, model: str) -
     rows = _vectors_to_arrow(hashes, vectors, model)
 
     def insert(conn: duckdb.DuckDBPyConnection) -> None:
-        conn.execute(_CREATE_CACHE)
         conn.register("_new_embeddings", rows)
         try:
             # OR IGNORE: a concurrent build may have stored the same text meanwhile.
@@ -117,7 +109,8 @@ def cached_vectors(lake: Lake, model: str, hashes: Sequence[str]) -> dict[str, n
     dim = int(lengths[0])
     if not np.all(lengths == dim):
         raise RunError(
-            f"the embedding cache holds vectors of several lengths for {model}; drop {CACHE_TABLE} and rebuild"
+            f"the embedding cache holds vectors of several lengths for {model}; delete them "
+            f"(DELETE FROM {CACHE_TABLE} WHERE model = '{model}') and rebuild"
         )
     matrix = (
         pc.list_flatten(vec).to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(-1, dim)

@@ -17,8 +17,9 @@ Staleness is decided against the lake, never the files: an index whose dataset h
 ingested into since the build is refused with the command that rebuilds it. It does not rank
 or filter anything (``agentlake.lake.search``) and does not own any embedder (``agentlake.embed``).
 
-The two internal tables are created on first build rather than by a lake migration: the
-lake's migration list belongs to the lake package, and both tables can be rebuilt at will.
+``_vector_indexes`` is created by the lake's migration ``lake_003_vector_indexes``
+(``lakehouse.LAKE_MIGRATIONS``); a lake opened read-only is not migrated, so reads still allow
+for its absence. The ``_vectors_<dataset>`` tables are per dataset, made and dropped here.
 """
 
 from __future__ import annotations
@@ -49,19 +50,6 @@ if TYPE_CHECKING:
     from agentlake.lake import Lake
 
 INDEX_TABLE = "_vector_indexes"
-_CREATE_INDEX_TABLE = f"""
-CREATE TABLE IF NOT EXISTS {INDEX_TABLE} (
-    dataset VARCHAR PRIMARY KEY,
-    text_column VARCHAR NOT NULL,
-    key_column VARCHAR NOT NULL,
-    model VARCHAR NOT NULL,
-    dimension INTEGER NOT NULL,
-    row_count BIGINT NOT NULL,
-    fingerprint VARCHAR NOT NULL,
-    dataset_updated_at TIMESTAMP,
-    built_at TIMESTAMP NOT NULL
-)
-"""
 _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}
 # Below this many rows an exact scan is already well under a millisecond, so no HNSW is built.
 ANN_MIN_ROWS = 10_000
@@ -419,7 +407,6 @@ def _store_vectors(
                 f"dataset {info.dataset!r} changed while its index was being built; run the build again "
                 "(rows embedded so far are cached)"
             )
-        conn.execute(_CREATE_INDEX_TABLE)
         conn.register("_incoming_vectors", incoming)
         try:
             conn.execute(

@@ -27,13 +27,50 @@ from agentlake.lake import catalog
 from agentlake.lake.catalog import DatasetInfo
 from agentlake.lake.guard import check_select
 from agentlake.lake.ingest import IngestResult, apply_ingest, check_mode, read_source
-from agentlake.migrations import apply_migrations
+from agentlake.migrations import Migration, apply_migrations
 from agentlake.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 T = TypeVar("T")
+
+# Every migration of the lake file in release order: append new ones, never edit or reorder
+# released ones. The catalog's tables come first. Then the search tables, read and written by
+# ``agentlake.embed.cache`` (``_embedding_cache``: one vector per embedder and text hash) and
+# ``agentlake.lake.index`` (``_vector_indexes``: one row per indexed dataset). Lakes written
+# before these two migrations existed created both tables on first use, with these columns:
+# IF NOT EXISTS lets such a lake record the migration and keep its rows.
+LAKE_MIGRATIONS: list[Migration] = [
+    *catalog.LAKE_MIGRATIONS,
+    Migration(
+        "lake_002_embedding_cache",
+        """
+        CREATE TABLE IF NOT EXISTS _embedding_cache (
+            model VARCHAR NOT NULL,
+            text_hash VARCHAR NOT NULL,
+            vec FLOAT[] NOT NULL,
+            PRIMARY KEY (model, text_hash)
+        );
+        """,
+    ),
+    Migration(
+        "lake_003_vector_indexes",
+        """
+        CREATE TABLE IF NOT EXISTS _vector_indexes (
+            dataset VARCHAR PRIMARY KEY,
+            text_column VARCHAR NOT NULL,
+            key_column VARCHAR NOT NULL,
+            model VARCHAR NOT NULL,
+            dimension INTEGER NOT NULL,
+            row_count BIGINT NOT NULL,
+            fingerprint VARCHAR NOT NULL,
+            dataset_updated_at TIMESTAMP,
+            built_at TIMESTAMP NOT NULL
+        );
+        """,
+    ),
+]
 
 # One lock per lake file in this process: two Lake objects on one file share DuckDB's
 # cached database instance, so they must also share the writer's serialization.
@@ -97,7 +134,7 @@ class Lake:
     def open(
         cls, settings: Settings | None = None, *, path: Path | None = None, read_only: bool = False
     ) -> Lake:
-        """Open (creating if needed) the lake file and apply its migrations.
+        """Open (creating if needed) the lake file and apply its migrations (:data:`LAKE_MIGRATIONS`).
 
         ``path`` defaults to ``settings.lake_path``. ``read_only`` opens an existing file
         without taking the write lock (several processes may read at once); it raises
@@ -139,7 +176,7 @@ class Lake:
         _bump_change_token(target)
         if not read_only:
             with lake._lock:
-                apply_migrations(conn, catalog.LAKE_MIGRATIONS)
+                apply_migrations(conn, LAKE_MIGRATIONS)
         return lake
 
     # --- lifecycle -------------------------------------------------------------------
