@@ -87,8 +87,9 @@ def _bump_change_token(path: Path) -> None:
         _change_tokens[path] = _change_tokens.get(path, 0) + 1
 
 
-# Errors that mean "your query is wrong", as opposed to "running it failed".
-_QUERY_USER_ERRORS: tuple[type[duckdb.Error], ...] = (
+# Errors that mean "your query is wrong", as opposed to "running it failed" (also how the
+# search's WHERE fragments are judged).
+QUERY_USER_ERRORS: tuple[type[duckdb.Error], ...] = (
     duckdb.ParserException,
     duckdb.BinderException,
     duckdb.CatalogException,
@@ -355,7 +356,7 @@ class Lake:
                 f"query interrupted after the {timeout:g} s timeout; narrow it (filter, LIMIT) or raise sql_timeout_s "
                 "(AGENTLAKE_SQL_TIMEOUT_S)"
             ) from None
-        except _QUERY_USER_ERRORS as exc:
+        except QUERY_USER_ERRORS as exc:
             raise UserError(f"query failed: {str(exc).splitlines()[0]}; fix the query") from None
         except duckdb.Error as exc:
             raise RunError(f"query failed while running: {str(exc).splitlines()[0]}") from exc

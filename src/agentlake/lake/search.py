@@ -37,6 +37,7 @@ from agentlake.errors import RunError, UserError
 from agentlake.lake.catalog import quote_ident
 from agentlake.lake.guard import check_where
 from agentlake.lake.index import IndexInfo, VectorIndex, fresh_index
+from agentlake.lake.lakehouse import QUERY_USER_ERRORS
 
 if TYPE_CHECKING:
     import duckdb
@@ -172,14 +173,7 @@ def _filter_keys(lake: Lake, info: IndexInfo, fragment: str) -> np.ndarray:
             f"the search filter was interrupted after the {timeout:g} s timeout; make it simpler or raise "
             "sql_timeout_s (AGENTLAKE_SQL_TIMEOUT_S)"
         ) from None
-    except (
-        duckdb.ParserException,
-        duckdb.BinderException,
-        duckdb.CatalogException,
-        duckdb.ConversionException,
-        duckdb.InvalidInputException,
-        duckdb.PermissionException,
-    ) as exc:
+    except QUERY_USER_ERRORS as exc:
         raise UserError(
             f"filter {fragment!r} failed on {info.dataset!r}: {str(exc).splitlines()[0]}; fix the filter"
         ) from None
