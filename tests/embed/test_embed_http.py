@@ -122,6 +122,19 @@ def test_ollama_tag_with_colon_and_unknown_model(
         get_embedder("ollama:mxbai").embed(["x"])
 
 
+@pytest.mark.parametrize("form", ["{host}:{port}", "http://{host}:{port}/", "0.0.0.0:{port}"])
+def test_server_addresses_in_the_forms_ollama_host_takes(
+    server: tuple[ModelServer, str], monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
+    state, url = server
+    host, port = url.removeprefix("http://").split(":")
+    monkeypatch.setenv("OLLAMA_HOST", form.format(host=host, port=port))
+    monkeypatch.setenv("OPENAI_BASE_URL", form.format(host=host, port=port).rstrip("/") + "/v1")
+    assert get_embedder("ollama:nomic-embed-text").embed(["a"]).shape == (1, DIM)
+    assert get_embedder("openai:text-embedding-3-small").embed(["a"]).shape == (1, DIM)
+    assert [path for path, _, _ in state.requests] == ["/api/embed", "/v1/embeddings"]
+
+
 def test_openai_embedder_orders_by_index_and_sends_key(
     server: tuple[ModelServer, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

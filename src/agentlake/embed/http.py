@@ -5,6 +5,9 @@ format (request body, reading the vectors out of the reply) sits beside it in tw
 functions per provider. Failures are converted here, at the edge: an unreachable server is an
 ``UnavailableError``, a refused model or key a ``UserError`` saying what to fix, anything else a
 ``RunError`` carrying the HTTP status. Nothing here batches for progress or caches.
+
+They are the same servers the chat providers talk to, so server addresses (``OLLAMA_HOST`` as
+``127.0.0.1:11434``) and error bodies are read the way ``agentlake.llm.transport`` reads them.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import numpy as np
 
 from agentlake.embed.embedder import normalise_rows
 from agentlake.errors import RunError, UnavailableError, UserError
+from agentlake.llm.transport import error_text, normalise_url
 
 # Most servers cap inputs per request (OpenAI: 2048); stay well under and split larger calls.
 MAX_TEXTS_PER_REQUEST = 256
@@ -51,20 +55,6 @@ def openai_vectors(payload: Any) -> list[list[float]]:
         return [item["embedding"] for item in ordered]
     except (KeyError, TypeError, AttributeError):
         raise RunError("the OpenAI-compatible /embeddings reply has items without an 'embedding'") from None
-
-
-def _error_text(response: httpx.Response) -> str:
-    try:
-        payload = response.json()
-    except ValueError:
-        return response.text[:300]
-    if isinstance(payload, dict):
-        error = payload.get("error")
-        if isinstance(error, dict):
-            return str(error.get("message") or error)[:300]
-        if error:
-            return str(error)[:300]
-    return str(payload)[:300]
 
 
 class _HttpEmbedder(abc.ABC):
@@ -107,7 +97,7 @@ class _HttpEmbedder(abc.ABC):
             )
         if response.status_code in (400, 404, 422):
             return UserError(
-                f"{self._label} refused {self.name} ({response.status_code}): {_error_text(response)}",
+                f"{self._label} refused {self.name} ({response.status_code}): {error_text(response)}",
                 http_status=response.status_code,
             )
         return None
@@ -147,7 +137,7 @@ class _HttpEmbedder(abc.ABC):
                 if response.status_code not in _RETRY_STATUSES or attempt >= self._max_retries:
                     raise RunError(
                         f"{self._label} {self._url} answered {response.status_code} for {len(texts)} texts: "
-                        f"{_error_text(response)}",
+                        f"{error_text(response)}",
                         http_status=502,
                         upstream_status=response.status_code,
                     )
@@ -186,7 +176,7 @@ class OllamaEmbedder(_HttpEmbedder):
         super().__init__(timeout_s=timeout_s, max_retries=max_retries)
         self.name = f"ollama:{model}"
         self.model = model
-        self._url = host.rstrip("/") + "/api/embed"
+        self._url = normalise_url(host, 11434) + "/api/embed"
         self._label = "Ollama"
 
     def _body(self, texts: Sequence[str]) -> dict[str, Any]:
@@ -219,7 +209,7 @@ class OpenAIEmbedder(_HttpEmbedder):
         super().__init__(timeout_s=timeout_s, max_retries=max_retries, headers=headers)
         self.name = f"openai:{model}"
         self.model = model
-        self._url = base_url.rstrip("/") + "/embeddings"
+        self._url = normalise_url(base_url) + "/embeddings"
         self._label = "the OpenAI-compatible server"
 
     def _body(self, texts: Sequence[str]) -> dict[str, Any]:
