@@ -7,7 +7,8 @@ A provider turns a list of :class:`Message` plus :class:`GenerateOptions` into o
 :func:`register_provider`, the same door a third party uses.
 
 This module also owns the errors a provider raises, so the resilience layer can tell a
-retryable failure (connection, 429, 5xx) from one that is not (other 4xx, bad config).
+retryable failure (connection, 429, 5xx) from one that is not (other 4xx, bad config), and
+:func:`timed_completion`, the send-time-read step every HTTP provider's ``complete`` shares.
 It does not own any HTTP client or wire format (``ollama.py``/``openai_compat.py`` and their
 ``*_wire.py`` adapters do).
 """
