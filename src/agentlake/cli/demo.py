@@ -1,14 +1,21 @@
-"""``agentlake demo`` (``make demo``): the main job, end to end.
+"""``agentlake demo`` (``make demo``): the main job, end to end, with each step's time.
 
-Generates the workforce if missing, indexes it, shows one SQL answer and one hybrid search;
-then runs the built-in scenario pack with the rules baseline (learning on and off) and every
-reachable LLM staffer over three batches, and prints the leaderboard and the report's path.
-A thin door onto ``agentlake.demo.run_main_job``.
+Generates the workforce if missing and indexes it in the background; shows one SQL answer;
+runs the built-in scenario pack with the rules baseline (learning on and off) and every
+reachable LLM staffer over three batches; prints the leaderboard and the report's path;
+finishes the index and shows one hybrid search; ends with a table of the steps and their
+times. A thin door onto ``agentlake.demo.run_main_job``: this module only draws its events.
 """
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import typer
+
+# Without a terminal (make demo | tee, CI logs) the index's progress is a line this often.
+PLAIN_PROGRESS_EVERY_S = 15.0
 
 
 def demo(
@@ -26,53 +33,117 @@ def demo(
     ),
 ) -> None:
     """Run the main job (make demo): dataset, index, examples, then staffing days, leaderboard and report."""
-    from agentlake.cli.leaderboard import print_board
-    from agentlake.cli.output import console, render_rows
+    from agentlake.cli.output import console
     from agentlake.demo import run_main_job
-    from agentlake.scenarios import read_results
-    from agentlake.scenarios.metrics import leaderboard, leaderboard_rows, learning_curve
 
-    def day(p) -> None:  # noqa: ANN001 - a runner.Progress
-        console.print(f"batch {p.batch}/{p.batches} [{p.done}/{p.total}] {p.staffer} {p.scenario}: "
-                      f"{p.filled}/{p.requested} filled", highlight=False, markup=False)  # fmt: skip
-
-    def first_step(result) -> None:  # noqa: ANN001 - a demo.DemoResult
-        if result.generated_workers:
-            console.print(f"generated {result.generated_workers} workers", highlight=False)
-        if result.index is not None:
-            console.print(
-                f"indexed workers.resume_text ({result.index.embedded} embedded, {result.index.cached} cached)"
-            )
-        console.print(f'\n[bold]agentlake sql[/] "{result.sql}"', highlight=False)
-        render_rows(result.sql_result.columns, result.sql_result.rows)
-        console.print(
-            f'\n[bold]agentlake search workers[/] "{result.question}" --where "{result.where}" -k 5',
-            highlight=False,
+    view = _JobView()
+    try:
+        job = run_main_job(
+            workers=workers, seed=seed, batches=batches, local_llm=local_llm, on_event=view.show
         )
-        rows = [[s.doc_id, f"{s.score:.3f}", s.sql_verified, s.chunk_text] for s in result.sources]
-        render_rows(["doc_id", "score", "sql_verified", "chunk_text"], rows)
-        console.print(
-            "\n[bold]agentlake run[/] --scenarios builtin (the main job: staffing days, learning between batches)"
-        )
-
-    job = run_main_job(
-        workers=workers,
-        seed=seed,
-        batches=batches,
-        local_llm=local_llm,
-        progress=True,
-        on_day=day,
-        on_first_step=first_step,
-    )
-    for summary in filter(None, (job.run, job.local)):
-        results = read_results(summary.run_dir)
-        print_board(
-            leaderboard_rows(leaderboard(results), learning_curve(results)),
-            f"\nscenario run {summary.run_id}",
-        )
-        console.print(f"report: {summary.report}", highlight=False, markup=False)
+    finally:
+        view.close()
+    _print_steps(job.steps, job.seconds)
     if job.hint:
         console.print(job.hint, highlight=False, markup=False)
+
+
+class _JobView:
+    """Draws the main job's events: step lines, day lines, examples, leaderboards, index progress."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+        self.task: Any = None
+        self.last_line = 0.0
+
+    def show(self, event: Any) -> None:  # noqa: C901 - one branch per event type
+        from agentlake import demo
+        from agentlake.cli.output import console, render_rows
+        from agentlake.scenarios.runner import Progress
+
+        if isinstance(event, demo.IndexProgress):
+            self._index(event)
+        elif isinstance(event, Progress):
+            console.print(f"batch {event.batch}/{event.batches} [{event.done}/{event.total}] {event.staffer} "
+                          f"{event.scenario}: {event.filled}/{event.requested} filled ({event.seconds:.1f} s)",
+                          highlight=False, markup=False)  # fmt: skip
+        elif isinstance(event, demo.StepDone):
+            if event.name.startswith("index"):
+                self.close()
+            console.print(
+                f"[green]done[/] {event.name} in {event.seconds:.1f} s: {event.summary}", highlight=False
+            )
+        elif isinstance(event, demo.Notice):
+            console.print(event.text, style="yellow", highlight=False, markup=False)
+        elif isinstance(event, demo.SqlExample):
+            console.print(f'\n[bold]agentlake sql[/] "{event.sql}"', highlight=False)
+            render_rows(event.result.columns, event.result.rows)
+            console.print(
+                "\n[bold]agentlake run[/] --scenarios builtin (staffing days, learning between batches)"
+            )
+        elif isinstance(event, demo.SearchExample):
+            console.print(f'\n[bold]agentlake search workers[/] "{event.question}" --where "{event.where}" -k 5',
+                          highlight=False)  # fmt: skip
+            rows = [[s.doc_id, f"{s.score:.3f}", s.sql_verified, s.chunk_text] for s in event.sources]
+            render_rows(["doc_id", "score", "sql_verified", "chunk_text"], rows)
+        elif isinstance(event, demo.RunDone):
+            self._leaderboard(event)
+
+    def _index(self, p: Any) -> None:
+        from agentlake.cli.output import console
+
+        if p.total == 0 or p.phase not in ("embedding", "indexing"):
+            return
+        eta = f", ~{p.eta_s / 60:.1f} min left" if p.eta_s is not None and p.done < p.total else ""
+        text = f"index: {p.done:,}/{p.total:,} resumes have vectors ({p.rate:,.0f}/s{eta})"
+        if p.done == 0:
+            text = f"index: embedding {p.total:,} resumes in the background"
+        if p.phase == "indexing":
+            text = f"index: {p.total:,} resumes have vectors; writing the index and its HNSW graph"
+        if console.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            if self.bar is None:
+                self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                    console=console, transient=True)  # fmt: skip
+                self.task = self.bar.add_task("", total=p.total)
+                self.bar.start()
+            self.bar.update(self.task, completed=p.done, total=p.total, description=text)
+        elif time.monotonic() - self.last_line >= PLAIN_PROGRESS_EVERY_S or p.phase == "indexing":
+            self.last_line = time.monotonic()
+            console.print(text, highlight=False, markup=False)
+
+    def _leaderboard(self, event: Any) -> None:
+        from agentlake.cli.leaderboard import print_board
+        from agentlake.cli.output import console
+        from agentlake.scenarios import read_results
+        from agentlake.scenarios.metrics import leaderboard, leaderboard_rows, learning_curve
+
+        results = read_results(event.summary.run_dir)
+        print_board(leaderboard_rows(leaderboard(results), learning_curve(results)),
+                    f"\n{event.label}: scenario run {event.summary.run_id}")  # fmt: skip
+        console.print(f"report: {event.summary.report}", highlight=False, markup=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+def _print_steps(steps: list[Any], seconds: float) -> None:
+    from rich import box
+    from rich.table import Table
+
+    from agentlake.cli.output import console
+
+    table = Table(title=f"the main job took {seconds:.1f} s", box=box.SIMPLE_HEAD, title_justify="left")
+    table.add_column("step", no_wrap=True)
+    table.add_column("from (s)", justify="right")
+    table.add_column("took (s)", justify="right")
+    table.add_column("what it did", overflow="fold")
+    for step in steps:
+        table.add_row(step.name, f"{step.started_s:.1f}", f"{step.seconds:.1f}", step.summary)
+    console.print(table)
 
 
 def register(app: typer.Typer) -> None:

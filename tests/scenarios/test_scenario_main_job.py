@@ -1,0 +1,131 @@
+"""The main job (``make demo``): the index builds in the background while the rules staffers run,
+every step says how long it took, and an interrupted index build keeps what it embedded."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from agentlake.cli.main import main
+from agentlake.settings import Settings, load_settings
+
+
+@pytest.fixture
+def small_lake(tmp_path: Path) -> Settings:
+    """A 300-worker lake in this test's data dir."""
+    from agentlake.data import generate_workforce, load_workforce
+    from agentlake.lake import Lake
+
+    settings = load_settings(runs_dir=str(tmp_path / "runs"))
+    with Lake.open(settings) as lake:
+        load_workforce(lake, generate_workforce(300, seed=3))
+    return settings
+
+
+@pytest.mark.slow
+def test_a_cancelled_index_build_keeps_its_chunks_and_the_next_build_finishes_it(
+    small_lake: Settings,
+) -> None:
+    from agentlake.demo import BackgroundIndex
+    from agentlake.errors import RunError
+    from agentlake.lake import Lake
+    from agentlake.lake.search import hybrid_search
+
+    with Lake.open(small_lake) as lake:
+        first = BackgroundIndex(lake, "workers", "resume_text", chunk=64).start()
+        while first.progress().done == 0 and not first.finished:
+            first.wait(0.05)
+        first.cancel()
+        stopped = first.progress()
+        assert stopped.phase == "cancelled" and 0 < stopped.done < stopped.total == 300
+        with pytest.raises(RunError, match="cancelled"):
+            first.result()
+
+        second = BackgroundIndex(lake, "workers", "resume_text", chunk=64).start()
+        assert second.wait(120)
+        built = second.result()
+        done = second.progress()
+        assert done.phase == "done" and done.done == done.total == 300
+        # Only what the cancelled build had not embedded is embedded again.
+        assert done.embedded == 300 - stopped.done
+        assert built is not None and built.index.row_count == 300
+        assert hybrid_search(lake, "workers", "forklift driver", k=3)
+
+        # Fresh index: nothing is embedded and nothing is rebuilt.
+        third = BackgroundIndex(lake, "workers", "resume_text").start()
+        assert third.wait(60) and third.result() is None and third.progress().embedded == 0
+
+
+@pytest.mark.slow
+def test_the_rules_staffers_run_while_the_index_builds_and_every_step_is_timed(tmp_path: Path) -> None:
+    from agentlake.demo import IndexProgress, RunDone, SearchExample, StepDone, run_main_job
+    from agentlake.embed import get_embedder
+    from agentlake.scenarios.runner import Progress
+
+    events: list[object] = []
+    first_day = threading.Event()
+
+    def on_event(event: object) -> None:
+        events.append(event)
+        if isinstance(event, Progress):
+            first_day.set()
+
+    class HeldEmbedder:
+        """The real model, held back until the pack's first day ends: if the job waited for the
+        index before the pack, the gate would time out and the step times below would show it."""
+
+        def __init__(self) -> None:
+            self.inner = get_embedder(None, settings)
+            self.name = self.inner.name
+
+        @property
+        def dimension(self) -> int:
+            return self.inner.dimension
+
+        def embed(self, texts):  # noqa: ANN001, ANN202
+            first_day.wait(60)
+            return self.inner.embed(texts)
+
+    settings = load_settings(runs_dir=str(tmp_path / "runs"))
+    job = run_main_job(settings, workers=300, seed=3, batches=1, on_event=on_event, embedder=HeldEmbedder())
+    steps = {step.name: step for step in job.steps}
+    assert list(steps) == [
+        "dataset", "example SQL", "model check", "scenario pack", "index (background)", "example search",
+    ]  # fmt: skip
+    assert steps["dataset"].summary == "generated 300 workers (seed 3)"
+    assert steps["index (background)"].summary.startswith(
+        "indexed workers.resume_text: 300 embedded, 0 cached"
+    )
+    # The pack did not wait for the index: it began after the index started and before it ended.
+    index, pack = steps["index (background)"], steps["scenario pack"]
+    assert index.started_s <= pack.started_s < index.started_s + index.seconds
+    assert all(step.seconds >= 0 for step in job.steps) and job.seconds >= pack.seconds
+    assert job.demo.index is not None and job.demo.index.embedded == 300
+    assert job.run.results > 0 and any(isinstance(e, SearchExample) for e in events)
+    days = [e for e in events if isinstance(e, Progress)]
+    assert len(days) == 2 * 8, "one line per staffer and day of the built-in pack"
+    assert any(isinstance(e, IndexProgress) and e.phase == "embedding" for e in events)
+    assert [e.label for e in events if isinstance(e, RunDone)] == ["scenario pack"]
+    assert isinstance(events[-1], StepDone) and events[-1].name == "example search"
+
+    again = run_main_job(load_settings(runs_dir=str(tmp_path / "runs")), workers=300, batches=1)
+    summaries = {step.name: step.summary for step in again.steps}
+    assert summaries["dataset"] == "workers already in the lake (300 rows)"
+    assert summaries["index (background)"] == "workers.resume_text up to date: nothing to embed"
+    assert again.demo.index is None
+
+
+@pytest.mark.slow
+def test_demo_prints_each_step_with_its_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        main(["demo", "--workers", "300", "--seed", "3", "--batches", "1"])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "done dataset in" in out and "done scenario pack in" in out and "done index (background) in" in out
+    assert "the main job took" in out and "took (s)" in out and "example search" in out
+    assert "No LLM staffer ran" in out
