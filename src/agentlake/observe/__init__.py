@@ -1,7 +1,7 @@
 """The observer: a durable record of every operation, and the doors onto it.
 
 Owns recording (``record``: ``observe``, ``wrap_tool``, ``Observer``), storage (``store``:
-``OpStore``, DuckDB, one writer, group commit), the ingest service (``service.create_app``,
+``OpStore``, DuckDB, one writer, group commit; ``sink.MemorySink`` keeps ops in memory instead), the ingest service (``service.create_app``,
 including OTLP in ``otlp``) and its client (``client.ObserverClient``, which spools). The op's
 shape is ``model.ObservedOp``. Lessons are not made here (``agentlake.learn`` reads ops).
 
@@ -27,7 +27,7 @@ from agentlake.observe.record import (
     summarize,
     wrap_tool,
 )
-from agentlake.observe.sink import OpSink
+from agentlake.observe.sink import MemorySink, OpSink
 from agentlake.observe.store import AppendResult, OpStore, QueueFullError, Stats, Ticket
 
 if TYPE_CHECKING:
@@ -55,6 +55,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "AppendResult",
     "LLMUsage",
+    "MemorySink",
     "ObservedOp",
     "Observer",
     "ObserverClient",

@@ -1,15 +1,21 @@
-"""``OpSink``: the one contract behind an ``Observer`` (where its ops go).
+"""``OpSink``: the one contract behind an ``Observer`` (where its ops go), and ``MemorySink``.
 
-Two implementations: ``store.OpStore`` (the embedded DuckDB log, the truth) and
-``client.RemoteSink`` (an ``ObserverClient`` to a running observer service, for processes that
-must not open the DuckDB file themselves). This module owns only the protocol.
+Implementations: ``store.OpStore`` (the embedded DuckDB log, the truth), ``client.RemoteSink``
+(an ``ObserverClient`` to a running observer service, for processes that must not open the
+DuckDB file themselves) and ``MemorySink`` here (a list in memory: tests, benchmarks, and
+scenario days that collect ops for their parent to record). This module owns the protocol and
+the in-memory sink; it does not own storage or HTTP.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import Counter
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
+from agentlake.errors import UserError
 from agentlake.observe.model import ObservedOp
 from agentlake.observe.store import AppendResult, Stats
 
@@ -41,3 +47,120 @@ class OpSink(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+# Equality filters of OpStore.query that MemorySink applies the same way.
+_PROVENANCE_FILTERS = ("staffer_id", "run_id")
+_OP_FILTERS = ("source", "success", "agent_id", "trace_id")
+
+
+class MemorySink:
+    """An ``OpSink`` that keeps ops in a list, in memory, for as long as it lives.
+
+    Nothing is durable: use it where the ops are read back by the same process (tests,
+    benchmarks of the recording path without storage, a scenario day collecting ops that its
+    parent records). Like the store it is idempotent (an id seen before is answered
+    ``duplicate`` and kept once) and thread-safe. ``ops`` is the list, in recording order.
+    """
+
+    local = False
+
+    def __init__(self) -> None:
+        self.ops: list[ObservedOp] = []
+        self._ids: set[str] = set()
+        self._lock = threading.Lock()
+
+    def append(
+        self, ops: Sequence[ObservedOp], *, timeout: float | None = None, wait_for_space: float = 0.0
+    ) -> list[AppendResult]:
+        """Keep ``ops``; one result per op (``duplicate`` for an id already kept)."""
+        results: list[AppendResult] = []
+        with self._lock:
+            for op in ops:
+                if op.id in self._ids:
+                    results.append(AppendResult(op.id, "duplicate"))
+                    continue
+                self._ids.add(op.id)
+                self.ops.append(op)
+                results.append(AppendResult(op.id))
+        return results
+
+    def endpoint(self, name: str) -> list[ObservedOp]:
+        """The ops recorded under endpoint ``name``, in recording order."""
+        with self._lock:
+            return [op for op in self.ops if op.endpoint == name]
+
+    def query(
+        self,
+        *,
+        endpoint: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        order: str = "desc",
+        **filters: Any,
+    ) -> list[ObservedOp]:
+        """Ops matching the filters of ``OpStore.query`` (newest first unless ``order="asc"``).
+        Raises ``UserError`` for a filter the store does not have."""
+        unknown = set(filters) - set(_PROVENANCE_FILTERS) - set(_OP_FILTERS) - {"after_seq"}
+        if unknown:
+            raise UserError(f"unknown op filter(s): {', '.join(sorted(unknown))}")
+        if order not in ("asc", "desc"):
+            raise UserError("order must be 'asc' or 'desc'")
+        with self._lock:
+            found = list(self.ops)
+        if filters.get("after_seq") is not None:
+            found = found[filters["after_seq"] :]  # seq counts from 1 in recording order
+        for name in _OP_FILTERS:
+            if filters.get(name) is not None:
+                found = [op for op in found if getattr(op, name) == filters[name]]
+        for name in _PROVENANCE_FILTERS:
+            if filters.get(name) is not None:
+                found = [op for op in found if getattr(op.provenance, name) == filters[name]]
+        if endpoint is not None:
+            prefix = endpoint[:-1] if endpoint.endswith("*") else None
+            found = [
+                op
+                for op in found
+                if (op.endpoint.startswith(prefix) if prefix is not None else op.endpoint == endpoint)
+            ]
+        if since is not None:
+            found = [op for op in found if op.ts >= _aware(since)]
+        if until is not None:
+            found = [op for op in found if op.ts < _aware(until)]
+        found.sort(key=lambda op: op.ts, reverse=order == "desc")
+        return found[offset : offset + limit]
+
+    def recent(self, n: int = 100) -> list[ObservedOp]:
+        """The last ``n`` ops kept, oldest first."""
+        with self._lock:
+            return self.ops[-n:] if n > 0 else []
+
+    def stats(self) -> Stats:
+        """Exact counts by source and endpoint, latency p50/p95 over every op kept."""
+        from agentlake.observe.record import _percentile
+
+        with self._lock:
+            ops = list(self.ops)
+        successes = sum(op.success for op in ops)
+        durations = sorted(op.duration_ms for op in ops)
+        return Stats(
+            total=len(ops),
+            successes=successes,
+            failures=len(ops) - successes,
+            by_source=dict(Counter(op.source for op in ops).most_common()),
+            by_endpoint=dict(Counter(op.endpoint for op in ops).most_common()),
+            latency_p50_ms=_percentile(durations, 0.50) if durations else None,
+            latency_p95_ms=_percentile(durations, 0.95) if durations else None,
+            latency_window=len(durations),
+            recent_scenario=[op for op in reversed(ops) if op.source == "scenario"][:20],
+        )
+
+    def close(self) -> None:
+        """Nothing to release; the ops stay readable."""
+
+
+def _aware(value: datetime) -> datetime:
+    # The store takes naive datetimes as UTC; so does this sink.
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value

@@ -1,0 +1,37 @@
+"""MemorySink: the in-memory OpSink behaves like the store for what its users read back."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentlake.errors import UserError
+from agentlake.observe import MemorySink, ObservedOp, Observer, observe
+
+
+def test_memory_sink_is_idempotent_and_answers_queries_like_the_store() -> None:
+    sink = MemorySink()
+    first = ObservedOp(endpoint="tool.sql", source="agent", provenance={"run_id": "r1"})
+    failed = ObservedOp(endpoint="tool.search", source="agent", success=False, error="boom")
+    llm = ObservedOp(endpoint="llm.chat", source="llm", provenance={"run_id": "r1"})
+    results = sink.append([first, failed, first])
+    assert [r.status for r in results] == ["stored", "stored", "duplicate"]
+    sink.append([llm])
+    assert [op.id for op in sink.ops] == [first.id, failed.id, llm.id]
+    assert [op.id for op in sink.query(endpoint="tool.*", order="asc")] == [first.id, failed.id]
+    assert [op.id for op in sink.query(run_id="r1", order="asc")] == [first.id, llm.id]
+    assert [op.id for op in sink.query(success=False)] == [failed.id]
+    assert sink.query(limit=1, order="asc")[0].id == first.id
+    with pytest.raises(UserError, match="unknown op filter"):
+        sink.query(colour="red")
+    stats = sink.stats()
+    assert (stats.total, stats.failures, stats.by_source) == (3, 1, {"agent": 2, "llm": 1})
+
+
+def test_an_observer_over_a_memory_sink_records_observe_blocks() -> None:
+    sink = MemorySink()
+    observer = Observer(sink, ring_size=10)
+    with observe("tool.echo", input="hi", observer=observer) as op:
+        op.set_output("HI")
+    (recorded,) = sink.endpoint("tool.echo")
+    assert recorded.id == op.id and recorded.output_summary == "HI"
+    assert observer.stats().total == 1 and observer.recent(5)[0].id == op.id
