@@ -38,7 +38,7 @@ from agentlake.settings import Settings
 if TYPE_CHECKING:
     from agentlake.agents import FillOrder, ScheduleBook, TaskOutcome
     from agentlake.lake import Lake
-    from agentlake.observe import Observer
+    from agentlake.observe import MemorySink, Observer
 
 DEFAULT_RADIUS_MILES = 25.0
 MAX_REJECTIONS_IN_OP = 25  # keeps the op under the observer's attribute cap
@@ -320,47 +320,16 @@ def judged_op(
 # --- running a day ----------------------------------------------------------------------
 
 
-class _CollectingSink:
-    """An ``observe.OpSink`` that keeps ops in memory for the parent to record."""
-
-    local = False
-
-    def __init__(self) -> None:
-        self.ops: list[ObservedOp] = []
-
-    def append(
-        self, ops: Sequence[ObservedOp], *, timeout: float | None = None, wait_for_space: float = 0.0
-    ) -> list[Any]:
-        from agentlake.observe import AppendResult
-
-        self.ops.extend(ops)
-        return [AppendResult(id=op.id) for op in ops]
-
-    def query(self, **filters: Any) -> list[ObservedOp]:
-        return list(self.ops)
-
-    def recent(self, n: int = 100) -> list[ObservedOp]:
-        return self.ops[-n:]
-
-    def stats(self) -> Any:
-        from agentlake.observe import Stats
-
-        return Stats(total=len(self.ops))
-
-    def close(self) -> None:
-        pass
-
-
 @contextmanager
-def collecting_observer() -> Iterator[tuple[Observer, _CollectingSink]]:
+def collecting_observer() -> Iterator[tuple[Observer, MemorySink]]:
     """A process-wide observer that collects ops in memory for the duration of a day.
 
     Model calls are recorded through the LLM accounting hook into the same observer. The
     previous process-wide observer is restored afterwards.
     """
-    from agentlake.observe import Observer, install_llm_recording, set_observer
+    from agentlake.observe import MemorySink, Observer, install_llm_recording, set_observer
 
-    sink = _CollectingSink()
+    sink = MemorySink()
     observer = Observer(sink, ring_size=1000)
     previous = set_observer(observer)
     uninstall = None
