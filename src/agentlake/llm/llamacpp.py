@@ -12,10 +12,15 @@ schema capping; it does not own the registry entry (``models.toml``).
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import hashlib
 import json
+import os
 import threading
 import time
+from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,8 +48,16 @@ TEXT_EXAMPLE = ("Name the capital of France.", "Paris")
 SCHEMA_EXAMPLE_INPUT = "Produce the requested record."
 TURN_STOPS = ["\nInput:", "\n\nInput"]
 
-_loaded: dict[tuple[str, int], Any] = {}
-_load_lock = threading.Lock()
+# Loaded contexts, one per (GGUF, n_ctx, instructions), least recently used first. llama.cpp
+# re-evaluates only the part of a prompt after the prefix its context already holds, so giving
+# each recurring instruction block (a staffer's executor, its reviewer) its own context lets
+# every call skip the ~1k tokens of instructions instead of re-reading them when roles alternate.
+# The model file is mmapped, so contexts share its pages; each adds its KV cache.
+MAX_CONTEXTS = 2
+_loaded: OrderedDict[tuple[str, int, str], Any] = OrderedDict()
+# One call at a time in the process: contexts are not thread-safe, and evicting one must not
+# close it under another call. A small model on a CPU gains nothing from concurrent calls.
+_call_lock = threading.RLock()
 
 
 def _import_llama_cpp() -> Any:
@@ -167,9 +180,31 @@ def build_prompt(messages: list[Message], schema: dict | None) -> str:
     return "\n".join(parts)
 
 
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Silence file descriptor 2 while llama.cpp loads a model: ggml prints notices there
+    ("using full-size SWA cache") that ``verbose=False`` does not reach. The trap: it silences
+    every thread's stderr for that second; a load failure still raises normally."""
+    try:
+        saved = os.dup(2)
+    except OSError:  # no usable stderr to silence
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
+
+
 class LlamaCppProvider:
-    """``llamacpp:PATH``: a GGUF model in this process (one call at a time; llama.cpp contexts
-    are not thread-safe). ``options.timeout`` is not enforced: a local call cannot be cut short."""
+    """``llamacpp:PATH``: a GGUF model in this process (one call at a time in the process;
+    llama.cpp contexts are not thread-safe). ``options.timeout`` is not enforced: a local call
+    cannot be cut short."""
 
     name = "llamacpp"
 
@@ -183,25 +218,31 @@ class LlamaCppProvider:
         self.model_info: ModelInfo = lookup_model("llamacpp", str(self.path), settings)
         self._capabilities = Capabilities(supports_schema=True, supports_thinking=False,
                                           context_window=self.model_info.context_window)  # fmt: skip
-        self._lock = threading.Lock()
 
     @property
     def capabilities(self) -> Capabilities:
         return self._capabilities
 
-    def _llama(self) -> Any:
+    def _llama(self, instructions: str) -> Any:
+        """The context for prompts starting with ``instructions`` (call under ``_call_lock``)."""
         llama_cpp = _import_llama_cpp()
-        key = (str(self.path), self._capabilities.context_window)
-        with _load_lock:
-            if key not in _loaded:
-                try:
-                    _loaded[key] = llama_cpp.Llama(model_path=str(self.path), n_ctx=key[1], verbose=False)
-                except (ValueError, RuntimeError, OSError) as exc:
-                    raise RunError(f"llamacpp: cannot load {self.path}: {exc}") from exc
+        prefix = hashlib.blake2b(instructions.encode("utf-8"), digest_size=8).hexdigest()
+        key = (str(self.path), self._capabilities.context_window, prefix)
+        if key in _loaded:
+            _loaded.move_to_end(key)
             return _loaded[key]
+        while len(_loaded) >= MAX_CONTEXTS:
+            _, oldest = _loaded.popitem(last=False)
+            with contextlib.suppress(Exception):  # freeing is best effort; the GC does it too
+                oldest.close()
+        try:
+            with _quiet_stderr():
+                _loaded[key] = llama_cpp.Llama(model_path=str(self.path), n_ctx=key[1], verbose=False)
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise RunError(f"llamacpp: cannot load {self.path}: {exc}") from exc
+        return _loaded[key]
 
     def complete(self, messages: list[Message], options: GenerateOptions) -> Completion:
-        llama = self._llama()
         grammar = None
         if options.schema_ is not None:
             llama_cpp = _import_llama_cpp()
@@ -212,8 +253,10 @@ class LlamaCppProvider:
             except (ValueError, RuntimeError, KeyError, TypeError) as exc:
                 raise UserError(f"llamacpp: cannot turn the schema into a grammar: {exc}") from None
         prompt = build_prompt(messages, options.schema_)
+        instructions = "\n".join(m.content for m in messages if m.role == "system")
         started = time.perf_counter()
-        with self._lock:
+        with _call_lock:
+            llama = self._llama(instructions)
             try:
                 out = llama.create_completion(
                     prompt,
