@@ -59,16 +59,11 @@ class Concern(BaseModel):
     value: Any = None
 
 
-class TaskOutcome(BaseModel):
-    """The result of one fill task, successful or not."""
+class TaskEffort(BaseModel):
+    """What filling one order took: model turns, tokens, cost and time, the lessons given and
+    cited, and the rescue. A ``TaskOutcome`` carries it; so does each judged scenario event
+    (``agentlake.scenarios.results.EventResult``), copied with :meth:`effort`."""
 
-    order: FillOrder
-    proposed: list[int] = Field(
-        default_factory=list, description="The final proposal (verified when success)."
-    )
-    verification: Verification
-    success: bool
-    failure_reason: str | None = None
     turns: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -78,6 +73,22 @@ class TaskOutcome(BaseModel):
     lessons_cited: list[str] = Field(default_factory=list)
     rescue_attempted: bool = False
     rescue_succeeded: bool = False
+
+    def effort(self) -> dict[str, Any]:
+        """The :class:`TaskEffort` fields of this record, as keyword arguments for another."""
+        return {name: getattr(self, name) for name in TaskEffort.model_fields}
+
+
+class TaskOutcome(TaskEffort):
+    """The result of one fill task, successful or not (its effort fields come from ``TaskEffort``)."""
+
+    order: FillOrder
+    proposed: list[int] = Field(
+        default_factory=list, description="The final proposal (verified when success)."
+    )
+    verification: Verification
+    success: bool
+    failure_reason: str | None = None
     candidates: list[int] = Field(
         default_factory=list, description="Verified spares beyond `count` (the buffer)."
     )
@@ -124,14 +135,21 @@ def new_run_id() -> str:
 @contextmanager
 def task_scope(order: FillOrder, ctx: RunContext) -> Iterator[None]:
     """Every op recorded inside (tool calls, model calls, the ``task.fill`` op) shares one trace
-    id, the agent id and the order's provenance; the lake's catalog is read once."""
+    id, the agent id and the order's provenance; the lake's catalog is read once.
+
+    The task's ops are acknowledged together: they are recorded in one ``observe.deferred``
+    scope, so none waits for its own commit and the scope's exit, before the policy returns
+    the outcome, waits until all of them are durable. A recording failure is logged, not
+    raised (the observer is a witness; the fill happened either way).
+    """
     import secrets
 
     from agentlake.agents.workforce import catalog_snapshot
-    from agentlake.observe import observe_context
+    from agentlake.observe import deferred, observe_context
 
     provenance = ctx.order_provenance(order)
     with (
+        deferred(raise_errors=False),
         catalog_snapshot(),
         observe_context(provenance=provenance, agent_id=ctx.agent_id, trace_id=secrets.token_hex(16)),
     ):
@@ -141,9 +159,10 @@ def task_scope(order: FillOrder, ctx: RunContext) -> Iterator[None]:
 def record_task(outcome: TaskOutcome, ctx: RunContext) -> str | None:
     """Record ``outcome`` as one ``task.fill`` op (source ``agent``); returns its id.
 
+    Inside ``task_scope`` the op is durable when the scope exits, with the task's other ops.
     A recording failure is logged, never raised: the fill happened either way.
     """
-    from agentlake.observe import LLMUsage, ObservedOp, get_observer
+    from agentlake.observe import LLMUsage, ObservedOp, get_observer, record_op
     from agentlake.observe.record import current_scope
 
     scope = current_scope()
@@ -174,8 +193,7 @@ def record_task(outcome: TaskOutcome, ctx: RunContext) -> str | None:
             usage=usage,
             attributes=outcome.op_attributes(),
         )
-        (ctx.observer or get_observer(ctx.settings)).record(op)
-        return op.id
+        return op.id if record_op(op, observer=ctx.observer or get_observer(ctx.settings)) else None
     except Exception:  # the observer is a witness; it never fails the work it watches
         log.warning("could not record the task.fill op of run %s", outcome.run_id, exc_info=True)
         return None

@@ -19,8 +19,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field, ValidationError
 
+from agentlake.agents.outcome import TaskEffort
 from agentlake.errors import NotFoundError, UserError
 from agentlake.scenarios.judge import ClientRejection
 
@@ -38,8 +39,9 @@ def event_run_key(
     return f"{run_id}:{staffer}:b{batch}:{scenario}:r{repetition}:{event_id}"
 
 
-class EventResult(BaseModel):
-    """One event of one day, staffed by one staffer, judged by the client."""
+class EventResult(TaskEffort):
+    """One event of one day, staffed by one staffer, judged by the client; what the staffer's
+    task took (turns, tokens, cost, latency, lessons, rescue) is the agents' ``TaskEffort``."""
 
     run_id: str
     staffer: str
@@ -64,15 +66,6 @@ class EventResult(BaseModel):
     error: str | None = Field(
         None, description="The policy raised instead of answering (counted as unfilled)."
     )
-    turns: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    latency_ms: float = 0.0
-    lessons_given: list[str] = Field(default_factory=list)
-    lessons_cited: list[str] = Field(default_factory=list)
-    rescue_attempted: bool = False
-    rescue_succeeded: bool = False
     buffer: int = Field(0, description="Verified spare candidates the staffer kept beyond the count.")
     double_bookings_caught: int = Field(
         0, description="Double-bookings the staffer's own checks caught before submitting."
