@@ -13,15 +13,18 @@ escalation model if one is set, a lesson's wider radius if one applies).
 
 Every turn counts one model call (executor or reviewer). Model calls are recorded by the
 observer's LLM hook (installed by whoever owns the process: ``fill``, scenarios, the gateway);
-tool calls by the tool registry; the outcome as a ``task.fill`` op. It does not own tools,
-verification, prompts' wording or the rules policy.
+tool calls by the tool registry; the outcome as a ``task.fill`` op. None of them waits for its
+own commit: the task's ops are acknowledged together before the outcome is returned
+(``task_scope``), or each turn's before the next turn with ``acknowledge="turn"``. It does not
+own tools, verification, prompts' wording or the rules policy.
 """
 
 from __future__ import annotations
 
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentlake.agents import prompts
 from agentlake.agents.actions import (
@@ -127,6 +130,9 @@ class LLMPolicy:
     ``scripted:NAME``...) or provider objects; the reviewer defaults to
     ``settings.reviewer_model``, then to the executor. ``turn_budget`` defaults to
     ``settings.agent_turn_budget``. ``escalation_model`` runs the rescue attempt.
+    ``acknowledge``: when the observer must have made the ops durable: ``"task"`` (default)
+    all of them once, before the outcome is returned; ``"turn"`` each turn's before the next
+    turn (one commit wait per turn).
     """
 
     name = "llm"
@@ -138,15 +144,28 @@ class LLMPolicy:
         *,
         turn_budget: int | None = None,
         escalation_model: str | Provider | None = None,
+        acknowledge: Literal["task", "turn"] = "task",
     ) -> None:
         if turn_budget is not None and turn_budget < 2:
             raise UserError(
                 f"turn_budget must be at least 2 (one executor and one reviewer turn), got {turn_budget}"
             )
+        if acknowledge not in ("task", "turn"):
+            raise UserError(f"acknowledge must be 'task' or 'turn', got {acknowledge!r}")
         self.executor_model = executor_model
         self.reviewer_model = reviewer_model
         self.turn_budget = turn_budget
         self.escalation_model = escalation_model
+        self.acknowledge = acknowledge
+
+    def _acknowledged_turn(self) -> AbstractContextManager[Any]:
+        """With ``acknowledge="turn"``: the turn's ops (its model call, its tool call) are durable
+        before the next turn starts. Otherwise they wait for the task's scope (``task_scope``)."""
+        if self.acknowledge != "turn":
+            return nullcontext()
+        from agentlake.observe import deferred
+
+        return deferred(raise_errors=False)
 
     def _models(self, ctx: RunContext) -> tuple[str | Provider, str | Provider]:
         executor = self.executor_model or ctx.settings.executor_model
@@ -216,75 +235,80 @@ class LLMPolicy:
         catalog = ctx.tools.catalog_text(ctx.lake)
         tool_calls_in_row = 0
         while state.turns < state.budget:
-            state.turns += 1
-            messages = prompts.executor_messages(
-                state.order,
-                catalog,
-                given.text,
-                state.ledger,
-                state.log,
-                state.feedback,
-                state.turns,
-                state.budget,
-            )
-            state.feedback = []
-            reply = self._ask(state, ctx, "executor", state.executor, messages, ExecutorAction)
-            if state.aborted:
-                return
-            if reply is None:
-                continue
-            action = reply.action.root
-            state.cited += action.cited_lessons
-            review = False
-            latest = ""
-            if isinstance(action, PlanAction):
-                text = "plan: " + "; ".join(action.steps)
-                state.log.add(state.turns, "executor", text)
-                self._turn(ctx, state, "executor", "plan", text, reply, action)
-                review, latest = True, text
-                tool_calls_in_row = 0
-            elif isinstance(action, ToolCallAction):
-                result = ctx.tools.call(action.tool, action.args, ctx=ctx)
-                call_text = f"{action.tool}({_args_text(action.args)})"
-                state.ledger.observe(result.data, result.worker_ids)
-                state.log.add(state.turns, "executor", call_text, result.text, is_tool=True)
-                self._turn(
-                    ctx,
-                    state,
-                    "executor",
-                    "tool_call",
-                    call_text,
-                    reply,
-                    action,
-                    detail=result.text,
-                    ok=result.ok,
+            with self._acknowledged_turn():
+                state.turns += 1
+                messages = prompts.executor_messages(
+                    state.order,
+                    catalog,
+                    given.text,
+                    state.ledger,
+                    state.log,
+                    state.feedback,
+                    state.turns,
+                    state.budget,
                 )
-                tool_calls_in_row += 1
-                review, latest = tool_calls_in_row >= REVIEW_EVERY, call_text
-            else:  # propose_done
-                assert isinstance(action, ProposeDoneAction)
-                state.proposal = action
-                verification = verify_fill(ctx.lake, state.order, action.worker_ids, schedule=ctx.schedule)
-                state.verification = verification
-                state.ledger.mark(verification)
-                text = f"propose_done {action.worker_ids}" + (
-                    f" spares {action.spares}" if action.spares else ""
-                )
-                state.log.add(state.turns, "executor", text, verification.summary())
-                self._turn(ctx, state, "executor", "propose_done", text, reply, action)
-                self._emit(ctx, state, TurnRecord(turn=0, agent="orchestrator", kind="verification",
-                                                  summary=("passed" if verification.ok else "failed") + f": {len(verification.accepted)} accepted, "
-                                                  f"{len(verification.rejected_ids)} rejected", detail=verification.summary(),
-                                                  ok=verification.ok))  # fmt: skip
-                review, latest = True, text
-                tool_calls_in_row = 0
+                state.feedback = []
+                reply = self._ask(state, ctx, "executor", state.executor, messages, ExecutorAction)
+                if state.aborted:
+                    return
+                if reply is None:
+                    continue
+                action = reply.action.root
+                state.cited += action.cited_lessons
+                review = False
+                latest = ""
+                if isinstance(action, PlanAction):
+                    text = "plan: " + "; ".join(action.steps)
+                    state.log.add(state.turns, "executor", text)
+                    self._turn(ctx, state, "executor", "plan", text, reply, action)
+                    review, latest = True, text
+                    tool_calls_in_row = 0
+                elif isinstance(action, ToolCallAction):
+                    result = ctx.tools.call(action.tool, action.args, ctx=ctx)
+                    call_text = f"{action.tool}({_args_text(action.args)})"
+                    state.ledger.observe(result.data, result.worker_ids)
+                    state.log.add(state.turns, "executor", call_text, result.text, is_tool=True)
+                    self._turn(
+                        ctx,
+                        state,
+                        "executor",
+                        "tool_call",
+                        call_text,
+                        reply,
+                        action,
+                        detail=result.text,
+                        ok=result.ok,
+                    )
+                    tool_calls_in_row += 1
+                    review, latest = tool_calls_in_row >= REVIEW_EVERY, call_text
+                else:  # propose_done
+                    assert isinstance(action, ProposeDoneAction)
+                    state.proposal = action
+                    verification = verify_fill(
+                        ctx.lake, state.order, action.worker_ids, schedule=ctx.schedule
+                    )
+                    state.verification = verification
+                    state.ledger.mark(verification)
+                    text = f"propose_done {action.worker_ids}" + (
+                        f" spares {action.spares}" if action.spares else ""
+                    )
+                    state.log.add(state.turns, "executor", text, verification.summary())
+                    self._turn(ctx, state, "executor", "propose_done", text, reply, action)
+                    self._emit(ctx, state, TurnRecord(turn=0, agent="orchestrator", kind="verification",
+                                                      summary=("passed" if verification.ok else "failed") + f": {len(verification.accepted)} accepted, "
+                                                      f"{len(verification.rejected_ids)} rejected", detail=verification.summary(),
+                                                      ok=verification.ok))  # fmt: skip
+                    review, latest = True, text
+                    tool_calls_in_row = 0
             if not review:
                 continue
             if state.turns >= state.budget:
                 break
             tool_calls_in_row = 0
             proposing = isinstance(action, ProposeDoneAction)
-            if self._review(state, ctx, given, latest, proposing):
+            with self._acknowledged_turn():
+                done = self._review(state, ctx, given, latest, proposing)
+            if done:
                 return
         state.failure_reason = _budget_reason(state)
 

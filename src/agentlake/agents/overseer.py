@@ -227,7 +227,7 @@ def _record(concerns: list[Concern], outcome: TaskOutcome, ctx: RunContext) -> N
     """One ``overseer.concern`` op per concern (failed = something to look at)."""
     if not concerns:
         return
-    from agentlake.observe import ObservedOp, get_observer
+    from agentlake.observe import ObservedOp, get_observer, record_op
 
     try:
         provenance = ctx.order_provenance(outcome.order)
@@ -238,7 +238,9 @@ def _record(concerns: list[Concern], outcome: TaskOutcome, ctx: RunContext) -> N
                                    "event_id": c.event_id, "value": c.value, "task_kind": outcome.order.task_kind})
             for c in concerns
         ]  # fmt: skip
-        (ctx.observer or get_observer(ctx.settings)).record_many(ops)
+        observer = ctx.observer or get_observer(ctx.settings)
+        for op in ops:  # inside task_scope: held, and durable with the task's other ops
+            record_op(op, observer=observer)
     except Exception:  # a witness never fails the work
         import logging
 

@@ -14,15 +14,18 @@ from typing import TYPE_CHECKING, Any
 
 from agentlake.observe.model import LLMUsage, ObservedOp, Provenance, Source, cap, new_op_id, scrub
 from agentlake.observe.record import (
+    Deferred,
     Observer,
     OpHandle,
     Subscription,
     close_default_observer,
+    deferred,
     get_observer,
     observe,
     observe_context,
     open_observer,
     open_reader,
+    record_op,
     set_observer,
     summarize,
     wrap_tool,
@@ -54,6 +57,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "AppendResult",
+    "Deferred",
     "LLMUsage",
     "MemorySink",
     "ObservedOp",
@@ -72,6 +76,7 @@ __all__ = [
     "cap",
     "close_default_observer",
     "create_app",
+    "deferred",
     "get_observer",
     "install_llm_recording",
     "new_op_id",
@@ -79,6 +84,7 @@ __all__ = [
     "observe_context",
     "open_observer",
     "open_reader",
+    "record_op",
     "scrub",
     "set_observer",
     "summarize",

@@ -1,9 +1,10 @@
-"""The one in-process recording path: ``Observer``, ``observe(...)``, ``wrap_tool`` and the
-process-wide default observer.
+"""The one in-process recording path: ``Observer``, ``observe(...)``, ``wrap_tool``, ``record_op``,
+``deferred()`` and the process-wide default observer.
 
 Owns: the bounded ring of recent ops, live counters and latency percentiles, subscribers (the
 SSE live tail), the ``observe`` context manager/decorator with its context (trace/span ids,
-inherited provenance) and the choice of sink from settings (``observer_sink``: ``embedded``
+inherited provenance), deferred acknowledgement (``deferred()``: many ops, one wait for their
+commit) and the choice of sink from settings (``observer_sink``: ``embedded``
 opens the DuckDB store in this process, ``http`` sends to a running observer service through
 ``ObserverClient``, which spools when it is down). It does not own storage (``store``), HTTP
 (``service``, ``client``) or the op's shape (``model``).
@@ -28,10 +29,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from agentlake.errors import UserError
+from agentlake.errors import RunError, UserError
 from agentlake.observe.model import MAX_SUMMARY_CHARS, LLMUsage, ObservedOp, Provenance, Source, cap
 from agentlake.observe.sink import OpSink
-from agentlake.observe.store import AppendResult, OpStore, Stats
+from agentlake.observe.store import AppendResult, OpStore, QueueFullError, Stats, Ticket
 from agentlake.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
@@ -163,16 +164,7 @@ class Observer:
         submit = getattr(self.sink, "submit", None)
         if submit is None:
             return await asyncio.to_thread(self.record_many, ops)
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
-
-        def _wake(_ticket: Any) -> None:
-            loop.call_soon_threadsafe(lambda: future.done() or future.set_result(None))
-
-        ticket = submit(ops)
-        ticket.add_done_callback(_wake)
-        await future
-        results = ticket.result()
+        results = await _await_ticket(submit(ops))
         self._stored(ops, results)
         return results
 
@@ -269,6 +261,24 @@ class Observer:
         self.close()
 
 
+async def _await_ticket(ticket: Ticket, timeout: float | None = None) -> list[AppendResult]:
+    """Wait for a store ticket without holding a thread: the writer resolves a future on this
+    loop. Raises the commit's error, or ``RunError`` after ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[None] = loop.create_future()
+
+    def _settle() -> None:
+        if not future.done():
+            future.set_result(None)
+
+    ticket.add_done_callback(lambda _ticket: loop.call_soon_threadsafe(_settle))
+    try:
+        await asyncio.wait_for(future, timeout)
+    except TimeoutError:
+        raise RunError(f"observer store did not commit {ticket.size} ops within {timeout} s") from None
+    return ticket.result()
+
+
 def _percentile(sorted_values: Sequence[float], q: float) -> float:
     """Linear interpolation between closest ranks (what DuckDB's quantile_cont does)."""
     position = (len(sorted_values) - 1) * q
@@ -349,6 +359,14 @@ def get_observer(settings: Settings | None = None) -> Observer:
             _default = open_observer(settings)
             _default_pid = os.getpid()
         return _default
+
+
+def _current_default() -> Observer | None:
+    """The process-wide observer if this process already opened one (never opens it)."""
+    import os
+
+    observer = _default
+    return observer if observer is not None and _default_pid == os.getpid() else None
 
 
 def set_observer(observer: Observer | None) -> Observer | None:
@@ -557,7 +575,8 @@ def observe(
 
     An exception in the block marks the op failed (``error`` = type and message) and is
     re-raised unchanged. The op is recorded durably on exit through ``observer`` (default: the
-    process-wide one). If recording itself fails, that is logged and NOT raised: an observer
+    process-wide one), or, inside a :func:`deferred` scope, held and made durable when the
+    scope exits. If recording itself fails, that is logged and NOT raised: an observer
     problem never fails the operation it watches. Usable as a decorator (``@observe("x")``).
     Nested ``observe`` blocks share a trace id and link ``parent_span_id``.
     """
@@ -571,19 +590,276 @@ def observe(
         _record_quietly(observer, recording.finish(), recording.handle)
 
 
+def _build_op(fields: dict[str, Any]) -> ObservedOp:
+    from datetime import UTC, datetime
+
+    return ObservedOp(**{**fields, "ts": datetime.fromtimestamp(fields["ts"], UTC)})
+
+
 def _record_quietly(
     observer: Observer | None, fields: dict[str, Any], handle: OpHandle | None = None
 ) -> None:
-    from datetime import UTC, datetime
-
+    """Build the op from ``fields`` and record it through :func:`record_op`; never raises."""
     try:
-        fields["ts"] = datetime.fromtimestamp(fields["ts"], UTC)
-        op = ObservedOp(**fields)
-        (observer or get_observer()).record(op)
-        if handle is not None:
-            handle.op = op
+        op = _build_op(fields)
     except Exception:
         log.warning("could not record op %s (%s)", fields.get("endpoint"), fields.get("id"), exc_info=True)
+        return
+    if record_op(op, observer=observer) and handle is not None:
+        handle.op = op
+
+
+def record_op(op: ObservedOp, *, observer: Observer | None = None) -> bool:
+    """Record ``op`` (built by the caller) the way ``observe`` records its own ops.
+
+    Inside an open :func:`deferred` scope the op is held for the scope's commit and is durable
+    when the scope exits; otherwise it is durable when this returns. ``observer`` defaults to
+    the process-wide one. Never raises: a failure is logged (or, inside a scope, reported by
+    the scope's exit) and ``False`` returned. Use ``Observer.record`` to get the error instead.
+    """
+    scope = _deferred_scope.get()
+    try:
+        target = observer if observer is not None else get_observer()
+        if scope is not None and scope._hold(target, op):
+            return True
+        target.record(op)
+        return True
+    except Exception as exc:
+        if scope is not None and scope._fail_if_open([op], exc):
+            return False
+        log.warning("could not record op %s (%s)", op.endpoint, op.id, exc_info=True)
+        return False
+
+
+async def _record_quietly_async(
+    observer: Observer | None, fields: dict[str, Any], handle: OpHandle | None
+) -> None:
+    """``_record_quietly`` for a coroutine: an embedded store's commit is awaited on the loop
+    (no worker thread, no blocking); a remote sink, a full queue or a default observer not
+    opened yet go through a worker thread, since they block."""
+    target = observer if observer is not None else _current_default()
+    submit = getattr(target.sink, "submit", None) if target is not None else None
+    if target is None or submit is None:
+        await asyncio.to_thread(_record_quietly, observer, fields, handle)
+        return
+    try:
+        op = _build_op(fields)
+        ticket = submit([op])
+    except QueueFullError:
+        await asyncio.to_thread(_record_quietly, observer, fields, handle)
+        return
+    except Exception:
+        log.warning("could not record op %s (%s)", fields.get("endpoint"), fields.get("id"), exc_info=True)
+        return
+    try:
+        results = await _await_ticket(ticket)
+    except Exception:
+        log.warning("could not record op %s (%s)", op.endpoint, op.id, exc_info=True)
+        return
+    target._stored([op], results)
+    if handle is not None:
+        handle.op = op
+
+
+# --- deferred acknowledgement: many ops, one wait -------------------------------------------
+
+# Ops held per observer before a scope queues them for a commit early (bounds its memory).
+DEFERRED_FLUSH_AT = 500
+
+_deferred_scope: contextvars.ContextVar[Deferred | None] = contextvars.ContextVar(
+    "agentlake_observe_deferred", default=None
+)
+
+
+class Deferred:
+    """An open :func:`deferred` scope: the ops held for it, and what became of them.
+
+    After the scope exits: ``recorded`` ops were made durable by it, ``failed`` were not
+    (``errors`` says why, one line per failed commit or submission).
+    """
+
+    def __init__(self, *, raise_errors: bool, timeout: float | None) -> None:
+        self.raise_errors = raise_errors
+        self.timeout = timeout
+        self.recorded = 0
+        self.failed = 0
+        self.errors: list[str] = []
+        self._lock = threading.Lock()
+        self._open = False
+        self._held: list[tuple[Observer, list[ObservedOp]]] = []
+        self._queued: list[tuple[Observer, list[ObservedOp], Ticket]] = []
+        self._parent: Deferred | None = None
+        self._token: contextvars.Token[Deferred | None] | None = None
+
+    # --- collecting (any thread that shares the context) ------------------------------------
+
+    def _hold(self, observer: Observer, op: ObservedOp) -> bool:
+        """Keep ``op`` for this scope's commit; False once the scope has closed."""
+        with self._lock:
+            if not self._open:
+                return False
+            for held_by, ops in self._held:
+                if held_by is observer:
+                    ops.append(op)
+                    break
+            else:
+                ops = [op]
+                self._held.append((observer, ops))
+            if len(ops) < DEFERRED_FLUSH_AT:
+                return True
+            self._held = [(held_by, held) for held_by, held in self._held if held is not ops]
+        self._queue(observer, ops)
+        return True
+
+    def _queue(
+        self,
+        observer: Observer,
+        ops: list[ObservedOp],
+        *,
+        wait_for_space: float = IN_PROCESS_WAIT_FOR_SPACE_S,
+    ) -> None:
+        """Hand ``ops`` to the store's writer without waiting for the commit (a sink without a
+        queue, such as a remote one, records them here and now)."""
+        submit = getattr(observer.sink, "submit", None)
+        try:
+            if submit is None:
+                observer.record_many(ops)
+                with self._lock:
+                    self.recorded += len(ops)
+                return
+            ticket = submit(ops, wait_for_space=wait_for_space)
+        except Exception as exc:
+            self._fail(ops, exc)
+            return
+        with self._lock:
+            self._queued.append((observer, ops, ticket))
+
+    def _fail(self, ops: Sequence[ObservedOp], error: BaseException) -> None:
+        with self._lock:
+            self.failed += len(ops)
+            self.errors.append(f"{len(ops)} op(s): {_error_text(error)}")
+
+    def _fail_if_open(self, ops: Sequence[ObservedOp], error: BaseException) -> bool:
+        if not self._open:
+            return False
+        self._fail(ops, error)
+        return True
+
+    def _close(self) -> list[tuple[Observer, list[ObservedOp]]]:
+        with self._lock:
+            self._open = False
+            held, self._held = self._held, []
+        return held
+
+    def _take_queued(self) -> list[tuple[Observer, list[ObservedOp], Ticket]]:
+        with self._lock:
+            queued, self._queued = self._queued, []
+        return queued
+
+    def _settled(self, observer: Observer, ops: list[ObservedOp], results: list[AppendResult]) -> None:
+        observer._stored(ops, results)
+        with self._lock:
+            self.recorded += len(ops)
+
+    def _report(self, exception_in_flight: bool) -> None:
+        if not self.failed:
+            return
+        message = (
+            f"{self.failed} op(s) recorded in a deferred observer scope were not stored "
+            f"({self.recorded} were): {'; '.join(self.errors[:3])}"
+        )
+        if self.raise_errors and not exception_in_flight:
+            raise RunError(message, failed=self.failed, recorded=self.recorded)
+        log.warning(message)
+        parent = self._parent
+        if parent is not None and parent._open:
+            # Not raised here, so the enclosing scope reports these too when it exits.
+            with parent._lock:
+                parent.failed += self.failed
+                parent.errors.extend(self.errors)
+
+    # --- the scope ---------------------------------------------------------------------------
+
+    def __enter__(self) -> Deferred:
+        if self._token is not None or self._open:
+            raise UserError("a deferred observer scope can be entered only once; call deferred() again")
+        self._parent = _deferred_scope.get()
+        self._open = True
+        self._token = _deferred_scope.set(self)
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        assert self._token is not None
+        _deferred_scope.reset(self._token)
+        for observer, ops in self._close():
+            self._queue(observer, ops)
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        for observer, ops, ticket in self._take_queued():
+            try:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                results = ticket.wait(left)
+            except Exception as error:
+                self._fail(ops, error)
+                continue
+            self._settled(observer, ops, results)
+        self._report(exc_type is not None)
+
+    async def __aenter__(self) -> Deferred:
+        return self.__enter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> None:
+        assert self._token is not None
+        _deferred_scope.reset(self._token)
+        for observer, ops in self._close():
+            submit = getattr(observer.sink, "submit", None)
+            if submit is None:  # a remote sink blocks on HTTP: a worker thread records
+                await asyncio.to_thread(self._queue, observer, ops)
+                continue
+            try:
+                ticket = submit(ops)  # never blocks; a full queue waits for room in a thread
+            except QueueFullError:
+                await asyncio.to_thread(self._queue, observer, ops)
+                continue
+            except Exception as error:
+                self._fail(ops, error)
+                continue
+            with self._lock:
+                self._queued.append((observer, ops, ticket))
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        for observer, ops, ticket in self._take_queued():
+            try:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                results = await _await_ticket(ticket, left)
+            except Exception as error:
+                self._fail(ops, error)
+                continue
+            self._settled(observer, ops, results)
+        self._report(exc_type is not None)
+
+
+def deferred(*, raise_errors: bool = True, timeout: float | None = None) -> Deferred:
+    """A scope (``with`` or ``async with``) in which recording does not wait for each commit.
+
+    Every op recorded inside through ``observe``, ``wrap_tool``, the LLM hook or
+    :func:`record_op` (in this context, and in threads or tasks that copied it while the scope
+    was open) is held, then queued for ONE group commit when the scope exits; the exit returns
+    only once all of them are durable. So the ops of a turn or a task cost one wait and about
+    one commit instead of one each. Until the exit, they are not durable and not yet in the
+    observer's ring, live stats or SSE tail. ``Observer.record``/``record_many`` called inside
+    keep their own contract (durable on return).
+
+    If any op was not stored (a failed commit, a closed store, a full queue for 30 s), the exit
+    raises ``RunError`` with the counts (unless the block is already raising: then it is
+    logged); with ``raise_errors=False`` it is logged and left on the scope (``failed``,
+    ``errors``). ``timeout``: seconds the exit waits in all, then the ops still waiting count
+    as failed (they may still commit later; ids make a retry safe). Scopes nest: an inner
+    scope's exit waits for its own ops; failures it did not raise are reported again by the
+    enclosing scope. More than ``DEFERRED_FLUSH_AT`` held ops are queued early, still waited
+    for at the exit.
+    """
+    return Deferred(raise_errors=raise_errors, timeout=timeout)
 
 
 def wrap_tool(
@@ -625,8 +901,12 @@ def wrap_tool(
                 recording.handle.error = _error_text(exc)
                 raise
             finally:
-                # Recorded in a worker thread: the event loop never waits on a commit.
-                await asyncio.to_thread(_record_quietly, observer, recording.finish(), recording.handle)
+                fields = recording.finish()
+                scope = _deferred_scope.get()
+                if scope is not None and scope._open:
+                    _record_quietly(observer, fields, recording.handle)  # held: nothing to wait for
+                else:
+                    await _record_quietly_async(observer, fields, recording.handle)
 
         return async_wrapper  # type: ignore[return-value]
 

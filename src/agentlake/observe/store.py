@@ -185,6 +185,11 @@ class Ticket:
         self._pending = pending
         self._lock = lock
 
+    @property
+    def size(self) -> int:
+        """How many ops this ticket holds."""
+        return len(self._pending.ops)
+
     def add_done_callback(self, fn: Callable[[Ticket], None]) -> None:
         with self._lock:
             if not self._pending.done.is_set():
