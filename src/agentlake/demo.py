@@ -135,6 +135,7 @@ class BackgroundIndex:
         self._thread = threading.Thread(target=self._run, name=f"index-{dataset}", daemon=True)
         self._progress = IndexProgress(phase="starting")
         self._started = 0.0
+        self._ended: float | None = None
         self._result: BuildResult | None = None
         self._error: BaseException | None = None
 
@@ -144,11 +145,11 @@ class BackgroundIndex:
         return self
 
     def progress(self) -> IndexProgress:
-        """A snapshot of the build's progress (safe from any thread)."""
+        """A snapshot of the build's progress (safe from any thread); once it has ended,
+        ``seconds`` is how long it ran."""
         with self._lock:
-            return self._progress.model_copy(
-                update={"seconds": round(time.perf_counter() - self._started, 3)}
-            )
+            until = self._ended if self._ended is not None else time.perf_counter()
+            return self._progress.model_copy(update={"seconds": round(until - self._started, 3)})
 
     @property
     def finished(self) -> bool:
@@ -213,6 +214,9 @@ class BackgroundIndex:
         except BaseException as exc:  # handed to the waiting thread by result()
             self._error = exc
             self._set(phase="failed")
+        finally:
+            with self._lock:
+                self._ended = time.perf_counter()
 
 
 # --- the main job: staffing days, learning between batches, the leaderboard -----------------
@@ -279,8 +283,8 @@ class MainJobResult(BaseModel):
 
     @property
     def hint(self) -> str | None:
-        """One line on how to add an LLM staffer when none ran."""
-        return None if self.llm_staffers else ADD_AN_LLM
+        """One line on how to add an LLM staffer when none ran (local-tiny counts)."""
+        return None if self.llm_staffers or self.local is not None else ADD_AN_LLM
 
 
 def reachable_llm_staffers(settings: Settings) -> tuple[list[str], dict[str, list[str]]]:
@@ -382,9 +386,11 @@ def run_main_job(
     def clock() -> float:
         return time.perf_counter() - begun
 
-    def step(name: str, started: float, summary: str) -> None:
-        steps.append(StepDone(name=name, started_s=round(started, 2), seconds=round(clock() - started, 2),
-                              summary=summary))  # fmt: skip
+    def step(name: str, started: float, summary: str, seconds: float | None = None) -> None:
+        took = clock() - started if seconds is None else seconds
+        steps.append(
+            StepDone(name=name, started_s=round(started, 2), seconds=round(took, 2), summary=summary)
+        )
         emit(steps[-1])
 
     with Lake.open(settings) as lake:
@@ -435,7 +441,8 @@ def run_main_job(
                 # report the thread's counts, not the cache's.
                 made = build.progress().embedded
                 built = built.model_copy(update={"embedded": made, "cached": built.index.row_count - made})
-            step("index (background)", index_started, _index_summary(built, "workers", "resume_text"))
+            step("index (background)", index_started, _index_summary(built, "workers", "resume_text"),
+                 seconds=build.progress().seconds)  # fmt: skip
 
             started = clock()
             sources = hybrid_search(lake, "workers", DEMO_QUESTION, where=DEMO_WHERE, k=5, embedder=embedder)
