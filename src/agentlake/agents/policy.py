@@ -45,6 +45,8 @@ class RunContext:
     passes its own so bookings made earlier in the day count. ``observer`` defaults to the
     process-wide one. ``on_turn`` receives every ``TurnRecord`` as it happens (the live view).
     ``provenance`` fields (staffer_id, run_id, event_kind, ...) are stamped on every op.
+    ``buffer`` holds candidates kept in reserve for this job earlier (the spares of the event an
+    emergency replaces): a policy may verify them again and place them before searching.
     """
 
     lake: Lake
@@ -62,6 +64,7 @@ class RunContext:
     agent_id: str = "agent"
     project_id: str | None = None
     embedder: Any = None  # an agentlake.embed Embedder for hybrid_search; None = the default one
+    buffer: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.settings is None:

@@ -5,7 +5,9 @@ distance within the radius, stated certifications, the availability floor) plus 
 actions of the lessons it is given (required certifications, minimum scores, a tighter
 distance, no prior no-show at this client, an extra WHERE fragment, a larger buffer), ranks by
 reliability then distance, verifies in code, proposes ``count`` workers and keeps verified
-spares in the ledger. On a failed fill it makes one rescue attempt with a widened radius
+spares in the ledger. Candidates handed over in ``RunContext.buffer`` (an earlier event's
+spares, for an emergency) are verified again and placed first; the search fills the rest.
+On a failed fill it makes one rescue attempt with a widened radius
 (a lesson's ``widen_radius_miles``, else the radius times ``RESCUE_WIDEN_FACTOR``), keeping
 the workers already verified. It does not own the search SQL (``workforce``) or verification
 (``verify``).
@@ -70,7 +72,7 @@ class RulesPolicy:
             if given.lessons:
                 action = given.machine.describe() if given.machine else "none machine-usable"
                 step("lessons", f"{len(given.lessons)} lesson(s) given; applying: {action}", given.text)
-            attempt = self._attempt(order, ctx, given.machine, [], step)
+            attempt = self._attempt(order, ctx, given.machine, self._held(order, ctx, step), step)
             rescue_attempted = rescue_succeeded = False
             if not attempt.verification.ok and ctx.rescue:
                 rescue_attempted = True
@@ -111,6 +113,19 @@ class RulesPolicy:
             oversee(outcome, ctx)
             record_task(outcome, ctx)
         return outcome
+
+    def _held(self, order: FillOrder, ctx: RunContext, step) -> list[int]:  # noqa: ANN001
+        """The handed-over buffer's workers that still pass verification (bookings made since
+        included), at most ``count`` of them."""
+        if not ctx.buffer:
+            return []
+        check = verify_fill(
+            ctx.lake, order, list(dict.fromkeys(ctx.buffer)), schedule=ctx.schedule, requested=0
+        )
+        held = check.accepted[: order.count]
+        step("buffer", f"buffer: {len(check.accepted)} of {len(ctx.buffer)} held candidate(s) still verify; "
+             f"placing {held}", "\n".join(f"{r.worker_id} ({r.rule}): {r.reason}" for r in check.rejections[:10]))  # fmt: skip
+        return held
 
     def _rescue_radius(self, order: FillOrder, machine: MachineAction | None) -> float:
         if (

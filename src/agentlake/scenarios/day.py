@@ -96,12 +96,14 @@ class DayLedger:
 
 @dataclass(frozen=True)
 class PlannedEvent:
-    """An event turned into an order, plus the workers taken off an earlier event for it."""
+    """An event turned into an order, plus the workers taken off an earlier event for it and
+    that event's buffer (its spares), handed to the staffer for the replacements."""
 
     event: Event
     order: FillOrder
     removed: list[int]
     exclusion_reason: str
+    buffer: list[int] = field(default_factory=list)
 
 
 def plan_event(scenario: Scenario, event: Event, ledger: DayLedger) -> PlannedEvent:
@@ -117,6 +119,9 @@ def plan_event(scenario: Scenario, event: Event, ledger: DayLedger) -> PlannedEv
     - misplacement (``replace_from: eX``): the first ``count`` workers placed on eX must be
       replaced; same as an emergency, plus the event's own ``requirements`` (why they did not
       fit). The ``task_kind`` of every order is the event's kind.
+
+    For emergency and misplacement, eX's buffer (the spares its staffer kept, less anyone ever
+    placed on eX) is handed over in ``buffer``; the caller removes the ones placed from eX's buffer.
     """
     from agentlake.agents.order import FillOrder
 
@@ -124,12 +129,14 @@ def plan_event(scenario: Scenario, event: Event, ledger: DayLedger) -> PlannedEv
     ref = ledger.orders.get(event.ref) if event.ref else None
     removed: list[int] = []
     excluded: list[int] = []
+    buffer: list[int] = []
     reason = "this worker was taken off this job earlier today"
     if event.kind in ("emergency", "misplacement"):
         assert ref is not None and event.ref is not None  # validated at load time
         removed = ledger.placed.get(event.ref, [])[: event.count]
         ledger.placed[event.ref] = [w for w in ledger.placed.get(event.ref, []) if w not in removed]
         excluded = sorted(ledger.ever_placed.get(event.ref, set()))
+        buffer = [w for w in ledger.buffers.get(event.ref, []) if w not in excluded]
         reason = (
             "did not show this morning; we will not take them back today"
             if event.kind == "emergency"
@@ -169,7 +176,7 @@ def plan_event(scenario: Scenario, event: Event, ledger: DayLedger) -> PlannedEv
         event_id=event.id,
         exclude_worker_ids=excluded,
     )
-    return PlannedEvent(event=event, order=order, removed=removed, exclusion_reason=reason)
+    return PlannedEvent(event=event, order=order, removed=removed, exclusion_reason=reason, buffer=buffer)
 
 
 # --- facts the client looks at ----------------------------------------------------------
@@ -438,6 +445,7 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
                     overseer=task.profile.overseer,
                     settings=settings,
                     agent_id=task.profile.staffer,
+                    buffer=list(planned.buffer),
                 )
                 outcome, error = _attempt(policy, order, ctx)
                 proposed = outcome.proposed if outcome else []
@@ -467,6 +475,10 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
                 ledger.placed[event.id] = list(judgement.accepted)
                 ledger.ever_placed[event.id] = set(judgement.accepted)
                 ledger.buffers[event.id] = list(outcome.candidates) if outcome else []
+                if event.ref is not None and planned.buffer:
+                    ledger.buffers[event.ref] = [
+                        w for w in ledger.buffers.get(event.ref, []) if w not in judgement.accepted
+                    ]
                 op = judged_op(task, planned, judgement, outcome, error=error)
                 observer.record(op)
                 results.append(_event_result(task, planned, judgement, outcome, error, op.id))
