@@ -203,3 +203,19 @@ def test_unknown_routes_and_methods_use_the_error_shape(client: TestClient) -> N
     assert missing.status_code == 404 and missing.json()["error"]["type"] == "not_found"
     wrong = client.get("/events")
     assert wrong.status_code == 405 and wrong.json()["error"]["status"] == 405
+
+
+def test_ingest_routes_are_in_the_openapi_schema_and_work_under_a_mount(observer: Observer) -> None:
+    from fastapi import FastAPI
+
+    app = create_app(observer, load_settings())
+    paths = app.openapi()["paths"]
+    assert "post" in paths["/event"] and "post" in paths["/events"]
+    outer = FastAPI()
+    outer.mount("/observer", app)
+    with TestClient(outer) as mounted:
+        answer = mounted.post("/observer/event", json={"id": "m-1", "endpoint": "tool.mounted"})
+        assert answer.status_code == 200 and answer.json()["status"] == "stored"
+        bad = mounted.post("/observer/events", content=b"[{]")
+        assert bad.status_code == 400 and bad.json()["error"]["message"].startswith("malformed JSON")
+    assert observer.query(endpoint="tool.mounted")[0].id == "m-1"

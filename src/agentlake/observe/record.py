@@ -304,9 +304,9 @@ def open_observer(settings: Settings | None = None) -> Observer:
         key = settings.observer_api_key.get_secret_value() if settings.observer_api_key else None
         client = ObserverClient(settings.observer_url, api_key=key, spool_path=_default_spool(settings))
         return Observer(RemoteSink(client), ring_size=settings.observer_ring_size)
-    store = OpStore(
-        settings.observer_path, queue_max=settings.observer_queue_max, threads=settings.duckdb_threads
-    )
+    # The writer's database keeps OpStore's one DuckDB thread (see OpStore), whatever
+    # duckdb_threads says: that setting is for the lake's analytical queries.
+    store = OpStore(settings.observer_path, queue_max=settings.observer_queue_max)
     return Observer(store, ring_size=settings.observer_ring_size)
 
 
