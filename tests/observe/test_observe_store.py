@@ -231,3 +231,23 @@ def test_closed_store_refuses_writes(tmp_path: Path) -> None:
     store.close()
     with pytest.raises(UnavailableError):
         store.append([_op(1)])
+
+
+def test_checkpoints_run_beside_the_writer_and_lose_nothing(tmp_path: Path) -> None:
+    import time
+
+    path = tmp_path / "o.duckdb"
+    wal = Path(f"{path}.wal")
+    with OpStore(path, checkpoint_mb=1) as store:
+        for batch in range(3):  # ~0.5 MB of write-ahead log each
+            store.append([_op(batch * 1000 + i, input_summary="x" * 300) for i in range(1000)])
+        deadline = time.monotonic() + 10
+        while store.checkpoints == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert store.checkpoints >= 1
+        # The log was folded into the file while the store stayed open and writable.
+        assert not wal.exists() or wal.stat().st_size < 500_000
+        store.append([_op(99_999)])
+        assert store.count() == 3001
+    with OpStore(path, read_only=True) as reopened:
+        assert reopened.count() == 3001

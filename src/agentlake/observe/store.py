@@ -349,7 +349,8 @@ class OpStore:
         if not read_only:
             apply_migrations(self._conn, MIGRATIONS)
             if self.checkpoint_mb:
-                self._conn.execute(f"SET checkpoint_threshold = '{int(4 * self.checkpoint_mb)}MB'")
+                safety_net_kb = max(1, round(4 * self.checkpoint_mb * 1000))
+                self._conn.execute(f"SET checkpoint_threshold = '{safety_net_kb}KB'")
         self._next_seq = int(self._conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM ops").fetchone()[0])
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
