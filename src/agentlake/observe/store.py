@@ -20,7 +20,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -170,14 +170,21 @@ class QueueFullError(UnavailableError):
         self.retry_after = retry_after
 
 
-@dataclass
 class _Pending:
-    ops: list[ObservedOp]
-    done: threading.Event = field(default_factory=threading.Event)
-    results: list[AppendResult] | None = None
-    error: BaseException | None = None
-    callbacks: list[Callable[[_Pending], None]] = field(default_factory=list)
-    enqueued_at: float = field(default_factory=time.monotonic)
+    """Ops waiting for a commit. ``done`` and ``event`` change under the store's lock; the event
+    exists only once a thread waits (an asyncio waiter uses a callback instead), since making
+    one per queued request was a visible share of a single event's cost on the event loop."""
+
+    __slots__ = ("callbacks", "done", "enqueued_at", "error", "event", "ops", "results")
+
+    def __init__(self, ops: list[ObservedOp]) -> None:
+        self.ops = ops
+        self.done = False
+        self.event: threading.Event | None = None
+        self.results: list[AppendResult] | None = None
+        self.error: BaseException | None = None
+        self.callbacks: list[Callable[[_Pending], None]] = []
+        self.enqueued_at = time.monotonic()
 
 
 class Ticket:
@@ -194,8 +201,10 @@ class Ticket:
         return len(self._pending.ops)
 
     def add_done_callback(self, fn: Callable[[Ticket], None]) -> None:
+        """Call ``fn(ticket)`` once the ops are committed (or failed): from the writer thread, or
+        right here if that already happened."""
         with self._lock:
-            if not self._pending.done.is_set():
+            if not self._pending.done:
                 self._pending.callbacks.append(lambda _p: fn(self))
                 return
         fn(self)
@@ -210,8 +219,13 @@ class Ticket:
     def wait(self, timeout: float | None = None) -> list[AppendResult]:
         """Block until durable. Raises ``RunError`` on timeout (the ops may still commit later;
         retrying with the same ids is safe) or the commit's own error."""
-        if not self._pending.done.wait(timeout):
-            raise RunError(f"observer store did not commit {len(self._pending.ops)} ops within {timeout} s")
+        pending = self._pending
+        with self._lock:
+            if not pending.done and pending.event is None:
+                pending.event = threading.Event()
+            event = pending.event
+        if event is not None and not event.wait(timeout):
+            raise RunError(f"observer store did not commit {len(pending.ops)} ops within {timeout} s")
         return self.result()
 
 
@@ -461,7 +475,9 @@ class OpStore:
                     if results is not None:
                         pending.results = results[index]
                     pending.error = error
-                    pending.done.set()
+                    pending.done = True
+                    if pending.event is not None:
+                        pending.event.set()
                 callbacks = [(pending, cb) for pending in batch for cb in pending.callbacks]
                 self._cond.notify_all()
             for pending, callback in callbacks:
