@@ -107,6 +107,7 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(5 * 1024 * 1024, gt=0, description="Largest request body an HTTP endpoint accepts.")
     gateway_host: str = Field("127.0.0.1", description="Bind address of `agentlake serve`.")
     gateway_port: int = Field(3700, gt=0, lt=65536, description="Port of `agentlake serve`.")
+    gateway_access_log: bool = Field(False, description="Log one line per HTTP request (uvicorn's access log) from `agentlake serve`. Off by default: every request is already recorded as an op, and the log line costs CPU on the hot path.")
 
     # --- learn --------------------------------------------------------------------------
     learn_file: str = Field("lessons.duckdb", description="DuckDB file of the lesson store (lessons, history, citations, outcomes), relative to data_dir.")

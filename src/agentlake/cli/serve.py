@@ -15,6 +15,11 @@ def register(app: typer.Typer) -> None:
         log_level: str = typer.Option(
             "info", "--log-level", help="uvicorn log level: critical, error, warning, info, debug."
         ),
+        access_log: bool = typer.Option(
+            None,
+            "--access-log/--no-access-log",
+            help="Log one line per request (default: the gateway_access_log setting, off; every request is recorded as an op anyway).",
+        ),
     ) -> None:
         """Serve the HTTP gateway: REST API, the observer under /observer/ and MCP at /mcp.
 
@@ -22,7 +27,7 @@ def register(app: typer.Typer) -> None:
         """
         from agentlake.gateway.server import run
 
-        run(host=host, port=port, log_level=log_level)
+        run(host=host, port=port, log_level=log_level, access_log=access_log)
 
     @app.command("openapi")
     def openapi(

@@ -18,7 +18,9 @@ it receives, and MCP calls are recorded per tool with source "mcp" (``gateway.mc
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from starlette.routing import BaseRoute, Match
@@ -28,10 +30,34 @@ log = logging.getLogger(__name__)
 _EXCERPT_BYTES = 600
 # Not recorded as gateway ops: see the module docstring.
 _UNRECORDED_PREFIXES = ("/observer", "/mcp")
+# Request bodies that carry a secret (the dashboard's sign-in sends an API key): never recorded.
+_SECRET_BODY_PATHS = frozenset({"/api/session"})
+# Standard methods get a wrapped recorder each, made once; any other method string a client
+# invents is recorded through a fresh one, so the table cannot grow without bound.
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
 class HTTPFailure(Exception):
     """Raised (and caught here) after a >= 400 response was sent, so the op is marked failed."""
+
+
+class _Exchange:
+    """One request's ASGI callables and what recording collects from them."""
+
+    __slots__ = ("scope", "receive", "send", "body", "status", "response", "finished", "failure")
+
+    def __init__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        self.scope, self.receive, self.send = scope, receive, send
+        self.body = bytearray()
+        self.status = 0
+        self.response = bytearray()
+        self.finished = asyncio.Event()
+        self.failure: BaseException | None = None
+
+
+# How the request's exchange reaches the recorded call: the op's input is the call's arguments,
+# and the ASGI callables must not be part of it. The recording task copies this context.
+_exchange: contextvars.ContextVar[_Exchange] = contextvars.ContextVar("gateway_exchange")
 
 
 class RecordRequests:
@@ -40,7 +66,8 @@ class RecordRequests:
     def __init__(self, app: Any, services: Any, pending: set[asyncio.Future[Any]] | None = None) -> None:
         self.app = app
         self.services = services
-        self._routes: list[BaseRoute] | None = None
+        self._routes: dict[str, list[BaseRoute]] | None = None
+        self._recorders: dict[str, Callable[[dict[str, Any]], Coroutine[Any, Any, Any]]] = {}
         # Recordings still committing; shared with the app factory so shutdown can drain them.
         self._pending: set[asyncio.Future[Any]] = pending if pending is not None else set()
 
@@ -48,84 +75,106 @@ class RecordRequests:
         if self._routes is None:
             from agentlake.gateway.routes import flat_routes
 
-            self._routes = list(flat_routes(getattr(scope.get("app"), "routes", [])))
+            # Routes by their literal first path segment: a request is matched against the few
+            # routes that can match it, not all of them. A route whose first segment is a
+            # parameter could match any path: it is tried for every request ("*").
+            by_segment: dict[str, list[BaseRoute]] = {"*": []}
+            for route in flat_routes(getattr(scope.get("app"), "routes", [])):
+                first = _first_segment(route.path)
+                by_segment.setdefault("*" if "{" in first else first, []).append(route)
+            self._routes = by_segment
+        path = scope.get("path", "")
         # "(unrouted)" keeps scanners' random paths out of the endpoint list.
         template = "(unrouted)"
-        for route in self._routes:
+        candidates = self._routes.get(_first_segment(path), [])
+        for route in (candidates + self._routes["*"]) if self._routes["*"] else candidates:
             match, _ = route.matches(scope)
             if match is Match.FULL:
-                return f"{scope.get('method', 'GET')} {route.path}"
+                return f"{scope.get('method', 'GET')} {route.path}"  # type: ignore[attr-defined]
             if match is Match.PARTIAL and template == "(unrouted)":  # the path, not the method
-                template = route.path
+                template = route.path  # type: ignore[attr-defined]
         return f"{scope.get('method', 'GET')} {template}"
+
+    def _recorder(self, endpoint: str, method: str) -> Callable[[dict[str, Any]], Coroutine[Any, Any, Any]]:
+        recorder = self._recorders.get(endpoint)
+        if recorder is None:
+            from agentlake.observe import wrap_tool
+
+            recorder = wrap_tool(
+                self._gateway_call, endpoint=endpoint, source="gateway", observer=self.services.observer
+            )
+            if method in _METHODS:
+                self._recorders[endpoint] = recorder
+        return recorder
+
+    async def _gateway_call(self, request: dict[str, Any]) -> dict[str, Any]:
+        exchange = _exchange.get()
+        state = exchange.scope.setdefault("state", {})
+
+        async def recording_receive() -> dict[str, Any]:
+            message = await exchange.receive()
+            if message["type"] == "http.request" and len(exchange.body) < _EXCERPT_BYTES:
+                exchange.body.extend(message.get("body", b"")[: _EXCERPT_BYTES - len(exchange.body)])
+            return message
+
+        async def recording_send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                exchange.status = message["status"]
+            elif message["type"] == "http.response.body" and len(exchange.response) < _EXCERPT_BYTES:
+                exchange.response.extend(message.get("body", b"")[: _EXCERPT_BYTES - len(exchange.response)])
+            await exchange.send(message)
+
+        try:
+            await self.app(exchange.scope, recording_receive, recording_send)
+        except BaseException as exc:  # recorded as the op's error, then handed back to the server
+            exchange.failure = exc
+            raise
+        finally:
+            exchange.finished.set()
+        # Read after the app ran: the body was only received inside it.
+        if request["path"] in _SECRET_BODY_PATHS:
+            request["body"] = "[REDACTED]" if exchange.body else ""
+        else:
+            request["body"] = exchange.body.decode("utf-8", "replace")
+        request["key"] = getattr(state.get("principal"), "key_id", None)
+        status = exchange.status
+        output = {"status": status, "body": exchange.response.decode("utf-8", "replace")}
+        if status >= 400:
+            raise HTTPFailure(f"{status} {state.get('error_message') or ''}".strip())
+        return output
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         path = scope.get("path", "")
         if scope["type"] != "http" or path.startswith(_UNRECORDED_PREFIXES):
             await self.app(scope, receive, send)
             return
-        from agentlake.observe import wrap_tool
-
-        state = scope.setdefault("state", {})
-        body_excerpt = bytearray()
-        status = 0
-        response_excerpt = bytearray()
-
-        async def recording_receive() -> dict[str, Any]:
-            message = await receive()
-            if message["type"] == "http.request" and len(body_excerpt) < _EXCERPT_BYTES:
-                body_excerpt.extend(message.get("body", b"")[: _EXCERPT_BYTES - len(body_excerpt)])
-            return message
-
-        async def recording_send(message: dict[str, Any]) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            elif message["type"] == "http.response.body" and len(response_excerpt) < _EXCERPT_BYTES:
-                response_excerpt.extend(message.get("body", b"")[: _EXCERPT_BYTES - len(response_excerpt)])
-            await send(message)
-
-        finished = asyncio.Event()
-        failure: list[BaseException] = []
-
-        async def gateway_call(request: dict[str, Any]) -> dict[str, Any]:
-            try:
-                await self.app(scope, recording_receive, recording_send)
-            except BaseException as exc:  # recorded as the op's error, then handed back to the server
-                failure.append(exc)
-                raise
-            finally:
-                finished.set()
-            # Read after the app ran: the body was only received inside it.
-            request["body"] = body_excerpt.decode("utf-8", "replace")
-            request["key"] = getattr(state.get("principal"), "key_id", None)
-            output = {"status": status, "body": response_excerpt.decode("utf-8", "replace")}
-            if status >= 400:
-                raise HTTPFailure(f"{status} {state.get('error_message') or ''}".strip())
-            return output
-
-        # Filled in further inside gateway_call: the op's input is summarized when it ends.
+        scope.setdefault("state", {})
+        exchange = _Exchange(scope, receive, send)
+        # Filled in further inside _gateway_call: the op's input is summarized when it ends.
         request = {
             "method": scope.get("method"),
             "path": path,
             "query": scope.get("query_string", b"").decode("latin-1"),
         }
-        recorded = wrap_tool(
-            gateway_call, endpoint=self._endpoint(scope), source="gateway", observer=self.services.observer
-        )
+        recorded = self._recorder(self._endpoint(scope), scope.get("method", "GET"))
         # The op is committed after the response has gone out: the server moves on to the
         # connection's next request instead of waiting for the commit (wrap_tool commits from a
         # worker thread, grouped with other requests' ops). A task copies this context, so the
-        # route's own ops still nest under the request's span.
-        task = asyncio.ensure_future(recorded(request))
+        # route's own ops still nest under the request's span, and it carries the exchange.
+        token = _exchange.set(exchange)
+        try:
+            task = asyncio.ensure_future(recorded(request))
+        finally:
+            _exchange.reset(token)
         self._pending.add(task)
         task.add_done_callback(self._settled)
         # Also woken if the recording itself failed before the app ran, so a request never hangs.
-        task.add_done_callback(lambda _: finished.set())
-        await finished.wait()
-        if failure and not isinstance(failure[0], HTTPFailure):
-            raise failure[0]
-        if not failure and task.done() and not task.cancelled():
+        task.add_done_callback(lambda _: exchange.finished.set())
+        await exchange.finished.wait()
+        failure = exchange.failure
+        if failure is not None and not isinstance(failure, HTTPFailure):
+            raise failure
+        if failure is None and task.done() and not task.cancelled():
             error = task.exception()
             if error is not None and not isinstance(error, HTTPFailure):
                 raise error
@@ -134,6 +183,10 @@ class RecordRequests:
         self._pending.discard(task)
         if not task.cancelled():
             task.exception()  # retrieved: a real failure was already handed to the server by __call__
+
+
+def _first_segment(path: str) -> str:
+    return path.split("/", 2)[1] if path.count("/") else path
 
 
 async def drain(pending: set[asyncio.Future[Any]], timeout: float = 10.0) -> None:

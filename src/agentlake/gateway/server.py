@@ -21,19 +21,21 @@ def run(
     host: str | None = None,
     port: int | None = None,
     log_level: str = "info",
+    access_log: bool | None = None,
     settings: Settings | None = None,
 ) -> None:
     """Serve the gateway until interrupted.
 
-    ``host``/``port`` override ``gateway_host``/``gateway_port``. Raises ``UserError`` for a bad
-    setting or when the port is already taken.
+    ``host``/``port``/``access_log`` override ``gateway_host``/``gateway_port``/
+    ``gateway_access_log``. Raises ``UserError`` for a bad setting or when the port is already
+    taken.
     """
     import uvicorn
 
     from agentlake.errors import UserError
     from agentlake.gateway.app import create_app
 
-    settings = settings or load_settings(gateway_host=host, gateway_port=port)
+    settings = settings or load_settings(gateway_host=host, gateway_port=port, gateway_access_log=access_log)
     if settings.gateway_host not in _LOOPBACK and not settings.api_key_scopes:
         # Allowed (a private network may want it) but never silently.
         log.warning(
@@ -47,6 +49,9 @@ def run(
         host=settings.gateway_host,
         port=settings.gateway_port,
         log_level=log_level,
+        # Every request is recorded as an op already; a log line each costs ~5% of a cheap
+        # request's CPU, so it is opt-in (gateway_access_log, --access-log).
+        access_log=settings.gateway_access_log,
         # Keep-alive long enough for pooled clients (and the benchmark's).
         timeout_keep_alive=30,
     )

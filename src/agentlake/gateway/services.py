@@ -1,4 +1,5 @@
-"""The long-lived things one gateway process holds: one Lake, one lesson store, the tool registry.
+"""The long-lived things one gateway process holds: one Lake, one lesson store, the tool registry,
+the worker records cache.
 
 Owns their lifetime: each is opened lazily on first use (so ``agentlake serve`` starts fast and
 a missing lake is created only when asked for), exactly once even under concurrent first
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from agentlake.settings import Settings
 
 if TYPE_CHECKING:
+    from agentlake.gateway.worker_cache import WorkerCache
     from agentlake.lake import Lake
 
 
@@ -41,6 +43,7 @@ class Services:
         self._lessons = lessons
         self._tools = tools
         self._observer = observer
+        self._workers: Any = None
         # Only what we opened is ours to close; handles passed in belong to the caller.
         self._owned: list[Any] = []
 
@@ -56,6 +59,17 @@ class Services:
                     self._owned.append(lake)
                     self._lake = lake
         return self._lake
+
+    @property
+    def workers(self) -> WorkerCache:
+        """Rendered worker records for ``GET /worker/{id}``, kept until the lake changes."""
+        if self._workers is None:
+            with self._lock:
+                if self._workers is None:
+                    from agentlake.gateway.worker_cache import WorkerCache
+
+                    self._workers = WorkerCache(lambda: self.lake)
+        return self._workers
 
     @property
     def lessons(self) -> Any:

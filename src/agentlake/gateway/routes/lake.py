@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Depends, Path, Request, Response
+from starlette.concurrency import run_in_threadpool
 
 from agentlake.gateway.errors import BAD_REQUEST, COMMON_ERRORS, NOT_FOUND
 from agentlake.gateway.schemas import (
@@ -71,10 +72,12 @@ def match(body: MatchRequest, request: Request) -> SearchResponse:
     summary="One worker's record.",
     responses=BAD_REQUEST | NOT_FOUND,
 )
-def worker(request: Request, worker_id: int = WorkerId) -> Worker:
-    from agentlake.profile import get_worker
-
-    return Worker(**get_worker(request.app.state.services.lake, worker_id))
+async def worker(request: Request, worker_id: int = WorkerId) -> Response:
+    # The hottest route: a cached record is answered on the event loop as the bytes the Worker
+    # model rendered when it was read (gateway.worker_cache); only a miss takes a thread.
+    workers = request.app.state.services.workers
+    body = workers.cached(worker_id) or await run_in_threadpool(workers.load, worker_id)
+    return Response(body, media_type="application/json")
 
 
 @router.get(

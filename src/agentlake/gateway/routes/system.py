@@ -18,7 +18,7 @@ router = APIRouter(tags=["system"])
     summary="Liveness; never needs a key.",
     responses={500: COMMON_ERRORS[500]},
 )
-def health(request: Request) -> Health:
+async def health(request: Request) -> Health:
     """The process answers. Open even when API keys are configured; reveals nothing else."""
     services = request.app.state.services
     return Health(
