@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -88,21 +89,18 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def live_server(web_lake_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``agentlake serve`` in a subprocess on a free 127.0.0.1 port, over its own copy of the lake,
-    with the demo model (the default); yields its URL. Shared by a module's tests."""
-    root = tmp_path_factory.mktemp("live-server")
+def _serve(root: Path, template: Path, *args: str, **env_extra: str) -> Iterator[str]:
     data_dir = root / "data"
-    shutil.copytree(web_lake_template, data_dir)
+    shutil.copytree(template, data_dir)
     port = free_port()
     env = {key: value for key, value in os.environ.items() if not key.startswith("AGENTLAKE_")}
     env.update(AGENTLAKE_DATA_DIR=str(data_dir), AGENTLAKE_CONFIG=str(root / "none.toml"),
-               AGENTLAKE_RUNS_DIR=str(root / "runs"), HF_HUB_OFFLINE="1", OLLAMA_HOST="http://127.0.0.1:9")  # fmt: skip
+               AGENTLAKE_RUNS_DIR=str(root / "runs"), HF_HUB_OFFLINE="1", OLLAMA_HOST="http://127.0.0.1:9",
+               **env_extra)  # fmt: skip
     log_path = root / "server.log"
     with log_path.open("w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "agentlake.cli.main", "serve", "--port", str(port), "--log-level", "warning"],
+            [sys.executable, "-m", "agentlake.cli.main", "serve", "--port", str(port), *(args or ("--log-level", "warning"))],
             env=env, stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
         url = f"http://127.0.0.1:{port}"
@@ -125,3 +123,36 @@ def live_server(web_lake_template: Path, tmp_path_factory: pytest.TempPathFactor
                 process.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+@pytest.fixture(scope="module")
+def live_server(web_lake_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``agentlake serve`` in a subprocess on a free 127.0.0.1 port, over its own copy of the lake,
+    with the demo model (the default); yields its URL. Shared by a module's tests."""
+    yield from _serve(tmp_path_factory.mktemp("live-server"), web_lake_template)
+
+
+@dataclass(frozen=True)
+class KeyedServer:
+    """A live server with API keys: its URL, a read and a write key, and its log file."""
+
+    url: str
+    keys: dict[str, str]
+    log: Path
+
+    def log_text(self) -> str:
+        return self.log.read_text()
+
+
+@pytest.fixture(scope="module")
+def keyed_live_server(
+    web_lake_template: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KeyedServer]:
+    """Like ``live_server``, with a read and a write key configured and the access log on (at
+    log level info), so tests can check that no key is ever logged."""
+    root = tmp_path_factory.mktemp("keyed-live-server")
+    keys = {"read": "dash-read-key-0001", "write": "dash-write-key-0001"}
+    configured = ",".join(f"{key}:{scope}" for scope, key in keys.items())
+    args = ("--log-level", "info", "--access-log")
+    for url in _serve(root, web_lake_template, *args, AGENTLAKE_API_KEYS=configured):
+        yield KeyedServer(url=url, keys=keys, log=root / "server.log")

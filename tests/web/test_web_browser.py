@@ -127,3 +127,95 @@ def test_a_new_op_appears_in_the_live_ops_panel(page: Any) -> None:
     # The turn's model calls arrived too, recorded as the thinker's and the director's.
     assert page.locator("#ops li[data-endpoint='llm.chat'][title*='graph.director']").count() >= 1
     shot(page, "live-ops")
+
+
+# --- with API keys configured: the page asks for a key once, then works on its session cookie ---
+
+
+@pytest.fixture
+def keyed_context(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    yield context
+    context.close()
+
+
+def test_the_dashboard_asks_for_a_key_once_then_works_on_its_session(
+    keyed_context: Any, keyed_live_server: Any
+) -> None:
+    keys = keyed_live_server.keys
+    page = keyed_context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(keyed_live_server.url + "/")
+    page.wait_for_selector("#signin[open]")
+    assert page.get_attribute("#conn", "data-state") == "connecting"  # nothing connects signed out
+    shot(page, "sign-in")
+
+    page.fill("#signin-key", "not-the-key")
+    page.press("#signin-key", "Enter")
+    page.wait_for_selector("#signin-error:text('unknown API key')")
+    assert page.locator("#signin[open]").count() == 1
+
+    page.fill("#signin-key", keys["read"])
+    page.press("#signin-key", "Enter")
+    page.wait_for_selector("#conn[data-state=open]")  # the WebSocket, on the cookie
+    page.wait_for_function("() => window.agentlakeDashboard.graphView.cy.nodes().length === 7")
+    assert page.locator("#signin[open]").count() == 0
+    assert "(read)" in page.inner_text("#who")
+
+    # The session is an HttpOnly, SameSite=Strict cookie that is not the key.
+    (cookie,) = [c for c in keyed_context.cookies() if c["name"] == "agentlake_session"]
+    assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict"
+    assert keys["read"] not in cookie["value"]
+    assert "agentlake_session" not in page.evaluate("() => document.cookie")  # no script reads it
+
+    # A turn streams over the socket and its op arrives over the observer's event stream.
+    send(page, "how many welders are in OH?")
+    page.wait_for_selector(".msg.assistant:not(.streaming) .path", timeout=15000)
+    page.wait_for_selector("#ops li[data-endpoint='graph.turn']", timeout=15000)
+    page.wait_for_selector("#stats .stat")
+    page.click("button[data-tab='lessons']")
+    page.wait_for_selector("#lesson-count:text('lessons')")
+    # A read key cannot switch graphs: the page says why and keeps the graph.
+    page.select_option("#graph-select", "minimal")
+    page.wait_for_selector("#flags .flag:text(\"scope 'write'\")")
+    assert page.inner_text("#graph-name") == "default"
+    shot(page, "signed-in")
+
+    # A reload keeps the session: no second prompt.
+    page.reload()
+    page.wait_for_selector("#conn[data-state=open]")
+    assert page.locator("#signin[open]").count() == 0
+    assert errors == []
+
+
+def test_signing_out_asks_again_and_no_key_is_logged_or_recorded(
+    keyed_context: Any, keyed_live_server: Any
+) -> None:
+    keys = keyed_live_server.keys
+    page = keyed_context.new_page()
+    page.goto(keyed_live_server.url + "/")
+    page.fill("#signin-key", keys["write"])
+    page.press("#signin-key", "Enter")
+    page.wait_for_selector("#conn[data-state=open]")
+    assert "(write)" in page.inner_text("#who")
+    page.select_option("#graph-select", "minimal")  # a write key may
+    page.wait_for_function("() => document.querySelector('#graph-name').textContent === 'minimal'")
+    page.select_option("#graph-select", "default")
+    page.wait_for_function("() => document.querySelector('#graph-name').textContent === 'default'")
+
+    page.click("#signout")
+    page.wait_for_selector("#signin[open]")
+    assert [c for c in keyed_context.cookies() if c["name"] == "agentlake_session"] == []
+
+    ops = httpx.get(
+        f"{keyed_live_server.url}/observer/ops",
+        params={"source": "gateway", "limit": 1000},
+        headers={"X-API-Key": keys["read"]},
+    ).json()["ops"]
+    assert any(op["endpoint"] == "POST /api/session" for op in ops)
+    recorded = " ".join(f"{op['input_summary']} {op['output_summary']} {op['error']}" for op in ops)
+    log = keyed_live_server.log_text()
+    assert "POST /api/session" in log  # the access log is on, and shows the sign-ins ...
+    for key in keys.values():
+        assert key not in recorded and key not in log  # ... but never a key

@@ -150,7 +150,10 @@ def api_markdown(spec: dict[str, Any]) -> str:
         ok = responses.get("200", {}).get("content", {}).get("application/json", {}).get("schema")
         if ok is not None:
             lines += [f"Response 200: `{_type(ok)}`", ""]
-        errors = [code for code in responses if code != "200"]
+        empty = [code for code in responses if code.startswith("2") and code != "200"]
+        if empty:
+            lines += [f"Response {', '.join(empty)}: no body", ""]
+        errors = [code for code in responses if not code.startswith("2")]
         if errors:
             lines += ["Errors: " + ", ".join(errors), ""]
     return "\n".join(lines).rstrip() + "\n"

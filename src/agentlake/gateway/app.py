@@ -26,7 +26,7 @@ from agentlake import __version__
 from agentlake.gateway.errors import CatchUnexpected, install_error_handlers
 from agentlake.gateway.limits import BodyLimit
 from agentlake.gateway.recording import RecordRequests, drain
-from agentlake.gateway.security import Authenticate
+from agentlake.gateway.security import Authenticate, KeyRing
 from agentlake.gateway.services import Services
 from agentlake.settings import Settings, load_settings
 
@@ -39,8 +39,10 @@ with an LLM, the model servers' status, and the observer under `/observer/`. The
 are served over MCP (streamable HTTP) at `/mcp`.
 
 **Keys.** When `AGENTLAKE_API_KEYS` is set (`KEY:SCOPE` pairs, scopes `read` < `write` <
-`admin`), every endpoint except `/health` needs a key, sent as `X-API-Key: <key>` or
-`Authorization: Bearer <key>`. Reads need `read`, `/log` needs `write`.
+`admin`), every endpoint except `/health` (and the dashboard's page and sign-in) needs a key,
+sent as `X-API-Key: <key>` or `Authorization: Bearer <key>`. Reads need `read`, `/log` needs
+`write`. A browser signs in once with `POST /api/session` and is then known by an HttpOnly,
+SameSite=Strict session cookie (never the key itself).
 
 **Errors** always have the shape `{"error": {"type", "status", "message", "details"}}`.
 """
@@ -61,6 +63,7 @@ def create_app(
     """
     settings = settings or load_settings()
     services = services or Services(settings)
+    key_ring = KeyRing(settings.api_key_scopes)
     recording: set[Any] = set()  # ops of answered requests still being committed
     mcp_server = None
     if mount_mcp:
@@ -70,10 +73,10 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # Each request's op is committed from a worker thread that waits for the group commit
-        # (asyncio.to_thread, in observe.wrap_tool). With asyncio's default pool (cpu + 4 threads)
-        # only a handful of ops could share a commit; enough threads let every in-flight request
-        # join the same one, which cut the recording CPU per request by 3x under 50 clients.
+        # An embedded store's commit is awaited on the loop (observe.wrap_tool); a sink that
+        # blocks (the observer service over HTTP, a full queue) is waited for from a worker
+        # thread per op. With asyncio's default pool (cpu + 4 threads) only a handful of those
+        # could be in flight and share a commit; enough threads let every in-flight request join.
         asyncio.get_running_loop().set_default_executor(
             ThreadPoolExecutor(max_workers=RECORDING_THREADS, thread_name_prefix="gateway-record")
         )
@@ -105,13 +108,14 @@ def create_app(
         lifespan=lifespan,
         middleware=[
             Middleware(RecordRequests, services=services, pending=recording),
-            Middleware(Authenticate, keys=settings.api_key_scopes),
+            Middleware(Authenticate, keys=key_ring),
             Middleware(BodyLimit, max_bytes=settings.max_body_bytes),
             Middleware(CatchUnexpected),
         ],
     )
     app.state.settings = settings
     app.state.services = services
+    app.state.key_ring = key_ring  # the dashboard's sign-in exchanges a key for a session cookie
     install_error_handlers(app)
 
     from agentlake.gateway.routes import ROUTERS
@@ -146,7 +150,12 @@ def _document_scopes(app: FastAPI) -> None:
 def _mount_observer(app: FastAPI, services: Services) -> None:
     from agentlake.observe import create_app as create_observer_app
 
-    app.mount("/observer", create_observer_app(services.observer, services.settings))
+    # The gateway has already authenticated every /observer request (Authenticate with
+    # mount_scope: writes need write, reads need read), by key or by the dashboard's session
+    # cookie, which the observer's own key check cannot know: it runs without keys behind it.
+    gated = services.settings.model_copy(update={"api_keys": None})
+    gated.__dict__.pop("api_key_scopes", None)  # a cached property, copied along with the fields
+    app.mount("/observer", create_observer_app(services.observer, gated))
 
 
 def _mcp_session_manager(mcp_server: Any, settings: Settings) -> Any:

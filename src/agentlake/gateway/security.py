@@ -1,20 +1,25 @@
 """API keys with scopes: who may call which gateway endpoint.
 
-Owns: reading a key from a request (``X-API-Key`` or ``Authorization: Bearer``), checking it
-against ``settings.api_key_scopes`` (constant-time), the scope order read < write < admin, the
-:class:`Authenticate` ASGI middleware (every path but ``/health`` once any key is configured,
-including the mounted observer and MCP apps) and the :func:`require` route dependency that
-enforces a route's scope and documents the schemes in OpenAPI. It does not own the keys
-(``Settings.api_keys``) or the error shape (``gateway.errors``).
+Owns: reading a key from a request (``X-API-Key`` or ``Authorization: Bearer``) or a browser's
+session cookie (``gateway.sessions``), checking it against ``settings.api_key_scopes``
+(:class:`KeyRing`), the scope order read < write < admin, the :class:`Authenticate` ASGI
+middleware (every path but :data:`OPEN_PATHS` once any key is configured, including the mounted
+observer and MCP apps) and the :func:`require` route dependency that enforces a route's scope
+and documents the schemes in OpenAPI. It does not own the keys (``Settings.api_keys``) or the
+error shape (``gateway.errors``).
 
 With no key configured the gateway is open, which is why ``agentlake serve`` binds 127.0.0.1
 by default.
+
+A session cookie is only as good as the request it rides on: a cookie-authenticated request
+that changes something (any method but GET/HEAD/OPTIONS) or opens a WebSocket must come from
+the gateway's own origin (its ``Origin`` header, when present, names this host), because
+``SameSite`` does not separate two ports of one host.
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -27,7 +32,11 @@ from agentlake.gateway.errors import error_response
 
 Scope = Literal["read", "write", "admin"]
 _RANK = {"read": 0, "write": 1, "admin": 2}
-OPEN_PATHS = frozenset({"/health"})
+# Never need a key: liveness, and the dashboard's page, assets and sign-in, which reveal nothing
+# (the page asks for a key and everything it then reads is protected).
+OPEN_PATHS = frozenset({"/health", "/", "/api/session"})
+OPEN_PREFIXES = ("/static/",)
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 api_key_header = APIKeyHeader(
     name="X-API-Key", auto_error=False, description="An API key from AGENTLAKE_API_KEYS (KEY:SCOPE pairs)."
@@ -41,12 +50,13 @@ class Principal:
 
     scope: Scope
     key_id: str | None  # None when no keys are configured (an open, local gateway)
+    via: Literal["open", "key", "session"] = "key"
 
     def allows(self, needed: Scope) -> bool:
         return _RANK[self.scope] >= _RANK[needed]
 
 
-OPEN = Principal(scope="admin", key_id=None)
+OPEN = Principal(scope="admin", key_id=None, via="open")
 
 
 def fingerprint(key: str) -> str:
@@ -72,21 +82,132 @@ def authenticate(key: str | None, keys: dict[str, str]) -> Principal:
     Returns :data:`OPEN` when no keys are configured. Raises ``UserError`` with status 401 when
     keys are configured and ``key`` is missing or unknown.
     """
-    if not keys:
+    return KeyRing(keys).principal(key)
+
+
+class KeyRing:
+    """The configured keys, indexed once: a key is resolved with one hash and one dict lookup.
+
+    Keys are looked up by their SHA-256 digest, never compared as strings, so the time a lookup
+    takes says nothing about how much of a guessed key was right.
+    """
+
+    def __init__(self, keys: dict[str, str]) -> None:
+        self.keys = dict(keys)
+        self._by_digest: dict[bytes, Principal] = {}
+        self._by_id: dict[str, list[tuple[str, str]]] = {}
+        for key, scope in self.keys.items():
+            key_id = fingerprint(key)
+            self._by_digest[hashlib.sha256(key.encode()).digest()] = Principal(scope=scope, key_id=key_id)  # type: ignore[arg-type]
+            self._by_id.setdefault(key_id, []).append((key, scope))
+
+    def __bool__(self) -> bool:
+        return bool(self.keys)
+
+    def principal(self, key: str | None) -> Principal:
+        """The caller holding ``key``; :data:`OPEN` with no keys configured; ``UserError`` 401 otherwise."""
+        if not self.keys:
+            return OPEN
+        if not key:
+            raise UserError(
+                "an API key is required: send it as the X-API-Key header or 'Authorization: Bearer <key>'",
+                http_status=401,
+            )
+        principal = self._by_digest.get(hashlib.sha256(key.encode()).digest())
+        if principal is None:
+            raise UserError("unknown API key; check AGENTLAKE_API_KEYS on the server", http_status=401)
+        return principal
+
+    def session(self, token: str) -> Principal | None:
+        """The caller of a live session cookie, or ``None`` (expired, tampered, key removed)."""
+        from agentlake.gateway.sessions import check
+
+        found = check(token, self._by_id)
+        return None if found is None else Principal(scope=found[1], key_id=found[0], via="session")  # type: ignore[arg-type]
+
+    def sign_in(self, key: str) -> tuple[Principal, str]:
+        """Exchange a valid ``key`` for ``(principal, session token)``.
+
+        ``UserError`` 401 for an unknown key, 400 when no keys are configured (nothing to sign in to).
+        """
+        from agentlake.gateway.sessions import mint
+
+        if not self.keys:
+            raise UserError(
+                "this gateway has no API keys configured (AGENTLAKE_API_KEYS): no sign-in is needed"
+            )
+        principal = self.principal(key.strip())
+        assert principal.key_id is not None
+        token = mint(key.strip(), principal.key_id, principal.scope)
+        return Principal(scope=principal.scope, key_id=principal.key_id, via="session"), token
+
+
+def is_open_path(path: str) -> bool:
+    """Whether ``path`` is served without a key even when keys are configured."""
+    return path in OPEN_PATHS or path.startswith(OPEN_PREFIXES)
+
+
+def credentials(scope: dict[str, Any]) -> tuple[str | None, str | None, str | None, str | None]:
+    """``(api key, session token, Origin, Host)`` of an ASGI request, read in one pass over its headers."""
+    key = token = origin = host = None
+    for raw_name, raw_value in scope.get("headers", ()):
+        name = raw_name.lower()
+        if name == b"x-api-key":
+            key = raw_value.decode("latin-1").strip() or key
+        elif name == b"authorization" and key is None:
+            scheme, _, value = raw_value.decode("latin-1").partition(" ")
+            if scheme.lower() == "bearer" and value.strip():
+                key = value.strip()
+        elif name == b"cookie":
+            from agentlake.gateway.sessions import cookie_from_header
+
+            token = cookie_from_header(raw_value.decode("latin-1")) or token
+        elif name == b"origin":
+            origin = raw_value.decode("latin-1")
+        elif name == b"host":
+            host = raw_value.decode("latin-1")
+    return key, token, origin, host
+
+
+def identify(scope: dict[str, Any], ring: KeyRing) -> Principal | None:
+    """Who sends this ASGI request: by API key first, else by session cookie; ``None`` if neither.
+
+    Raises ``UserError``: 401 for an unknown key or a dead session cookie, 403 for a session
+    cookie on a cross-origin request that changes something or opens a WebSocket.
+    """
+    if not ring:
         return OPEN
-    if not key:
+    key, token, origin, host = credentials(scope)
+    if key is not None:
+        return ring.principal(key)
+    if token is None:
+        return None
+    principal = ring.session(token)
+    if principal is None:
         raise UserError(
-            "an API key is required: send it as the X-API-Key header or 'Authorization: Bearer <key>'",
+            "the dashboard session has expired or its key was removed: sign in again with an API key",
             http_status=401,
         )
-    # Compare against every key so the time taken does not reveal which prefix matched.
-    found: str | None = None
-    for candidate, scope in keys.items():
-        if hmac.compare_digest(candidate.encode(), key.encode()):
-            found = scope
-    if found is None:
-        raise UserError("unknown API key; check AGENTLAKE_API_KEYS on the server", http_status=401)
-    return Principal(scope=found, key_id=fingerprint(key))  # type: ignore[arg-type]
+    if scope["type"] == "websocket" or scope.get("method", "GET") not in _SAFE_METHODS:
+        same_origin(scope, origin, host)
+    return principal
+
+
+def same_origin(scope: dict[str, Any], origin: str | None, host: str | None) -> None:
+    """Raise ``UserError`` (403) when a browser sent this request from another origin.
+
+    ``origin`` and ``host`` are the request's ``Origin`` and ``Host`` headers; no ``Origin``
+    (not a browser, or a same-origin GET) passes.
+    """
+    if origin is None:
+        return
+    secure = scope.get("scheme") in ("https", "wss")
+    if origin != f"{'https' if secure else 'http'}://{host}":
+        raise UserError(
+            f"cross-origin request from {origin} refused: the dashboard's session is only accepted "
+            "from its own origin (other clients send the key as X-API-Key)",
+            http_status=403,
+        )
 
 
 def forbid(principal: Principal, needed: Scope, what: str) -> None:
@@ -111,16 +232,20 @@ def mount_scope(method: str, path: str) -> Scope | None:
 class Authenticate:
     """ASGI middleware: resolves the caller once per request into ``scope["state"]["principal"]``.
 
-    Once any key is configured, every path except :data:`OPEN_PATHS` needs a valid key (401),
-    including ``/docs``, ``/openapi.json``, unknown paths and the mounted apps; mounted apps
-    also get their scope checked here (403) via ``scope_for``.
+    Once any key is configured, every path except the open ones (:func:`is_open_path`) needs a
+    valid key or session cookie (401), including ``/docs``, ``/openapi.json``, unknown paths and
+    the mounted apps; mounted apps also get their scope checked here (403) via ``scope_for``.
+    On an open path the caller is resolved when it sent credentials, and ``None`` otherwise.
     """
 
     def __init__(
-        self, app: Any, keys: dict[str, str], scope_for: Callable[[str, str], Scope | None] = mount_scope
+        self,
+        app: Any,
+        keys: dict[str, str] | KeyRing,
+        scope_for: Callable[[str, str], Scope | None] = mount_scope,
     ) -> None:
         self.app = app
-        self.keys = keys
+        self.ring = keys if isinstance(keys, KeyRing) else KeyRing(keys)
         self.scope_for = scope_for
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -128,14 +253,23 @@ class Authenticate:
             await self.app(scope, receive, send)
             return
         state = scope.setdefault("state", {})
-        path = scope.get("path", "")
-        if not self.keys or path in OPEN_PATHS:
-            state["principal"] = OPEN if not self.keys else None
+        if not self.ring:
+            state["principal"] = OPEN
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        path = scope.get("path", "")
+        if is_open_path(path):
+            try:
+                state["principal"] = identify(scope, self.ring)
+            except UserError:
+                state["principal"] = None
+            await self.app(scope, receive, send)
+            return
         try:
-            principal = authenticate(key_from_headers(headers), self.keys)
+            principal = identify(scope, self.ring)
+            if principal is None:
+                self.ring.principal(None)  # raises the 401 that says how to send a key
+            assert principal is not None
             needed = self.scope_for(scope.get("method", "GET"), path)
             if needed is not None:
                 forbid(principal, needed, f"{scope.get('method', 'GET')} {path}")
@@ -167,7 +301,9 @@ def require(needed: Scope) -> Callable[..., Principal]:
     uses the principal resolved by :class:`Authenticate`.
     """
 
-    def dependency(
+    # async: FastAPI would run a plain function in its thread pool, a thread hop per request
+    # for a check that only reads what the middleware already resolved.
+    async def dependency(
         request: Request,
         _key: str | None = Security(api_key_header),
         _bearer: HTTPAuthorizationCredentials | None = Security(bearer),

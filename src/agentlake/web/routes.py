@@ -8,7 +8,10 @@
 * ``WS /ws`` the graph runtime (``web.socket``);
 * ``GET /api/graphs``, ``GET /api/graphs/active``, ``PUT /api/graphs/active``,
   ``GET /api/graphs/{name}``: list, show, switch graphs;
-* ``GET /api/scenarios/latest``: the newest scenario run's leaderboard and learning curve.
+* ``GET /api/scenarios/latest``: the newest scenario run's leaderboard and learning curve;
+* ``GET|POST|DELETE /api/session``: who the page is signed in as, sign in with an API key (an
+  HttpOnly session cookie, ``gateway.sessions``), sign out. The page, its assets and these are
+  open when keys are configured; everything the page then reads needs the session.
 
 The page also reads ``/playbooks`` (lessons) and ``/observer/`` (ops stream, stats), served by
 the gateway. Routes are thin: the runtime and ``web.panels`` do the work.
@@ -19,14 +22,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Depends, FastAPI, Request, WebSocket
+from fastapi import APIRouter, Depends, FastAPI, Request, Response, WebSocket
 from fastapi import Path as PathParam
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 
 from agentlake.errors import NotFoundError
-from agentlake.gateway.errors import COMMON_ERRORS, NOT_FOUND
+from agentlake.gateway.errors import BAD_REQUEST, COMMON_ERRORS, NOT_FOUND
 from agentlake.gateway.security import require
-from agentlake.web.schemas import GraphList, GraphView, ScenarioRun, SwitchGraph, graph_view
+from agentlake.web.schemas import (
+    GraphList,
+    GraphView,
+    ScenarioRun,
+    SessionInfo,
+    SignIn,
+    SwitchGraph,
+    graph_view,
+)
 
 STATIC_DIR = Path(__file__).with_name("static")
 _MEDIA = {".js": "text/javascript", ".css": "text/css", ".txt": "text/plain", ".svg": "image/svg+xml"}
@@ -119,6 +130,60 @@ def latest_scenarios(request: Request) -> ScenarioRun:
     from agentlake.web.panels import latest_scenario_run
 
     return ScenarioRun(**latest_scenario_run(request.app.state.settings.runs_dir))
+
+
+def _session_info(request: Request, principal: Any) -> SessionInfo:
+    return SessionInfo(
+        auth=bool(request.app.state.key_ring),
+        scope=principal.scope,
+        key_id=principal.key_id,
+        via=principal.via,
+    )
+
+
+@router.get(
+    "/api/session",
+    response_model=SessionInfo,
+    responses={401: COMMON_ERRORS[401]},
+    summary="Who the caller is: scope and key fingerprint (401 when signed out).",
+)
+def session(request: Request) -> SessionInfo:
+    """The dashboard asks this first: 200 on an open gateway or with a key or live session
+    cookie, 401 when it must ask for a key."""
+    principal = request.scope["state"].get("principal")
+    if principal is None:
+        request.app.state.key_ring.principal(None)  # the 401 saying how to send a key
+    return _session_info(request, principal)
+
+
+@router.post(
+    "/api/session",
+    response_model=SessionInfo,
+    responses=BAD_REQUEST | {401: COMMON_ERRORS[401], 403: COMMON_ERRORS[403]},
+    summary="Sign in: exchange an API key for an HttpOnly session cookie.",
+)
+def sign_in(body: SignIn, request: Request) -> JSONResponse:
+    """Sets `agentlake_session` (HttpOnly, SameSite=Strict, 12 h; the key never leaves the
+    request). 401 for an unknown key; 400 when the gateway has no keys configured; 403 when a
+    page of another origin posts it."""
+    from agentlake.gateway.security import same_origin
+    from agentlake.gateway.sessions import set_cookie_header
+
+    same_origin(request.scope, request.headers.get("origin"), request.headers.get("host"))
+    principal, token = request.app.state.key_ring.sign_in(body.key)
+    response = JSONResponse(_session_info(request, principal).model_dump())
+    response.headers["Set-Cookie"] = set_cookie_header(token, secure=request.url.scheme == "https")
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@router.delete("/api/session", status_code=204, summary="Sign out: remove the session cookie.")
+def sign_out(request: Request) -> Response:
+    from agentlake.gateway.sessions import clear_cookie_header
+
+    return Response(
+        status_code=204, headers={"Set-Cookie": clear_cookie_header(secure=request.url.scheme == "https")}
+    )
 
 
 def mount_web(app: FastAPI, services: Any) -> None:

@@ -1,4 +1,5 @@
-"""Response and request bodies of the dashboard's JSON routes (``/api/graphs``, ``/api/scenarios``).
+"""Response and request bodies of the dashboard's JSON routes (``/api/graphs``, ``/api/scenarios``,
+``/api/session``).
 
 Only shapes; the data comes from ``agentlake.graph`` and ``web.panels``.
 """
@@ -86,3 +87,24 @@ class ScenarioRun(BaseModel):
 
 def graph_view(view: dict[str, Any], active: str) -> GraphView:
     return GraphView(**view, active=view["name"] == active)
+
+
+class SignIn(BaseModel):
+    """An API key, exchanged once for a session cookie (never stored, logged or recorded)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str = Field(..., min_length=1, max_length=512, description="A key from AGENTLAKE_API_KEYS.")
+
+
+class SessionInfo(BaseModel):
+    """Who the dashboard is signed in as."""
+
+    auth: bool = Field(..., description="Whether the gateway requires API keys at all.")
+    scope: Literal["read", "write", "admin"] = Field(..., description="What this caller may do.")
+    key_id: str | None = Field(
+        None, description="The key's fingerprint (safe to show and log); null on an open gateway."
+    )
+    via: Literal["open", "key", "session"] = Field(
+        ..., description="open: no keys configured; key: an API key header; session: the cookie."
+    )

@@ -7,6 +7,7 @@ import { Hud } from "./hud.js";
 import { Lessons } from "./lessons.js";
 import { Ops } from "./ops.js";
 import { Scenarios } from "./scenarios.js";
+import { ensureSession, signOut } from "./session.js";
 import { RuntimeSocket } from "./socket.js";
 
 const state = { graph: null, session: null };
@@ -70,9 +71,36 @@ for (const tab of document.querySelectorAll(".tabs button")) {
   });
 }
 
-socket.connect();
-ops.start();
-loadGraphs().catch((error) => hud.flag("error", `graphs: ${error.message}`));
+function showSession(session) {
+  const who = $("#who");
+  if (!session.auth) {
+    who.replaceChildren();
+    return;
+  }
+  who.replaceChildren(el("span", { text: `${session.key_id} (${session.scope})`, title: "The API key's fingerprint and scope" }),
+    session.via === "session" ? el("button", { type: "button", class: "link", id: "signout", text: "sign out", onclick: () => signOut() }) : null);
+}
+
+// Before reconnecting the socket or the live ops, make sure the session is still alive (a
+// refused WebSocket handshake looks like any other close): sign in again if it expired.
+async function stillSignedIn() {
+  try {
+    showSession(await ensureSession());
+  } catch {
+    // the gateway is down: the reconnect itself will say so
+  }
+}
+
+async function start() {
+  showSession(await ensureSession());
+  socket.beforeReconnect = stillSignedIn;
+  ops.beforeReconnect = stillSignedIn;
+  socket.connect();
+  ops.start();
+  await loadGraphs().catch((error) => hud.flag("error", `graphs: ${error.message}`));
+}
+
+start().catch((error) => hud.flag("error", error.message));
 // Lessons and the scenario run are read when their tab is opened (and again each time).
 // For tests and curious users: the live objects behind the page.
 window.agentlakeDashboard = { state, graphView, chat, socket, ops, hud };

@@ -9,14 +9,29 @@ export class Ops {
     this.stats = $("#stats");
     this.count = 0;
     this.statsTimer = null;
+    this.beforeReconnect = null; // an async check (e.g. the session) awaited before reopening
   }
 
   start() {
-    const source = new EventSource("/observer/ops/stream?backlog=40");
-    source.addEventListener("op", (message) => this.add(JSON.parse(message.data), true));
-    source.onerror = () => this.renderStatsNote("live stream reconnecting…");
+    this.stream();
     this.refreshStats();
     setInterval(() => this.refreshStats(), 10000);
+  }
+
+  stream() {
+    const source = new EventSource("/observer/ops/stream?backlog=40");
+    source.addEventListener("op", (message) => this.add(JSON.parse(message.data), true));
+    source.onerror = () => {
+      this.renderStatsNote("live stream reconnecting…");
+      // EventSource retries by itself, except after an error status (a 401 once the session
+      // expired): then the page reopens it once it is signed in again.
+      if (source.readyState === EventSource.CLOSED) {
+        setTimeout(async () => {
+          if (this.beforeReconnect) await this.beforeReconnect();
+          this.stream();
+        }, 2000);
+      }
+    };
   }
 
   add(op, fresh) {

@@ -8,6 +8,7 @@ export class RuntimeSocket {
     this.ws = null;
     this.retry = 500;
     this.pending = [];
+    this.beforeReconnect = null; // an async check (e.g. the session) awaited before each retry
   }
 
   connect() {
@@ -29,7 +30,10 @@ export class RuntimeSocket {
     };
     ws.onclose = () => {
       this.onState("closed");
-      setTimeout(() => this.connect(), this.retry);
+      setTimeout(async () => {
+        if (this.beforeReconnect) await this.beforeReconnect();
+        this.connect();
+      }, this.retry);
       this.retry = Math.min(this.retry * 2, 8000);
     };
   }
