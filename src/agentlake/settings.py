@@ -92,6 +92,7 @@ class Settings(BaseSettings):
     observer_port: int = Field(3800, gt=0, lt=65536, description="Port of `agentlake observer serve`.")
     observer_ring_size: int = Field(10000, gt=0, description="Recent ops kept in memory for live stats.")
     observer_queue_max: int = Field(100000, gt=0, description="Pending writes before ingest answers 503.")
+    observer_checkpoint_mb: float = Field(64.0, gt=0, description="Write-ahead log size (MB) at which a background thread checkpoints the observer store, so that no commit stalls on one. Larger: fewer checkpoints and less rewriting, but a longer log replay after a crash.")
     observer_sink: str = Field(
         "embedded",
         pattern="^(embedded|http)$",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -187,3 +188,52 @@ def test_default_observer_follows_the_sink_setting(monkeypatch: pytest.MonkeyPat
         remote.close()
     finally:
         set_observer(previous)
+
+
+class _Service:
+    def call(self, a: int, b: int = 2) -> int:
+        return a + b
+
+
+def _query(query: str, k: int = 5, *, city: str | None = None) -> str:
+    return query
+
+
+def _positional_only(a: int, /, b: int) -> int:
+    return a + b
+
+
+def _anything(*args: object, **kwargs: object) -> int:
+    return 0
+
+
+@pytest.mark.parametrize(
+    ("fn", "args", "kwargs"),
+    [
+        (_query, ("w",), {}),
+        (_query, (), {"k": 3, "query": "w"}),
+        (_query, ("w",), {"city": "X", "k": 1}),
+        (_query, ("w", 1, 2), {}),
+        (_query, ("w",), {"bogus": 1}),
+        (_query, ("w",), {"query": "twice"}),
+        (_query, (), {"k": 1}),
+        (_Service.call, (_Service(), 1), {}),
+        (_positional_only, (1, 2), {}),
+        (_anything, (1,), {"x": 2}),
+    ],
+)
+def test_wrap_tool_input_is_the_bound_arguments(fn, args, kwargs) -> None:  # noqa: ANN001
+    import inspect
+
+    from agentlake.observe import MemorySink, summarize
+
+    sink = MemorySink()
+    try:
+        expected = {
+            k: v for k, v in inspect.signature(fn).bind(*args, **kwargs).arguments.items() if k != "self"
+        }
+    except TypeError:
+        expected = {"args": list(args), "kwargs": kwargs}
+    with contextlib.suppress(TypeError):
+        wrap_tool(fn, observer=Observer(sink))(*args, **kwargs)
+    assert sink.ops[0].input_summary == summarize(expected)

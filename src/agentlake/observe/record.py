@@ -30,7 +30,15 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from agentlake.errors import RunError, UserError
-from agentlake.observe.model import MAX_SUMMARY_CHARS, LLMUsage, ObservedOp, Provenance, Source, cap
+from agentlake.observe.model import (
+    MAX_SUMMARY_CHARS,
+    LLMUsage,
+    ObservedOp,
+    Provenance,
+    Source,
+    cap,
+    new_op_id,
+)
 from agentlake.observe.sink import OpSink
 from agentlake.observe.store import AppendResult, OpStore, QueueFullError, Stats, Ticket
 from agentlake.settings import Settings, load_settings
@@ -306,7 +314,11 @@ def open_observer(settings: Settings | None = None) -> Observer:
         return Observer(RemoteSink(client), ring_size=settings.observer_ring_size)
     # The writer's database keeps OpStore's one DuckDB thread (see OpStore), whatever
     # duckdb_threads says: that setting is for the lake's analytical queries.
-    store = OpStore(settings.observer_path, queue_max=settings.observer_queue_max)
+    store = OpStore(
+        settings.observer_path,
+        queue_max=settings.observer_queue_max,
+        checkpoint_mb=settings.observer_checkpoint_mb,
+    )
     return Observer(store, ring_size=settings.observer_ring_size)
 
 
@@ -529,7 +541,7 @@ class _Recording:
         self.provenance = provenance
         self.span_id = _span_id()
         self.trace_id = self.scope.trace_id or secrets.token_hex(16)
-        self.handle = OpHandle(ObservedOp.model_fields["id"].default_factory(), dict(attributes), {})  # type: ignore[misc]
+        self.handle = OpHandle(new_op_id(), dict(attributes), {})
         self.token = _scope.set(
             _Scope(trace_id=self.trace_id, span_id=self.span_id, agent_id=self.agent_id,
                    provenance=self.scope.provenance, attributes=self.scope.attributes)
@@ -879,9 +891,28 @@ def wrap_tool(
     except (TypeError, ValueError):
         signature = None
 
+    # Plain parameters (no *args/**kwargs, nothing positional-only) are matched by hand: the
+    # same mapping as Signature.bind(...).arguments at a fifth of its cost, paid on every call.
+    params = list(signature.parameters.values()) if signature is not None else []
+    plain = signature is not None and all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params)
+    positional = [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+    order = {p.name: index for index, p in enumerate(params)}
+    required = {p.name for p in params if p.default is p.empty}
+
     def _arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if signature is None:
             return {"args": list(args), "kwargs": kwargs}
+        if plain and len(args) <= len(positional):
+            named = dict(zip(positional, args, strict=False))
+            if all(key in order and key not in named for key in kwargs) and required.issubset(
+                named.keys() | kwargs.keys()
+            ):
+                named.update(kwargs)
+                if kwargs:
+                    named = dict(sorted(named.items(), key=lambda item: order[item[0]]))
+                named.pop("self", None)
+                named.pop("cls", None)
+                return named
         try:
             bound = signature.bind(*args, **kwargs)
         except TypeError:
