@@ -3,7 +3,10 @@
 Runs ``LLMPolicy`` with scripted models (instant replies) over a generated lake, with the real
 observer (embedded DuckDB op store, every tool call, model call and outcome recorded durably).
 Each fill is six turns: plan, critique, find_workers, schedule_conflicts, propose_done (verified
-in code), critique. Reported per turn:
+in code), critique. Three observers, alternating fill by fill: in memory (``MemorySink``: the
+orchestration alone), the embedded store with the default acknowledgement (a task's ops durable
+together before the outcome returns) and with ``acknowledge="turn"`` (each turn's ops durable
+before the next turn). Reported per turn:
 
 - overhead: wall time minus model time (the scripted provider's own time) minus the tools' and
   verification's SQL over the lake: prompts, structured parsing and validation, the ledger and
@@ -19,41 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
 TARGET_MS = 5.0
-
-
-class MemorySink:
-    """An observer sink that keeps ops in a list: the orchestration without the store's commits."""
-
-    local = False
-
-    def __init__(self) -> None:
-        self.ops: list = []
-
-    def append(self, ops, *, timeout=None, wait_for_space=0.0):  # noqa: ANN001, ANN201
-        from agentlake.observe import AppendResult
-
-        self.ops.extend(ops)
-        return [AppendResult(id=op.id) for op in ops]
-
-    def query(self, **filters):  # noqa: ANN003, ANN201
-        return list(self.ops)
-
-    def recent(self, n: int = 100):  # noqa: ANN201
-        return self.ops[-n:]
-
-    def stats(self):  # noqa: ANN201
-        from agentlake.observe import Stats
-
-        return Stats(total=len(self.ops))
-
-    def close(self) -> None:
-        pass
 
 
 def main() -> None:
@@ -64,6 +39,7 @@ def main() -> None:
     parser.add_argument("--fills", type=int, default=40)
     parser.add_argument("--warmup", type=int, default=3)
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
 
     from agentlake.agents import FillOrder, LLMPolicy, RunContext, ScheduleBook, default_tools, orchestrator
     from agentlake.agents.actions import ExecutorAction
@@ -71,7 +47,7 @@ def main() -> None:
     from agentlake.data.workforce import generate_workforce, load_workforce
     from agentlake.lake import Lake
     from agentlake.llm import FunctionProvider, generate_json
-    from agentlake.observe import Observer, install_llm_recording, open_observer
+    from agentlake.observe import MemorySink, Observer, install_llm_recording, open_observer
     from agentlake.settings import Settings
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-agents-"))
@@ -132,18 +108,28 @@ def main() -> None:
         return result
 
     tools.call = timed_call  # type: ignore[method-assign]
-    policy = LLMPolicy(executor, reviewer)
+    policies = {
+        "task": LLMPolicy(executor, reviewer),
+        "turn": LLMPolicy(executor, reviewer, acknowledge="turn"),
+    }
     schema = ExecutorAction.model_json_schema()
     plan_text = json.dumps(executor_script[0])
     messages = [{"role": "system", "content": "x" * 4000}, {"role": "user", "content": "y" * 2000}]
 
     memory_observer = Observer(MemorySink(), ring_size=1000)
-    variants = {"memory": memory_observer, "embedded": observer}
+    variants = {
+        "memory": (memory_observer, "task"),
+        "embedded": (observer, "task"),
+        "embedded, per turn": (observer, "turn"),
+    }
     results: dict[str, dict[str, list[float]]] = {
         name: {"overhead": [], "with_sql": [], "base": []} for name in variants
     }
     for i in range(args.warmup + args.fills):
-        for name, chosen in variants.items():  # alternate, so machine load hits both alike
+        if isinstance(memory_observer.sink, MemorySink):
+            memory_observer.sink.ops.clear()  # keep the in-memory variant's footprint flat
+        for name, (chosen, acknowledge) in variants.items():  # alternate: machine load hits all alike
+            policy = policies[acknowledge]
             uninstall = install_llm_recording(chosen)
             queue[:] = [json.dumps(step) for step in executor_script]
             model_ms[0] = sql_ms[0] = 0.0
@@ -168,12 +154,16 @@ def main() -> None:
     def cell(values: list[float]) -> str:
         return f"{statistics.median(values):.3f} ms / {statistics.quantiles(values, n=10)[8]:.3f} ms"
 
-    print("| per turn (median / p90) | observer in memory | observer embedded (DuckDB, durable) |")
-    print("|---|---|---|")
+    print(
+        f"load average before/after: {load_before:.2f} / {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+    )
+    print("| per turn (median / p90) | observer in memory | embedded (DuckDB), acknowledged per task "
+          "| embedded (DuckDB), acknowledged per turn |")  # fmt: skip
+    print("|---|---|---|---|")
     for key, label in (("base", "bare `generate_json` call, scripted (baseline)"),
                        ("overhead", "orchestration overhead (no model time, no SQL)"),
                        ("with_sql", "overhead + the tools' and verification's SQL")):  # fmt: skip
-        print(f"| {label} | {cell(results['memory'][key])} | {cell(results['embedded'][key])} |")
+        print(f"| {label} | " + " | ".join(cell(results[name][key]) for name in variants) + " |")
     for name in variants:
         median = statistics.median(results[name]["overhead"])
         ratio = median / statistics.median(results[name]["base"])

@@ -11,6 +11,11 @@ Measured in the same run:
   batched         POST /events, 1000 events per request, B connections
   in-process      OpStore.append of 1000-event batches, no HTTP (the store's ceiling)
 
+And the in-process recording path (no HTTP; a wrapped tool, an embedded store, CPU per op):
+  observe(), one by one      each op durable before the call returns (one commit each)
+  observe(), deferred x10    ten ops per deferred() scope (a turn or a task): one commit per scope
+  async wrap_tool, 64 tasks  the gateway's way: 64 concurrent calls, each awaiting its commit
+
 Usage: .venv/bin/python benchmarks/bench_observe.py [--seconds 8] [--concurrency 64,256] [--batch 1000]
 """
 
@@ -152,6 +157,58 @@ def _in_process(batch: int, seconds: float) -> dict[str, float]:
         }
 
 
+def _recording(seconds: float) -> dict[str, dict[str, float]]:
+    """CPU per op of the in-process recording path: a wrapped tool over an embedded store."""
+    import agentlake.observe as observe_module
+    from agentlake.observe import Observer, OpStore, observe, wrap_tool
+
+    deferred = getattr(observe_module, "deferred", None)  # absent before deferred() existed
+
+    def search(query: str, city: str, k: int = 20) -> str:
+        return f"{k} workers near {city}, top score 0.83"
+
+    async def fetch(worker_id: str) -> dict[str, str]:
+        return {"id": worker_id, "role": "Welder"}
+
+    def measure(observer: Observer, step) -> dict[str, float]:  # noqa: ANN001
+        ops, start, cpu_start = 0, time.perf_counter(), time.process_time()
+        while time.perf_counter() - start < seconds:
+            ops += step()
+        cpu, wall = time.process_time() - cpu_start, time.perf_counter() - start
+        return {"events_per_s": ops / wall, "events": ops, "server_cpu_us": 1e6 * cpu / ops}
+
+    results: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp, Observer(OpStore(Path(tmp) / "rec.duckdb")) as observer:
+        tool = wrap_tool(search, observer=observer)
+
+        def one() -> int:
+            with observe("task.step", input="fill 3 x Welder", observer=observer) as op:
+                op.set_output(tool("certified welder", "Cleveland"))
+            return 2
+
+        results["observe(), one by one"] = measure(observer, one)
+        if deferred is not None:
+
+            def scoped() -> int:
+                with deferred():
+                    for _ in range(5):
+                        one()
+                return 10
+
+            results["observe(), deferred x10"] = measure(observer, scoped)
+        wrapped = wrap_tool(fetch, observer=observer)
+
+        def gathered() -> int:
+            async def main() -> None:
+                await asyncio.gather(*(wrapped(f"w-{i}") for i in range(64)))
+
+            asyncio.run(main())
+            return 64
+
+        results["async wrap_tool, 64 tasks"] = measure(observer, gathered)
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -204,6 +261,7 @@ def main() -> None:
         server.terminate()
         server.wait(60)
     results["in-process OpStore"] = _in_process(args.batch, args.seconds)
+    recording = _recording(args.seconds / 2)
     acknowledged = sum(
         r["events"] for name, r in results.items() if name not in ("health floor", "in-process OpStore")
     )
@@ -220,6 +278,9 @@ def main() -> None:
     print(
         f"acknowledged {acknowledged:,} events; stored in the file: {stored:,} ({'all durable' if stored == acknowledged else 'MISMATCH'})"
     )
+    print(f"\n{'in-process recording':<28}{'ops/s':>10}{'cpu us/op':>12}")
+    for name, r in recording.items():
+        print(f"{name:<28}{r['events_per_s']:>10,.0f}{r['server_cpu_us']:>12.1f}")
     shutil.rmtree(data_dir, ignore_errors=True)
 
 
