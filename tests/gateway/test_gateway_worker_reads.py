@@ -1,0 +1,76 @@
+"""GET /worker/{id} from its cache of rendered records: the same JSON as the model renders, the
+lake's changes seen at once, a key index made for the misses, and a bounded memory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from agentlake.gateway.schemas import Worker
+from agentlake.gateway.worker_cache import WorkerCache
+from agentlake.lake import Lake
+
+H = dict[str, dict[str, str]]
+
+
+def _row(lake: Lake, worker_id: int) -> pa.Table:
+    return lake.read_arrow("SELECT * FROM workers WHERE worker_id = ?", [worker_id])
+
+
+def test_a_cached_answer_is_what_the_model_renders(gateway: Any, keys: H) -> None:
+    first = gateway.get("/worker/3", headers=keys["read"])
+    again = gateway.get("/worker/3", headers=keys["read"])
+    assert first.status_code == again.status_code == 200
+    assert first.headers["content-type"] == "application/json"
+    assert again.content == first.content  # served from the cache the second time
+    workers = gateway.app.state.services.workers
+    assert workers.hits >= 1 and workers.misses == 1
+    lake = gateway.app.state.services.lake
+    expected = Worker(**_row(lake, 3).to_pylist()[0]).model_dump(mode="json")
+    assert first.json() == expected
+
+
+def test_a_change_to_the_lake_is_served_at_once(gateway: Any, keys: H) -> None:
+    lake = gateway.app.state.services.lake
+    assert gateway.get("/worker/5", headers=keys["read"]).json()["name"] != "Renamed Person"
+    renamed = _row(lake, 5).set_column(
+        _row(lake, 5).schema.get_field_index("name"), "name", pa.array(["Renamed Person"])
+    )
+    lake.write_table("workers", renamed, mode="upsert", key="worker_id")
+    assert gateway.get("/worker/5", headers=keys["read"]).json()["name"] == "Renamed Person"
+
+    # A column added by an ingest appears in the record (the model keeps extra fields).
+    extra = _row(lake, 6).append_column("badge", pa.array(["B-6"]))
+    lake.write_table("workers", extra, mode="upsert", key="worker_id", evolve=True)
+    assert gateway.get("/worker/6", headers=keys["read"]).json()["badge"] == "B-6"
+
+    # A worker removed by a replace is gone, not served from memory.
+    assert gateway.get("/worker/7", headers=keys["read"]).status_code == 200
+    lake.write_table("workers", _row(lake, 8), mode="replace")
+    gone = gateway.get("/worker/7", headers=keys["read"])
+    assert gone.status_code == 404 and "no worker with worker_id 7" in gone.json()["error"]["message"]
+    assert gateway.get("/worker/8", headers=keys["read"]).status_code == 200
+
+
+def test_misses_read_through_a_key_index(gateway: Any, keys: H) -> None:
+    lake = gateway.app.state.services.lake
+    with lake.cursor() as cur:
+        before = cur.execute(
+            "SELECT index_name FROM duckdb_indexes() WHERE table_name = 'workers'"
+        ).fetchall()
+    assert before == []
+    assert gateway.get("/worker/9", headers=keys["read"]).status_code == 200
+    with lake.cursor() as cur:
+        after = cur.execute("SELECT index_name FROM duckdb_indexes() WHERE table_name = 'workers'").fetchall()
+    assert after == [("workers__worker_id__key",)]
+
+
+def test_the_cache_is_bounded(gateway: Any) -> None:
+    services = gateway.app.state.services
+    cache = WorkerCache(lambda: services.lake, max_entries=2)
+    for worker_id in (1, 2, 3):
+        cache.load(worker_id)
+    assert len(cache) == 2
+    assert cache.cached(1) is None  # the least recently used went first
+    assert cache.cached(3) is not None and cache.cached(2) is not None
