@@ -10,6 +10,19 @@ It reports wall time, days and judged events per second, the mean seconds of one
 staffer (``rules-static`` is the no-lessons baseline of ``rules-learning``'s retrieval and
 lesson-driven search), the ratio process/inline, and checks that both backends gave the same
 results. No model is called. Run: ``.venv/bin/python benchmarks/bench_scenarios.py``.
+
+``--main-job`` measures ``make demo``'s first run instead, each in a fresh data directory (the
+embedding model is loaded once beforehand, so neither pays for it):
+
+1. the baseline: the same work in sequence, as the demo did before the background index
+   (``run_demo``: generate, embed and index, examples; then the pack);
+2. ``run_main_job``: the index built in a background thread while the rules staffers run the
+   pack; its steps and their times are printed.
+
+With ``--local-llm`` the main job also runs ``local-tiny`` (needs ``make local-llm``) and the
+script prints its model calls, seconds per call and fill rate. The load average is printed
+before and after each (the machine may be shared).
+Run: ``.venv/bin/python benchmarks/bench_scenarios.py --main-job [--local-llm]``.
 """
 
 from __future__ import annotations
@@ -28,7 +41,12 @@ def main() -> None:
     parser.add_argument("--workers-rows", type=int, default=50_000, help="workers in the generated lake")
     parser.add_argument("--workers", type=int, default=2, help="processes of the process backend")
     parser.add_argument("--batches", type=int, default=3)
+    parser.add_argument("--main-job", action="store_true", help="time make demo's first run (see above)")
+    parser.add_argument("--local-llm", action="store_true", help="with --main-job: also run local-tiny")
     args = parser.parse_args()
+    if args.main_job:
+        main_job(args)
+        return
 
     from agentlake.data.workforce import generate_workforce, load_workforce
     from agentlake.lake import Lake
@@ -90,6 +108,57 @@ def main() -> None:
         print(f"rules-learning/rules-static mean day (inline): {lessons_cost:.2f}x")
         print(f"same results on both backends: {outcomes['inline'] == outcomes['process']}")
         print(f"rules-learning gain batch 1 -> {args.batches}: {100 * learned['inline']:+.1f} points")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").exists() else "?"
+
+
+def main_job(args: argparse.Namespace) -> None:
+    """The first run of ``make demo``: sequential baseline, then the background-index main job."""
+    from agentlake.demo import DEMO_STAFFERS, LOCAL_STAFFER, StepDone, run_demo, run_main_job
+    from agentlake.embed import get_embedder
+    from agentlake.scenarios import read_results
+    from agentlake.scenarios.runner import run_scenarios
+    from agentlake.settings import load_settings
+
+    get_embedder().embed(["load the model once, outside both measurements"])
+    root = Path(tempfile.mkdtemp(prefix="bench-main-job-"))
+    try:
+        baseline = load_settings(data_dir=str(root / "seq" / "data"), runs_dir=str(root / "seq" / "runs"))
+        print(f"baseline (index, then pack): load average before {_load()}")
+        started = time.perf_counter()
+        first = run_demo(baseline, workers=args.workers_rows)
+        indexed = time.perf_counter() - started
+        run_scenarios("builtin", list(DEMO_STAFFERS), batches=args.batches, settings=baseline)
+        sequential = time.perf_counter() - started
+        print(f"  {sequential:.1f} s: generate + embed {first.index.embedded if first.index else 0} + index "
+              f"+ examples {indexed:.1f} s, pack {sequential - indexed:.1f} s; load average after {_load()}")  # fmt: skip
+
+        settings = load_settings(data_dir=str(root / "job" / "data"), runs_dir=str(root / "job" / "runs"))
+        print(f"main job (index in the background): load average before {_load()}")
+        steps: list[StepDone] = []
+        started = time.perf_counter()
+        job = run_main_job(
+            settings, workers=args.workers_rows, batches=args.batches, local_llm=args.local_llm,
+            on_event=lambda e: steps.append(e) if isinstance(e, StepDone) else None,
+        )  # fmt: skip
+        wall = time.perf_counter() - started
+        print(f"  {wall:.1f} s; load average after {_load()}")
+        for step in steps:
+            print(
+                f"  {step.name:20s} from {step.started_s:7.1f} s  took {step.seconds:7.1f} s  {step.summary}"
+            )
+        print(f"main job / baseline wall time: {wall / sequential:.2f}")
+        if job.local is not None:
+            local = [r for r in read_results(job.local.run_dir) if r.staffer == LOCAL_STAFFER]
+            calls = sum(r.turns for r in local)
+            seconds = sum(r.latency_ms for r in local) / 1000
+            filled, requested = sum(r.filled for r in local), sum(r.requested for r in local)
+            print(f"local-tiny: {len(local)} events, {calls} model calls, {seconds:.1f} s "
+                  f"({seconds / max(calls, 1):.2f} s per call), {filled}/{requested} filled")  # fmt: skip
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

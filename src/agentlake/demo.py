@@ -187,6 +187,9 @@ class BackgroundIndex:
 
         try:
             embedder = self._embedder or get_embedder(None, self.lake.settings)
+            # Load the model here, off the rate's clock; a fresh index needs it too: the example
+            # search embeds its question, and then finds it loaded.
+            _ = embedder.dimension
             rows = self.lake.read_arrow(
                 f"SELECT {quote_ident(self.column)}::VARCHAR AS text FROM {quote_ident(self.dataset)}"
             )
