@@ -13,6 +13,7 @@ Measured in the same run:
 
 And the in-process recording path (no HTTP; a wrapped tool, an embedded store, CPU per op):
   observe(), one by one      each op durable before the call returns (one commit each)
+  observe(), no store        the same into a list: the recording path's own cost
   observe(), deferred x10    ten ops per deferred() scope (a turn or a task): one commit per scope
   async wrap_tool, 64 tasks  the gateway's way: 64 concurrent calls, each awaiting its commit
 
@@ -190,6 +191,24 @@ def _in_process(batch: int, seconds: float) -> dict[str, dict[str, float]]:
     return results
 
 
+class _ListSink:
+    """Ops into a list: the recording path's own cost, without a store (works on any version)."""
+
+    local = False
+
+    def __init__(self) -> None:
+        self.ops: list = []
+
+    def append(self, ops, *, timeout=None, wait_for_space=0.0):  # noqa: ANN001, ANN201
+        from agentlake.observe import AppendResult
+
+        self.ops.extend(ops)
+        return [AppendResult(op.id) for op in ops]
+
+    def close(self) -> None:
+        pass
+
+
 def _recording(seconds: float) -> dict[str, dict[str, float]]:
     """CPU per op of the in-process recording path: a wrapped tool over an embedded store."""
     import agentlake.observe as observe_module
@@ -220,6 +239,16 @@ def _recording(seconds: float) -> dict[str, dict[str, float]]:
             return 2
 
         results["observe(), one by one"] = measure(observer, one)
+        memory = Observer(_ListSink(), ring_size=1000)
+        memory_tool = wrap_tool(search, observer=memory)
+
+        def in_memory() -> int:
+            with observe("task.step", input="fill 3 x Welder", observer=memory) as op:
+                op.set_output(memory_tool("certified welder", "Cleveland"))
+            memory.sink.ops.clear()
+            return 2
+
+        results["observe(), no store"] = measure(memory, in_memory)
         if deferred is not None:
 
             def scoped() -> int:
