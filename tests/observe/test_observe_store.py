@@ -251,3 +251,30 @@ def test_checkpoints_run_beside_the_writer_and_lose_nothing(tmp_path: Path) -> N
         assert store.count() == 3001
     with OpStore(path, read_only=True) as reopened:
         assert reopened.count() == 3001
+
+
+def test_a_committed_op_leaves_no_reference_cycle_behind(tmp_path: Path) -> None:
+    # Servers await commits through ticket callbacks (the writer resolves a future on the loop).
+    # A callback kept after it ran closed a cycle (pending -> callback -> ticket -> pending) per
+    # op: only a full collection could free it, and under load those stalled every request.
+    import asyncio
+    import gc
+
+    from agentlake.observe.store import Ticket, _Pending
+
+    async def record(observer: Observer) -> None:
+        await asyncio.gather(*(observer.record_many_async([_op(i)]) for i in range(50)))
+
+    with Observer(OpStore(tmp_path / "o.duckdb")) as observer:
+        asyncio.run(record(observer))  # warm up: the loop's and the store's one-time objects
+        gc.collect()
+        gc.set_debug(gc.DEBUG_SAVEALL)  # keep what the collector finds, to look at it
+        try:
+            asyncio.run(record(observer))
+            gc.collect()
+            leftovers = [o for o in gc.garbage if isinstance(o, _Pending | Ticket)]
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+        assert observer.sink.count() == 50  # the same 50 ids: the second round is all duplicates
+    assert leftovers == []
