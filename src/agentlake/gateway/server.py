@@ -34,6 +34,7 @@ def run(
 
     from agentlake.errors import UserError
     from agentlake.gateway.app import create_app
+    from agentlake.serving import tune_collector
 
     settings = settings or load_settings(gateway_host=host, gateway_port=port, gateway_access_log=access_log)
     if settings.gateway_host not in _LOOPBACK and not settings.api_key_scopes:
@@ -56,6 +57,7 @@ def run(
         timeout_keep_alive=30,
     )
     server = uvicorn.Server(config)
+    tune_collector()
     try:
         server.run()
     except SystemExit:

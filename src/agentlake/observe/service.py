@@ -328,11 +328,13 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     import uvicorn
 
     from agentlake.observe.record import open_observer, set_observer
+    from agentlake.serving import tune_collector
 
     observer = open_observer(settings.model_copy(update={"observer_sink": "embedded"}))
     previous = set_observer(observer)
     try:
         app = create_app(observer, settings)
+        tune_collector()
         uvicorn.run(app, host=host or settings.observer_host, port=port or settings.observer_port,
                     log_level="warning", access_log=False, timeout_graceful_shutdown=5)  # fmt: skip
     finally:
