@@ -8,6 +8,7 @@ own the workforce's schema (``agentlake.data``), who is booked when during a run
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -60,22 +61,36 @@ def get_worker(lake: Lake, worker_id: int) -> dict[str, Any]:
     """The worker's row from the ``workers`` dataset.
 
     ``NotFoundError`` for an unknown worker, ``UserError`` when the lake has no workers dataset.
-    One indexed point read on its own cursor: this sits on the gateway's hottest path.
+    """
+    row = get_workers(lake, [worker_id]).get(worker_id)
+    if row is None:
+        raise NotFoundError(f"no worker with worker_id {worker_id}")
+    return row
+
+
+def get_workers(lake: Lake, worker_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """The rows of these workers by id, in one read; ids with no worker are left out.
+
+    ``UserError`` when the lake has no workers dataset. One indexed read on its own cursor: this
+    sits on the gateway's hottest path, where a query's fixed cost (~0.45 ms of CPU) dwarfs a
+    row's, so concurrent misses share one (``gateway.worker_cache``).
     """
     import duckdb
 
+    ids = list(dict.fromkeys(worker_ids))
+    if not ids:
+        return {}
     with lake.cursor() as cur:
         try:
-            cur.execute("SELECT * FROM workers WHERE worker_id = ?", [worker_id])
+            cur.execute(f"SELECT * FROM workers WHERE worker_id IN ({', '.join('?' * len(ids))})", ids)
         except duckdb.CatalogException:
             raise UserError(
                 "the lake has no workers dataset: run `agentlake data generate` or ingest one"
             ) from None
-        row = cur.fetchone()
+        rows = cur.fetchall()
         columns = [column[0] for column in cur.description or []]
-    if row is None:
-        raise NotFoundError(f"no worker with worker_id {worker_id}")
-    return dict(zip(columns, row, strict=True))
+    records = (dict(zip(columns, row, strict=True)) for row in rows)
+    return {record["worker_id"]: record for record in records}
 
 
 def worker_profile(lake: Lake, worker_id: int, *, max_placements: int = 200) -> WorkerProfile:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Path, Request, Response
-from starlette.concurrency import run_in_threadpool
 
 from agentlake.gateway.errors import BAD_REQUEST, COMMON_ERRORS, NOT_FOUND
 from agentlake.gateway.schemas import (
@@ -74,9 +73,9 @@ def match(body: MatchRequest, request: Request) -> SearchResponse:
 )
 async def worker(request: Request, worker_id: int = WorkerId) -> Response:
     # The hottest route: a cached record is answered on the event loop as the bytes the Worker
-    # model rendered when it was read (gateway.worker_cache); only a miss takes a thread.
+    # model rendered when it was read (gateway.worker_cache); misses share grouped reads.
     workers = request.app.state.services.workers
-    body = workers.cached(worker_id) or await run_in_threadpool(workers.load, worker_id)
+    body = workers.cached(worker_id) or await workers.read(worker_id)
     return Response(body, media_type="application/json")
 
 
