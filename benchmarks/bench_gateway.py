@@ -9,7 +9,19 @@ latency at a stated load). Every request is authenticated and observed (one dura
 as in production. GET /health runs first as the framework floor (same middleware, no lake read),
 and the server's own CPU per request is read from /proc.
 
-    .venv/bin/python benchmarks/bench_gateway.py [--workers 10000] [--clients 50] [--seconds 20] [--rate 2]
+GET /worker/{id} is measured twice, because the gateway caches rendered records:
+"first reads" asks for every id once (each request a cache miss: a point read of the lake),
+then "any id" draws ids uniformly, as before (by then every id has been read once, so these are
+cache hits; the share of repeated ids is printed).
+
+With `--baseline-src DIR` a second server runs the same protocol from another source tree
+(e.g. `git archive <rev> src | tar -x -C DIR`, then DIR/src), on its own copy of the lake,
+alternating with the current one run by run, so both face the same machine load; the table
+then shows current / baseline ratios. The learning schedule is off in both servers (a lesson
+extraction cycle every 5 minutes would land at random in some runs).
+
+    .venv/bin/python benchmarks/bench_gateway.py [--workers 10000] [--clients 50] [--seconds 20]
+        [--rate 2] [--data-dir DIR] [--baseline-src DIR/src]
 
 The load generator speaks HTTP/1.1 over asyncio streams: a general-purpose client would spend
 more CPU than the server on this 2-core machine and measure itself.
@@ -22,6 +34,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import socket
 import statistics
 import subprocess
@@ -44,6 +57,14 @@ MATCH_FILTERS = [
     "state IN ('TX', 'CA') AND availability >= 0.5",
     "role = 'Welder'",
 ]
+# Ids the warm-up reads; "first reads" never asks for them.
+WARMUP_IDS = 200
+NAMES = {
+    "health": "GET /health (floor)",
+    "worker-new": "GET /worker first reads",
+    "worker": "GET /worker any id",
+    "match": "POST /match",
+}
 
 
 # --- load generator (runs in its own process) -------------------------------------------
@@ -67,6 +88,8 @@ async def _client(
                 await asyncio.sleep(max(0.0, due - time.perf_counter()))
                 due = max(due + interval, time.perf_counter())
             request = make_request()
+            if request is None:
+                return  # "first reads": every id has been asked for
             started = time.perf_counter()
             writer.write(request)
             await writer.drain()
@@ -84,12 +107,30 @@ async def _client(
         writer.close()
 
 
-def _requests(kind: str, host: str, max_worker: int):
+def _requests(kind: str, host: str, max_worker: int, asked: list[int]):
     common = f"Host: {host}\r\nX-API-Key: {KEY}\r\n"
     if kind == "health":
         return lambda: f"GET /health HTTP/1.1\r\n{common}\r\n".encode()
-    if kind == "worker":
-        return lambda: f"GET /worker/{random.randint(1, max_worker)} HTTP/1.1\r\n{common}\r\n".encode()
+    if kind in ("worker", "worker-new", "worker-warmup"):
+        if kind == "worker-new":
+            # Every id once, in a fixed shuffled order: each request is the first for its id.
+            fresh = list(range(WARMUP_IDS + 1, max_worker + 1))
+            random.Random(7).shuffle(fresh)
+            pick = iter(fresh).__next__
+        elif kind == "worker-warmup":
+            pick = lambda: random.randint(1, WARMUP_IDS)  # noqa: E731
+        else:
+            pick = lambda: random.randint(1, max_worker)  # noqa: E731
+
+        def worker() -> bytes | None:
+            try:
+                worker_id = pick()
+            except StopIteration:
+                return None
+            asked.append(worker_id)
+            return f"GET /worker/{worker_id} HTTP/1.1\r\n{common}\r\n".encode()
+
+        return worker
 
     def match() -> bytes:
         body = json.dumps(
@@ -106,9 +147,10 @@ def _requests(kind: str, host: str, max_worker: int):
 async def _load(kind: str, port: int, clients: int, seconds: float, max_worker: int, rate: float) -> dict:
     latencies: list[float] = []
     errors: list[str] = []
+    asked: list[int] = []
     deadline = time.perf_counter() + seconds
     started = time.perf_counter()
-    make = _requests(kind, "127.0.0.1", max_worker)
+    make = _requests(kind, "127.0.0.1", max_worker, asked)
     results = await asyncio.gather(
         *(
             _client("127.0.0.1", port, make, deadline, latencies, errors, 1.0 / rate if rate else 0.0)
@@ -130,6 +172,7 @@ async def _load(kind: str, port: int, clients: int, seconds: float, max_worker: 
         if latencies
         else None,
         "max_ms": round(latencies[-1], 2) if latencies else None,
+        "ids": asked,
     }
 
 
@@ -173,62 +216,100 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _run_load(
-    kind: str, port: int, clients: int, seconds: float, workers: int, server_pid: int, rate: float = 0.0
-) -> dict:
-    before = _cpu_seconds(server_pid)
-    command = [
-        sys.executable,
-        __file__,
-        "--load",
-        kind,
-        str(port),
-        str(clients),
-        str(seconds),
-        str(workers),
-        str(rate),
-    ]
-    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    result = json.loads(output.strip().splitlines()[-1])
-    spent = _cpu_seconds(server_pid) - before
-    result["server_cpu_ms"] = round(spent * 1000 / max(result["requests"], 1), 2)
-    result["rate"] = rate
-    return result
+def _load_average() -> float:
+    return os.getloadavg()[0]
 
 
-def _start_server(data_dir: Path) -> tuple[subprocess.Popen, int]:
-    import httpx
+class Server:
+    """One `agentlake serve` process over its own copy of the lake, and what it was asked."""
 
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTLAKE_")}
-    env |= {"AGENTLAKE_DATA_DIR": str(data_dir), "AGENTLAKE_API_KEYS": f"{KEY}:read"}
-    agentlake = str(Path(sys.executable).with_name("agentlake"))
-    server = subprocess.Popen([agentlake, "serve", "--port", str(port), "--log-level", "warning"], env=env)
-    for _ in range(600):
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/health", timeout=1)
-            return server, port
-        except httpx.TransportError:
-            if server.poll() is not None:
-                raise SystemExit("the gateway did not start") from None
-            time.sleep(0.2)
-    raise SystemExit("the gateway did not answer within 120 s")
+    def __init__(self, label: str, lake_dir: Path, root: Path, src: Path | None) -> None:
+        import httpx
+
+        self.label = label
+        data_dir = root / label
+        data_dir.mkdir(parents=True)
+        # Only the lake and its vector index: each server starts with an empty op store.
+        shutil.copy(lake_dir / "lake.duckdb", data_dir / "lake.duckdb")
+        shutil.copytree(lake_dir / "lake.indexes", data_dir / "lake.indexes")
+        self.port = _free_port()
+        self.seen: set[int] = set()  # worker ids this server has answered (for the repeat share)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTLAKE_")}
+        env |= {
+            "AGENTLAKE_DATA_DIR": str(data_dir),
+            "AGENTLAKE_CONFIG": str(root / "none.toml"),
+            "AGENTLAKE_API_KEYS": f"{KEY}:read",
+            "AGENTLAKE_LEARN_SCHEDULE": "false",
+        }
+        if src is not None:
+            env["PYTHONPATH"] = str(src)  # ahead of the editable install of this checkout
+        command = [sys.executable, "-m", "agentlake.cli.main", "serve", "--port", str(self.port)]
+        self.process = subprocess.Popen([*command, "--log-level", "warning"], env=env)
+        for _ in range(600):
+            try:
+                httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=1)
+                return
+            except httpx.TransportError:
+                if self.process.poll() is not None:
+                    raise SystemExit(f"the {label} gateway did not start") from None
+                time.sleep(0.2)
+        raise SystemExit(f"the {label} gateway did not answer within 120 s")
+
+    def run(self, kind: str, clients: int, seconds: float, workers: int, rate: float = 0.0) -> dict:
+        load_before = _load_average()
+        before = _cpu_seconds(self.process.pid)
+        command = [
+            sys.executable,
+            __file__,
+            "--load",
+            kind,
+            str(self.port),
+            str(clients),
+            str(seconds),
+            str(workers),
+            str(rate),
+        ]
+        output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+        result = json.loads(output.strip().splitlines()[-1])
+        spent = _cpu_seconds(self.process.pid) - before
+        ids = result.pop("ids")
+        if ids:
+            result["repeat_pct"] = round(100 * sum(1 for i in ids if i in self.seen) / len(ids), 1)
+            self.seen.update(ids)
+        result["server_cpu_ms"] = round(spent * 1000 / max(result["requests"], 1), 3)
+        result["rate"] = rate
+        result["load"] = f"{load_before:.1f}-{_load_average():.1f}"
+        result["server"] = self.label
+        return result
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
 
 
-def _table(title: str, results: list[dict]) -> None:
+def _table(title: str, results: list[dict], baseline: dict[str, dict] | None) -> None:
     floor = results[0]
-    names = {"health": "GET /health (floor)", "worker": "GET /worker/{id}", "match": "POST /match"}
     print(f"\n{title}")
-    print(
-        f"{'endpoint':<22}{'requests':>9}{'rps':>8}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'errors':>7}"
-        f"{'p50/floor':>10}{'p99/floor':>10}{'server cpu ms/req':>18}"
+    header = (
+        f"{'endpoint':<26}{'requests':>9}{'rps':>8}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'errors':>7}"
+        f"{'p99/floor':>10}{'cpu ms/req':>11}{'repeat %':>9}{'load':>10}"
     )
+    if baseline:
+        header += f"{'rps x':>7}{'p99 x':>7}{'cpu x':>7}"
+    print(header)
     for r in results:
-        print(
-            f"{names[r['kind']]:<22}{r['requests']:>9}{r['rps']:>8}{r['p50_ms']:>9}{r['p99_ms']:>9}{r['max_ms']:>9}"
-            f"{r['errors']:>7}{r['p50_ms'] / floor['p50_ms']:>10.2f}{r['p99_ms'] / floor['p99_ms']:>10.2f}"
-            f"{r['server_cpu_ms']:>18}"
+        line = (
+            f"{NAMES[r['kind']]:<26}{r['requests']:>9}{r['rps']:>8}{r['p50_ms']:>9}{r['p99_ms']:>9}"
+            f"{r['max_ms']:>9}{r['errors']:>7}{r['p99_ms'] / floor['p99_ms']:>10.2f}{r['server_cpu_ms']:>11}"
+            f"{r.get('repeat_pct', ''):>9}{r['load']:>10}"
         )
+        base = (baseline or {}).get(r["kind"])
+        if base:
+            line += (
+                f"{r['rps'] / base['rps']:>7.2f}{r['p99_ms'] / base['p99_ms']:>7.2f}"
+                f"{r['server_cpu_ms'] / base['server_cpu_ms']:>7.2f}"
+            )
+        print(line)
         if r["errors"]:
             print(f"    error examples: {r['error_examples']}")
 
@@ -250,47 +331,82 @@ def main() -> None:
         default=None,
         help="Build the lake here (or reuse the one already there) instead of a temporary dir.",
     )
+    parser.add_argument(
+        "--baseline-src",
+        type=Path,
+        default=None,
+        help="The src/ directory of another agentlake tree to run as the baseline, alternating with this one.",
+    )
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     with tempfile.TemporaryDirectory(prefix="bench-gateway-") as tmp:
-        data_dir = args.data_dir or Path(tmp) / "data"
-        if not (data_dir / "lake.duckdb").exists():
+        lake_dir = args.data_dir or Path(tmp) / "lake"
+        if not (lake_dir / "lake.duckdb").exists():
             print(f"building a {args.workers}-worker lake with its index ...", flush=True)
-            print(f"  built in {_build_lake(data_dir, args.workers):.1f} s", flush=True)
-        server, port = _start_server(data_dir)
+            print(f"  built in {_build_lake(lake_dir, args.workers):.1f} s", flush=True)
+        servers = [Server("current", lake_dir, Path(tmp) / "servers", None)]
+        if args.baseline_src:
+            servers.insert(0, Server("baseline", lake_dir, Path(tmp) / "servers", args.baseline_src))
+        results: dict[str, list[dict]] = {server.label: [] for server in servers}
+        paced: dict[str, list[dict]] = {server.label: [] for server in servers}
         try:
-            # Warm up: the embedding model, DuckDB caches, the observer's store.
-            _run_load("match", port, 4, 3, args.workers, server.pid)
-            _run_load("worker", port, 4, 2, args.workers, server.pid)
-            kinds = ("health", "worker", "match")
-            closed = [
-                _run_load(kind, port, args.clients, args.seconds, args.workers, server.pid) for kind in kinds
-            ]
-            paced = (
-                [
-                    _run_load(kind, port, args.clients, args.seconds, args.workers, server.pid, args.rate)
-                    for kind in kinds
-                ]
-                if args.rate
-                else []
-            )
+            for server in servers:
+                # Warm up: the embedding model, DuckDB caches, the observer's store.
+                server.run("match", 4, 3, args.workers)
+                server.run("worker-warmup", 4, 2, args.workers)
+            kinds = ("health", "worker-new", "worker", "match")
+            for index, kind in enumerate(kinds):
+                # Alternate which server goes first, so neither always meets the same load.
+                order = servers if index % 2 == 0 else servers[::-1]
+                for server in order:
+                    results[server.label].append(server.run(kind, args.clients, args.seconds, args.workers))
+            if args.rate:
+                for index, kind in enumerate(("health", "worker", "match")):
+                    order = servers if index % 2 == 0 else servers[::-1]
+                    for server in order:
+                        paced[server.label].append(
+                            server.run(kind, args.clients, args.seconds, args.workers, args.rate)
+                        )
         finally:
-            server.terminate()
-            server.wait(timeout=30)
+            for server in servers:
+                server.stop()
 
     print(
-        f"\n{args.workers} workers, {args.seconds:g} s per run, {os.cpu_count()} CPUs shared with the load generator"
+        f"\n{args.workers} workers, {args.seconds:g} s per run, {os.cpu_count()} CPUs shared with the load "
+        "generator; load = the 1-minute load average at the start-end of each run; "
+        "repeat % = requests for an id this server had already answered"
     )
-    _table(f"closed loop: {args.clients} clients, each sends its next request on the previous answer", closed)
-    if paced:
-        _table(
-            f"paced: {args.clients} clients x {args.rate:g} requests/s = {args.clients * args.rate:g} offered/s",
-            paced,
+    for label in results:
+        base = (
+            {r["kind"]: r for r in results["baseline"]}
+            if label == "current" and "baseline" in results
+            else None
         )
-    worker = closed[1]
-    verdict = "met" if worker["p99_ms"] <= 50 and worker["errors"] == 0 else "MISSED"
-    print(f"\ntarget p99 <= 50 ms for /worker (closed loop, {args.clients} clients) with 0 errors: {verdict}")
+        _table(
+            f"[{label}] closed loop: {args.clients} clients, each sends its next request on the previous answer",
+            results[label],
+            base,
+        )
+        if paced[label]:
+            base = (
+                {r["kind"]: r for r in paced["baseline"]}
+                if label == "current" and "baseline" in paced
+                else None
+            )
+            _table(
+                f"[{label}] paced: {args.clients} clients x {args.rate:g} requests/s = "
+                f"{args.clients * args.rate:g} offered/s",
+                paced[label],
+                base,
+            )
+    for kind in ("worker", "worker-new"):
+        worker = next(r for r in results["current"] if r["kind"] == kind)
+        verdict = "met" if worker["p99_ms"] <= 50 and worker["errors"] == 0 else "MISSED"
+        print(
+            f"\ntarget p99 <= 50 ms for {NAMES[kind]} (closed loop, {args.clients} clients) with 0 errors: "
+            f"{verdict} (p99 {worker['p99_ms']} ms, {worker['errors']} errors)"
+        )
 
 
 if __name__ == "__main__":
