@@ -21,7 +21,7 @@ then shows current / baseline ratios. The learning schedule is off in both serve
 extraction cycle every 5 minutes would land at random in some runs).
 
     .venv/bin/python benchmarks/bench_gateway.py [--workers 10000] [--clients 50] [--seconds 20]
-        [--rate 2] [--data-dir DIR] [--baseline-src DIR/src]
+        [--rate 2] [--data-dir DIR] [--baseline-src DIR/src] [--no-match]
 
 The load generator speaks HTTP/1.1 over asyncio streams: a general-purpose client would spend
 more CPU than the server on this 2-core machine and measure itself.
@@ -197,7 +197,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _build_lake(data_dir: Path, workers: int) -> float:
+def _build_lake(data_dir: Path, workers: int, index: bool) -> float:
     from agentlake.data.workforce import generate_workforce, load_workforce
     from agentlake.lake import Lake
     from agentlake.lake.index import build_index
@@ -206,7 +206,8 @@ def _build_lake(data_dir: Path, workers: int) -> float:
     started = time.perf_counter()
     with Lake.open(load_settings(data_dir=data_dir)) as lake:
         load_workforce(lake, generate_workforce(workers, seed=7))
-        build_index(lake, "workers", "resume_text", progress=True)
+        if index:
+            build_index(lake, "workers", "resume_text", progress=True)
     return time.perf_counter() - started
 
 
@@ -231,7 +232,8 @@ class Server:
         data_dir.mkdir(parents=True)
         # Only the lake and its vector index: each server starts with an empty op store.
         shutil.copy(lake_dir / "lake.duckdb", data_dir / "lake.duckdb")
-        shutil.copytree(lake_dir / "lake.indexes", data_dir / "lake.indexes")
+        if (lake_dir / "lake.indexes").exists():  # absent with --no-match
+            shutil.copytree(lake_dir / "lake.indexes", data_dir / "lake.indexes")
         self.port = _free_port()
         self.seen: set[int] = set()  # worker ids this server has answered (for the repeat share)
         env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTLAKE_")}
@@ -332,6 +334,12 @@ def main() -> None:
         help="Build the lake here (or reuse the one already there) instead of a temporary dir.",
     )
     parser.add_argument(
+        "--no-match",
+        action="store_true",
+        help="Skip POST /match and the search index it needs (embedding every resume): "
+        "lets /worker be measured on a 500k-worker lake in minutes.",
+    )
+    parser.add_argument(
         "--baseline-src",
         type=Path,
         default=None,
@@ -343,8 +351,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-gateway-") as tmp:
         lake_dir = args.data_dir or Path(tmp) / "lake"
         if not (lake_dir / "lake.duckdb").exists():
-            print(f"building a {args.workers}-worker lake with its index ...", flush=True)
-            print(f"  built in {_build_lake(lake_dir, args.workers):.1f} s", flush=True)
+            what = "" if args.no_match else " with its index"
+            print(f"building a {args.workers}-worker lake{what} ...", flush=True)
+            print(f"  built in {_build_lake(lake_dir, args.workers, not args.no_match):.1f} s", flush=True)
         servers = [Server("current", lake_dir, Path(tmp) / "servers", None)]
         if args.baseline_src:
             servers.insert(0, Server("baseline", lake_dir, Path(tmp) / "servers", args.baseline_src))
@@ -353,16 +362,17 @@ def main() -> None:
         try:
             for server in servers:
                 # Warm up: the embedding model, DuckDB caches, the observer's store.
-                server.run("match", 4, 3, args.workers)
+                if not args.no_match:
+                    server.run("match", 4, 3, args.workers)
                 server.run("worker-warmup", 4, 2, args.workers)
-            kinds = ("health", "worker-new", "worker", "match")
+            kinds = ("health", "worker-new", "worker") + (() if args.no_match else ("match",))
             for index, kind in enumerate(kinds):
                 # Alternate which server goes first, so neither always meets the same load.
                 order = servers if index % 2 == 0 else servers[::-1]
                 for server in order:
                     results[server.label].append(server.run(kind, args.clients, args.seconds, args.workers))
             if args.rate:
-                for index, kind in enumerate(("health", "worker", "match")):
+                for index, kind in enumerate(("health", "worker") + (() if args.no_match else ("match",))):
                     order = servers if index % 2 == 0 else servers[::-1]
                     for server in order:
                         paced[server.label].append(
