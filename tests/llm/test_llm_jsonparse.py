@@ -31,6 +31,11 @@ json_values = st.recursive(
         ('{name: "Bo", count: 3}', {"name": "Bo", "count": 3}),
         ('// the answer\n{"a": 1 /* one */}', {"a": 1}),
         ('<think>maybe {"a": 0}?</think>\n{"a": 2}', {"a": 2}),
+        ('<think>one</think>\n<THINK>two</THINK> {"a": 3}', {"a": 3}),
+        # The tag inside the answer is the answer's own (found by hypothesis).
+        ('{"<THINK>": null}', {"<THINK>": None}),
+        ('<think>x</think>{"note": "<think>"}', {"note": "<think>"}),
+        ('Here: {"steps": ["<think>", "</think>"]}', {"steps": ["<think>", "</think>"]}),
         ('{"msg": "line one\nline two"}', {"msg": "line one\nline two"}),
         ('{"msg": "it\'s fine"}', {"msg": "it's fine"}),
         ('The result is {"a": 1} and nothing else.', {"a": 1}),
@@ -39,6 +44,11 @@ json_values = st.recursive(
 )
 def test_fixes_cheap_mistakes(text: str, expected: object) -> None:
     assert parse_json_tolerant(text) == expected
+
+
+def test_a_reply_cut_off_while_thinking_has_no_json() -> None:
+    with pytest.raises(JSONParseError, match="empty"):
+        parse_json_tolerant('<think>the answer could be {"a": 1}, but')
 
 
 def test_truncated_json_is_refused_as_incomplete_not_repaired() -> None:

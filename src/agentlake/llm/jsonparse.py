@@ -21,8 +21,9 @@ from typing import Any, Literal
 
 from agentlake.errors import RunError
 
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_OPEN_THINK = re.compile(r"<think>.*\Z", re.DOTALL | re.IGNORECASE)
+# Reasoning models think before they answer: only blocks that lead the text are thinking.
+_LEADING_THINK = re.compile(r"\A\s*(?:<think>.*?</think>\s*)+", re.DOTALL | re.IGNORECASE)
+_OPEN_THINK = re.compile(r"\A\s*<think>", re.IGNORECASE)
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _OPENER = re.compile(r"[{\[]")
 _WORD_START = re.compile(r"[A-Za-z_$]")
@@ -51,10 +52,16 @@ class JsonScan:
 
 
 def strip_thinking(text: str) -> str:
-    """Remove ``<think>...</think>`` blocks (and an unclosed one running to the end)."""
-    if "<think>" not in text.lower():
+    """Remove the ``<think>...</think>`` blocks that lead ``text`` (and an unclosed one, which
+    runs to the end: the model was cut off while thinking).
+
+    Only leading blocks: the same tag further on is part of the answer (a JSON string may hold
+    ``"<think>"``), and stripping it there would corrupt the answer.
+    """
+    if not _OPEN_THINK.match(text):
         return text
-    return _OPEN_THINK.sub("", _THINK.sub("", text))
+    text = _LEADING_THINK.sub("", text, count=1)
+    return "" if _OPEN_THINK.match(text) else text
 
 
 def _balanced_end(text: str, start: int) -> int:
