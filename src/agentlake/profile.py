@@ -64,8 +64,13 @@ def get_worker(lake: Lake, worker_id: int) -> dict[str, Any]:
     """
     row = get_workers(lake, [worker_id]).get(worker_id)
     if row is None:
-        raise NotFoundError(f"no worker with worker_id {worker_id}")
+        raise unknown_worker(worker_id)
     return row
+
+
+def unknown_worker(worker_id: int) -> NotFoundError:
+    """The error for an id with no worker (404 over HTTP)."""
+    return NotFoundError(f"no worker with worker_id {worker_id}")
 
 
 def get_workers(lake: Lake, worker_ids: Sequence[int]) -> dict[int, dict[str, Any]]:

@@ -75,7 +75,7 @@ def test_the_cache_is_bounded(gateway: Any) -> None:
     services = gateway.app.state.services
     cache = WorkerCache(lambda: services.lake, max_entries=2)
     for worker_id in (1, 2, 3):
-        cache.load(worker_id)
+        cache.load_many([worker_id])
     assert len(cache) == 2
     assert cache.cached(1) is None  # the least recently used went first
     assert cache.cached(3) is not None and cache.cached(2) is not None

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from agentlake.errors import NotFoundError
+from agentlake.profile import get_workers, unknown_worker
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
@@ -94,7 +94,8 @@ class WorkerCache:
     async def read(self, worker_id: int) -> bytes:
         """The rendered record, from the next grouped read of the lake (for a miss).
 
-        Raises ``NotFoundError`` for an unknown id, and what ``profile.get_workers`` raises.
+        Raises ``NotFoundError`` for an unknown id (``profile.unknown_worker``), and what
+        ``profile.get_workers`` raises.
         """
         loop = asyncio.get_running_loop()
         misses = self._misses
@@ -129,7 +130,7 @@ class WorkerCache:
                         if error is not None:
                             future.set_exception(error)
                         elif body is None:
-                            future.set_exception(NotFoundError(f"no worker with worker_id {worker_id}"))
+                            future.set_exception(unknown_worker(worker_id))
                         else:
                             future.set_result(body)
                 group = {}
@@ -141,16 +142,6 @@ class WorkerCache:
                     future.cancel()
             misses.waiting.clear()
 
-    def load(self, worker_id: int) -> bytes:
-        """Read, validate and render the worker, remember it, return it (blocking: run it off the loop).
-
-        Raises ``NotFoundError`` for an unknown id, and what ``profile.get_workers`` raises.
-        """
-        body = self.load_many([worker_id]).get(worker_id)
-        if body is None:
-            raise NotFoundError(f"no worker with worker_id {worker_id}")
-        return body
-
     def load_many(self, worker_ids: Sequence[int]) -> dict[int, bytes]:
         """Read these workers in one query, render and remember them (blocking: run it off the loop).
 
@@ -158,7 +149,6 @@ class WorkerCache:
         ``UserError`` when the lake has no workers dataset.
         """
         from agentlake.gateway.schemas import Worker
-        from agentlake.profile import get_workers
 
         lake = self._open_lake()
         if self._indexed_at != lake.change_token:
