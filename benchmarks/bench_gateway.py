@@ -316,6 +316,25 @@ def _table(title: str, results: list[dict], baseline: dict[str, dict] | None) ->
             print(f"    error examples: {r['error_examples']}")
 
 
+def _alternate(
+    servers: list[Server], kinds: tuple[str, ...], args: argparse.Namespace, rate: float = 0.0
+) -> dict:
+    """Each kind on every server in turn, alternating which server goes first so neither always
+    meets the same load; the results by server label."""
+    results: dict[str, list[dict]] = {server.label: [] for server in servers}
+    for index, kind in enumerate(kinds):
+        for server in servers if index % 2 == 0 else servers[::-1]:
+            results[server.label].append(server.run(kind, args.clients, args.seconds, args.workers, rate))
+    return results
+
+
+def _baseline_of(results: dict[str, list[dict]], label: str) -> dict[str, dict] | None:
+    """The baseline's results by kind, to set beside the current server's."""
+    if label != "current" or "baseline" not in results:
+        return None
+    return {r["kind"]: r for r in results["baseline"]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=10_000, help="Workers in the generated lake.")
@@ -357,27 +376,15 @@ def main() -> None:
         servers = [Server("current", lake_dir, Path(tmp) / "servers", None)]
         if args.baseline_src:
             servers.insert(0, Server("baseline", lake_dir, Path(tmp) / "servers", args.baseline_src))
-        results: dict[str, list[dict]] = {server.label: [] for server in servers}
-        paced: dict[str, list[dict]] = {server.label: [] for server in servers}
+        endpoints = ("health", "worker") + (() if args.no_match else ("match",))
         try:
             for server in servers:
                 # Warm up: the embedding model, DuckDB caches, the observer's store.
                 if not args.no_match:
                     server.run("match", 4, 3, args.workers)
                 server.run("worker-warmup", 4, 2, args.workers)
-            kinds = ("health", "worker-new", "worker") + (() if args.no_match else ("match",))
-            for index, kind in enumerate(kinds):
-                # Alternate which server goes first, so neither always meets the same load.
-                order = servers if index % 2 == 0 else servers[::-1]
-                for server in order:
-                    results[server.label].append(server.run(kind, args.clients, args.seconds, args.workers))
-            if args.rate:
-                for index, kind in enumerate(("health", "worker") + (() if args.no_match else ("match",))):
-                    order = servers if index % 2 == 0 else servers[::-1]
-                    for server in order:
-                        paced[server.label].append(
-                            server.run(kind, args.clients, args.seconds, args.workers, args.rate)
-                        )
+            results = _alternate(servers, ("health", "worker-new", *endpoints[1:]), args)
+            paced = _alternate(servers, endpoints, args, args.rate) if args.rate else {}
         finally:
             for server in servers:
                 server.stop()
@@ -388,27 +395,17 @@ def main() -> None:
         "repeat % = requests for an id this server had already answered"
     )
     for label in results:
-        base = (
-            {r["kind"]: r for r in results["baseline"]}
-            if label == "current" and "baseline" in results
-            else None
-        )
         _table(
             f"[{label}] closed loop: {args.clients} clients, each sends its next request on the previous answer",
             results[label],
-            base,
+            _baseline_of(results, label),
         )
-        if paced[label]:
-            base = (
-                {r["kind"]: r for r in paced["baseline"]}
-                if label == "current" and "baseline" in paced
-                else None
-            )
+        if paced:
             _table(
                 f"[{label}] paced: {args.clients} clients x {args.rate:g} requests/s = "
                 f"{args.clients * args.rate:g} offered/s",
                 paced[label],
-                base,
+                _baseline_of(paced, label),
             )
     for kind in ("worker", "worker-new"):
         worker = next(r for r in results["current"] if r["kind"] == kind)
