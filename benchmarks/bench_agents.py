@@ -43,12 +43,12 @@ def main() -> None:
 
     from agentlake.agents import FillOrder, LLMPolicy, RunContext, ScheduleBook, default_tools, orchestrator
     from agentlake.agents.actions import ExecutorAction
-    from agentlake.agents.workforce import CandidateQuery, find_candidates
-    from agentlake.data.workforce import generate_workforce, load_workforce
     from agentlake.lake import Lake
     from agentlake.llm import FunctionProvider, generate_json
     from agentlake.observe import MemorySink, Observer, install_llm_recording, open_observer
     from agentlake.settings import Settings
+    from agentlake.workforce.candidates import CandidateQuery, find_candidates
+    from agentlake.workforce.generator import generate_workforce, load_workforce
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-agents-"))
     settings = Settings(data_dir=tmp, executor_model=None, reviewer_model=None, agent_turn_budget=12)

@@ -1,6 +1,6 @@
 """Embedding throughput of the offline MiniLM on this machine's CPU (target >= 300 docs/s).
 
-Texts are real generated resumes (``agentlake.data``), 2-4 sentences each. Measured in one run,
+Texts are real generated resumes (``agentlake.workforce``), 2-4 sentences each. Measured in one run,
 alternating configurations so load on a shared machine hits all alike:
 
 * ``embed_texts`` with the default ``LocalEmbedder`` (bf16 autocast where the CPU has it);
@@ -34,10 +34,10 @@ def main() -> None:
     from agentlake.embed.local import LocalEmbedder  # isort: skip
     import torch
 
-    from agentlake.data import generate_workforce
     from agentlake.embed import embed_texts
     from agentlake.lake import Lake
     from agentlake.settings import load_settings
+    from agentlake.workforce.generator import generate_workforce
 
     texts = generate_workforce(args.texts, seed=21, clients=20).workers.column("resume_text").to_pylist()
     words = statistics.mean(len(t.split()) for t in texts)

@@ -198,10 +198,10 @@ def _free_port() -> int:
 
 
 def _build_lake(data_dir: Path, workers: int, index: bool) -> float:
-    from agentlake.data.workforce import generate_workforce, load_workforce
     from agentlake.lake import Lake
     from agentlake.lake.index import build_index
     from agentlake.settings import load_settings
+    from agentlake.workforce.generator import generate_workforce, load_workforce
 
     started = time.perf_counter()
     with Lake.open(load_settings(data_dir=data_dir)) as lake:

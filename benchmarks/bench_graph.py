@@ -53,7 +53,6 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    from agentlake.data.workforce import generate_workforce, load_workforce
     from agentlake.graph import GraphRuntime, Resources, parse_graph
     from agentlake.graph.definition import GRAPHS_DIR
     from agentlake.graph.modelcalls import graph_model
@@ -63,6 +62,7 @@ def main() -> None:
     from agentlake.llm import Message, generate_structured
     from agentlake.observe import install_llm_recording, open_observer, set_observer
     from agentlake.settings import load_settings
+    from agentlake.workforce.generator import generate_workforce, load_workforce
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-graph-"))
     settings = load_settings(data_dir=workdir, graph_model="function:graph-demo")

@@ -28,9 +28,9 @@ import duckdb
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from agentlake.data.workforce import generate_workforce, load_workforce
 from agentlake.lake import Lake
 from agentlake.settings import load_settings
+from agentlake.workforce.generator import generate_workforce, load_workforce
 
 
 def timed(fn: Callable[[], object], repeats: int) -> tuple[float, float]:

@@ -48,12 +48,12 @@ def main() -> None:
         main_job(args)
         return
 
-    from agentlake.data.workforce import generate_workforce, load_workforce
     from agentlake.lake import Lake
     from agentlake.observe import open_observer
     from agentlake.scenarios import read_results
     from agentlake.scenarios.runner import run_scenarios
     from agentlake.settings import load_settings
+    from agentlake.workforce.generator import generate_workforce, load_workforce
 
     root = Path(tempfile.mkdtemp(prefix="bench-scenarios-"))
     try:

@@ -113,12 +113,12 @@ def real_recall(workers: int, data_dir: Path) -> None:
     Builds ``workers`` workers and their index (forced HNSW) through the real embedder, then
     searches with 200 held-out resumes and 40 short questions, against an exact ranking.
     """
-    from agentlake.data import generate_workforce
     from agentlake.embed import get_embedder
     from agentlake.lake import Lake
     from agentlake.lake.index import build_index, fresh_index
     from agentlake.lake.search import search_vector
     from agentlake.settings import load_settings
+    from agentlake.workforce.generator import generate_workforce
 
     workforce = generate_workforce(workers + 200, seed=9, clients=20).workers
     held_out = workforce.slice(workers).column("resume_text").to_pylist()
@@ -217,8 +217,8 @@ def main() -> None:
     print(f"generated {args.rows} rows and {args.queries} queries in {time.perf_counter() - t0:.1f} s")
     print(f"synthetic vectors: {neighbourhood(vectors)}")
     if args.calibrate:
-        from agentlake.data import generate_workforce
         from agentlake.embed import get_embedder
+        from agentlake.workforce.generator import generate_workforce
 
         resumes = generate_workforce(2000, seed=3, clients=20).workers.column("resume_text").to_pylist()
         print(f"MiniLM resumes:    {neighbourhood(get_embedder().embed(resumes))}")

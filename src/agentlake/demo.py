@@ -59,10 +59,10 @@ def run_demo(
     Generates ``workers`` workers (seed ``seed``) only when the lake has no ``workers``
     dataset, so a second run is quick. Raises what the steps raise (``UserError``/``RunError``).
     """
-    from agentlake.data import generate_workforce, load_workforce
     from agentlake.lake import Lake
     from agentlake.lake.index import ensure_index
     from agentlake.lake.search import hybrid_search
+    from agentlake.workforce.generator import generate_workforce, load_workforce
 
     settings = settings or load_settings()
     with Lake.open(settings) as lake:
@@ -315,7 +315,7 @@ def reduced_pack() -> list[Any]:
 
 def _ensure_workforce(lake: Lake, workers: int, seed: int) -> tuple[int, int]:
     """Generate the workforce when the lake has none: (generated, rows now)."""
-    from agentlake.data import generate_workforce, load_workforce
+    from agentlake.workforce.generator import generate_workforce, load_workforce
 
     known = {info.name: info for info in lake.datasets()}
     if "workers" in known:

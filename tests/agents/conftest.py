@@ -13,11 +13,11 @@ import pytest
 from agents_support import MemorySink
 
 from agentlake.agents import FillOrder, RunContext, ScheduleBook
-from agentlake.agents.workforce import CandidateQuery, find_candidates
 from agentlake.lake import Lake
 from agentlake.llm import ScriptedProvider, reset_llm_state
 from agentlake.observe import Observer, set_observer
 from agentlake.settings import Settings
+from agentlake.workforce.candidates import CandidateQuery, find_candidates
 
 WORKERS = 4000
 SEED = 7
@@ -27,7 +27,7 @@ ORDER_TEXT = "3 x Warehouse Associate in New York, NY at 08:00 on 2026-04-22"
 
 @pytest.fixture(scope="session")
 def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
-    from agentlake.data.workforce import generate_workforce, load_workforce
+    from agentlake.workforce.generator import generate_workforce, load_workforce
 
     data_dir = tmp_path_factory.mktemp("agents-lake")
     # Explicit values: a session fixture is built before the per-test environment is cleaned.

@@ -26,8 +26,8 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 @pytest.fixture
 def data_lake(sink, monkeypatch: pytest.MonkeyPatch) -> None:
     """The generated lake at this test's settings.lake_path (the CLI opens it read-only)."""
-    from agentlake.data.workforce import generate_workforce, load_workforce
     from agentlake.lake import Lake
+    from agentlake.workforce.generator import generate_workforce, load_workforce
 
     monkeypatch.setenv("AGENTLAKE_LLM_MAX_RETRIES", "0")
     with Lake.open() as lake:
@@ -52,7 +52,7 @@ def test_fill_json_and_unfilled_exit_code(data_lake, capsys) -> None:
 
 def test_fill_llm_with_scripted_models(data_lake, capsys, lake) -> None:
     from agentlake.agents import FillOrder
-    from agentlake.agents.workforce import CandidateQuery, find_candidates
+    from agentlake.workforce.candidates import CandidateQuery, find_candidates
 
     order = FillOrder.parse(ORDER)
     best = [r["worker_id"] for r in find_candidates(lake, CandidateQuery(role=order.role, city="New York", state="NY",

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from agentlake.agents import FillOrder, RulesPolicy, fill, verify_fill
-from agentlake.agents.workforce import fetch_workers, held_certifications
 from agentlake.learn import LessonDraft, LessonMatch, LessonStore, MachineAction
+from agentlake.workforce.roles import held_certifications
+from agentlake.workforce.tables import fetch_workers
 
 
 @pytest.fixture

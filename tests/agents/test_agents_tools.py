@@ -142,10 +142,10 @@ def test_a_third_party_tool_registers_through_the_same_door(make_ctx, sink) -> N
 @pytest.mark.slow
 def test_hybrid_search_tool_over_a_real_index(tmp_path, sink) -> None:
     from agentlake.agents import RunContext
-    from agentlake.data.workforce import generate_workforce, load_workforce
     from agentlake.lake import Lake
     from agentlake.lake.index import build_index
     from agentlake.settings import load_settings
+    from agentlake.workforce.generator import generate_workforce, load_workforce
 
     with Lake.open(load_settings(), path=tmp_path / "small.duckdb") as small:
         load_workforce(small, generate_workforce(80, seed=3, clients=10))

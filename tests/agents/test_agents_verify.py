@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 import pytest
 
 from agentlake.agents import Booking, FillOrder, ScheduleBook, verify_fill
-from agentlake.agents.workforce import fetch_workers
 from agentlake.errors import UserError
+from agentlake.workforce.tables import fetch_workers
 
 
 def _rules(verification, worker_id: int) -> set[str]:
@@ -42,7 +42,7 @@ def test_role_synonyms_are_accepted_and_other_roles_rejected(lake, order, qualif
 
 def test_distance_limit_uses_the_order_radius(lake, order, qualified) -> None:
     rows = fetch_workers(lake, qualified[:8], ["lat", "lon"])
-    from agentlake.agents.geo import gazetteer, haversine_miles
+    from agentlake.workforce.geo import gazetteer, haversine_miles
 
     site = gazetteer(lake).resolve("New York", "NY")
     farthest = max(

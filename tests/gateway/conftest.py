@@ -21,9 +21,9 @@ READ, WRITE, ADMIN = "rk-0123456789", "wk-0123456789", "ak-0123456789"
 @pytest.fixture(scope="session")
 def lake_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data dir with workers/clients/placements and an index over workers.resume_text."""
-    from agentlake.data.workforce import generate_workforce, load_workforce
     from agentlake.lake import Lake
     from agentlake.lake.index import build_index
+    from agentlake.workforce.generator import generate_workforce, load_workforce
 
     data_dir = tmp_path_factory.mktemp("gateway-template") / "data"
     settings = load_settings(data_dir=data_dir)

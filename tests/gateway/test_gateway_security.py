@@ -178,6 +178,6 @@ def test_an_unexpected_failure_is_a_500_in_the_same_shape(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise ZeroDivisionError("boom")
 
-    monkeypatch.setattr("agentlake.profile.worker_profile", broken)
+    monkeypatch.setattr("agentlake.workforce.profile.worker_profile", broken)
     error = assert_error(client.get("/profile/1", headers=keys["read"]), 500, "internal_error")
     assert "ZeroDivisionError" in error["message"] and "boom" not in error["message"]

@@ -22,8 +22,8 @@ WORKERS = 200
 
 
 def _template(root: Path, *, index: bool) -> Path:
-    from agentlake.data.workforce import generate_workforce, load_workforce
     from agentlake.lake import Lake
+    from agentlake.workforce.generator import generate_workforce, load_workforce
 
     data_dir = root / "data"
     # Explicit settings: a session fixture is built before the per-test environment is cleaned.

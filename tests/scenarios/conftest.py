@@ -19,8 +19,8 @@ TEST_SEED = 7
 @pytest.fixture(scope="session")
 def generated_lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A lake file with the generated workforce (20k workers, seed 7), built once per session."""
-    from agentlake.data.workforce import generate_workforce, load_workforce
     from agentlake.lake import Lake
+    from agentlake.workforce.generator import generate_workforce, load_workforce
 
     path = tmp_path_factory.mktemp("scenario-lake") / "lake.duckdb"
     settings = load_settings(data_dir=str(path.parent))

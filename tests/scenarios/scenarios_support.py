@@ -13,9 +13,8 @@ import json
 import re
 from typing import Any
 
-from agentlake.agents.geo import bounding_box, gazetteer, haversine_sql
-from agentlake.agents.workforce import certification_key, role_names
-from agentlake.data.roles import CERTIFICATIONS
+from agentlake.workforce.geo import bounding_box, gazetteer, haversine_sql
+from agentlake.workforce.roles import CERTIFICATIONS, certification_key, role_names
 
 _ORDER = re.compile(
     r"Fill this order: (?P<count>\d+) x (?P<role>.+?) in (?P<city>[^,]+), (?P<state>[A-Z]{2}) "

@@ -144,7 +144,7 @@ def test_builtin_pack_covers_the_traps() -> None:
     assert any(a.exclude_prior_no_show for a in acceptance)
     assert any(a.max_distance_miles for a in acceptance)
     # City ambiguity: an event in a city whose name also exists in another state (Columbus, GA).
-    from agentlake.data.cities import load_cities
+    from agentlake.workforce.cities import load_cities
 
     table = load_cities()
     states_of: dict[str, set[str]] = {}

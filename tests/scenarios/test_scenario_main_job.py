@@ -15,8 +15,8 @@ from agentlake.settings import Settings, load_settings
 @pytest.fixture
 def small_lake(tmp_path: Path) -> Settings:
     """A 300-worker lake in this test's data dir."""
-    from agentlake.data import generate_workforce, load_workforce
     from agentlake.lake import Lake
+    from agentlake.workforce.generator import generate_workforce, load_workforce
 
     settings = load_settings(runs_dir=str(tmp_path / "runs"))
     with Lake.open(settings) as lake:

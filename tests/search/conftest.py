@@ -26,9 +26,9 @@ def profiles_table() -> pa.Table:
 
 @pytest.fixture(scope="session")
 def search_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from agentlake.data import generate_workforce, load_workforce
     from agentlake.lake import Lake
     from agentlake.lake.index import build_index
+    from agentlake.workforce.generator import generate_workforce, load_workforce
 
     data_dir = tmp_path_factory.mktemp("search-template") / "data"
     with Lake.open(load_settings(data_dir=data_dir)) as lake:

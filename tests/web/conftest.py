@@ -26,8 +26,8 @@ WORKERS = 200
 
 @pytest.fixture(scope="session")
 def web_lake_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from agentlake.data.workforce import generate_workforce, load_workforce
     from agentlake.lake import Lake
+    from agentlake.workforce.generator import generate_workforce, load_workforce
 
     data_dir = tmp_path_factory.mktemp("web-lake") / "data"
     settings = Settings(data_dir=data_dir, ollama_host="http://127.0.0.1:9", openai_base_url=None)

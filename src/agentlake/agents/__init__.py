@@ -1,11 +1,12 @@
 """The agents: audited tools over the lake, typed actions, verified proposals, policies.
 
-Layout: ``order`` (FillOrder) -> ``tools`` (the audited tool registry) -> ``actions`` (one
-typed action per turn) -> ``orchestrator`` (executor + reviewer, ``LLMPolicy``) or ``rules``
-(``RulesPolicy``, no LLM) -> ``verify`` (the data decides) -> ``outcome`` (TaskOutcome, the
-``task.fill`` op). ``schedule`` knows who is booked, ``workforce`` and ``geo`` hold the SQL and
-the coordinates, ``lessons`` connects to the learning loop, ``overseer`` watches whole days.
-``task.fill`` is the one library call behind ``agentlake fill``.
+Layout: ``tools`` (the audited tool registry) -> ``actions`` (one typed action per turn) ->
+``orchestrator`` (executor + reviewer, ``LLMPolicy``) or ``rules`` (``RulesPolicy``, no LLM)
+-> the domain's ``verify_fill`` (the data decides) -> ``outcome`` (TaskOutcome, the
+``task.fill`` op). ``lessons`` connects to the learning loop, ``overseer`` watches whole days.
+``task.fill`` is the one library call behind ``agentlake fill``. What staffing is (orders,
+roles, schedules, the SQL over workers) lives in ``agentlake.workforce``; ``FillOrder``,
+``ScheduleBook``, ``Booking`` and ``verify_fill`` are re-exported here for callers.
 
 Heavy pieces (the orchestrator, which imports the LLM layer) load on first use.
 """
@@ -24,14 +25,14 @@ from agentlake.agents.actions import (
     ReviewerAction,
     ToolCallAction,
 )
-from agentlake.agents.order import FillOrder
 from agentlake.agents.outcome import Concern, TaskOutcome, TurnRecord
 from agentlake.agents.policy import Policy, RunContext, get_policy, register_policy
 from agentlake.agents.rules import RulesPolicy
-from agentlake.agents.schedule import Booking, ScheduleBook
 from agentlake.agents.task import fill
 from agentlake.agents.tools import Tool, ToolOutput, ToolRegistry, ToolResult, default_tools
-from agentlake.agents.verify import Rejection, Verification, verify_fill
+from agentlake.workforce.order import FillOrder
+from agentlake.workforce.schedule import Booking, ScheduleBook
+from agentlake.workforce.verify import Rejection, Verification, verify_fill
 
 if TYPE_CHECKING:
     from agentlake.agents.orchestrator import LLMPolicy

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 from agentlake.errors import AgentlakeError
 
 if TYPE_CHECKING:
-    from agentlake.agents.order import FillOrder
     from agentlake.agents.policy import RunContext
     from agentlake.learn import Lesson, MachineAction
+    from agentlake.workforce.order import FillOrder
 
 log = logging.getLogger(__name__)
 

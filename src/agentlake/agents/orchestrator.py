@@ -38,13 +38,13 @@ from agentlake.agents.actions import (
 from agentlake.agents.lessons import TaskLessons, cite, lessons_for
 from agentlake.agents.outcome import TaskOutcome, TurnRecord, new_run_id, record_task, task_scope
 from agentlake.agents.overseer import oversee
-from agentlake.agents.verify import Verification, verify_fill
 from agentlake.errors import RunError, UserError
+from agentlake.workforce.verify import Verification, verify_fill
 
 if TYPE_CHECKING:
-    from agentlake.agents.order import FillOrder
     from agentlake.agents.policy import RunContext
     from agentlake.llm import Provider
+    from agentlake.workforce.order import FillOrder
 
 REVIEW_EVERY = 3
 DEFAULT_SPARES = 2

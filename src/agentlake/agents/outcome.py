@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agentlake.agents.order import FillOrder
-from agentlake.agents.verify import Verification
+from agentlake.workforce.order import FillOrder
+from agentlake.workforce.verify import Verification
 
 if TYPE_CHECKING:
     from agentlake.agents.policy import RunContext
@@ -144,7 +144,7 @@ def task_scope(order: FillOrder, ctx: RunContext) -> Iterator[None]:
     """
     import secrets
 
-    from agentlake.agents.workforce import catalog_snapshot
+    from agentlake.lake.versioned import catalog_snapshot
     from agentlake.observe import deferred, observe_context
 
     provenance = ctx.order_provenance(order)

@@ -24,14 +24,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from agentlake.agents import workforce
 from agentlake.agents.outcome import Concern, ConcernKind
+from agentlake.workforce.roles import CERTIFICATIONS, normalize_certification
+from agentlake.workforce.tables import fetch_workers
 
 if TYPE_CHECKING:
     from agentlake.agents.outcome import TaskOutcome
     from agentlake.agents.policy import RunContext
-    from agentlake.agents.schedule import ScheduleBook
     from agentlake.learn import AppliedDelta
+    from agentlake.workforce.schedule import ScheduleBook
 # A day needs this many events with the same concern (same client and role) before the
 # overseer proposes a lesson: one occurrence is an anecdote.
 RECURRING = 2
@@ -94,7 +95,7 @@ class Overseer:
                     concern("double_booking", f"worker {worker_id} was also proposed for event {clash[3]} "
                             f"({clash[1]:%H:%M}-{clash[2]:%H:%M}), overlapping this shift", [worker_id], clash[3])  # fmt: skip
         if outcome.proposed and order.requirements:
-            rows = workforce.fetch_workers(ctx.lake, outcome.proposed, ["certifications"])
+            rows = fetch_workers(ctx.lake, outcome.proposed, ["certifications"])
             for requirement in order.requirements:
                 drift = _drifted(requirement, rows)
                 if drift is not None:
@@ -201,8 +202,6 @@ class Overseer:
 
 def _drifted(requirement: str, rows: dict[int, dict[str, Any]]) -> tuple[str, list[int]] | None:
     """A message when the requirement or the workers' records use non-canonical spellings."""
-    from agentlake.data.roles import CERTIFICATIONS, normalize_certification
-
     canonical = normalize_certification(requirement)
     if canonical not in CERTIFICATIONS:
         return (f"requirement {requirement!r} is not a certification the catalogue knows; it is matched only by its exact text",

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from agentlake.errors import UserError
 
 if TYPE_CHECKING:
-    from agentlake.agents.order import FillOrder
     from agentlake.agents.outcome import TaskOutcome, TurnRecord
-    from agentlake.agents.schedule import ScheduleBook
     from agentlake.agents.tools import ToolRegistry
     from agentlake.lake import Lake
     from agentlake.learn.store import LessonStore
     from agentlake.observe import Observer
     from agentlake.settings import Settings
+    from agentlake.workforce.order import FillOrder
+    from agentlake.workforce.schedule import ScheduleBook
 
 
 @runtime_checkable
@@ -70,7 +70,7 @@ class RunContext:
         if self.settings is None:
             self.settings = self.lake.settings
         if self.schedule is None:
-            from agentlake.agents.schedule import ScheduleBook
+            from agentlake.workforce.schedule import ScheduleBook
 
             self.schedule = ScheduleBook(self.lake)
         if self.tools is None:

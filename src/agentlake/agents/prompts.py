@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from agentlake.agents import render
 
 if TYPE_CHECKING:
-    from agentlake.agents.order import FillOrder
-    from agentlake.agents.verify import Verification
+    from agentlake.workforce.order import FillOrder
+    from agentlake.workforce.verify import Verification
 
 LOG_ENTRIES_SHOWN = 12
 FULL_RESULTS_SHOWN = 3

@@ -9,8 +9,8 @@ spares in the ledger. Candidates handed over in ``RunContext.buffer`` (an earlie
 spares, for an emergency) are verified again and placed first; the search fills the rest.
 On a failed fill it makes one rescue attempt with a widened radius
 (a lesson's ``widen_radius_miles``, else the radius times ``RESCUE_WIDEN_FACTOR``), keeping
-the workers already verified. It does not own the search SQL (``workforce``) or verification
-(``verify``).
+the workers already verified. It does not own the search SQL (``workforce.candidates``) or
+verification (``workforce.verify``).
 """
 
 from __future__ import annotations
@@ -18,16 +18,17 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from agentlake.agents import workforce
 from agentlake.agents.lessons import cite, lessons_for
 from agentlake.agents.outcome import TaskOutcome, TurnRecord, new_run_id, record_task, task_scope
 from agentlake.agents.overseer import oversee
-from agentlake.agents.verify import Verification, verify_fill
+from agentlake.workforce.candidates import CandidateQuery, find_candidates
+from agentlake.workforce.tables import resolve_client
+from agentlake.workforce.verify import Verification, verify_fill
 
 if TYPE_CHECKING:
-    from agentlake.agents.order import FillOrder
     from agentlake.agents.policy import RunContext
     from agentlake.learn import MachineAction
+    from agentlake.workforce.order import FillOrder
 
 DEFAULT_SPARES = 2
 RESCUE_WIDEN_FACTOR = 1.5
@@ -144,7 +145,7 @@ class RulesPolicy:
             spares = max(spares, machine.min_candidate_buffer)
         need = max(0, order.count - len(keep))
         query = _query(order, ctx, machine, keep, limit=need * 2 + spares + SEARCH_SLACK)
-        rows = workforce.find_candidates(ctx.lake, query)
+        rows = find_candidates(ctx.lake, query)
         step("search", f"search {_describe(query)}: {len(rows)} candidate(s)",
              "; ".join(f"{r['worker_id']} {r['distance_miles']:g}mi rel {r.get('reliability')}" for r in rows[:10]))  # fmt: skip
         loose = verify_fill(
@@ -167,8 +168,8 @@ class RulesPolicy:
 
 
 def _query(order: FillOrder, ctx: RunContext, machine: MachineAction | None, keep: list[int],
-           *, limit: int) -> workforce.CandidateQuery:  # fmt: skip
-    query = workforce.CandidateQuery(
+           *, limit: int) -> CandidateQuery:  # fmt: skip
+    query = CandidateQuery(
         role=order.role,
         city=order.city,
         state=order.state,
@@ -185,13 +186,13 @@ def _query(order: FillOrder, ctx: RunContext, machine: MachineAction | None, kee
     query.max_distance_miles = machine.max_distance_miles
     query.extra_where = machine.extra_where
     if machine.exclude_prior_no_show_at_client:
-        client = workforce.resolve_client(ctx.lake, order.client_id)
+        client = resolve_client(ctx.lake, order.client_id)
         if client is not None:
             query.exclude_no_show_client = client[0]
     return query
 
 
-def _describe(query: workforce.CandidateQuery) -> str:
+def _describe(query: CandidateQuery) -> str:
     parts = [f"{query.role} within {query.effective_radius():g} mi of {query.city}, {query.state}"]
     if query.requirements:
         parts.append("holding " + ", ".join(query.requirements))

@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from agentlake.agents.order import FillOrder
 from agentlake.agents.outcome import TaskOutcome, TurnRecord, new_run_id
 from agentlake.agents.policy import Policy, RunContext, get_policy
+from agentlake.workforce.order import FillOrder
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake

@@ -6,8 +6,8 @@ every call as an op (endpoint ``tool.<name>``, source ``agent``, agent id, argum
 outcome, attribute ``rows``) and writes the tool catalog for prompts from the tools' own JSON
 schemas and the datasets' real columns, and the default tools: ``find_workers``,
 ``hybrid_search``, ``sql``, ``get_worker``, ``worker_schedule``, ``schedule_conflicts``,
-``nearby_cities``. It does not own the SQL of the workforce (``workforce``) or search
-(``agentlake.lake.search``).
+``nearby_cities``. The tools are thin: the domain (``agentlake.workforce``) owns the SQL,
+the dataset names and the geography; ``agentlake.lake.search`` owns search.
 
 A tool that fails because of its input or the data (bad SQL, unknown worker, timeout) does not
 raise: ``call`` returns a ``ToolResult`` with ``ok=False`` and the error, so an agent can read
@@ -25,14 +25,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agentlake.agents import render
 from agentlake.agents.actions import json_schema
-from agentlake.agents.versioned import PerLakeCache
 from agentlake.errors import AgentlakeError, UserError
+from agentlake.lake.versioned import PerLakeCache, dataset_versions
+from agentlake.workforce.candidates import CandidateQuery, find_candidates
+from agentlake.workforce.geo import gazetteer
+from agentlake.workforce.tables import SEARCH_DATASET, TABLES, fetch_workers
 
 if TYPE_CHECKING:
     from agentlake.agents.policy import RunContext
     from agentlake.lake import Lake
 
-CATALOG_DATASETS = ("workers", "placements", "clients")
+# The datasets the tool catalog describes to the model: the domain's tables.
+CATALOG_DATASETS = TABLES
 # What a search result shows the model: enough to choose, not the whole record (get_worker has that).
 CANDIDATE_COLUMNS = ("worker_id", "name", "role", "city", "state", "distance_miles", "reliability", "availability",
                      "certifications")  # fmt: skip
@@ -190,8 +194,6 @@ def datasets_text(lake: Lake) -> list[str]:
     Cached per lake file and catalog version: ``Lake.datasets()`` counts rows and reads the
     ingest history, too slow to repeat on every task.
     """
-    from agentlake.agents.workforce import dataset_versions
-
     versions = dataset_versions(lake)
     version = tuple(sorted((n, str(versions[n])) for n in CATALOG_DATASETS if n in versions))
 
@@ -273,8 +275,6 @@ class FindWorkers:
     args_model = FindWorkersArgs
 
     def run(self, args: FindWorkersArgs, ctx: RunContext) -> ToolOutput:
-        from agentlake.agents.workforce import CandidateQuery, find_candidates
-
         query = CandidateQuery(
             role=args.role,
             city=args.city,
@@ -320,8 +320,6 @@ class GetWorker:
     args_model = GetWorkerArgs
 
     def run(self, args: GetWorkerArgs, ctx: RunContext) -> ToolOutput:
-        from agentlake.agents.workforce import fetch_workers
-
         found = fetch_workers(ctx.lake, [args.worker_id])
         if args.worker_id not in found:
             raise UserError(f"no worker with worker_id {args.worker_id}")
@@ -404,8 +402,6 @@ class NearbyCities:
     args_model = NearbyCitiesArgs
 
     def run(self, args: NearbyCitiesArgs, ctx: RunContext) -> ToolOutput:
-        from agentlake.agents.geo import gazetteer
-
         found = gazetteer(ctx.lake).nearby(args.city, args.state, args.radius_miles)
         text = f"{len(found)} cities: " + "; ".join(
             f"{n.city}, {n.state} {n.distance_miles:g} mi" for n in found[:30]
@@ -431,7 +427,7 @@ class HybridSearch:
         except ImportError as exc:  # the search package is part of agentlake; a broken install says so
             raise UserError(f"hybrid_search is not available in this installation ({exc})") from None
         sources = hybrid_search(
-            ctx.lake, "workers", args.question, where=args.where, k=args.k, embedder=ctx.embedder
+            ctx.lake, SEARCH_DATASET, args.question, where=args.where, k=args.k, embedder=ctx.embedder
         )
         ids = [int(s.key) for s in sources if str(s.key).lstrip("-").isdigit()]
         lines = [f"{len(sources)} results:"] + [

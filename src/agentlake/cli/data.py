@@ -35,8 +35,8 @@ def generate(
     import time
 
     from agentlake.cli.output import console, render_rows
-    from agentlake.data.workforce import generate_workforce, load_workforce, write_workforce_files
     from agentlake.lake import Lake
+    from agentlake.workforce.generator import generate_workforce, load_workforce, write_workforce_files
 
     started = time.perf_counter()
     workforce = generate_workforce(workers, seed=seed, clients=clients)

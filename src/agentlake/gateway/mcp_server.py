@@ -45,7 +45,7 @@ from agentlake.gateway.schemas import (
 from agentlake.gateway.security import OPEN, Principal, Scope, forbid
 from agentlake.gateway.services import Services
 from agentlake.learn import LessonDraft, TaskSignature
-from agentlake.profile import WorkerProfile
+from agentlake.workforce.profile import WorkerProfile
 
 INSTRUCTIONS = """\
 agentlake: operational data (workers, clients, placements) in a DuckDB lakehouse, and lessons
@@ -179,7 +179,7 @@ def build_mcp_server(services: Services) -> MCPServer:
         "and the clients where they did not show. Mirrors GET /profile/{id}."
     )
     def worker_profile(worker_id: int) -> WorkerProfile:
-        from agentlake.profile import worker_profile as profile
+        from agentlake.workforce.profile import worker_profile as profile
 
         return _run("worker_profile", {"worker_id": worker_id}, lambda: profile(services.lake, worker_id))
 

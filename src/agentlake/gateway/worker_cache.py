@@ -4,7 +4,7 @@ Owns :class:`WorkerCache`, a bounded LRU from ``worker_id`` to the JSON bytes of
 ``Worker`` response, and the grouping of its misses. A hit costs a dict lookup, no query, no
 validation and no serialization. A miss reads the row through ``profile.get_workers`` (the
 lake's read by id), validates it through the ``Worker`` model and renders it. It does not own
-the read (``agentlake.profile``) or the response model (``gateway.schemas.Worker``).
+the read (``agentlake.workforce.profile``) or the response model (``gateway.schemas.Worker``).
 
 Misses are grouped, as the observer groups commits: a query's fixed cost (~0.45 ms of CPU)
 is far above a row's (~0.03 ms), so while one read is in flight the misses that arrive wait
@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from agentlake.profile import get_workers, unknown_worker
+from agentlake.workforce.profile import get_workers, unknown_worker
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake

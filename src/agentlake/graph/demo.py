@@ -18,8 +18,9 @@ from __future__ import annotations
 import json
 import re
 import time
-from functools import lru_cache
 from typing import Any
+
+from agentlake.workforce.roles import role_in_text
 
 DEMO_MODEL = "function:graph-demo"
 DEMO_NAME = "graph-demo"
@@ -53,28 +54,10 @@ HELP = (
 )
 
 
-@lru_cache(maxsize=1)
-def _roles() -> list[tuple[str, list[str]]]:
-    from agentlake.data.roles import role_catalogue
-
-    def norm(text: str) -> str:
-        return " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split())
-
-    return [
-        (name, [norm(name), *(norm(s) for s in role.synonyms)]) for name, role in role_catalogue().items()
-    ]
-
-
 def find_role(text: str) -> str | None:
     """The catalogue role named in ``text`` (by name or synonym, singular or plural)."""
-    plain = " " + " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split()) + " "
-    best: tuple[int, str] | None = None
-    for name, spellings in _roles():
-        for spelling in spellings:
-            if spelling and re.search(rf" {re.escape(spelling)}(s|es)? ", plain):
-                if best is None or len(spelling) > best[0]:
-                    best = (len(spelling), name)
-    return best[1] if best else None
+    role = role_in_text(text)
+    return role.name if role is not None else None
 
 
 def find_state(text: str) -> str | None:

@@ -1,7 +1,7 @@
 """One scenario day, staffed by one staffer: events -> orders -> policy -> client -> results.
 
 Owns how each event kind becomes a ``FillOrder`` (documented in docs/scenarios.md), the day's
-ledger (an ``agents.ScheduleBook`` over the lake's placements plus the day's own bookings,
+ledger (a ``workforce.ScheduleBook`` over the lake's placements plus the day's own bookings,
 never written to the lake, so repetitions and staffers cannot contaminate each other), the
 ``fill.judged`` op of every event, and ``run_day``: the unit of work a backend executes.
 It does not own batching, learning between batches or the run directory (``runner``).
@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,16 +29,19 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentlake.errors import AgentlakeError, UserError
 from agentlake.observe.model import ObservedOp, Provenance
-from agentlake.scenarios.judge import Judgement, Matching, WorkerFacts, judge_fill
+from agentlake.scenarios.judge import Judgement, Matching, judge_fill
 from agentlake.scenarios.profile import StafferProfile
 from agentlake.scenarios.results import EventResult, event_run_key
 from agentlake.scenarios.scenario import DEFAULT_SHIFT_HOURS, Client, Event, Scenario
 from agentlake.settings import Settings
+from agentlake.workforce.facts import client_lake_ids, load_facts, load_no_shows, site_of
+from agentlake.workforce.order import FillOrder
 
 if TYPE_CHECKING:
-    from agentlake.agents import FillOrder, ScheduleBook, TaskOutcome
+    from agentlake.agents import TaskOutcome
     from agentlake.lake import Lake
     from agentlake.observe import MemorySink, Observer
+    from agentlake.workforce.schedule import ScheduleBook
 
 DEFAULT_RADIUS_MILES = 25.0
 MAX_REJECTIONS_IN_OP = 25  # keeps the op under the observer's attribute cap
@@ -123,8 +126,6 @@ def plan_event(scenario: Scenario, event: Event, ledger: DayLedger) -> PlannedEv
     For emergency and misplacement, eX's buffer (the spares its staffer kept, less anyone ever
     placed on eX) is handed over in ``buffer``; the caller removes the ones placed from eX's buffer.
     """
-    from agentlake.agents.order import FillOrder
-
     client = scenario.client
     ref = ledger.orders.get(event.ref) if event.ref else None
     removed: list[int] = []
@@ -179,88 +180,9 @@ def plan_event(scenario: Scenario, event: Event, ledger: DayLedger) -> PlannedEv
     return PlannedEvent(event=event, order=order, removed=removed, exclusion_reason=reason, buffer=buffer)
 
 
-# --- facts the client looks at ----------------------------------------------------------
-
-
-def load_facts(lake: Lake, worker_ids: Sequence[int]) -> dict[int, WorkerFacts]:
-    """The client's view of the proposed workers (unknown ids are simply absent)."""
-    ids = sorted({int(w) for w in worker_ids if isinstance(w, int) or str(w).lstrip("-").isdigit()})
-    if not ids:
-        return {}
-    table = lake.read_arrow(
-        "SELECT worker_id, role, lat, lon, certifications, reliability, name FROM workers WHERE worker_id IN "
-        "(SELECT unnest(?::BIGINT[]))",
-        [ids],
-    )
-    out = {}
-    for row in table.to_pylist():
-        out[int(row["worker_id"])] = WorkerFacts(
-            worker_id=int(row["worker_id"]),
-            role=str(row["role"] or ""),
-            lat=float(row["lat"]),
-            lon=float(row["lon"]),
-            certifications=tuple(_certifications(row["certifications"])),
-            reliability=float(row["reliability"] if row["reliability"] is not None else 0.0),
-            name=str(row["name"] or ""),
-        )
-    return out
-
-
-def _certifications(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, (list, tuple)):
-        return [str(v).strip() for v in value if str(v).strip()]
-    return [
-        part.strip() for part in str(value).replace(";", ",").replace("|", ",").split(",") if part.strip()
-    ]
-
-
 def lake_client_ids(lake: Lake, client: Client) -> list[str]:
-    """The client's ids in the lake's ``clients`` dataset: ``lake_id``, else its slug, else its name.
-
-    Empty when the lake does not know the client: it then has no history (no no-shows).
-    """
-    from agentlake.agents.workforce import has_dataset, resolve_client
-
-    if client.lake_id is not None:
-        return [str(client.lake_id)]
-    if not has_dataset(lake, "clients"):
-        return []
-    found = resolve_client(lake, client.id)  # the same slug -> id resolution the agents use
-    if found is not None:
-        return [str(found[0])]
-    table = lake.read_arrow(
-        "SELECT CAST(id AS VARCHAR) AS id FROM clients WHERE lower(name) = lower(?)", [client.name]
-    )
-    return [str(v) for v in table.column("id").to_pylist()]
-
-
-def load_no_shows(
-    lake: Lake, client_ids: Sequence[str], worker_ids: Sequence[int], before: date
-) -> dict[int, list[date]]:
-    """Dates of each worker's no-shows at the client (its lake ids) before the scenario day."""
-    ids = sorted({int(w) for w in worker_ids})
-    if not ids or not client_ids:
-        return {}
-    table = lake.read_arrow(
-        "SELECT worker_id, CAST(shift_start AS DATE) AS day FROM placements WHERE status = 'no_show' "
-        "AND CAST(client_id AS VARCHAR) IN (SELECT unnest(?::VARCHAR[])) "
-        "AND CAST(shift_start AS DATE) < ? AND worker_id IN (SELECT unnest(?::BIGINT[]))",
-        [list(client_ids), before, ids],
-    )
-    out: dict[int, list[date]] = {}
-    for row in table.to_pylist():
-        out.setdefault(int(row["worker_id"]), []).append(row["day"])
-    return out
-
-
-def site_of(lake: Lake, city: str, state: str) -> tuple[float, float]:
-    """Coordinates distances are measured from: the agents' own gazetteer, so both agree."""
-    from agentlake.agents.geo import gazetteer
-
-    place = gazetteer(lake).resolve(city, state)
-    return (place.lat, place.lon)
+    """The scenario client's ids in the lake's ``clients`` dataset (see ``client_lake_ids``)."""
+    return client_lake_ids(lake, lake_id=client.lake_id, slug=client.id, name=client.name)
 
 
 # --- the op the learning loop reads -----------------------------------------------------
@@ -405,8 +327,9 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
     from ``task.lake_path``. A policy that raises ``AgentlakeError`` for one event is recorded as
     an unfilled event with the error, and the day goes on (one bad turn is not a lost day).
     """
-    from agentlake.agents import Booking, RunContext, ScheduleBook
+    from agentlake.agents import RunContext
     from agentlake.lake import Lake
+    from agentlake.workforce.schedule import Booking, ScheduleBook
 
     started = time.perf_counter()
     settings = task.settings

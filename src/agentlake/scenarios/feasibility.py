@@ -16,15 +16,14 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from agentlake.scenarios.day import DayLedger, lake_client_ids, load_facts, load_no_shows, plan_event, site_of
+from agentlake.scenarios.day import DayLedger, lake_client_ids, plan_event
 from agentlake.scenarios.judge import Matching, judge_fill
 from agentlake.scenarios.scenario import Acceptance, Scenario
+from agentlake.workforce.facts import load_facts, load_no_shows, site_of, workers_near
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
     from agentlake.settings import Settings
-
-_DEG_PER_MILE = 1.0 / 69.0
 
 
 class EventPool(BaseModel):
@@ -47,18 +46,6 @@ class EventPool(BaseModel):
         return 1 - self.acceptable / self.stated if self.stated else 0.0
 
 
-def _candidate_ids(lake: Lake, lat: float, lon: float, radius: float) -> list[int]:
-    import math
-
-    dlat = radius * _DEG_PER_MILE
-    dlon = radius * _DEG_PER_MILE / max(0.01, math.cos(math.radians(lat)))
-    table = lake.read_arrow(
-        "SELECT worker_id FROM workers WHERE lat BETWEEN ? AND ? AND lon BETWEEN ? AND ?",
-        [lat - dlat, lat + dlat, lon - dlon, lon + dlon],
-    )
-    return [int(v) for v in table.column("worker_id").to_pylist()]
-
-
 def event_pools(
     lake: Lake, scenarios: Sequence[Scenario], *, matching: Matching | None = None
 ) -> list[EventPool]:
@@ -76,7 +63,7 @@ def event_pools(
             order = plan_event(scenario, event, ledger).order
             ledger.orders[event.id] = order
             site = site_of(lake, order.city, order.state)
-            ids = _candidate_ids(lake, site[0], site[1], order.radius_miles)
+            ids = workers_near(lake, site[0], site[1], order.radius_miles)
             facts = load_facts(lake, ids)
             stated_judged = judge_fill(
                 order.model_copy(update={"count": max(1, len(ids))}),

@@ -2,10 +2,10 @@
 
 Owns the verdicts a client gives ("no OSHA 30 on file; site policy", "reliability 0.55 below
 0.70", "63 miles from site, limit 40", "no-show here on 2026-03-02", "already booked
-08:00-16:00 at Acme Foods"), each with a structured rule for the learning loop, and reading the
-worker facts it needs from the lake. It never shows the acceptance to agents and never writes
-to the lake. It does not own the day's schedule (``agents.ScheduleBook``) nor the op it becomes
-(``day``).
+08:00-16:00 at Acme Foods"), each with a structured rule for the learning loop. It never shows
+the acceptance to agents and never reads or writes the lake: the worker facts it judges are
+read by the domain (``agentlake.workforce.facts``). It does not own the day's schedule
+(``workforce.ScheduleBook``) nor the op it becomes (``day``).
 
 Rule names (``ClientRejection.rule``), in the order a worker is checked:
 unknown_worker, duplicate, excluded, role_mismatch, double_booked, missing_requirement,
@@ -23,11 +23,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from agentlake.agents.geo import haversine_miles  # the agents' own distance, so both sides agree at the limit
 from agentlake.scenarios.scenario import Acceptance
+from agentlake.workforce.facts import WorkerFacts
+from agentlake.workforce.geo import (
+    haversine_miles,  # the agents' own distance, so both sides agree at the limit
+)
+from agentlake.workforce.roles import certification_key, same_role
 
 if TYPE_CHECKING:
-    from agentlake.agents import FillOrder
+    from agentlake.workforce.order import FillOrder
 
 
 class BookingLike(Protocol):
@@ -81,24 +85,11 @@ class Judgement(BaseModel):
         return counts
 
 
-@dataclass(frozen=True)
-class WorkerFacts:
-    """What the client can see about a worker (from the lake's workers table)."""
-
-    worker_id: int
-    role: str
-    lat: float
-    lon: float
-    certifications: tuple[str, ...]
-    reliability: float
-    name: str = ""
-
-
 @dataclass
 class Matching:
     """How names are compared: certification spellings and role synonyms.
 
-    The default is the agents' own matching (``agents.workforce``: the data catalogue's role
+    The default is the agents' own matching (``workforce.roles``: the catalogue's role
     synonyms and ``normalize_certification``), so a worker the staffer verified as a Welder
     with OSHA 30 is one the client sees the same way; only the client's hidden rules differ.
     """
@@ -108,8 +99,6 @@ class Matching:
 
     @classmethod
     def default(cls) -> Matching:
-        from agentlake.agents.workforce import certification_key, same_role
-
         return cls(certification_key=certification_key, catalogue_same_role=same_role)
 
     def _alike(self, a: str, b: str) -> bool:

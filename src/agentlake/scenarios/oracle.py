@@ -14,11 +14,15 @@ from typing import TYPE_CHECKING
 
 from agentlake.scenarios.judge import Matching, judge_fill
 from agentlake.scenarios.scenario import Client
+from agentlake.workforce.candidates import CandidateQuery, find_candidates
+from agentlake.workforce.facts import load_facts, load_no_shows, site_of
+from agentlake.workforce.verify import verify_fill
 
 if TYPE_CHECKING:
     from datetime import date
 
-    from agentlake.agents import FillOrder, RunContext, TaskOutcome
+    from agentlake.agents import RunContext, TaskOutcome
+    from agentlake.workforce.order import FillOrder
 
 SEARCH_LIMIT = 400  # enough candidates that the hidden rules, not the limit, decide
 
@@ -34,12 +38,11 @@ class OraclePolicy:
         self.matching = matching or Matching.default()
 
     def run(self, order: FillOrder, ctx: RunContext) -> TaskOutcome:
-        from agentlake.agents import TaskOutcome, workforce
-        from agentlake.agents.verify import verify_fill
-        from agentlake.scenarios.day import lake_client_ids, load_facts, load_no_shows, site_of
+        from agentlake.agents import TaskOutcome
+        from agentlake.scenarios.day import lake_client_ids
 
         started = time.perf_counter()
-        query = workforce.CandidateQuery(
+        query = CandidateQuery(
             role=order.role,
             city=order.city,
             state=order.state,
@@ -48,7 +51,7 @@ class OraclePolicy:
             exclude_ids=list(order.exclude_worker_ids),
             limit=SEARCH_LIMIT,
         )
-        rows = workforce.find_candidates(ctx.lake, query)
+        rows = find_candidates(ctx.lake, query)
         loose = verify_fill(
             ctx.lake, order, [r["worker_id"] for r in rows], schedule=ctx.schedule, requested=0
         )

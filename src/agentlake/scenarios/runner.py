@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentlake.errors import NotFoundError, UserError
 from agentlake.scenarios.backends import BACKENDS, make_backend
-from agentlake.scenarios.day import DayResult, DayTask, site_of
+from agentlake.scenarios.day import DayResult, DayTask
 from agentlake.scenarios.metrics import leaderboard_document
 from agentlake.scenarios.profile import StafferProfile, load_profiles, unreachable_models
 from agentlake.scenarios.report import write_report
@@ -41,6 +41,8 @@ from agentlake.scenarios.results import (
 )
 from agentlake.scenarios.scenario import BUILTIN, Scenario, load_scenarios
 from agentlake.settings import Settings, load_settings
+from agentlake.workforce.facts import site_of
+from agentlake.workforce.tables import missing_tables
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
@@ -122,8 +124,7 @@ def check_runnable(
                     problems.append(
                         f"staffer {profile.staffer}: {model} lives in this process only; use --backend inline"
                     )
-    names = {d.name for d in lake.datasets()}
-    missing = {"workers", "placements"} - names
+    missing = missing_tables(lake)
     if missing:
         problems.append(
             f"the lake has no {' or '.join(sorted(missing))} dataset; generate one with `agentlake data generate`"

@@ -15,7 +15,7 @@ from agentlake.gateway.schemas import (
     Worker,
 )
 from agentlake.gateway.security import require
-from agentlake.profile import WorkerProfile
+from agentlake.workforce.profile import WorkerProfile
 
 router = APIRouter(tags=["lake"], dependencies=[Depends(require("read"))], responses=COMMON_ERRORS)
 # DuckDB's INTEGER: an id outside it cannot exist, so it is a 422, not a failed lookup.
@@ -88,6 +88,6 @@ async def worker(request: Request, worker_id: int = WorkerId) -> Response:
 def profile(request: Request, worker_id: int = WorkerId) -> WorkerProfile:
     """The worker's record, their placements (newest first, with client names), counts by status
     and the clients where they did not show."""
-    from agentlake.profile import worker_profile
+    from agentlake.workforce.profile import worker_profile
 
     return worker_profile(request.app.state.services.lake, worker_id)

@@ -11,11 +11,16 @@ import pyarrow as pa
 import pytest
 import zipcodes
 
-from agentlake.data import CERTIFICATIONS, normalize_certification
-from agentlake.data.cities import load_cities
-from agentlake.data.workforce import ARCHETYPES, generate_workforce, load_workforce, write_workforce_files
 from agentlake.errors import UserError
 from agentlake.lake import Lake
+from agentlake.workforce import CERTIFICATIONS, normalize_certification
+from agentlake.workforce.cities import load_cities
+from agentlake.workforce.generator import (
+    ARCHETYPES,
+    generate_workforce,
+    load_workforce,
+    write_workforce_files,
+)
 
 N = 20_000
 

@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from agentlake.lake.versioned import has_dataset
+from agentlake.workforce.tables import PLACEMENTS, client_labels
+
 if TYPE_CHECKING:
     from agentlake.lake import Lake
 
@@ -95,8 +98,6 @@ class ScheduleBook:
             return
         loaded: dict[int, list[Booking]] = {w: [] for w in todo}
         if self._placements_exist():
-            from agentlake.agents.workforce import client_labels
-
             labels = client_labels(self.lake)
 
             table = self.lake.read_arrow(
@@ -124,9 +125,7 @@ class ScheduleBook:
 
     def _placements_exist(self) -> bool:
         if self._has_placements is None:
-            from agentlake.agents.workforce import has_dataset
-
-            self._has_placements = has_dataset(self.lake, "placements")
+            self._has_placements = has_dataset(self.lake, PLACEMENTS)
         return self._has_placements
 
     def bookings_for(self, worker_id: int) -> list[Booking]:

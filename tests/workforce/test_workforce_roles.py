@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentlake.data import (
+from agentlake.workforce import (
     CERTIFICATIONS,
     ROLES,
     SECTORS,

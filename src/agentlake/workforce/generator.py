@@ -19,10 +19,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from agentlake.data.cities import load_cities
-from agentlake.data.resumes import build_resumes, fill_templates, join_present
-from agentlake.data.roles import CERTIFICATIONS, ROLES, SECTORS
 from agentlake.errors import UserError
+from agentlake.workforce.cities import load_cities
+from agentlake.workforce.resumes import build_resumes, fill_templates, join_present
+from agentlake.workforce.roles import CERTIFICATIONS, ROLES, SECTORS
 
 if TYPE_CHECKING:
     from agentlake.lake import IngestResult, Lake

@@ -1,10 +1,11 @@
 """Where places are: resolving an order's city to coordinates, distances, nearby cities.
 
-Owns the city gazetteer the agents use (the data package's city table, plus any city that
-appears in the lake's ``workers`` table, placed at its workers' mean coordinates), the
-haversine distance and ``nearby_cities``. Ambiguous names resolve by state (Columbus, OH is
-not Columbus, GA); an unknown city/state pair is a ``UserError`` naming close matches. It
-does not own which workers are near (the SQL in ``workforce``).
+Owns the city gazetteer (the shipped city table, ``cities``, plus any city that appears in
+the lake's ``workers`` table, placed at its workers' mean coordinates), the haversine
+distance (in Python and as SQL) and ``nearby``. Ambiguous names resolve by state (Columbus,
+OH is not Columbus, GA); an unknown city/state pair is a ``UserError`` naming close matches.
+Search, verification and the client's judge all measure with it, so they agree at the limit.
+It does not own which workers are near (``candidates``).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from agentlake.agents.versioned import PerLakeCache
 from agentlake.errors import UserError
+from agentlake.lake.versioned import PerLakeCache
+from agentlake.workforce.cities import load_cities
+from agentlake.workforce.tables import workers_table_version
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
@@ -121,28 +124,34 @@ _gazetteers: PerLakeCache[Gazetteer] = PerLakeCache()
 
 
 def gazetteer(lake: Lake | None = None) -> Gazetteer:
-    """The data package's cities, plus the distinct cities of the lake's ``workers`` (if any).
+    """The shipped cities, plus the distinct cities of the lake's ``workers`` (if any).
 
     Cached per lake file and ``workers`` version, so new data is picked up.
     """
     version: object = None
     if lake is not None:
-        from agentlake.agents.workforce import workers_table_version
-
         version = workers_table_version(lake)
     return _gazetteers.get(str(lake.path) if lake is not None else "", version, lambda: _build(lake, version))
 
 
 def _build(lake: Lake | None, version: object) -> Gazetteer:
-    from agentlake.data.cities import load_cities
-
     table = load_cities()
     places = [
         Place(str(table.name[i]), str(table.state[i]), float(table.lat[i]), float(table.lon[i]))
         for i in range(len(table))
     ]
     if lake is not None and version is not None:
-        from agentlake.agents.workforce import worker_cities
-
         places += worker_cities(lake)
     return Gazetteer(places)
+
+
+def worker_cities(lake: Lake) -> list[Place]:
+    """Each distinct (city, state) of ``workers`` at its workers' mean coordinates."""
+    table = lake.read_arrow(
+        "SELECT city, state, avg(lat) AS lat, avg(lon) AS lon FROM workers "
+        "WHERE city IS NOT NULL AND state IS NOT NULL AND lat IS NOT NULL AND lon IS NOT NULL GROUP BY city, state"
+    )
+    return [
+        Place(str(r["city"]), str(r["state"]).upper(), float(r["lat"]), float(r["lon"]))
+        for r in table.to_pylist()
+    ]

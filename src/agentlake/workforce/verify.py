@@ -5,8 +5,9 @@ they exist, are not listed twice or excluded by the order, have the ordered role
 synonyms accepted), live within the order's radius of its city, hold every stated requirement
 (any spelling), are available (availability score at least ``agent_min_availability``) and
 are not booked over an overlapping shift. Every failure is one ``Rejection`` with a reason a
-person (or a model) can act on. It does not own search (``workforce``) or a client's hidden
-preferences (the scenarios' judge).
+person (or a model) can act on. Policies call it before proposing (``agents``); it is the
+domain's answer to "is this fill valid?". It does not own search (``candidates``) or a
+client's hidden preferences (the scenarios' judge).
 
 Rule names: unknown_worker, duplicate, excluded, role_mismatch, too_far, missing_requirement,
 unavailable, double_booked.
@@ -19,13 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from agentlake.agents import workforce
-from agentlake.agents.geo import gazetteer, haversine_miles
+from agentlake.workforce.geo import gazetteer, haversine_miles
+from agentlake.workforce.roles import missing_certifications, same_role
+from agentlake.workforce.schedule import ScheduleBook
+from agentlake.workforce.tables import fetch_workers
 
 if TYPE_CHECKING:
-    from agentlake.agents.order import FillOrder
-    from agentlake.agents.schedule import ScheduleBook
     from agentlake.lake import Lake
+    from agentlake.workforce.order import FillOrder
 
 RULES = ("unknown_worker", "duplicate", "excluded", "role_mismatch", "too_far", "missing_requirement", "unavailable",
          "double_booked")  # fmt: skip
@@ -91,15 +93,11 @@ def verify_fill(
     city is unknown or the lake has no workers dataset; never for a bad worker (that is a
     rejection).
     """
-    from agentlake.agents.schedule import ScheduleBook
-
     schedule = schedule if schedule is not None else ScheduleBook(lake)
     site = gazetteer(lake).resolve(order.city, order.state)
     floor = lake.settings.agent_min_availability
     ids = [int(w) for w in worker_ids]
-    rows = workforce.fetch_workers(
-        lake, ids, ["role", "name", "lat", "lon", "certifications", "availability"]
-    )
+    rows = fetch_workers(lake, ids, ["role", "name", "lat", "lon", "certifications", "availability"])
     check_shift = order.shift_start is not None and order.shift_end is not None
     if check_shift:
         schedule.prefetch([w for w in ids if w in rows])
@@ -123,7 +121,7 @@ def verify_fill(
             reject(f"worker {worker_id} is excluded by the order", "excluded")
         else:
             who = f"{row.get('name') or 'worker'} ({worker_id})"
-            if not workforce.same_role(row.get("role"), order.role):
+            if not same_role(row.get("role"), order.role):
                 reject(
                     f"{who} works as {row.get('role')}, not as {order.role}", "role_mismatch", row.get("role")
                 )
@@ -134,9 +132,7 @@ def verify_fill(
                 if miles > order.radius_miles:
                     reject(f"{who} lives {miles:.1f} miles from {order.city}, {order.state}; limit {order.radius_miles:g}",
                            "too_far", round(miles, 1))  # fmt: skip
-            for requirement in workforce.missing_certifications(
-                row.get("certifications"), order.requirements
-            ):
+            for requirement in missing_certifications(row.get("certifications"), order.requirements):
                 reject(f"{who} has no {requirement} on file", "missing_requirement", requirement)
             availability = row.get("availability")
             if availability is not None and float(availability) < floor:

@@ -3,7 +3,7 @@
 Owns the wording (several templates per sentence slot, some per archetype) and
 :func:`fill_templates`, which fills ``{field}`` templates column-wise with pyarrow compute
 (no per-row Python), so 500k summaries take about a second. It does not decide who the
-workers are (``workforce``); it receives their fields as Arrow arrays.
+workers are (``generator``); it receives their fields as Arrow arrays.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ CERTS = (
     "Certified: {certs}.",
     "Has kept {cert} up to date.",
 )
-# Work-style sentences by archetype code (see workforce.ARCHETYPES order).
+# Work-style sentences by archetype code (see generator.ARCHETYPES order).
 STYLE = (
     (  # reliable veteran
         "Often trusted to train new hires and lead small crews.",

@@ -1,18 +1,22 @@
-"""The role catalogue and certification vocabulary of the workforce dataset.
+"""The role catalogue and certification vocabulary, and every rule for matching them.
 
 Owns :data:`ROLES` (40 roles across light industrial, skilled trades, logistics and
 healthcare, each with skills, certifications, synonyms and a share of the workforce),
-:data:`CERTIFICATIONS` (each canonical certification with the spellings real records use)
-and :func:`normalize_certification`, which maps any of those spellings back to the
-canonical name. Agents and scenarios reuse these; the generator (``workforce``) samples
-from them. It does not generate rows.
+:data:`CERTIFICATIONS` (each canonical certification with the spellings real records use),
+:func:`normalize_certification`, which maps any of those spellings back to the canonical
+name, and the one role finder (:func:`find_role`; :func:`role_in_text` scans a sentence
+with the same spellings). Search, verification, the order parser, the client's judge and
+the graph's demo model all match roles and certifications through here, so they agree.
+The generator (``generator``) samples from the catalogue. It does not read the lake.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 SECTORS = ("light industrial", "skilled trades", "logistics", "healthcare")
 
@@ -615,10 +619,99 @@ def split_certifications(value: str | None) -> list[str]:
     return [normalize_certification(part) for part in value.split(",") if part.strip()]
 
 
-def find_role(text: str) -> Role | None:
-    """The role whose name or a synonym equals ``text`` (case- and punctuation-insensitive)."""
-    wanted = _normalize(text)
+# --- finding roles ------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _spellings() -> dict[str, Role]:
+    """Every normalised spelling (name or synonym) -> its role; the first role listed wins a
+    spelling two roles share."""
+    index: dict[str, Role] = {}
     for role in _ROLE_LIST:
-        if wanted == _normalize(role.name) or wanted in (_normalize(s) for s in role.synonyms):
+        for spelling in (role.name, *role.synonyms):
+            index.setdefault(_normalize(spelling), role)
+    return index
+
+
+@lru_cache(maxsize=1024)
+def find_role(text: str) -> Role | None:
+    """The one role finder: the catalogue role whose name or a synonym is ``text``.
+
+    Case, punctuation and spacing do not matter, and a plural finds its singular ('Welders',
+    'forklift drivers' -> Forklift Operator). ``None`` for a role the catalogue does not know.
+    """
+    wanted = _normalize(text)
+    index = _spellings()
+    found = index.get(wanted)
+    if found is None and wanted.endswith("s"):
+        found = index.get(wanted[:-1])
+    if found is None and wanted.endswith("es"):
+        found = index.get(wanted[:-2])
+    return found
+
+
+@lru_cache(maxsize=1)
+def _longest_first() -> list[tuple[str, Role]]:
+    # Stable: between spellings of one length, the catalogue's order decides.
+    return sorted(_spellings().items(), key=lambda item: -len(item[0]))
+
+
+def role_in_text(text: str) -> Role | None:
+    """The catalogue role a sentence mentions ('how many forklift drivers are in CA?'), by the
+    longest spelling found in it, singular or plural; ``None`` when it names none."""
+    plain = f" {_normalize(text)} "
+    for spelling, role in _longest_first():
+        if f" {spelling} " in plain or f" {spelling}s " in plain or f" {spelling}es " in plain:
             return role
     return None
+
+
+@lru_cache(maxsize=512)
+def role_names(role: str) -> frozenset[str]:
+    """Lower-case role names accepted for ``role``: the catalogue role and its synonyms.
+
+    'Welders', 'welding' and 'Welder' all give the Welder set; a role outside the catalogue
+    matches only itself.
+    """
+    text = " ".join(role.split())
+    found = find_role(text)
+    if found is None:
+        return frozenset({text.casefold()})
+    return frozenset({found.name.casefold(), *(s.casefold() for s in found.synonyms)})
+
+
+def canonical_role(role: str) -> str:
+    """The catalogue's name for ``role`` ('forklift driver' -> 'Forklift Operator'), else ``role``."""
+    text = " ".join(role.split())
+    found = find_role(text)
+    return found.name if found is not None else text
+
+
+def same_role(worker_role: str | None, order_role: str) -> bool:
+    """True when a worker's role satisfies the ordered role (synonyms both ways)."""
+    if not worker_role:
+        return False
+    wanted = role_names(order_role)
+    return worker_role.casefold() in wanted or bool(role_names(worker_role) & wanted)
+
+
+# --- holding certifications ----------------------------------------------------------------------
+
+
+def certification_key(name: str) -> str:
+    """The canonical, case-folded name of a certification as written anywhere."""
+    return normalize_certification(name).casefold()
+
+
+def held_certifications(value: Any) -> set[str]:
+    """Canonical keys of the certifications in a workers.certifications value."""
+    if value is None:
+        return set()
+    parts: Iterable[Any] = value if isinstance(value, (list, tuple)) else re.split(r"[,;|]", str(value))
+    return {certification_key(str(part)) for part in parts if str(part).strip()}
+
+
+def missing_certifications(value: Any, required: Sequence[str]) -> list[str]:
+    """The required certifications (as written in ``required``) a worker does not hold."""
+    held = held_certifications(value)
+    return [req for req in required if certification_key(req) not in held]

@@ -1,8 +1,9 @@
 """A fill order: what the client asked for, parsed from text or built in code.
 
 Owns ``FillOrder`` (its fields, its parser for "3 x Welder in Cleveland, OH ..." and its task
-signature for lesson retrieval). It does not own role synonyms or certification spellings (the
-data package's catalogue) nor checking workers against an order (``verify``).
+signature for lesson retrieval) and ``slugify`` (a client's id from its name). It does not own
+role synonyms or certification spellings (``roles``) nor checking workers against an order
+(``verify``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentlake.errors import UserError
+from agentlake.workforce.roles import canonical_role
 
 if TYPE_CHECKING:
     from agentlake.learn import TaskSignature
@@ -184,8 +186,6 @@ def _clock(value: str, text: str) -> time:
 def _catalogue_role(role: str) -> str:
     """The catalogue's name for the role as written ('forklift drivers' -> 'Forklift Operator');
     a role the catalogue does not know keeps its words, singular."""
-    from agentlake.agents.workforce import canonical_role
-
     return canonical_role(_singular_role(role))
 
 
