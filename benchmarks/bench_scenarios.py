@@ -118,9 +118,9 @@ def _load() -> str:
 
 def main_job(args: argparse.Namespace) -> None:
     """The first run of ``make demo``: sequential baseline, then the background-index main job."""
-    from agentlake.demo import DEMO_STAFFERS, LOCAL_STAFFER, StepDone, run_demo, run_main_job
     from agentlake.embed import get_embedder
     from agentlake.scenarios import read_results
+    from agentlake.scenarios.main_job import DEMO_STAFFERS, LOCAL_STAFFER, StepDone, run_demo, run_main_job
     from agentlake.scenarios.runner import run_scenarios
     from agentlake.settings import load_settings
 

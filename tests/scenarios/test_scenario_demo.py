@@ -23,10 +23,10 @@ def _staff(messages, options):  # noqa: ANN001, ANN202 - one fake model plays bo
 
 @pytest.mark.slow
 def test_llm_staffers_run_when_their_model_answers_over_http(scenario_settings: Settings, observer) -> None:
-    from agentlake.demo import reachable_llm_staffers
     from agentlake.llm import FunctionProvider
     from agentlake.llm.fakeserver import serve_fake_ollama
     from agentlake.scenarios import load_scenarios, read_results
+    from agentlake.scenarios.main_job import reachable_llm_staffers
     from agentlake.scenarios.runner import run_scenarios
 
     with serve_fake_ollama(FunctionProvider(_staff, "qwen3:4b"), models=["qwen3:4b"]) as url:
@@ -47,7 +47,7 @@ def test_llm_staffers_run_when_their_model_answers_over_http(scenario_settings: 
 
 
 def test_without_a_model_the_demo_says_how_to_add_one(scenario_settings: Settings) -> None:
-    from agentlake.demo import ADD_AN_LLM, reachable_llm_staffers
+    from agentlake.scenarios.main_job import ADD_AN_LLM, reachable_llm_staffers
 
     ready, skipped = reachable_llm_staffers(scenario_settings)
     assert ready == [] and set(skipped) == {"full", "basic", "minimal", "local", "configured"}

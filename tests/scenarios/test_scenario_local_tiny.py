@@ -19,8 +19,8 @@ pytestmark = [
 
 
 def test_local_tiny_staffs_one_event_end_to_end(scenario_settings: Settings, observer) -> None:  # noqa: ANN001
-    from agentlake.demo import LOCAL_STAFFER, reduced_pack
     from agentlake.scenarios import read_results
+    from agentlake.scenarios.main_job import LOCAL_STAFFER, reduced_pack
     from agentlake.scenarios.runner import run_scenarios
 
     day = reduced_pack()[0]

@@ -28,9 +28,9 @@ def small_lake(tmp_path: Path) -> Settings:
 def test_a_cancelled_index_build_keeps_its_chunks_and_the_next_build_finishes_it(
     small_lake: Settings,
 ) -> None:
-    from agentlake.demo import BackgroundIndex
     from agentlake.errors import RunError
     from agentlake.lake import Lake
+    from agentlake.lake.background_index import BackgroundIndex
     from agentlake.lake.search import hybrid_search
 
     with Lake.open(small_lake) as lake:
@@ -60,8 +60,9 @@ def test_a_cancelled_index_build_keeps_its_chunks_and_the_next_build_finishes_it
 
 @pytest.mark.slow
 def test_the_rules_staffers_run_while_the_index_builds_and_every_step_is_timed(tmp_path: Path) -> None:
-    from agentlake.demo import IndexProgress, RunDone, SearchExample, StepDone, run_main_job
     from agentlake.embed import get_embedder
+    from agentlake.lake.background_index import IndexProgress
+    from agentlake.scenarios.main_job import RunDone, SearchExample, StepDone, run_main_job
     from agentlake.scenarios.runner import Progress
 
     events: list[object] = []

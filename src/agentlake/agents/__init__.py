@@ -4,7 +4,8 @@ Layout: ``tools`` (the audited tool registry) -> ``actions`` (one typed action p
 ``orchestrator`` (executor + reviewer, ``LLMPolicy``) or ``rules`` (``RulesPolicy``, no LLM)
 -> the domain's ``verify_fill`` (the data decides) -> ``outcome`` (TaskOutcome, the
 ``task.fill`` op). ``lessons`` connects to the learning loop, ``overseer`` watches whole days.
-``task.fill`` is the one library call behind ``agentlake fill``. What staffing is (orders,
+``task.fill`` is the one library call behind ``agentlake fill``; ``ask`` answers a question
+over the lake with cited sources (``agentlake ask``, ``POST /ask``). What staffing is (orders,
 roles, schedules, the SQL over workers) lives in ``agentlake.workforce``; ``FillOrder``,
 ``ScheduleBook``, ``Booking`` and ``verify_fill`` are re-exported here for callers.
 

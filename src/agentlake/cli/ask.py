@@ -21,7 +21,7 @@ def ask(
     ),
 ) -> None:
     """Answer a question over the lake: SQL for structured questions, hybrid search otherwise, sources cited."""
-    from agentlake.ask import ask as ask_lake
+    from agentlake.agents.ask import ask as ask_lake
     from agentlake.cli.output import console, print_json
     from agentlake.lake import Lake
 

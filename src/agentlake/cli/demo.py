@@ -4,7 +4,8 @@ Generates the workforce if missing and indexes it in the background; shows one S
 runs the built-in scenario pack with the rules baseline (learning on and off) and every
 reachable LLM staffer over three batches; prints the leaderboard and the report's path;
 finishes the index and shows one hybrid search; ends with a table of the steps and their
-times. A thin door onto ``agentlake.demo.run_main_job``: this module only draws its events.
+times. A thin door onto ``agentlake.scenarios.main_job.run_main_job``: this module only draws
+its events.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def demo(
 ) -> None:
     """Run the main job (make demo): dataset, index, examples, then staffing days, leaderboard and report."""
     from agentlake.cli.output import console
-    from agentlake.demo import run_main_job
+    from agentlake.scenarios.main_job import run_main_job
 
     view = _JobView()
     try:
@@ -57,11 +58,12 @@ class _JobView:
         self.last_line = 0.0
 
     def show(self, event: Any) -> None:  # noqa: C901 - one branch per event type
-        from agentlake import demo
         from agentlake.cli.output import console, render_rows
+        from agentlake.lake.background_index import IndexProgress
+        from agentlake.scenarios import main_job as demo
         from agentlake.scenarios.runner import Progress
 
-        if isinstance(event, demo.IndexProgress):
+        if isinstance(event, IndexProgress):
             self._index(event)
         elif isinstance(event, Progress):
             console.print(f"batch {event.batch}/{event.batches} [{event.done}/{event.total}] {event.staffer} "

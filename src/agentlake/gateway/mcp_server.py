@@ -27,7 +27,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from pydantic import ConfigDict
 
 from agentlake import __version__
-from agentlake.ask import Answer
+from agentlake.agents.ask import Answer
 from agentlake.errors import AgentlakeError, NotFoundError
 from agentlake.gateway.schemas import (
     AskRequest,
@@ -188,7 +188,7 @@ def build_mcp_server(services: Services) -> MCPServer:
         "hybrid search otherwise; the answer cites its sources. Mirrors POST /ask."
     )
     def ask(question: str, model: str | None = None, dataset: str | None = None, k: int = 8) -> Answer:
-        from agentlake.ask import ask as ask_lake
+        from agentlake.agents.ask import ask as ask_lake
 
         def body() -> Answer:
             request = AskRequest(question=question, model=model, dataset=dataset, k=k)

@@ -4,8 +4,8 @@ The main job of agentlake: run realistic days (``scenario``), staffed by configu
 (``profile``), judged by clients who never tell their rules up front (``judge``), in batches
 with learning in between (``runner`` on an inline, process or Ray ``backends``), then measure
 whether the staffers got better (``metrics``, ``scorecard``, ``report``). ``day`` turns one
-scenario day into orders, policy calls, judgements and ``fill.judged`` ops. The format is
-documented in docs/scenarios.md.
+scenario day into orders, policy calls, judgements and ``fill.judged`` ops; ``main_job`` is
+what ``make demo`` runs. The format is documented in docs/scenarios.md.
 
 Heavy pieces (the runner, which imports agents and learn) are imported lazily.
 """

@@ -2,7 +2,7 @@
 
 Owns the generator (:func:`generate_workforce`, column-wise NumPy and pyarrow, no per-row
 Python for the large tables), the archetypes that correlate scores, experience, certificates
-and no-shows, and the doors into the lake (:func:`load_workforce`) and onto disk
+and no-shows, and the doors into the lake (:func:`load_workforce`, :func:`ensure_workforce`) and onto disk
 (:func:`write_workforce_files`). Reference data comes from ``cities`` (real US cities and
 ZIPs), ``roles`` (role catalogue, certification spellings) and Faker's en_US name lists;
 resume wording from ``resumes``.
@@ -531,6 +531,19 @@ def load_workforce(lake: Lake, workforce: Workforce, *, replace: bool = False) -
         ]
 
     return lake.write(load)
+
+
+def ensure_workforce(lake: Lake, workers: int = 50_000, seed: int = 7) -> tuple[int, int]:
+    """Generate and load the workforce when the lake has no ``workers``: (generated, rows now).
+
+    A lake that already has workers is left as it is, so a second first run is quick.
+    """
+    known = {info.name: info for info in lake.datasets()}
+    if "workers" in known:
+        return 0, known["workers"].row_count
+    workforce = generate_workforce(workers, seed=seed)
+    load_workforce(lake, workforce)
+    return workforce.workers.num_rows, workforce.workers.num_rows
 
 
 def write_workforce_files(workforce: Workforce, out_dir: Path, fmt: str = "parquet") -> list[Path]:

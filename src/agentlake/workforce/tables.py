@@ -32,6 +32,13 @@ TABLES = (WORKERS, PLACEMENTS, CLIENTS)
 # What hybrid search ranks: the workers, by their resumes.
 SEARCH_DATASET, SEARCH_COLUMN = WORKERS, "resume_text"
 WORKER_COLUMNS = ("worker_id", "name", "role", "city", "state", "lat", "lon", "certifications")
+# One question of each kind over the workforce, which the first-run demo answers.
+EXAMPLE_SQL = (
+    "SELECT role, count(*) AS workers, round(avg(reliability), 2) AS avg_reliability "
+    "FROM workers WHERE state = 'OH' GROUP BY role ORDER BY workers DESC, role LIMIT 5"
+)
+EXAMPLE_QUESTION = "certified welder experienced with MIG and TIG welding"
+EXAMPLE_WHERE = "role = 'Welder' AND state = 'OH'"
 
 NO_WORKERS = "the lake has no workers dataset: run `agentlake data generate` or ingest one with key worker_id"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Path, Request
 
-from agentlake.ask import Answer
+from agentlake.agents.ask import Answer
 from agentlake.errors import NotFoundError
 from agentlake.gateway.errors import BAD_REQUEST, COMMON_ERRORS, NOT_FOUND, UNAVAILABLE
 from agentlake.gateway.schemas import AskRequest, ToolCall, ToolCallResult, ToolInfo, ToolList
@@ -47,7 +47,7 @@ def call_tool(
 def ask(body: AskRequest, request: Request) -> Answer:
     """SQL first for structured questions, hybrid search otherwise; the answer cites `[SQL]` or
     document ids like `[W-7995]`. 503 when no model is configured or reachable."""
-    from agentlake.ask import ask as ask_lake
+    from agentlake.agents.ask import ask as ask_lake
 
     services = request.app.state.services
     return ask_lake(

@@ -1,42 +1,41 @@
-"""The first-run demo and the main job (``agentlake demo`` / ``make demo``), timed step by step.
+"""The main job (``agentlake demo`` / ``make demo``) and the first-run demo, timed step by step.
 
-Owns :func:`run_demo` (the issue-2 demo: generate the workforce if the lake has none, index
-``workers.resume_text``, one SQL answer and one hybrid search) and :func:`run_main_job`, what
-``make demo`` runs: the same first steps, then the built-in scenario pack with the rules
-baseline (learning on and off) and every LLM staffer whose model is reachable, over three
-batches, with the leaderboard and the report (``agentlake.scenarios``); ``--local-llm`` adds the
-in-process ``local-tiny`` staffer on a reduced pack.
+Owns :func:`run_main_job`, what ``make demo`` runs: generate the workforce if the lake has
+none, index the workers' resumes, one SQL answer, then the built-in scenario pack with the
+rules baseline (learning on and off) and every LLM staffer whose model is reachable, over
+three batches, with the leaderboard and the report (``runner``), one hybrid search at the end;
+``--local-llm`` adds the in-process ``local-tiny`` staffer on a reduced pack. :func:`run_demo`
+is the short first run (dataset, index, the two examples) without the pack.
 
 Embedding 50k resumes is most of a first run's time, so the main job builds the index in a
-background thread (:class:`BackgroundIndex`) while the rules staffers, which never search it,
-run the pack. Every step reports when it started and how long it took. It renders nothing:
-events go to a callback, and the CLI draws them.
+background thread (``agentlake.lake.background_index``) while the rules staffers, which never
+search it, run the pack. Every step reports when it started and how long it took. It renders
+nothing: events go to a callback, and the CLI draws them.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agentlake.errors import RunError
+from agentlake.lake.background_index import BackgroundIndex
 from agentlake.lake.index import BuildResult
 from agentlake.lake.lakehouse import QueryResult
 from agentlake.lake.search import Source
 from agentlake.settings import Settings, load_settings
-
-if TYPE_CHECKING:
-    from agentlake.lake import Lake
-
-DEMO_SQL = (
-    "SELECT role, count(*) AS workers, round(avg(reliability), 2) AS avg_reliability "
-    "FROM workers WHERE state = 'OH' GROUP BY role ORDER BY workers DESC, role LIMIT 5"
+from agentlake.workforce.generator import ensure_workforce
+from agentlake.workforce.tables import (
+    EXAMPLE_QUESTION,
+    EXAMPLE_SQL,
+    EXAMPLE_WHERE,
+    SEARCH_COLUMN,
+    SEARCH_DATASET,
 )
-DEMO_QUESTION = "certified welder experienced with MIG and TIG welding"
-DEMO_WHERE = "role = 'Welder' AND state = 'OH'"
+
+DEMO_SQL, DEMO_QUESTION, DEMO_WHERE = EXAMPLE_SQL, EXAMPLE_QUESTION, EXAMPLE_WHERE
 
 
 class DemoResult(BaseModel):
@@ -62,18 +61,13 @@ def run_demo(
     from agentlake.lake import Lake
     from agentlake.lake.index import ensure_index
     from agentlake.lake.search import hybrid_search
-    from agentlake.workforce.generator import generate_workforce, load_workforce
 
     settings = settings or load_settings()
     with Lake.open(settings) as lake:
-        generated = 0
-        if "workers" not in {info.name for info in lake.datasets()}:
-            workforce = generate_workforce(workers, seed=seed)
-            load_workforce(lake, workforce)
-            generated = workforce.workers.num_rows
-        built = ensure_index(lake, "workers", "resume_text", progress=progress)
+        generated, _ = ensure_workforce(lake, workers, seed)
+        built = ensure_index(lake, SEARCH_DATASET, SEARCH_COLUMN, progress=progress)
         result = lake.query(DEMO_SQL)
-        sources = hybrid_search(lake, "workers", DEMO_QUESTION, where=DEMO_WHERE, k=5)
+        sources = hybrid_search(lake, SEARCH_DATASET, DEMO_QUESTION, where=DEMO_WHERE, k=5)
     return DemoResult(
         generated_workers=generated,
         index=built,
@@ -83,143 +77,6 @@ def run_demo(
         where=DEMO_WHERE,
         sources=sources,
     )
-
-
-# --- the index, built in the background -----------------------------------------------------
-
-# Distinct texts per progress step: ~4 s of model time at 290 resumes/s, so progress moves
-# often and a cancel waits at most that long.
-EMBED_CHUNK = 1024
-IndexPhase = Literal["starting", "embedding", "indexing", "done", "failed", "cancelled"]
-
-
-class IndexProgress(BaseModel):
-    """How far a :class:`BackgroundIndex` is: ``done`` of ``total`` distinct texts have vectors."""
-
-    phase: IndexPhase
-    total: int = Field(0, description="Distinct texts to embed (0 until they are counted).")
-    done: int = Field(0, description="Distinct texts with a vector so far, cached or embedded.")
-    embedded: int = Field(0, description="Texts the model embedded in this build.")
-    seconds: float = Field(0.0, description="Since the build started.")
-    embed_seconds: float = Field(0.0, description="Spent embedding (the rate's denominator).")
-
-    @property
-    def rate(self) -> float:
-        """Texts embedded per second (0 before the first chunk)."""
-        return self.embedded / self.embed_seconds if self.embed_seconds > 0 else 0.0
-
-    @property
-    def eta_s(self) -> float | None:
-        """Seconds left at the current rate, or None when unknown."""
-        return (self.total - self.done) / self.rate if self.rate > 0 else None
-
-
-class BackgroundIndex:
-    """Builds ``dataset``'s vector index over ``column`` in a daemon thread, with progress.
-
-    It first fills the lake's embedding cache chunk by chunk (``embed_texts``), so progress is
-    visible and a cancelled build keeps every chunk it finished; then ``ensure_index`` builds
-    the index, finding every vector cached. It shares the caller's open read-write lake: its
-    writes go through ``Lake.write`` (the one writer) and the caller may keep reading.
-    :meth:`result` re-raises what the thread raised (``UserError``/``RunError``).
-    """
-
-    def __init__(
-        self, lake: Lake, dataset: str, column: str, *, embedder: Any = None, chunk: int = EMBED_CHUNK
-    ) -> None:
-        self.lake, self.dataset, self.column = lake, dataset, column
-        self._embedder = embedder
-        self._chunk = max(1, chunk)
-        self._lock = threading.Lock()
-        self._cancel = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"index-{dataset}", daemon=True)
-        self._progress = IndexProgress(phase="starting")
-        self._started = 0.0
-        self._ended: float | None = None
-        self._result: BuildResult | None = None
-        self._error: BaseException | None = None
-
-    def start(self) -> BackgroundIndex:
-        self._started = time.perf_counter()
-        self._thread.start()
-        return self
-
-    def progress(self) -> IndexProgress:
-        """A snapshot of the build's progress (safe from any thread); once it has ended,
-        ``seconds`` is how long it ran."""
-        with self._lock:
-            until = self._ended if self._ended is not None else time.perf_counter()
-            return self._progress.model_copy(update={"seconds": round(until - self._started, 3)})
-
-    @property
-    def finished(self) -> bool:
-        return self._started > 0 and not self._thread.is_alive()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait up to ``timeout`` seconds; True once the build has ended (any way)."""
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
-
-    def cancel(self) -> None:
-        """Stop after the current chunk and wait for the thread (no-op once it ended)."""
-        self._cancel.set()
-        if self._started:
-            self._thread.join()
-
-    def result(self) -> BuildResult | None:
-        """The build (None when the index was already fresh); raises the thread's error."""
-        if not self.finished:
-            raise RunError("the background index build has not finished; wait() for it first")
-        if self._error is not None:
-            raise self._error
-        if self._progress.phase == "cancelled":
-            raise RunError(f"the {self.dataset} index build was cancelled; its finished chunks are cached")
-        return self._result
-
-    def _set(self, **fields: Any) -> None:
-        with self._lock:
-            self._progress = self._progress.model_copy(update=fields)
-
-    def _run(self) -> None:
-        from agentlake.embed import embed_texts, get_embedder
-        from agentlake.lake.catalog import quote_ident
-        from agentlake.lake.index import ensure_index
-
-        try:
-            embedder = self._embedder or get_embedder(None, self.lake.settings)
-            # Load the model here, off the rate's clock; a fresh index needs it too: the example
-            # search embeds its question, and then finds it loaded.
-            _ = embedder.dimension
-            rows = self.lake.read_arrow(
-                f"SELECT {quote_ident(self.column)}::VARCHAR AS text FROM {quote_ident(self.dataset)}"
-            )
-            # ensure_index reads NULL as ""; the same texts here mean it finds all of them cached.
-            unique = list(dict.fromkeys(text or "" for text in rows.column("text").to_pylist()))
-            self._set(phase="embedding", total=len(unique))
-            embedding = 0.0
-            for start in range(0, len(unique), self._chunk):
-                if self._cancel.is_set():
-                    self._set(phase="cancelled")
-                    return
-                began = time.perf_counter()
-                _, stats = embed_texts(embedder, unique[start : start + self._chunk], lake=self.lake)
-                if stats.embedded:
-                    embedding += time.perf_counter() - began
-                with self._lock:
-                    p = self._progress
-                    self._progress = p.model_copy(
-                        update={"done": p.done + stats.unique, "embedded": p.embedded + stats.embedded,
-                                "embed_seconds": round(embedding, 3)}
-                    )  # fmt: skip
-            self._set(phase="indexing")
-            self._result = ensure_index(self.lake, self.dataset, self.column, embedder=embedder)
-            self._set(phase="done")
-        except BaseException as exc:  # handed to the waiting thread by result()
-            self._error = exc
-            self._set(phase="failed")
-        finally:
-            with self._lock:
-                self._ended = time.perf_counter()
 
 
 # --- the main job: staffing days, learning between batches, the leaderboard -----------------
@@ -313,18 +170,6 @@ def reduced_pack() -> list[Any]:
     return [s.model_copy(update={"events": [e for e in s.events if e.ref is None][:1]}) for s in days]
 
 
-def _ensure_workforce(lake: Lake, workers: int, seed: int) -> tuple[int, int]:
-    """Generate the workforce when the lake has none: (generated, rows now)."""
-    from agentlake.workforce.generator import generate_workforce, load_workforce
-
-    known = {info.name: info for info in lake.datasets()}
-    if "workers" in known:
-        return 0, known["workers"].row_count
-    workforce = generate_workforce(workers, seed=seed)
-    load_workforce(lake, workforce)
-    return workforce.workers.num_rows, workforce.workers.num_rows
-
-
 def _finish(build: BackgroundIndex, emit: Callable[[Any], None]) -> BuildResult | None:
     while not build.wait(timeout=1.0):
         emit(build.progress())
@@ -398,11 +243,11 @@ def run_main_job(
 
     with Lake.open(settings) as lake:
         started = clock()
-        generated, rows = _ensure_workforce(lake, workers, seed)
+        generated, rows = ensure_workforce(lake, workers, seed)
         step("dataset", started, f"generated {generated:,} workers (seed {seed})" if generated
              else f"workers already in the lake ({rows:,} rows)")  # fmt: skip
         index_started = clock()
-        build = BackgroundIndex(lake, "workers", "resume_text", embedder=embedder).start()
+        build = BackgroundIndex(lake, SEARCH_DATASET, SEARCH_COLUMN, embedder=embedder).start()
         try:
             started = clock()
             sql_result = lake.query(DEMO_SQL)
@@ -444,11 +289,13 @@ def run_main_job(
                 # report the thread's counts, not the cache's.
                 made = build.progress().embedded
                 built = built.model_copy(update={"embedded": made, "cached": built.index.row_count - made})
-            step("index (background)", index_started, _index_summary(built, "workers", "resume_text"),
+            step("index (background)", index_started, _index_summary(built, SEARCH_DATASET, SEARCH_COLUMN),
                  seconds=build.progress().seconds)  # fmt: skip
 
             started = clock()
-            sources = hybrid_search(lake, "workers", DEMO_QUESTION, where=DEMO_WHERE, k=5, embedder=embedder)
+            sources = hybrid_search(
+                lake, SEARCH_DATASET, DEMO_QUESTION, where=DEMO_WHERE, k=5, embedder=embedder
+            )
             emit(SearchExample(question=DEMO_QUESTION, where=DEMO_WHERE, sources=sources))
             step("example search", started, f"{len(sources)} workers")
 

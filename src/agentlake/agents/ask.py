@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from agentlake.errors import AgentlakeError, UnavailableError, UserError
 from agentlake.settings import Settings
+from agentlake.workforce.tables import SEARCH_DATASET
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
@@ -55,7 +56,7 @@ class AskPlan(BaseModel):
 
     route: Literal["sql", "search"]
     sql: str | None = Field(None, description="route=sql: one read-only SELECT.")
-    dataset: str = Field("workers", description="route=search: the dataset to search.")
+    dataset: str = Field(SEARCH_DATASET, description="route=search: the dataset to search.")
     search_text: str | None = Field(None, description="route=search: what to look for, in words.")
     where: str | None = Field(None, description="route=search: optional WHERE fragment (no 'WHERE').")
 
@@ -141,7 +142,7 @@ def ask(
         except AgentlakeError as exc:  # refused or failing SQL: the question still deserves an answer
             answer.fallback_reason = f"the planned SQL did not run ({exc.message})"
     if answer.route == "search":
-        search_dataset = dataset or (plan.dataset if plan.dataset in datasets else "workers")
+        search_dataset = dataset or (plan.dataset if plan.dataset in datasets else SEARCH_DATASET)
         answer.sources, answer.where = _search(
             lake, search_dataset, plan.search_text or question, plan.where, k, embedder
         )
