@@ -56,7 +56,9 @@ class Settings(BaseSettings):
     lake_file: str = Field("lake.duckdb", description="DuckDB file of the lakehouse, relative to data_dir.")
     sql_timeout_s: float = Field(10.0, gt=0, description="Read-only SQL queries are interrupted after this many seconds.")
     sql_max_rows: int = Field(1000, gt=0, description="Read-only SQL results are capped at this many rows (flagged truncated).")
+    sql_max_result_bytes: int = Field(2_000_000, gt=0, description="Read-only SQL results are cut at about this many bytes (as JSON; flagged truncated); a single larger value keeps its head.")
     duckdb_threads: int = Field(2, gt=0, description="Threads DuckDB may use.")
+    duckdb_memory_limit: str = Field("2GB", pattern=r"^\s*\d+(\.\d+)?\s*([KMGT]i?B)\s*$", description="DuckDB's memory limit for the lake (e.g. 2GB, 512MiB); a query that needs more fails instead of growing the process. DuckDB's own default is 80% of RAM.")
 
     # --- embed --------------------------------------------------------------------------
     embed_model: str = Field(

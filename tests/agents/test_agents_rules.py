@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from agentlake.agents import FillOrder, RulesPolicy, fill, verify_fill
@@ -144,3 +146,19 @@ def test_fill_library_call_uses_the_process_observer_and_lesson_outcomes(make_ct
     assert sink.endpoint("task.fill")[0].provenance.run_id == "run-fill-1"
     (recorded,) = store.query("SELECT run_id, success FROM outcomes")
     assert recorded == ("run-fill-1", True)
+
+
+@pytest.mark.timeout(60)
+def test_a_slow_lesson_filter_cannot_hang_a_fill(make_ctx, store, order, monkeypatch) -> None:
+    # Issue 17.1: a lesson's extra_where ran with no timeout, so one cross join hung every fill
+    # it matched. It now runs under sql_timeout_s like every other SQL path.
+    from agentlake.errors import RunError
+
+    ctx = make_ctx(lessons=store)
+    monkeypatch.setattr(ctx.lake, "settings", ctx.lake.settings.model_copy(update={"sql_timeout_s": 1.0}))
+    slow = MachineAction(extra_where="(SELECT count(*) FROM workers a, workers b, workers c) > 0")
+    _lesson(store, slow, role=order.role)
+    started = time.perf_counter()
+    with pytest.raises(RunError, match="candidate search was interrupted after the 1 s timeout"):
+        RulesPolicy().run(order, ctx)
+    assert time.perf_counter() - started < 5

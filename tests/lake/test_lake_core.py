@@ -264,10 +264,14 @@ def test_read_only_lake(tmp_path: Path) -> None:
             lake.write_table("items", pa.table({"id": [3]}))
 
 
-def test_internal_tables_are_not_datasets_but_readable(lake: Lake) -> None:
+def test_internal_tables_are_not_datasets_and_only_library_code_reads_them(lake: Lake) -> None:
     lake.write_table("items", pa.table({"id": [1]}))
     assert [d.name for d in lake.datasets()] == ["items"]
-    assert lake.query("SELECT dataset, mode FROM _ingest_history").rows == [["items", "append"]]
+    assert lake.read_arrow("SELECT dataset, mode FROM _ingest_history").to_pylist() == [
+        {"dataset": "items", "mode": "append"}
+    ]
+    with pytest.raises(UserError, match="internal tables"):
+        lake.query("SELECT dataset, mode FROM _ingest_history")
 
 
 def test_cursors_read_while_the_writer_writes(lake: Lake) -> None:

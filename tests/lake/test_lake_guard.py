@@ -17,7 +17,6 @@ from agentlake.lake import check_select, check_where
         "FROM workers SELECT name LIMIT 3",
         "SELECT * FROM workers WHERE worker_id IN (SELECT worker_id FROM placements WHERE status = 'no_show')",
         "SELECT * FROM range(10) r, unnest([1, 2]) u",
-        "SELECT * FROM _ingest_history",
         "DESCRIBE workers",
     ],
 )

@@ -6,17 +6,31 @@ table names. Table functions are allowlisted, not denylisted, because every exte
 adds new file readers (``read_csv``, ``read_parquet``, ``iceberg_scan``...). The guard owns
 no connection to the lake; the lake additionally runs with external access disabled, so a
 gap here still cannot read a file.
+
+Three more things are refused because no timeout could stop them or they show the server
+rather than the data: the lake's internal tables (names starting with ``_``: the catalog,
+the ingest history with its file paths, the embedding cache) and ``current_setting`` (which
+names the data directory); and scalar functions that build one value whose size a query
+chooses (``range``, ``repeat``, ``list_resize``, ``lpad``, format widths, ...) unless the size
+is a literal under :data:`MAX_BUILT_ITEMS`, and never inside a lambda, which runs them once
+per element. DuckDB checks for an interrupt between chunks of rows, not while one function
+builds one value: ``len(range(100000000))`` ran for 21 s and took 7 GB past a 2 s timeout
+and a 1 GB memory limit (measured, DuckDB 2.0), while the table function ``FROM range(...)``
+stops at once. WHERE fragments are parsed twice, alone and inside parentheses, and must give
+the same expression both times, so a fragment cannot close the caller's parenthesis.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from typing import Any
 
 import duckdb
 
 from agentlake.errors import UserError
+from agentlake.lake.bounds import error_line, excerpt
 
 # Table functions that only compute or read the lake's own metadata.
 ALLOWED_TABLE_FUNCTIONS = frozenset(
@@ -70,6 +84,27 @@ FILE_READERS = frozenset(
     }
 )
 SQL_RUNNERS = frozenset({"query", "query_table"})
+# Scalar functions that show the server rather than the data (paths, settings).
+SERVER_FUNCTIONS = frozenset({"current_setting", "getenv"})
+# Scalar functions that build one value whose size (list items or characters) is given by
+# these argument positions; None: every argument bounds the size (range's start/stop/step).
+SIZED_FUNCTIONS: dict[str, tuple[int, ...] | None] = {
+    "range": None,
+    "generate_series": None,
+    "list_resize": (1,),
+    "array_resize": (1,),
+    "repeat": (1,),
+    "lpad": (1,),
+    "rpad": (1,),
+    "bar": (3,),
+    "bitstring": (1,),
+}
+FORMAT_FUNCTIONS = frozenset({"printf", "format", "sprintf"})
+# The largest value (list items or characters) such a function may build: DuckDB evaluates a
+# chunk of 2048 rows at once, so one chunk can build 2048 times this.
+MAX_BUILT_ITEMS = 10_000
+# Longest WHERE fragment: filters are conditions, not programs.
+MAX_FRAGMENT_CHARS = 4000
 
 _ONLY = "only one SELECT (or WITH ... SELECT) query may run here"
 _PROBE_TABLE = "__agentlake_filter_probe"
@@ -100,24 +135,102 @@ def _tree(sql: str) -> dict[str, Any]:
     parsed = json.loads(raw[0]) if raw else {"error": True}
     if parsed.get("error"):
         raise UserError(
-            f"{_ONLY}; this one cannot be analysed ({parsed.get('error_message', 'unknown form')})"
+            f"{_ONLY}; this one cannot be analysed ({str(parsed.get('error_message', 'unknown form'))[:300]})"
         )
     return parsed
 
 
+def _int_literal(node: Any) -> int | None:
+    """The integer a literal expression stands for (``10``, ``-3``, ``10::BIGINT``), else None."""
+    if not isinstance(node, dict):
+        return None
+    if node.get("class") == "CONSTANT":
+        text = str((node.get("literal") or {}).get("text", ""))
+        try:
+            return int(float(text)) if text.strip() else None
+        except (ValueError, OverflowError):
+            return None
+    if node.get("class") == "CAST":
+        return _int_literal(node.get("child"))
+    if (
+        node.get("class") == "FUNCTION"
+        and node.get("function_name") == "-"
+        and len(node.get("arguments") or []) == 1
+    ):
+        inner = _int_literal(node["arguments"][0].get("expression"))
+        return None if inner is None else -inner
+    return None
+
+
+def _built_size(name: str, arguments: list[Any]) -> int | None:
+    """How large a value ``name(arguments)`` builds, from literal arguments; None if not literal."""
+    values = [_int_literal(arg.get("expression")) for arg in arguments]
+    positions = SIZED_FUNCTIONS[name]
+    if positions is None:  # range / generate_series: (stop), (start, stop) or (start, stop, step)
+        if not values or any(v is None for v in values):
+            return None
+        start, stop, step = (
+            (0, values[0], 1)
+            if len(values) == 1
+            else (values[0], values[1], values[2] if len(values) > 2 else 1)
+        )
+        return abs((stop - start) // step) if step else None  # type: ignore[operator]
+    sizes = [values[i] for i in positions if i < len(values)]
+    if len(sizes) < len(positions) or any(v is None for v in sizes):
+        return None
+    return max(abs(v) for v in sizes)  # type: ignore[arg-type]
+
+
+def _check_function(node: dict[str, Any], in_lambda: bool) -> None:
+    name = str(node.get("function_name", "")).lower()
+    if name in SERVER_FUNCTIONS:
+        raise UserError(f"{name}() is not allowed in read-only SQL: it shows the server, not the data")
+    if name in SIZED_FUNCTIONS or name in FORMAT_FUNCTIONS:
+        if in_lambda:
+            raise UserError(
+                f"{name}() is not allowed inside a lambda in read-only SQL: it would build a value per element"
+            )
+        arguments = node.get("arguments") or []
+        if name in FORMAT_FUNCTIONS:
+            first = (arguments[0].get("expression") or {}) if arguments else {}
+            pattern = (
+                str((first.get("literal") or {}).get("text", ""))
+                if first.get("class") == "CONSTANT"
+                else None
+            )
+            widths = [int(digits) for digits in re.findall(r"\d+", pattern or "")]
+            size = max(widths, default=0) if pattern is not None else None
+        else:
+            size = _built_size(name, arguments)
+        if size is None or size > MAX_BUILT_ITEMS:
+            hint = (
+                "write the format as a literal with widths under that"
+                if name in FORMAT_FUNCTIONS
+                else "for many rows use a table function, e.g. SELECT * FROM range(1000000)"
+            )
+            raise UserError(
+                f"{name}() in read-only SQL needs literal sizes of at most {MAX_BUILT_ITEMS:,} (items or "
+                f"characters): DuckDB cannot interrupt a value while it builds it; {hint}"
+            )
+
+
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    return error_line(exc)
 
 
 def _looks_like_path(name: str) -> bool:
     return any(ch in name for ch in "./\\:") or name.startswith("~")
 
 
-def _walk(node: Any) -> None:
-    """Refuse forbidden table functions and file-like table names anywhere in the tree."""
+def _walk(node: Any, in_lambda: bool = False) -> None:
+    """Refuse forbidden table and scalar functions, file-like and internal table names anywhere
+    in the tree."""
     if isinstance(node, dict):
         kind = node.get("type")
+        if node.get("class") == "FUNCTION":
+            _check_function(node, in_lambda)
+        elif node.get("class") == "LAMBDA":
+            in_lambda = True
         if kind == "TABLE_FUNCTION":
             function = node.get("function") or {}
             name = str(function.get("function_name", "")).lower()
@@ -145,11 +258,21 @@ def _walk(node: Any) -> None:
                 f"reading {table_name!r} is not allowed: read-only SQL cannot read files or URLs; "
                 "load the file with `agentlake ingest FILE --dataset NAME` and query the dataset"
             )
-        for value in node.values():
-            _walk(value)
+        if kind in ("BASE_TABLE", "SHOW_REF") and isinstance(table_name, str) and table_name.startswith("_"):
+            raise UserError(
+                f"{table_name} is one of the lake's internal tables and cannot be read here; "
+                "`agentlake datasets` names the datasets (and their ingest history)"
+            )
+        for key, value in node.items():
+            if kind == "TABLE_FUNCTION" and key == "function" and isinstance(value, dict):
+                # The table function itself was judged above (range() as a table is fine):
+                # only its arguments are expressions to check.
+                _walk(value.get("arguments"), in_lambda)
+            else:
+                _walk(value, in_lambda)
     elif isinstance(node, list):
         for item in node:
-            _walk(item)
+            _walk(item, in_lambda)
 
 
 def check_select(sql: str) -> str:
@@ -179,26 +302,49 @@ def check_select(sql: str) -> str:
 def check_where(fragment: str) -> str:
     """Return ``fragment`` (stripped) if it is a boolean WHERE condition and nothing more.
 
-    Refuses statements, set operations, ORDER BY/LIMIT/GROUP BY smuggled after the
-    condition, comments that hide a closing parenthesis, and subqueries that reach a
-    forbidden table function. Splice the result as ``WHERE (<fragment>)``: keeping the
-    parentheses keeps ``a OR b`` from escaping the caller's other conditions.
+    Refuses statements, set operations, ORDER BY/LIMIT/GROUP BY/WINDOW smuggled after the
+    condition, parentheses that close the caller's own (``state = 'OH') OR (1=1``), comments
+    that hide a closing parenthesis, fragments over :data:`MAX_FRAGMENT_CHARS`, and whatever
+    :func:`check_select` refuses inside it. The fragment is parsed alone and inside
+    parentheses; both must be one plain WHERE clause with the same expression tree, so
+    splicing it as ``WHERE (<fragment>)`` adds exactly that expression, under the caller's
+    parentheses.
     """
     if not isinstance(fragment, str) or not fragment.strip():
         raise UserError("empty filter: pass a WHERE condition such as \"role = 'Welder' AND state = 'OH'\"")
     text = fragment.strip()
+    if len(text) > MAX_FRAGMENT_CHARS:
+        raise UserError(
+            f"the filter is {len(text)} characters long; at most {MAX_FRAGMENT_CHARS} are allowed"
+        )
     # No newline before ')': a trailing '--' comment must swallow it and fail here, or it
     # would swallow the caller's own conditions once spliced into their one-line SQL.
-    probe = f"SELECT * FROM {_PROBE_TABLE} WHERE ({text})"
+    wrapped = _where_clause(f"SELECT * FROM {_PROBE_TABLE} WHERE ({text})", text)
+    try:
+        alone = _where_clause(f"SELECT * FROM {_PROBE_TABLE} WHERE {text}", text)
+    except UserError:
+        alone = None
+    if alone is None or _shape(alone) != _shape(wrapped):
+        raise UserError(
+            f"filter {excerpt(text)} is not one WHERE condition: it closes a parenthesis it did not open; "
+            "balance its parentheses, e.g. \"(state = 'OH') OR (state = 'PA')\""
+        )
+    _walk(wrapped)
+    return text
+
+
+def _where_clause(probe: str, text: str) -> dict[str, Any]:
+    """The WHERE expression of ``probe``, a SELECT over the probe table; ``UserError`` unless
+    that is all the statement holds."""
     try:
         statements = _statements(probe)
     except UserError:
         raise UserError(
-            f"filter {text!r} is not a WHERE condition (syntax error); write e.g. \"role = 'Welder' AND state = 'OH'\""
+            f"filter {excerpt(text)} is not a WHERE condition (syntax error); write e.g. \"role = 'Welder' AND state = 'OH'\""
         ) from None
     if len(statements) != 1 or statements[0].type.name != "SELECT":
         raise UserError(
-            f"filter {text!r} is not a single WHERE condition; statements are not allowed in a filter"
+            f"filter {excerpt(text)} is not a single WHERE condition; statements are not allowed in a filter"
         )
     node = _tree(statements[0].query)["statements"][0]["node"]
     plain = (
@@ -206,20 +352,29 @@ def check_where(fragment: str) -> str:
         and not node.get("modifiers")
         and not (node.get("cte_map") or {}).get("map")
         and not node.get("group_expressions")
-        and not (node.get("groups") or {}).get("grouping_sets")
+        and not node.get("group_sets")
         and node.get("having") is None
         and node.get("qualify") is None
         and node.get("sample") is None
+        and not node.get("windows")
         and (node.get("from_table") or {}).get("table_name") == _PROBE_TABLE
         and node.get("where_clause") is not None
     )
     if not plain:
         raise UserError(
-            f"filter {text!r} is not a plain WHERE condition (no ORDER BY, LIMIT, GROUP BY, UNION or statements); "
-            "write e.g. \"role = 'Welder' AND state = 'OH'\""
+            f"filter {excerpt(text)} is not a plain WHERE condition (no ORDER BY, LIMIT, GROUP BY, WINDOW, UNION "
+            "or statements); write e.g. \"role = 'Welder' AND state = 'OH'\""
         )
-    _walk(node["where_clause"])
-    return text
+    return node["where_clause"]
+
+
+def _shape(node: Any) -> Any:
+    """A parse tree without its source positions (which differ between the two probes)."""
+    if isinstance(node, dict):
+        return {key: _shape(value) for key, value in node.items() if not key.startswith("query_location")}
+    if isinstance(node, list):
+        return [_shape(item) for item in node]
+    return node
 
 
 def _describe_kind(kind: str, sql: str) -> str:

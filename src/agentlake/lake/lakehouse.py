@@ -2,9 +2,11 @@
 
 Owns the read-write connection (THE writer: every write goes through :meth:`Lake.write`,
 serialized by a per-file lock, one transaction each), read cursors for library code, the
-guarded read-only :meth:`Lake.query` (capped, interrupted on timeout), and the entry points
-for ingest. It does not parse files (``ingest``), decide what SQL is safe (``guard``) or
-define the catalog schema (``catalog``).
+guarded read-only :meth:`Lake.query` (capped in rows and bytes, interrupted on timeout),
+:meth:`Lake.bounded`, the one read path for SQL that carries user-written parts (the guarded
+query, search filters, lesson filters: all under ``sql_timeout_s``), and the entry points
+for ingest. The connection runs under ``duckdb_memory_limit``. It does not parse files
+(``ingest``), decide what SQL is safe (``guard``) or define the catalog schema (``catalog``).
 
 The database runs with external access disabled: no SQL run through the lake can read or
 write files, URLs or Python variables. Library code that needs an Arrow table inside SQL
@@ -15,7 +17,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -24,6 +27,7 @@ from pydantic import BaseModel
 
 from agentlake.errors import NotFoundError, RunError, UnavailableError, UserError
 from agentlake.lake import catalog
+from agentlake.lake.bounds import error_line, fit_rows, watched
 from agentlake.lake.catalog import DatasetInfo
 from agentlake.lake.guard import check_select
 from agentlake.lake.ingest import IngestResult, apply_ingest, check_mode, read_source
@@ -105,7 +109,8 @@ def _lock_for(path: Path) -> threading.RLock:
 
 
 class QueryResult(BaseModel):
-    """Rows of a guarded query; ``truncated`` when more rows existed than the cap."""
+    """Rows of a guarded query; ``truncated`` when more rows existed than the cap, or the rows
+    were cut at the byte cap."""
 
     columns: list[str]
     rows: list[list[Any]]
@@ -153,6 +158,7 @@ class Lake:
             target.parent.mkdir(parents=True, exist_ok=True)
         config: dict[str, Any] = {
             "threads": settings.duckdb_threads,
+            "memory_limit": settings.duckdb_memory_limit.replace(" ", ""),
             "enable_external_access": False,
             "autoinstall_known_extensions": False,
             "autoload_known_extensions": False,
@@ -323,6 +329,31 @@ class Lake:
             except duckdb.Error as exc:
                 raise RunError(f"lake read failed: {str(exc).splitlines()[0]} (sql: {sql[:200]})") from exc
 
+    @contextmanager
+    def bounded(
+        self, *, timeout_s: float | None = None, what: str = "the query"
+    ) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read cursor for SQL with user-written parts, interrupted after ``timeout_s``
+        (``sql_timeout_s``); closed at the end of the block.
+
+        Raises ``RunError`` naming the setting to raise when the timeout interrupts the query
+        or it needs more than ``duckdb_memory_limit``; other DuckDB errors pass through.
+        """
+        timeout = timeout_s if timeout_s is not None else self.settings.sql_timeout_s
+        with watched(
+            self.cursor(), timeout, what=what, memory_limit=self.settings.duckdb_memory_limit
+        ) as cur:
+            yield cur
+
+    def read_bounded(
+        self, sql: str, params: list | dict | None = None, *, what: str = "the query"
+    ) -> pa.Table:
+        """Library SQL that splices in a checked user fragment (a lesson's filter), as Arrow:
+        every row, but under the timeout and memory limit of :meth:`bounded`. DuckDB errors
+        other than those pass through."""
+        with self.bounded(what=what) as cur:
+            return cur.sql(sql, params=params or None).to_arrow_table()
+
     def query(
         self,
         sql: str,
@@ -331,42 +362,32 @@ class Lake:
         max_rows: int | None = None,
         timeout_s: float | None = None,
     ) -> QueryResult:
-        """Run one guarded read-only query: at most ``max_rows`` rows (``sql_max_rows``),
-        interrupted after ``timeout_s`` (``sql_timeout_s``).
+        """Run one guarded read-only query: at most ``max_rows`` rows (``sql_max_rows``) and
+        about ``sql_max_result_bytes`` bytes, interrupted after ``timeout_s`` (``sql_timeout_s``).
 
         Raises ``UserError`` for refused or wrong SQL (syntax, unknown table or column,
-        bad cast), ``RunError`` when the timeout interrupts it or execution fails.
+        bad cast), ``RunError`` when the timeout interrupts it, it runs out of the memory
+        limit or execution fails. DuckDB's text in messages is cut short.
         """
         checked = check_select(sql)
         limit = max_rows if max_rows is not None else self.settings.sql_max_rows
         if limit < 0:
             raise UserError("max_rows must be >= 0")
-        timeout = timeout_s if timeout_s is not None else self.settings.sql_timeout_s
-        cur = self.cursor()
-        timer = threading.Timer(timeout, cur.interrupt)
-        timer.daemon = True
         started = time.perf_counter()
-        timer.start()
         try:
-            cur.execute(checked, params or [])
-            columns = [str(column[0]) for column in (cur.description or [])]
-            fetched = cur.fetchmany(limit + 1)
-        except duckdb.InterruptException:
-            raise RunError(
-                f"query interrupted after the {timeout:g} s timeout; narrow it (filter, LIMIT) or raise sql_timeout_s "
-                "(AGENTLAKE_SQL_TIMEOUT_S)"
-            ) from None
+            with self.bounded(timeout_s=timeout_s) as cur:
+                cur.execute(checked, params or [])
+                columns = [str(column[0]) for column in (cur.description or [])]
+                fetched = cur.fetchmany(limit + 1)
         except QUERY_USER_ERRORS as exc:
-            raise UserError(f"query failed: {str(exc).splitlines()[0]}; fix the query") from None
+            raise UserError(f"query failed: {error_line(exc)}; fix the query") from None
         except duckdb.Error as exc:
-            raise RunError(f"query failed while running: {str(exc).splitlines()[0]}") from exc
-        finally:
-            timer.cancel()
-            cur.close()
+            raise RunError(f"query failed while running: {error_line(exc)}") from exc
+        rows, cut = fit_rows(fetched[:limit], self.settings.sql_max_result_bytes)
         elapsed_ms = (time.perf_counter() - started) * 1000
         return QueryResult(
             columns=columns,
-            rows=[list(row) for row in fetched[:limit]],
-            truncated=len(fetched) > limit,
+            rows=rows,
+            truncated=len(fetched) > limit or cut,
             elapsed_ms=round(elapsed_ms, 3),
         )

@@ -20,11 +20,6 @@ It does not build or store indexes (``agentlake.lake.index``) and does not embed
 
 from __future__ import annotations
 
-import atexit
-import heapq
-import itertools
-import threading
-import time
 from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -34,14 +29,13 @@ from pydantic import BaseModel, Field
 
 from agentlake.embed.local import quiet_openmp
 from agentlake.errors import RunError, UserError
+from agentlake.lake.bounds import error_line, excerpt
 from agentlake.lake.catalog import quote_ident
 from agentlake.lake.guard import check_where
 from agentlake.lake.index import IndexInfo, VectorIndex, fresh_index
 from agentlake.lake.lakehouse import QUERY_USER_ERRORS
 
 if TYPE_CHECKING:
-    import duckdb
-
     from agentlake.embed import Embedder
     from agentlake.lake import Lake
 
@@ -83,72 +77,6 @@ def _checked_where(fragment: str) -> str:
     return check_where(fragment)
 
 
-# --- query timeouts ---------------------------------------------------------------------
-
-
-class _Watchdog:
-    """Interrupts DuckDB cursors that outlive their deadline.
-
-    One daemon thread for all searches: starting a ``threading.Timer`` per query costs more
-    than a selective search itself.
-    """
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._deadlines: list[tuple[float, int]] = []
-        self._cursors: dict[int, duckdb.DuckDBPyConnection] = {}
-        self._ids = itertools.count()
-        self._thread: threading.Thread | None = None
-        self._stopping = False
-
-    def stop(self) -> None:
-        """End the thread (at exit: a thread still parked in DuckDB's objects at interpreter
-        teardown makes the bindings report leaks)."""
-        with self._cond:
-            self._stopping = True
-            self._cond.notify()
-        if self._thread is not None:
-            self._thread.join(timeout=1)
-
-    def watch(self, cursor: duckdb.DuckDBPyConnection, timeout_s: float) -> int:
-        ticket = next(self._ids)
-        with self._cond:
-            self._cursors[ticket] = cursor
-            heapq.heappush(self._deadlines, (time.monotonic() + timeout_s, ticket))
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="agentlake-search-watchdog", daemon=True
-                )
-                self._thread.start()
-            elif self._deadlines[0][1] == ticket:
-                self._cond.notify()
-        return ticket
-
-    def release(self, ticket: int) -> None:
-        with self._cond:
-            self._cursors.pop(ticket, None)
-
-    def _run(self) -> None:
-        with self._cond:
-            while not self._stopping:
-                while self._deadlines and self._deadlines[0][1] not in self._cursors:
-                    heapq.heappop(self._deadlines)
-                if not self._deadlines:
-                    self._cond.wait()
-                    continue
-                deadline, ticket = self._deadlines[0]
-                wait = deadline - time.monotonic()
-                if wait > 0:
-                    self._cond.wait(wait)
-                    continue
-                heapq.heappop(self._deadlines)
-                cursor = self._cursors.pop(ticket, None)
-                if cursor is not None:
-                    cursor.interrupt()
-
-
-_watchdog = _Watchdog()
-atexit.register(_watchdog.stop)
 quiet_openmp()  # before the float16 scan first imports torch
 
 
@@ -156,32 +84,22 @@ quiet_openmp()  # before the float16 scan first imports torch
 
 
 def _filter_keys(lake: Lake, info: IndexInfo, fragment: str) -> np.ndarray:
-    """Keys of the rows matching ``fragment``, from DuckDB, interrupted after ``sql_timeout_s``."""
+    """Keys of the rows matching ``fragment``, from DuckDB, under the lake's bounded read."""
     import duckdb
 
     sql = (
         f"SELECT {quote_ident(info.key_column)}::BIGINT AS k FROM {quote_ident(info.dataset)} "
         f"WHERE ({fragment}\n)"  # the newline keeps a trailing -- comment off the parenthesis
     )
-    timeout = lake.settings.sql_timeout_s
-    cur = lake.cursor()
-    ticket = _watchdog.watch(cur, timeout)
     try:
-        keys = cur.execute(sql).fetchnumpy()["k"]
-    except duckdb.InterruptException:
-        raise RunError(
-            f"the search filter was interrupted after the {timeout:g} s timeout; make it simpler or raise "
-            "sql_timeout_s (AGENTLAKE_SQL_TIMEOUT_S)"
-        ) from None
+        with lake.bounded(what="the search filter") as cur:
+            keys = cur.execute(sql).fetchnumpy()["k"]
     except QUERY_USER_ERRORS as exc:
         raise UserError(
-            f"filter {fragment!r} failed on {info.dataset!r}: {str(exc).splitlines()[0]}; fix the filter"
+            f"filter {excerpt(fragment)} failed on {info.dataset!r}: {error_line(exc)}; fix the filter"
         ) from None
     except duckdb.Error as exc:
-        raise RunError(f"the search filter failed while running: {str(exc).splitlines()[0]}") from exc
-    finally:
-        _watchdog.release(ticket)
-        cur.close()
+        raise RunError(f"the search filter failed while running: {error_line(exc)}") from exc
     return np.asarray(keys, dtype=np.int64)
 
 

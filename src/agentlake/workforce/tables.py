@@ -2,9 +2,9 @@
 
 Owns the names of the workforce datasets (``workers``, ``placements``, ``clients``; the
 dataset and column hybrid search ranks workers by), reading workers by id
-(:func:`trusted_read`, :func:`fetch_workers`: trusted SQL through ``Lake.cursor``; a missing table becomes the
-``UserError`` saying how to create it) and the clients' slugs and names
-(:func:`resolve_client`, :func:`client_labels`). It does not own searching for workers
+(:func:`trusted_read`, :func:`fetch_workers`: library SQL through ``Lake.read_bounded``, so a
+lesson's filter runs under the SQL timeout; a missing table becomes the ``UserError`` saying
+how to create it) and the clients' slugs and names (:func:`resolve_client`, :func:`client_labels`). It does not own searching for workers
 (``candidates``), a worker's history (``profile``) or which datasets changed
 (``agentlake.lake.versioned``).
 
@@ -49,20 +49,19 @@ def workers_table_version(lake: Lake) -> object:
 
 
 def trusted_read(lake: Lake, sql: str, params: list | dict) -> Any:
-    """A trusted read as Arrow; a missing table becomes the ``UserError`` saying how to create it.
+    """Library SQL as Arrow, under the lake's bounded read (``sql_timeout_s``, the memory
+    limit): a lesson's checked filter is spliced into the candidate search. A missing table
+    becomes the ``UserError`` saying how to create it.
 
     Checking for the table first would cost a catalog query on every call; asking forgiveness
     costs nothing on the normal path.
     """
-    with lake.cursor() as cur:
-        try:
-            return cur.sql(sql, params=params).to_arrow_table()
-        except duckdb.CatalogException as exc:
-            if WORKERS in str(exc):
-                raise UserError(NO_WORKERS) from None
-            raise UserError(
-                f"the lake is missing a table the agents need: {str(exc).splitlines()[0]}"
-            ) from None
+    try:
+        return lake.read_bounded(sql, params, what="the candidate search")
+    except duckdb.CatalogException as exc:
+        if WORKERS in str(exc):
+            raise UserError(NO_WORKERS) from None
+        raise UserError(f"the lake is missing a table the agents need: {str(exc).splitlines()[0]}") from None
 
 
 def fetch_workers(
