@@ -154,12 +154,19 @@ def test_mcp_over_http_lists_and_calls_tools_with_key_scopes(server: str) -> Non
     assert denied.is_error and "scope 'write'" in denied.content[0].text
 
     async def write_side(client: Any) -> Any:
-        return await client.call_tool(
+        outcome = await client.call_tool(
             "log_outcome", {"run_id": "r1", "task": {"task_kind": "fill"}, "success": True}
         )
+        lesson = {"trigger": "Welder fills", "action": "require OSHA 30", "confidence": 1.0, "source": "human"}
+        proposed = await client.call_tool("propose_lesson", {"lesson": lesson})
+        return outcome, proposed
 
-    written = anyio.run(_mcp_session, server, "srv-write-key-1", write_side)
+    written, proposed = anyio.run(_mcp_session, server, "srv-write-key-1", write_side)
     assert not written.is_error and written.structured_content["run_id"] == "r1"
+    # Issue 17.1: a lesson proposed with a write key stays pending, even at confidence 1.0.
+    lesson_id = proposed.structured_content["lesson_id"]
+    shown = httpx.get(f"{server}/playbooks/{lesson_id}", headers={"X-API-Key": "srv-read-key-1"})
+    assert shown.json()["lesson"]["status"] == "pending"
 
 
 def test_mcp_over_http_needs_a_key(server: str) -> None:

@@ -270,7 +270,9 @@ def build_mcp_server(services: Services) -> MCPServer:
     def propose_lesson(lesson: LessonDraft, ctx: Context, reason: str = "") -> LogResponse:
         def body() -> LogResponse:
             request = LogLesson(lesson=lesson, reason=reason)
-            applied = services.lessons.add(request.lesson, reason=request.reason)
+            applied = services.lessons.add(
+                request.lesson, reason=request.reason, activate=_principal(ctx).allows("admin")
+            )
             return LogResponse(
                 kind="lesson",
                 outcome=applied.outcome,

@@ -59,7 +59,10 @@ class SQLResponse(BaseModel):
         ..., description="Row values in column order; dates and times as ISO 8601 strings."
     )
     row_count: int = Field(..., ge=0)
-    truncated: bool = Field(..., description="True when the result was cut at the row cap.")
+    truncated: bool = Field(
+        ...,
+        description="True when the result was cut at the row cap (sql_max_rows) or the byte cap (sql_max_result_bytes).",
+    )
     elapsed_ms: float = Field(..., ge=0)
 
     @classmethod

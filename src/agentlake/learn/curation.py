@@ -113,7 +113,17 @@ def _draft_lesson(delta: Delta, now: datetime) -> Lesson:
         data["project_id"] = DEFAULT_PROJECT
     lesson = Lesson(id="L-x", created_at=now, updated_at=now, status="pending", **data)
     lesson_id = draft.id or make_lesson_id(lesson.key, lesson.scope, lesson.project_id)
-    return with_confidence(lesson.model_copy(update={"id": lesson_id}), lesson.confidence)
+    return _held_back(
+        delta, "pending", with_confidence(lesson.model_copy(update={"id": lesson_id}), lesson.confidence)
+    )
+
+
+def _held_back(delta: Delta, before: str, lesson: Lesson) -> Lesson:
+    """A delta that may not activate (an API proposal without an admin key) leaves a pending
+    lesson pending, whatever confidence it reaches."""
+    if not delta.activate and before == "pending" and lesson.status == "active":
+        return lesson.model_copy(update={"status": "pending"})
+    return lesson
 
 
 def _visible(lesson: Lesson, candidate: Lesson) -> bool:
@@ -218,7 +228,7 @@ def _confirm(
             "evidence_count": existing.evidence_count + max(len(new_ids), 1),
         }
     )
-    updated = with_confidence(updated, existing.confidence + CONFIRM_STEP)
+    updated = _held_back(delta, existing.status, with_confidence(updated, existing.confidence + CONFIRM_STEP))
     reason = delta.reason or "re-observed"
     if outcome == "merged":
         reason = f"{reason} (near-duplicate, similarity {similarity:.2f})"

@@ -409,6 +409,11 @@ class Delta(BaseModel):
     merge_ids: list[str] = Field(default_factory=list, description="MERGE: lessons folded into target_id.")
     reason: str = ""
     actor: LessonSource = "heuristic"
+    activate: bool = Field(
+        True,
+        description="Whether curation may make the lesson active. False keeps an added or confirmed "
+        "pending lesson pending whatever its confidence: lessons proposed over the API without an admin key.",
+    )
 
     @model_validator(mode="after")
     def _shape(self) -> Delta:

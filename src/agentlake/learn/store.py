@@ -524,9 +524,14 @@ class LessonStore:
 
         return apply_deltas(self, deltas, learned_op_ids=learned_op_ids)
 
-    def add(self, draft: LessonDraft, *, reason: str = "") -> AppliedDelta:
-        """Propose one lesson (ADD through curation); raises ``UserError`` if it is rejected."""
-        applied = self.propose([Delta(op="ADD", lesson=draft, reason=reason, actor=draft.source)])[0]
+    def add(self, draft: LessonDraft, *, reason: str = "", activate: bool = True) -> AppliedDelta:
+        """Propose one lesson (ADD through curation); raises ``UserError`` if it is rejected.
+
+        ``activate=False`` keeps the lesson pending whatever its confidence (a proposal over
+        the API without an admin key: it is tried and measured, never trusted at once).
+        """
+        delta = Delta(op="ADD", lesson=draft, reason=reason, actor=draft.source, activate=activate)
+        applied = self.propose([delta])[0]
         if applied.outcome == "rejected":
             raise UserError(f"lesson rejected: {applied.reason}")
         return applied

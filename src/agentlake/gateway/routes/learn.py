@@ -16,7 +16,7 @@ from agentlake.gateway.schemas import (
     RetireRequest,
     RollbackRequest,
 )
-from agentlake.gateway.security import require
+from agentlake.gateway.security import Principal, require
 from agentlake.learn import Lesson
 
 router = APIRouter(tags=["learn"], responses=COMMON_ERRORS)
@@ -98,19 +98,22 @@ def rollback(body: RollbackRequest, request: Request, lesson_id: str = LessonId)
     "/log",
     response_model=LogResponse,
     summary="Record a run's outcome or propose a lesson.",
-    dependencies=[Depends(require("write"))],
     responses=BAD_REQUEST,
 )
-def log(body: LogRequest, request: Request) -> LogResponse:
+def log(
+    body: LogRequest, request: Request, principal: Principal = Depends(require("write"))
+) -> LogResponse:
     """`kind: outcome` records how a run ended (lessons given to it get measured); `kind: lesson`
-    proposes a lesson, which curation adds as pending, merges, or answers 400 when it rejects it."""
+    proposes a lesson, which curation adds as pending, merges, or answers 400 when it rejects it.
+    A lesson proposed with a write key stays pending whatever its confidence; only an admin
+    key's proposal can become active at once."""
     from agentlake.learn import record_outcome
 
     lessons = request.app.state.services.lessons
     if body.kind == "outcome":
         record_outcome(lessons, body.run_id, body.task, body.success, body.score)
         return LogResponse(kind="outcome", run_id=body.run_id)
-    applied = lessons.add(body.lesson, reason=body.reason)
+    applied = lessons.add(body.lesson, reason=body.reason, activate=principal.allows("admin"))
     return LogResponse(
         kind="lesson",
         outcome=applied.outcome,
