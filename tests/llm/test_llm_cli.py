@@ -76,7 +76,7 @@ def test_ask_json_reports_recovery_and_accounting(
         assert key in payload
     assert json.loads(payload["text"]) == {"role": "Welder", "count": 3} == payload["json"]
     assert (payload["attempts"], payload["continuations"], payload["cost_usd"]) == (2, 1, 0.0)
-    assert set(payload["usage"]) == {"input_tokens", "output_tokens", "thinking_tokens"}
+    assert set(payload["usage"]) == {"input_tokens", "output_tokens", "thinking_tokens", "cached_input_tokens"}
     assert ollama.raw_requests[0]["think"] is False and ollama.raw_requests[0]["options"]["num_predict"] == 64
 
 

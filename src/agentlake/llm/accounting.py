@@ -45,6 +45,7 @@ class CallRecord(BaseModel):
     input_tokens: int = Field(0, ge=0)  # gen_ai.usage.input_tokens
     output_tokens: int = Field(0, ge=0)  # gen_ai.usage.output_tokens (thinking included)
     thinking_tokens: int = Field(0, ge=0)  # gen_ai.usage.reasoning.output_tokens
+    cached_input_tokens: int = Field(0, ge=0)  # gen_ai.usage.cache_read.input_tokens
     latency_ms: float = Field(0.0, ge=0)
     finish_reason: str | None = None  # gen_ai.response.finish_reasons
     attempts: int = Field(0, ge=0)
@@ -67,6 +68,7 @@ class CallRecord(BaseModel):
             "gen_ai.usage.input_tokens": self.input_tokens,
             "gen_ai.usage.output_tokens": self.output_tokens,
             "gen_ai.usage.reasoning.output_tokens": self.thinking_tokens,
+            "gen_ai.usage.cache_read.input_tokens": self.cached_input_tokens,
             "gen_ai.response.finish_reasons": [self.finish_reason] if self.finish_reason else [],
             "agentlake.llm.function": self.function,
             "agentlake.llm.latency_ms": self.latency_ms,
@@ -149,6 +151,7 @@ class Tally:
         self.input_tokens = 0
         self.output_tokens = 0
         self.thinking_tokens = 0
+        self.cached_input_tokens = 0
         self.attempts = 0
         self.retries = 0
         self.continuations = 0
@@ -166,6 +169,7 @@ class Tally:
         input_tokens: int = 0,
         output_tokens: int = 0,
         thinking_tokens: int = 0,
+        cached_input_tokens: int = 0,
         finish_reason: str | None = None,
         cost_usd: float | None = None,
         retry: bool = False,
@@ -177,6 +181,7 @@ class Tally:
         self.input_tokens += input_tokens
         self.output_tokens += output_tokens
         self.thinking_tokens += thinking_tokens
+        self.cached_input_tokens += cached_input_tokens
         if finish_reason is not None:
             self.finish_reason = finish_reason
         if cost_usd is None:
@@ -196,6 +201,7 @@ class Tally:
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             thinking_tokens=self.thinking_tokens,
+            cached_input_tokens=self.cached_input_tokens,
             latency_ms=(time.perf_counter() - self._t0) * 1000,
             finish_reason=self.finish_reason,
             attempts=self.attempts,

@@ -129,6 +129,7 @@ def _request(
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         thinking_tokens=usage.thinking_tokens,
+        cached_input_tokens=usage.cached_input_tokens,
         finish_reason=completion.finish_reason,
         cost_usd=_cost(provider, usage),
         retry=sent > 1,

@@ -3,7 +3,7 @@
 A provider turns a list of :class:`Message` plus :class:`GenerateOptions` into one
 :class:`Completion`, and nothing more: no retries, no recovery, no accounting (those wrap it, in
 ``generate``). It declares what it can do in :class:`Capabilities`. Built-in providers
-(``ollama:``, ``openai:``, ``scripted:``, ``function:``, ``llamacpp:``) register through
+(``ollama:``, ``openai:``, ``scripted:``, ``function:``, ``llamacpp:``, ``local:``) register through
 :func:`register_provider`, the same door a third party uses.
 
 This module also owns the errors a provider raises, so the resilience layer can tell a
@@ -62,25 +62,30 @@ class GenerateOptions(BaseModel):
 class Usage(BaseModel):
     """Tokens of one call. ``output_tokens`` counts every generated token, thinking included;
     ``thinking_tokens`` is the part of it spent on hidden reasoning (as in OpenAI's usage and
-    the OpenTelemetry GenAI conventions)."""
+    the OpenTelemetry GenAI conventions). ``cached_input_tokens``: the part of
+    ``input_tokens`` read from a prompt cache instead of being evaluated again."""
 
     model_config = ConfigDict(extra="forbid")
 
     input_tokens: int = Field(0, ge=0)
     output_tokens: int = Field(0, ge=0)
     thinking_tokens: int = Field(0, ge=0)
+    cached_input_tokens: int = Field(0, ge=0)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             thinking_tokens=self.thinking_tokens + other.thinking_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
         )
 
 
 class Completion(BaseModel):
     """What one call returned. ``finish_reason`` is normalised: ``stop``, ``length`` or the
-    provider's own word for anything else (``content_filter``, ``tool_calls``...)."""
+    provider's own word for anything else (``content_filter``, ``tool_calls``...).
+    ``prompt_ms``/``generation_ms``: where an in-process provider spent ``latency_ms``
+    (evaluating the prompt, generating the reply); ``None`` when the provider cannot tell."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -89,6 +94,8 @@ class Completion(BaseModel):
     finish_reason: str = "stop"
     usage: Usage = Field(default_factory=Usage)
     latency_ms: float = Field(0.0, ge=0)
+    prompt_ms: float | None = Field(None, ge=0)
+    generation_ms: float | None = Field(None, ge=0)
     provider: str = ""
     model: str = ""
 
@@ -213,7 +220,7 @@ ProviderFactory = Callable[[str, "Settings"], Provider]
 _factories: dict[str, ProviderFactory] = {}
 _lock = threading.Lock()
 _builtins_loaded = False
-_BUILTIN_MODULES = ("ollama", "openai_compat", "fakes", "llamacpp")
+_BUILTIN_MODULES = ("ollama", "openai_compat", "fakes", "llamacpp", "local")
 
 
 def register_provider(prefix: str, factory: ProviderFactory) -> None:
@@ -318,7 +325,7 @@ def current_settings() -> Settings:
 
 def get_provider(model: str, settings: Settings | None = None) -> Provider:
     """Resolve a model string (``"ollama:qwen3:4b"``, ``"openai:gpt-4o-mini"``,
-    ``"scripted:NAME"``, ``"function:NAME"``, ``"llamacpp:PATH"``) to a provider.
+    ``"scripted:NAME"``, ``"function:NAME"``, ``"llamacpp:PATH"``, ``"local:NAME"``) to a provider.
 
     Makes no network call. Raises ``UserError`` for an unknown prefix or bad configuration
     (the message names the variable or option to set).
@@ -331,7 +338,17 @@ def get_provider(model: str, settings: Settings | None = None) -> Provider:
     key = (
         model,
         settings.model_dump_json(
-            include={"ollama_host", "openai_base_url", "openai_api_key", "llm_models_file"}
+            include={
+                "ollama_host",
+                "openai_base_url",
+                "openai_api_key",
+                "llm_models_file",
+                "model_cache_dir",
+                "local_engine",
+                "local_context_window",
+                "local_threads",
+                "local_torch_dtype",
+            }
         ),
     )
     if (

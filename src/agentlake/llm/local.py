@@ -1,0 +1,477 @@
+"""The in-process chat provider ``local:NAME`` for the packaged chat models (``packaged.py``).
+
+``local:qwen2.5-coder-0.5b`` and ``local:qwen2.5-coder-1.5b`` run in this process on one of
+two engines, both driven by the one decoding loop here:
+
+* ``transformers`` (always installed): the GGUF dequantised once into safetensors in the model
+  cache, linear layers quantised to int8 on load (``local_torch.py``);
+* ``llamacpp`` (optional, ``make local-llm``): the GGUF itself through llama-cpp-python
+  (``local_llamacpp.py``); about 3x faster on this project's 2-core machine
+  (docs/benchmarks.md), so ``local_engine=auto`` takes it when it is installed.
+
+What the loop owns: the prompt, rendered with the model's own chat template from the verified
+GGUF (in Jinja's sandbox: the template is untrusted data); JSON-schema-constrained decoding
+with xgrammar, every free-text string capped at ``STRING_CAP`` characters so no reply runs to
+the token limit; the KV caches of recent prompts, one per recurring prefix (a staffer's
+executor, its reviewer), the longest common token prefix reused and only the new tokens
+evaluated; usage (input, output and cached input tokens) and timings in the ``Completion``.
+
+It checks, before loading, that the machine has the memory the model needs, and registers the
+model's context window (the GGUF's, capped by ``local_context_window``) so the budget check
+refuses a prompt that would not fit. ``think`` is ignored: these models do not reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agentlake.errors import RunError, UserError
+from agentlake.llm.llamacpp import cap_schema
+from agentlake.llm.models import ModelInfo, lookup_model
+from agentlake.llm.packaged import GGUFInfo, PackagedModel, ensure_gguf, gguf_info, packaged_model
+from agentlake.llm.provider import (
+    Capabilities,
+    Completion,
+    GenerateOptions,
+    Message,
+    Usage,
+    register_provider,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from agentlake.settings import Settings
+
+STRING_CAP = 200
+# Prefix caches kept per loaded model: an executor, its reviewer and one more prompt family.
+CACHE_SLOTS = 3
+# A cached prefix shorter than this is not worth evicting another prompt's cache for.
+MIN_REUSE_TOKENS = 32
+GIB = 1024**3
+
+
+# --- what an engine provides --------------------------------------------------------------------
+
+
+class Engine(Protocol):
+    """One loaded model. Slots are independent KV caches; ``evaluate`` appends ``tokens`` to
+    slot ``slot`` after cutting it to ``keep`` tokens, and returns the logits of the last one
+    (a 1-D float32 torch tensor over the vocabulary)."""
+
+    name: str
+    vocab_size: int
+    tokenizer: Any  # a transformers tokenizer: the grammar needs its vocabulary
+    decoder: Decoder  # the decoding loop over this engine, made by the engine on load
+
+    def tokenize(self, text: str) -> list[int]: ...
+
+    def evaluate(self, slot: int, keep: int, tokens: Sequence[int]) -> Any: ...
+
+
+@dataclass
+class Slot:
+    tokens: list[int] = field(default_factory=list)
+    last_used: float = 0.0
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+def choose_slot(slots: list[Slot], tokens: Sequence[int]) -> tuple[int, int]:
+    """``(slot index, tokens of it to keep)`` for a prompt: the slot sharing the longest prefix
+    with ``tokens`` when that is worth it, else the least recently used slot, emptied. At least
+    one token is always left to evaluate (its logits start the reply)."""
+    shared = [common_prefix(slot.tokens, tokens) for slot in slots]
+    best = max(range(len(slots)), key=lambda i: (shared[i], slots[i].last_used))
+    if shared[best] >= min(MIN_REUSE_TOKENS, len(tokens) - 1):
+        return best, min(shared[best], len(tokens) - 1)
+    oldest = min(range(len(slots)), key=lambda i: slots[i].last_used)
+    return oldest, 0
+
+
+# --- the prompt ----------------------------------------------------------------------------------
+
+
+@cache
+def _template(source: str) -> Any:
+    from jinja2.exceptions import TemplateError
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    def raise_exception(message: str) -> None:
+        raise TemplateError(message)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env.globals["raise_exception"] = raise_exception
+    env.filters["tojson"] = lambda value, indent=None: json.dumps(value, ensure_ascii=False, indent=indent)
+    return env.from_string(source)
+
+
+def render_chat(template: str, messages: list[Message]) -> str:
+    """The prompt text of ``messages`` under the model's chat template, ending where the
+    assistant's reply starts. Raises ``RunError`` when the template cannot render them."""
+    from jinja2.exceptions import TemplateError
+
+    try:
+        return _template(template).render(
+            messages=[{"role": m.role, "content": m.content} for m in messages], add_generation_prompt=True
+        )
+    except TemplateError as exc:
+        raise RunError(f"the model's chat template cannot render these messages: {exc}") from None
+
+
+# --- memory --------------------------------------------------------------------------------------
+
+
+def available_memory() -> int | None:
+    """Bytes the system can give a new allocation without swapping (Linux ``MemAvailable``)."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_memory(what: str, needed: int) -> None:
+    """``UserError`` before loading when the machine has less free memory than ``needed``."""
+    free = available_memory()
+    if free is not None and free < needed:
+        raise UserError(
+            f"not enough memory for {what}: it needs about {needed / GIB:.1f} GiB, {free / GIB:.1f} GiB is available; "
+            "close other programs, use local:qwen2.5-coder-0.5b, or lower local_context_window (AGENTLAKE_LOCAL_CONTEXT_WINDOW)"
+        )
+
+
+def kv_bytes_per_token(info: GGUFInfo, element_bytes: int) -> int:
+    head_dim = info.embedding_length // max(1, info.head_count)
+    return 2 * info.block_count * info.head_count_kv * head_dim * element_bytes
+
+
+# --- the tokenizer, converted from the GGUF once ------------------------------------------------------
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+
+
+def load_tokenizer(packaged: PackagedModel, gguf: Path, settings: Settings) -> Any:
+    """The model's tokenizer as a transformers tokenizer (the grammar and the decoding loop
+    need its vocabulary), converted from the GGUF's once and kept in the model cache under
+    verified hashes; a cache that changed is converted again."""
+    import transformers
+
+    from agentlake.llm.packaged import cache_dir, file_sha256, remember_verified, verify_file
+
+    directory = cache_dir(settings) / f"{packaged.name}-tokenizer"
+    manifest_path = directory / "manifest.json"
+    try:
+        manifest = json.loads(manifest_path.read_text("utf-8"))
+        if manifest.get("gguf_sha256") != packaged.sha256:
+            raise ValueError("made from another GGUF")
+        for name in TOKENIZER_FILES:
+            size, sha256 = manifest["files"][name]
+            verify_file(
+                directory / name, int(size), str(sha256), what="tokenizer cache", fix="converted again"
+            )
+        return transformers.AutoTokenizer.from_pretrained(str(directory))
+    except (OSError, ValueError, KeyError, TypeError, UserError):
+        pass
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    directory.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(str(directory))
+    files = {
+        name: (os.path.getsize(directory / name), file_sha256(directory / name)) for name in TOKENIZER_FILES
+    }
+    manifest_path.write_text(json.dumps({"gguf_sha256": packaged.sha256, "files": files}), "utf-8")
+    for name, (_, sha256) in files.items():
+        remember_verified(directory / name, sha256)
+    return tokenizer
+
+
+# --- the engines, loaded once per process --------------------------------------------------------
+
+_engines: dict[tuple[str, str, int], Engine] = {}
+_engines_lock = threading.Lock()
+
+
+def engine_name(settings: Settings) -> str:
+    """The engine ``local_engine`` names; ``auto`` is llama.cpp when llama-cpp-python is
+    installed (measured faster), else transformers."""
+    choice = settings.local_engine
+    if choice != "auto":
+        return choice
+    import importlib.util
+
+    return "llamacpp" if importlib.util.find_spec("llama_cpp") is not None else "transformers"
+
+
+def load_engine(packaged: PackagedModel, settings: Settings, *, engine: str | None = None) -> Engine:
+    """The loaded engine for ``packaged`` (loaded on first use, then kept for the process)."""
+    engine = engine or engine_name(settings)
+    window = context_window(packaged, settings)
+    key = (packaged.name, engine, window)
+    with _engines_lock:
+        loaded = _engines.get(key)
+        if loaded is None:
+            path = ensure_gguf(packaged, settings)
+            info = gguf_info(path)
+            if engine == "llamacpp":
+                from agentlake.llm.local_llamacpp import LlamaCppEngine
+
+                loaded = LlamaCppEngine(packaged, path, info, settings, window=window, slots=CACHE_SLOTS)
+            else:
+                from agentlake.llm.local_torch import TorchEngine
+
+                loaded = TorchEngine(packaged, path, info, settings, window=window, slots=CACHE_SLOTS)
+            _engines[key] = loaded
+    return loaded
+
+
+def unload_engines() -> None:
+    """Drop every loaded model (the next call loads again)."""
+    with _engines_lock:
+        _engines.clear()
+
+
+def context_window(packaged: PackagedModel, settings: Settings) -> int:
+    """The GGUF's trained context length, capped by ``local_context_window``."""
+    trained = gguf_info(ensure_gguf(packaged, settings)).context_length or settings.local_context_window
+    return min(trained, settings.local_context_window)
+
+
+# --- the decoding loop ------------------------------------------------------------------------------
+
+
+@dataclass
+class Generation:
+    """What one decoding run produced, with its counts and timings."""
+
+    text: str
+    finish_reason: str
+    prompt_tokens: int
+    cached_tokens: int
+    output_tokens: int
+    prompt_ms: float
+    generation_ms: float
+
+
+class Decoder:
+    """The decoding loop over one loaded engine: prefix-cache slots, grammar, stop handling.
+
+    One call at a time per engine (a KV cache is not shareable); calls for other models run
+    beside it."""
+
+    def __init__(self, engine: Engine, slots: int = CACHE_SLOTS) -> None:
+        self.engine = engine
+        self.slots = [Slot() for _ in range(slots)]
+        self.lock = threading.Lock()
+        self._grammars: dict[str, Any] = {}
+        self._compiler: Any = None
+        eos = {engine.tokenizer.eos_token_id, *self._special_ids("<|im_end|>", "<|endoftext|>")}
+        self.stop_ids = {i for i in eos if i is not None}
+
+    def _special_ids(self, *names: str) -> list[int | None]:
+        vocab = self.engine.tokenizer.get_vocab()
+        return [vocab.get(name) for name in names]
+
+    def _compiled(self, schema: dict) -> Any:
+        import xgrammar
+
+        key = json.dumps(schema)  # not sorted: the grammar keeps the schema's property order
+        compiled = self._grammars.get(key)
+        if compiled is None:
+            if self._compiler is None:
+                info = xgrammar.TokenizerInfo.from_huggingface(
+                    self.engine.tokenizer,
+                    vocab_size=self.engine.vocab_size,
+                    stop_token_ids=sorted(self.stop_ids),
+                )
+                self._compiler = xgrammar.GrammarCompiler(info, max_threads=1)
+            try:
+                compiled = self._compiler.compile_json_schema(key, any_whitespace=False, strict_mode=True)
+            except (RuntimeError, ValueError) as exc:
+                raise UserError(f"cannot turn the JSON schema into a grammar: {exc}") from None
+            if len(self._grammars) > 64:
+                self._grammars.clear()
+            self._grammars[key] = compiled
+        return compiled
+
+    def generate(
+        self,
+        prompt: str,
+        *,
+        schema: dict | None,
+        max_tokens: int,
+        temperature: float | None,
+        stop: list[str] | None,
+        window: int,
+    ) -> Generation:
+        import torch
+        import xgrammar
+
+        tokens = self.engine.tokenize(prompt)
+        if len(tokens) + 1 > window:
+            raise UserError(
+                f"prompt of {len(tokens):,} tokens does not fit the context window of {window:,} tokens "
+                "(local_context_window): shorten the prompt or raise the window"
+            )
+        max_tokens = min(max_tokens, window - len(tokens))
+        matcher = bitmask = None
+        if schema is not None:
+            matcher = xgrammar.GrammarMatcher(self._compiled(cap_schema(schema, STRING_CAP)))
+            bitmask = xgrammar.allocate_token_bitmask(1, self.engine.vocab_size)
+        generator = None
+        if temperature:
+            generator = torch.Generator().manual_seed(0)
+        with self.lock:
+            index, keep = choose_slot(self.slots, tokens)
+            slot = self.slots[index]
+            started = time.perf_counter()
+            logits = self.engine.evaluate(index, keep, tokens[keep:])
+            slot.tokens = list(tokens)
+            prompt_done = time.perf_counter()
+            out: list[int] = []
+            finish = "length"
+            text = ""
+            while len(out) < max_tokens:
+                if matcher is not None:
+                    matcher.fill_next_token_bitmask(bitmask)
+                    xgrammar.apply_token_bitmask_inplace(logits.view(1, -1), bitmask)
+                token = _pick(logits, temperature, generator)
+                if token in self.stop_ids:
+                    finish = "stop"
+                    break
+                if matcher is not None and not matcher.accept_token(token):
+                    raise RunError(f"the grammar refused token {token} it had allowed")
+                out.append(token)
+                if matcher is not None and matcher.is_terminated():
+                    finish = "stop"
+                    break
+                if stop:
+                    text = self.engine.tokenizer.decode(out, skip_special_tokens=True)
+                    cut = min((text.find(s) for s in stop if s in text), default=-1)
+                    if cut != -1:
+                        text, finish = text[:cut], "stop"
+                        break
+                if len(out) >= max_tokens:
+                    break
+                logits = self.engine.evaluate(index, len(slot.tokens), [token])
+                slot.tokens.append(token)
+            slot.last_used = time.perf_counter()
+        if not (stop and finish == "stop"):
+            text = self.engine.tokenizer.decode(out, skip_special_tokens=True)
+        return Generation(
+            text=text,
+            finish_reason=finish,
+            prompt_tokens=len(tokens),
+            cached_tokens=keep,
+            output_tokens=len(out),
+            prompt_ms=(prompt_done - started) * 1000,
+            generation_ms=(slot.last_used - prompt_done) * 1000,
+        )
+
+
+def _pick(logits: Any, temperature: float | None, generator: Any) -> int:
+    import torch
+
+    if not temperature:
+        return int(torch.argmax(logits))
+    probs = torch.softmax(logits.float() / temperature, dim=-1)
+    return int(torch.multinomial(probs, 1, generator=generator))
+
+
+# --- the provider ------------------------------------------------------------------------------------
+
+
+class LocalProvider:
+    """``local:NAME``: a packaged chat model in this process (see the module docstring).
+
+    Resolving it assembles and verifies the GGUF (once; later only size and mtime are checked)
+    and reads its context length; the model itself loads on the first call. ``options.timeout``
+    is not enforced: an in-process call cannot be cut short.
+    """
+
+    name = "local"
+
+    def __init__(self, model: str, settings: Settings) -> None:
+        self.packaged = packaged_model(model)
+        self.model = model
+        self.settings = settings
+        window = context_window(self.packaged, settings)
+        self.model_info: ModelInfo = lookup_model("local", model, settings).model_copy(
+            update={"context_window": window, "known": True}
+        )
+        self._capabilities = Capabilities(
+            supports_schema=True, supports_thinking=False, context_window=window
+        )
+        self.engine = engine_name(settings)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    @property
+    def gguf_path(self) -> Path:
+        return ensure_gguf(self.packaged, self.settings)
+
+    def decoder(self) -> Decoder:
+        """The loaded model's decoder (loads the model on first use)."""
+        return load_engine(self.packaged, self.settings, engine=self.engine).decoder
+
+    def complete(self, messages: list[Message], options: GenerateOptions) -> Completion:
+        decoder = self.decoder()
+        prompt = render_chat(gguf_info(self.gguf_path).chat_template, messages)
+        started = time.perf_counter()
+        generation = decoder.generate(
+            prompt,
+            schema=options.schema_,
+            max_tokens=options.max_tokens,
+            temperature=options.temperature,
+            stop=options.stop,
+            window=self._capabilities.context_window,
+        )
+        return Completion(
+            text=generation.text,
+            finish_reason=generation.finish_reason,
+            usage=Usage(
+                input_tokens=generation.prompt_tokens,
+                output_tokens=generation.output_tokens,
+                cached_input_tokens=generation.cached_tokens,
+            ),
+            latency_ms=(time.perf_counter() - started) * 1000,
+            prompt_ms=generation.prompt_ms,
+            generation_ms=generation.generation_ms,
+            provider=self.name,
+            model=self.model,
+        )
+
+
+def threads(settings: Settings) -> int:
+    """Threads for the engines: ``local_threads``, or every core."""
+    return settings.local_threads or os.cpu_count() or 1
+
+
+def progress_printer(what: str) -> Callable[[str], None]:
+    """A one-line-per-step progress report on stderr for long loads."""
+    import sys
+
+    def show(step: str) -> None:
+        print(f"{what}: {step}", file=sys.stderr, flush=True)
+
+    return show
+
+
+register_provider("local", LocalProvider)

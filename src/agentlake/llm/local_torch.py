@@ -1,0 +1,193 @@
+"""The transformers engine of ``local:`` models: no compiler needed, the installed CPU torch.
+
+Loading a Q4_K_M GGUF with transformers dequantises every tensor (30-50 s on 2 cores), so it
+is done once: the weights are saved as safetensors (bfloat16) in the model cache with their
+config and tokenizer, under a manifest of sha256s, and later loads memory-map that file
+(seconds). A cache whose files no longer match their manifest is rebuilt from the verified
+GGUF. On load the linear layers are quantised to int8 (``local_torch_dtype=int8``, the
+default): decoding on this CPU is bound by reading the weights, and int8 reads half of what
+bfloat16 does (docs/benchmarks.md has the figures for both). This module owns loading and the
+forward pass; the decoding loop is ``local.Decoder``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentlake.errors import RunError, UserError
+from agentlake.llm.local import (
+    Decoder,
+    check_memory,
+    kv_bytes_per_token,
+    load_tokenizer,
+    progress_printer,
+    threads,
+)
+from agentlake.llm.packaged import (
+    GGUFInfo,
+    PackagedModel,
+    cache_dir,
+    file_sha256,
+    remember_verified,
+    verify_file,
+)
+
+if TYPE_CHECKING:
+    from agentlake.settings import Settings
+
+log = logging.getLogger("agentlake.llm")
+MANIFEST = "manifest.json"
+FORMAT = 1  # bump when the layout of the weights cache changes
+
+
+def weights_dir(packaged: PackagedModel, settings: Settings) -> Path:
+    return cache_dir(settings) / f"{packaged.name}-transformers-bf16"
+
+
+def _import_torch() -> tuple[Any, Any]:
+    try:
+        import torch
+        import transformers
+    except ImportError:
+        raise UserError(
+            "the transformers engine needs torch and transformers: run `make install` (pip install torch==2.13.0 transformers)"
+        ) from None
+    return torch, transformers
+
+
+def _manifest_ok(directory: Path, packaged: PackagedModel) -> bool:
+    """The cache holds what the manifest lists, built from this GGUF, each file unchanged."""
+    try:
+        manifest = json.loads((directory / MANIFEST).read_text("utf-8"))
+    except (OSError, ValueError):
+        return False
+    if (
+        not isinstance(manifest, dict)
+        or manifest.get("gguf_sha256") != packaged.sha256
+        or manifest.get("format") != FORMAT
+    ):
+        return False
+    try:
+        for name, (size, sha256) in manifest["files"].items():
+            verify_file(directory / name, int(size), str(sha256), what="weights cache", fix="rebuilt")
+    except (UserError, KeyError, TypeError, ValueError) as exc:
+        log.warning("rebuilding the weights cache %s: %s", directory, getattr(exc, "message", exc))
+        return False
+    return True
+
+
+def _dequantise(packaged: PackagedModel, gguf: Path, directory: Path) -> None:
+    """Dequantise ``gguf`` with transformers and save it as the weights cache, atomically."""
+    torch, transformers = _import_torch()
+    from safetensors.torch import save_model
+
+    show = progress_printer(f"local:{packaged.name}")
+    show(f"dequantising the GGUF once into {directory} (30-60 s; later loads take seconds)")
+    try:
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.bfloat16
+        )
+    except (OSError, ValueError, RuntimeError, KeyError) as exc:
+        raise RunError(f"transformers cannot load {gguf}: {exc}") from exc
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=directory.parent, prefix=f".{directory.name}."))
+    try:
+        save_model(model, str(staging / "model.safetensors"))
+        config = model.config.to_dict()
+        config.pop("quantization_config", None)  # the saved weights are plain bfloat16
+        (staging / "config.json").write_text(json.dumps(config, indent=1), "utf-8")
+        files = {}
+        for path in sorted(staging.iterdir()):
+            if path.is_file():
+                files[path.name] = (path.stat().st_size, file_sha256(path))
+        manifest = {"format": FORMAT, "gguf_sha256": packaged.sha256, "transformers": transformers.__version__,
+                    "files": files}  # fmt: skip
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1), "utf-8")
+        if directory.exists():
+            shutil.rmtree(directory)
+        os.replace(staging, directory)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    for name, (_, sha256) in files.items():
+        remember_verified(directory / name, sha256)
+    show("weights cache written")
+
+
+class TorchEngine:
+    """A packaged model on transformers + the CPU torch (see the module docstring)."""
+
+    name = "transformers"
+
+    def __init__(
+        self,
+        packaged: PackagedModel,
+        gguf: Path,
+        info: GGUFInfo,
+        settings: Settings,
+        *,
+        window: int,
+        slots: int,
+    ) -> None:
+        torch, transformers = _import_torch()
+        self.mode = settings.local_torch_dtype
+        directory = weights_dir(packaged, settings)
+        cached = _manifest_ok(directory, packaged)
+        # Peak while loading: float32 copies for the int8 conversion (bfloat16 alone otherwise),
+        # plus while dequantising transformers' own float32 pass; then the KV caches (float32
+        # under int8, bfloat16 otherwise).
+        element = 4 if self.mode == "int8" else 2
+        peak = info.parameters * (4 if self.mode == "int8" or not cached else 2)
+        check_memory(
+            f"local:{packaged.name} on transformers",
+            peak + slots * window * kv_bytes_per_token(info, element),
+        )
+        torch.set_num_threads(threads(settings))
+        if not cached:
+            _dequantise(packaged, gguf, directory)
+        dtype = torch.float32 if self.mode == "int8" else torch.bfloat16
+        try:
+            model = transformers.AutoModelForCausalLM.from_pretrained(
+                str(directory), dtype=dtype, attn_implementation="sdpa"
+            )
+            self.tokenizer = load_tokenizer(packaged, gguf, settings)
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise RunError(f"transformers cannot load the weights cache {directory}: {exc}") from exc
+        model.eval()
+        if self.mode == "int8":
+            with (
+                warnings.catch_warnings()
+            ):  # torch 2.13 marks its quantised tensors deprecated (still supported)
+                warnings.simplefilter("ignore")
+                model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+        self.model = model
+        self.vocab_size = int(model.config.vocab_size)
+        self.caches = [transformers.DynamicCache(config=model.config) for _ in range(slots)]
+        self.decoder = Decoder(self, slots)
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def evaluate(self, slot: int, keep: int, tokens: Sequence[int]) -> Any:
+        import torch
+
+        cache = self.caches[slot]
+        held = cache.get_seq_length()
+        if held > keep:
+            cache.crop(keep - held)
+        with torch.inference_mode():
+            out = self.model(
+                input_ids=torch.tensor([list(tokens)]),
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+        return out.logits[0, -1].float()

