@@ -71,6 +71,11 @@ class Settings(BaseSettings):
     ollama_host: str = Field(
         "http://127.0.0.1:11434", validation_alias=_env("OLLAMA_HOST"), description="Ollama server (also OLLAMA_HOST)."
     )
+    ollama_api_key: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("AGENTLAKE_OLLAMA_API_KEY", "OLLAMA_API_KEY", "ollama_api_key", "OLLAMA_CLOUD_KEY", "ollama_cloud_key"),
+        description="Bearer key for a hosted Ollama such as Ollama Cloud (OLLAMA_HOST=https://ollama.com); also OLLAMA_API_KEY or OLLAMA_CLOUD_KEY.",
+    )
     openai_base_url: str | None = Field(
         None,
         validation_alias=_env("OPENAI_BASE_URL"),
@@ -260,5 +265,7 @@ def configuration_markdown() -> str:
         variable = f"AGENTLAKE_{name.upper()}"
         if name in ("ollama_host", "openai_base_url", "openai_api_key"):
             variable += f", {name.upper()}"
+        elif name == "ollama_api_key":
+            variable += ", OLLAMA_API_KEY, OLLAMA_CLOUD_KEY"
         lines.append(f"| `{name}` | `{variable}` | {annotation} | `{default}` | {help_text} |")
     return "\n".join(lines) + "\n"

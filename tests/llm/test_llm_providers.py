@@ -278,3 +278,35 @@ def test_completions_name_their_provider_and_model_and_time_the_call(
         reply = generate(model, "hi")
         assert (reply.text, f"{reply.provider}:{reply.model}") == (text, model)
         assert 50 <= reply.latency_ms < 5000
+
+
+def test_a_hosted_ollama_gets_the_bearer_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    provider = ScriptedProvider("gpt-oss:120b", context_window=131072)
+    with serve_fake_ollama(provider, api_key="cloud-key-0123456789") as url:
+        monkeypatch.setenv("OLLAMA_HOST", url)
+        monkeypatch.setenv("OLLAMA_CLOUD_KEY", "cloud-key-0123456789")  # the seed's name for it
+        provider.enqueue("hello from the cloud")
+        assert generate("ollama:gpt-oss:120b", "hi").text == "hello from the cloud"
+        assert provider.calls == 1
+
+
+def test_ollama_api_key_is_honoured_too_and_a_refused_key_says_which_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    provider = ScriptedProvider("gpt-oss:120b", context_window=131072)
+    with serve_fake_ollama(provider, api_key="right-key-0123456789") as url:
+        monkeypatch.setenv("OLLAMA_HOST", url)
+        monkeypatch.setenv("OLLAMA_API_KEY", "right-key-0123456789")
+        provider.enqueue("ok")
+        assert generate("ollama:gpt-oss:120b", "hi").text == "ok"
+        monkeypatch.setenv("OLLAMA_API_KEY", "wrong-key-0123456789")
+        with pytest.raises(UserError, match=r"HTTP 401.*OLLAMA_API_KEY \(or OLLAMA_CLOUD_KEY\)"):
+            generate("ollama:gpt-oss:120b", "hi")
+    assert provider.calls == 1
+
+
+def test_the_ollama_key_is_never_shown_in_settings_dumps(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OLLAMA_CLOUD_KEY", "cloud-key-0123456789")
+    settings = load_settings()
+    assert "cloud-key-0123456789" not in settings.model_dump_json()
+    assert settings.ollama_api_key is not None

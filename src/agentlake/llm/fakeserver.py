@@ -155,11 +155,14 @@ def _require_provider(provider: Any) -> None:
 
 
 @contextmanager
-def serve_fake_ollama(provider: Any, *, models: Sequence[str] | None = None) -> Iterator[str]:
+def serve_fake_ollama(
+    provider: Any, *, models: Sequence[str] | None = None, api_key: str | None = None
+) -> Iterator[str]:
     """Serve ``provider`` as an Ollama server on 127.0.0.1:<free port>; yields its base URL.
 
     ``models``: the model names it has (others answer 404 "not found"); default: any name is
-    served and ``provider.model`` is the one listed.
+    served and ``provider.model`` is the one listed. ``api_key``: every ``/api/`` route
+    requires ``Authorization: Bearer <api_key>`` (401 otherwise), as a hosted Ollama does.
     """
     _require_provider(provider)
     loaded: list[str] = []
@@ -253,6 +256,19 @@ def serve_fake_ollama(provider: Any, *, models: Sequence[str] | None = None) -> 
         ("GET", "/api/version"): version,
         ("GET", "/"): root,
     }
+    if api_key is not None:
+
+        def guarded(route: Route) -> Route:
+            def check(handler: _Handler, body: dict) -> tuple[int, Any, dict[str, str]]:
+                if handler.headers.get("Authorization") != f"Bearer {api_key}":
+                    return 401, {"error": "unauthorized"}, {}
+                return route(handler, body)
+
+            return check
+
+        routes = {
+            key: guarded(route) if key[1].startswith("/api/") else route for key, route in routes.items()
+        }
     with _serve(routes) as port:
         yield f"http://127.0.0.1:{port}"
 

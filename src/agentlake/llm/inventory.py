@@ -99,9 +99,9 @@ def _with_hint(exc: AgentlakeError) -> str:
 
 
 def _probe_ollama(settings: Settings) -> dict:
-    from agentlake.llm.ollama import OllamaServer
+    from agentlake.llm.ollama import server_from_settings
 
-    server = OllamaServer(settings.ollama_host)
+    server = server_from_settings(settings)
     try:
         return {
             "installed": server.tags(PROBE_TIMEOUT_S),

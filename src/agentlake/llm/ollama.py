@@ -1,6 +1,9 @@
-"""The Ollama provider (``ollama:MODEL``): owns the HTTP client, base URL and server queries.
+"""The Ollama provider (``ollama:MODEL``): owns the HTTP client, base URL, key and server queries.
 
 Server from the ``ollama_host`` setting (``OLLAMA_HOST``, default ``http://127.0.0.1:11434``).
+A hosted Ollama (Ollama Cloud: ``OLLAMA_HOST=https://ollama.com``) needs a key: the
+``ollama_api_key`` setting (``OLLAMA_API_KEY``, or ``OLLAMA_CLOUD_KEY`` as the seed named it),
+sent as ``Authorization: Bearer``; a refused key is a ``UserError`` naming the variables.
 The context window is what the server reports for the model (``/api/show``, cached per
 process), else the registry's. Wire format in ``ollama_wire.py``.
 """
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from agentlake.settings import Settings
 
 HINT = "start Ollama (`ollama serve`) or set OLLAMA_HOST to where it runs"
+KEY_HINT = "set OLLAMA_API_KEY (or OLLAMA_CLOUD_KEY) to a valid key for this host"
 # Ollama allocates the KV cache for num_ctx and reloads the model when num_ctx changes, so a
 # stable size is sent (at least 8192, doubled only when a prompt needs more), not the full
 # trained window (a 128k window would take gigabytes) nor a per-call size (a reload per call).
@@ -44,15 +48,22 @@ _shown_lock = threading.Lock()
 class OllamaServer:
     """One Ollama server: ``show``, ``tags`` (installed models), ``ps`` (loaded models), ``chat``."""
 
-    def __init__(self, host: str) -> None:
+    def __init__(self, host: str, api_key: str | None = None) -> None:
         self.host = normalise_url(host, 11434)
-        self.client = httpx.Client(base_url=self.host, timeout=httpx.Timeout(120.0, connect=10.0))
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.client = httpx.Client(
+            base_url=self.host, headers=headers, timeout=httpx.Timeout(120.0, connect=10.0)
+        )
 
     def describe(self, model: str | None = None) -> str:
         return f"Ollama at {self.host}" if model is None else f"ollama:{model} at {self.host}"
 
     def _status(self, model: str | None) -> Any:
         def mapper(status: int, message: str) -> AgentlakeError | None:
+            if status in (401, 403):
+                return UserError(
+                    f"{self.describe(model)} refused the request (HTTP {status}: {message}): {KEY_HINT}"
+                )
             if status == 404 and model is not None:
                 return UserError(
                     f"Ollama at {self.host} has no model {model!r} ({message}): run `ollama pull {model}` or fix the model name"
@@ -75,12 +86,14 @@ class OllamaServer:
 
     def tags(self, timeout: float = SHOW_TIMEOUT_S) -> list[str]:
         """Names of the installed models."""
-        body = request_json(self.client, "GET", "/api/tags", what=self.describe(), hint=HINT, timeout=timeout)
+        body = request_json(self.client, "GET", "/api/tags", what=self.describe(), hint=HINT, timeout=timeout,
+                            status_error=self._status(None))  # fmt: skip
         return [str(m.get("name") or m.get("model")) for m in body.get("models", []) if isinstance(m, dict)]
 
     def ps(self, timeout: float = SHOW_TIMEOUT_S) -> list[str]:
         """Names of the models loaded in memory right now."""
-        body = request_json(self.client, "GET", "/api/ps", what=self.describe(), hint=HINT, timeout=timeout)
+        body = request_json(self.client, "GET", "/api/ps", what=self.describe(), hint=HINT, timeout=timeout,
+                            status_error=self._status(None))  # fmt: skip
         return [str(m.get("name") or m.get("model")) for m in body.get("models", []) if isinstance(m, dict)]
 
     def chat(self, model: str, body: dict[str, Any], timeout: float | None) -> dict[str, Any]:
@@ -89,6 +102,12 @@ class OllamaServer:
 
     def close(self) -> None:
         self.client.close()
+
+
+def server_from_settings(settings: Settings) -> OllamaServer:
+    """The configured server, with the key when one is set."""
+    key = settings.ollama_api_key.get_secret_value() if settings.ollama_api_key else None
+    return OllamaServer(settings.ollama_host, key)
 
 
 def forget_shown() -> None:
@@ -106,7 +125,7 @@ class OllamaProvider:
         if not model:
             raise UserError("ollama: needs a model name, e.g. ollama:qwen3:4b")
         self.model = model
-        self.server = OllamaServer(settings.ollama_host)
+        self.server = server_from_settings(settings)
         self.breaker_key = f"ollama:{model}@{self.server.host}"
         self._registry = lookup_model("ollama", model, settings)
         self._info: ModelInfo | None = None

@@ -284,7 +284,7 @@ def _env_names() -> tuple[str, ...]:
     if _ENV_NAMES is None:
         from agentlake.settings import CONFIG_ENV, Settings
 
-        ecosystem = ("OLLAMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY")
+        ecosystem = ("OLLAMA_HOST", "OLLAMA_API_KEY", "OLLAMA_CLOUD_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY")
         names = [f"AGENTLAKE_{field.upper()}" for field in Settings.model_fields]
         _ENV_NAMES = (*names, *ecosystem, *(name.lower() for name in ecosystem), CONFIG_ENV)
     return _ENV_NAMES
@@ -351,10 +351,9 @@ def get_provider(model: str, settings: Settings | None = None) -> Provider:
             }
         ),
     )
-    if (
-        settings.openai_api_key is not None
-    ):  # SecretStr dumps masked; the key itself must be part of the cache key
-        key = (model, key[1] + settings.openai_api_key.get_secret_value())
+    for secret in (settings.openai_api_key, settings.ollama_api_key):
+        if secret is not None:  # SecretStr dumps masked; the key itself must be part of the cache key
+            key = (model, key[1] + "\0" + secret.get_secret_value())
     with _lock:
         cached = _cache.get(key)
         factory = _factories[prefix]
