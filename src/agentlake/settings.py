@@ -149,7 +149,7 @@ class Settings(BaseSettings):
     # --- agents and scenarios -----------------------------------------------------------
     executor_model: str | None = Field(None, description="Model of the executor agent, e.g. ollama:qwen3:4b.")
     reviewer_model: str | None = Field(None, description="Model of the reviewer agent (defaults to the executor's).")
-    overseer_model: str | None = Field(None, description="Model of the overseer tier.")
+    overseer_model: str | None = Field(None, description="Model that also drafts the overseer tier's end-of-day lessons, e.g. local:qwen2.5-coder-1.5b; empty (default): the overseer is code only.")
     agent_turn_budget: int = Field(12, gt=0, description="Executor+reviewer turns before a task ends as failed.")
     agent_min_availability: float = Field(
         0.3, ge=0, le=1, description="Verification rejects workers whose availability score is below this as unavailable."

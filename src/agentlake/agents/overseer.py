@@ -10,8 +10,8 @@ into cross-day lessons proposed as pending through the Learn API (``LessonStore.
 actor ``overseer``), so that measurement decides whether they stay. It does not stop or
 change a fill: concerns are advice for the next task, recorded as ops.
 
-The checks and the lesson drafts are deterministic; no model is called (``overseer_model`` is
-not used by this tier yet).
+The checks and the lesson drafts are deterministic; with the ``overseer_model`` setting (off by
+default) a model also drafts cross-day lessons from the day (``overseer_model.py``).
 """
 
 from __future__ import annotations
@@ -197,6 +197,11 @@ class Overseer:
                     actor="overseer",
                 )
             )  # fmt: skip
+        model = getattr(ctx.settings, "overseer_model", None)
+        if model:
+            from agentlake.agents.overseer_model import model_deltas
+
+            deltas += model_deltas(model, outcomes, concerns)
         return ctx.lessons.propose(deltas) if deltas else []
 
 
