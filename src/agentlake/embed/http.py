@@ -23,7 +23,7 @@ import numpy as np
 
 from agentlake.embed.embedder import normalise_rows
 from agentlake.errors import RunError, UnavailableError, UserError
-from agentlake.llm.transport import error_text, normalise_url
+from agentlake.http.client import error_text, normalise_url
 
 # Most servers cap inputs per request (OpenAI: 2048); stay well under and split larger calls.
 MAX_TEXTS_PER_REQUEST = 256

@@ -23,11 +23,11 @@ from fastapi import FastAPI
 from starlette.middleware import Middleware
 
 from agentlake import __version__
-from agentlake.gateway.errors import CatchUnexpected, install_error_handlers
 from agentlake.gateway.limits import BodyLimit
 from agentlake.gateway.recording import RecordRequests, drain
 from agentlake.gateway.security import Authenticate, KeyRing
 from agentlake.gateway.services import Services
+from agentlake.http.errors import CatchUnexpected, install_error_handlers
 from agentlake.settings import Settings, load_settings
 
 RECORDING_THREADS = 64

@@ -21,30 +21,37 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
-from mcp.server.mcpserver import Context, MCPServer
-from pydantic import ConfigDict
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp_types import CallToolResult, TextContent
+from pydantic import BaseModel, ConfigDict
 
 from agentlake import __version__
 from agentlake.agents.ask import Answer
 from agentlake.errors import AgentlakeError, NotFoundError
+from agentlake.gateway import operations
 from agentlake.gateway.schemas import (
     AskRequest,
     LessonDetail,
     LessonList,
+    LessonQuery,
+    LessonRef,
     LogLesson,
     LogOutcome,
     LogResponse,
     MatchRequest,
     ModelsResponse,
-    SearchHit,
     SearchRequest,
     SearchResponse,
+    WorkerRef,
 )
-from agentlake.gateway.security import OPEN, Principal, Scope, forbid
 from agentlake.gateway.services import Services
-from agentlake.learn import LessonDraft, TaskSignature
+from agentlake.http.keys import OPEN, Principal, Scope, forbid
+from agentlake.observe import observe
 from agentlake.workforce.profile import WorkerProfile
 
 INSTRUCTIONS = """\
@@ -73,10 +80,6 @@ def _run(
     name: str, arguments: dict[str, Any], body: Callable[[], Any], *, ctx: Any = None, needs: Scope = "read"
 ) -> Any:
     """One tool call: scope check, observed as ``mcp.<name>``, our errors as the tool's error."""
-    from mcp.server.mcpserver.exceptions import ToolError
-
-    from agentlake.observe import observe
-
     try:
         with observe(f"mcp.{name}", source="mcp", input=arguments) as op:
             if ctx is not None:
@@ -90,10 +93,6 @@ def _run(
 
 def _registry_tools(services: Services) -> list[Any]:
     """The agents' registry as MCP tools, with the registry's own JSON schemas."""
-    from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.server.mcpserver.tools import Tool
-    from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-    from mcp_types import CallToolResult, TextContent
 
     class Arguments(ArgModelBase):
         # Any arguments pass through: the registry validates them against the tool's own model
@@ -106,7 +105,7 @@ def _registry_tools(services: Services) -> list[Any]:
     def runner(name: str) -> Callable[..., Any]:
         def call(**arguments: Any) -> Any:
             def body() -> Any:
-                result = services.tools.call(name, arguments, ctx=services.run_context(agent_id="mcp"))
+                result = operations.call_tool(services, name, arguments, agent_id="mcp")
                 if not result.ok:
                     raise ToolError(result.error or result.text)
                 return result
@@ -132,6 +131,80 @@ def _registry_tools(services: Services) -> list[Any]:
     ]
 
 
+def _model_tool(
+    services: Services,
+    name: str,
+    description: str,
+    request_model: type[BaseModel],
+    output_model: type[BaseModel],
+    operation: Callable[[Services, Any, Principal], Any],
+    *,
+    needs: Scope = "read",
+) -> Tool:
+    """An MCP tool whose arguments are exactly ``request_model`` (the REST route's body or
+    query), so both doors share one definition of defaults and bounds, and which runs
+    ``operation(services, request, principal)``, the REST route's own function."""
+    arguments_model = type(f"{request_model.__name__}Arguments", (request_model, ArgModelBase), {})
+
+    def call(ctx: Any = None, **arguments: Any) -> Any:
+        request = request_model.model_validate(arguments)
+        principal = _principal(ctx)
+        return _run(
+            name,
+            request.model_dump(mode="json"),
+            lambda: operation(services, request, principal),
+            ctx=ctx,
+            needs=needs,
+        )
+
+    return Tool(
+        fn=call,
+        name=name,
+        description=description,
+        parameters=request_model.model_json_schema(),
+        fn_metadata=FuncMetadata(arg_model=arguments_model, output_model=output_model),
+        is_async=False,
+        context_kwarg="ctx",
+    )
+
+
+def _twin_tools(services: Services) -> list[Tool]:
+    """The MCP twins of the REST routes, each over the route's operation and request model."""
+    return [
+        _model_tool(services, "search", "Semantic search over a dataset's indexed text, optionally narrowed "
+                    "first by a SQL WHERE fragment (no 'WHERE'). Mirrors POST /search.",
+                    SearchRequest, SearchResponse, lambda s, r, _: operations.search(s, r)),
+        _model_tool(services, "match", "Hybrid fill search over workers: a SQL WHERE fragment picks who is "
+                    "eligible, the question ranks them. Mirrors POST /match.",
+                    MatchRequest, SearchResponse, lambda s, r, _: operations.match(s, r)),
+        _model_tool(services, "worker_profile", "A worker's record, placements (newest first, with client "
+                    "names), counts by status and the clients where they did not show. Mirrors GET /profile/{id}.",
+                    WorkerRef, WorkerProfile, lambda s, r, _: operations.worker_profile(s, r.worker_id)),
+        _model_tool(services, "ask", "Answer a question over the lake with an LLM: SQL first for structured "
+                    "questions, hybrid search otherwise; the answer cites its sources. Mirrors POST /ask.",
+                    AskRequest, Answer, lambda s, r, _: operations.ask(s, r)),
+        _model_tool(services, "lessons", "Lessons learned from earlier runs, highest confidence first, "
+                    "filtered by status and by what they match, one page at a time. Mirrors GET /playbooks.",
+                    LessonQuery, LessonList, lambda s, r, _: operations.list_lessons(s, r)),
+        _model_tool(services, "lesson", "One lesson and its full history. Mirrors GET /playbooks/{id}.",
+                    LessonRef, LessonDetail, lambda s, r, _: operations.lesson_detail(s, r.lesson_id)),
+        _model_tool(services, "log_outcome", "Record how a run ended so the lessons given to it get "
+                    "measured (needs a write key over HTTP). Mirrors POST /log with kind=outcome.",
+                    LogOutcome, LogResponse, lambda s, r, _: operations.log_outcome(s, r), needs="write"),
+        _model_tool(services, "propose_lesson", "Propose a lesson; curation adds it as pending, merges it, "
+                    "or rejects it with the reason (needs a write key over HTTP; it stays pending unless "
+                    "an admin key proposes it). Mirrors POST /log with kind=lesson.",
+                    LogLesson, LogResponse, operations.propose_lesson, needs="write"),
+        _model_tool(services, "models", "Model providers, reachability, context windows and loaded "
+                    "models. Mirrors GET /models.",
+                    _NoArguments, ModelsResponse, lambda s, _r, _p: operations.models(s)),
+    ]  # fmt: skip
+
+
+class _NoArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
 def build_mcp_server(services: Services) -> MCPServer:
     """The MCP server over ``services`` (the same handles the gateway uses)."""
     server = MCPServer(
@@ -139,159 +212,8 @@ def build_mcp_server(services: Services) -> MCPServer:
         version=__version__,
         instructions=INSTRUCTIONS,
         log_level="WARNING",
-        tools=_registry_tools(services),
+        tools=_registry_tools(services) + _twin_tools(services),
     )
-
-    @server.tool(
-        description="Semantic search over a dataset's indexed text, optionally narrowed first by a SQL "
-        "WHERE fragment (no 'WHERE'). Mirrors POST /search."
-    )
-    def search(
-        question: str, dataset: str = "workers", where: str | None = None, k: int = 10
-    ) -> SearchResponse:
-        from agentlake.lake.search import hybrid_search
-
-        def body() -> SearchResponse:
-            request = SearchRequest(question=question, dataset=dataset, where=where, k=k)
-            hits = hybrid_search(
-                services.lake, request.dataset, request.question, where=request.where, k=request.k
-            )
-            return SearchResponse(hits=[SearchHit.from_source(hit) for hit in hits])
-
-        return _run("search", {"question": question, "dataset": dataset, "where": where, "k": k}, body)
-
-    @server.tool(
-        description="Hybrid fill search over workers: a SQL WHERE fragment picks who is eligible, the "
-        "question ranks them. Mirrors POST /match."
-    )
-    def match(where: str, question: str, k: int = 10) -> SearchResponse:
-        from agentlake.lake.search import hybrid_search
-
-        def body() -> SearchResponse:
-            request = MatchRequest(where=where, question=question, k=k)
-            hits = hybrid_search(services.lake, "workers", request.question, where=request.where, k=request.k)
-            return SearchResponse(hits=[SearchHit.from_source(hit) for hit in hits])
-
-        return _run("match", {"where": where, "question": question, "k": k}, body)
-
-    @server.tool(
-        description="A worker's record, placements (newest first, with client names), counts by status "
-        "and the clients where they did not show. Mirrors GET /profile/{id}."
-    )
-    def worker_profile(worker_id: int) -> WorkerProfile:
-        from agentlake.workforce.profile import worker_profile as profile
-
-        return _run("worker_profile", {"worker_id": worker_id}, lambda: profile(services.lake, worker_id))
-
-    @server.tool(
-        description="Answer a question over the lake with an LLM: SQL first for structured questions, "
-        "hybrid search otherwise; the answer cites its sources. Mirrors POST /ask."
-    )
-    def ask(question: str, model: str | None = None, dataset: str | None = None, k: int = 8) -> Answer:
-        from agentlake.agents.ask import ask as ask_lake
-
-        def body() -> Answer:
-            request = AskRequest(question=question, model=model, dataset=dataset, k=k)
-            return ask_lake(
-                request.question,
-                lake=services.lake,
-                model=request.model,
-                dataset=request.dataset,
-                k=request.k,
-                settings=services.settings,
-            )
-
-        return _run("ask", {"question": question, "model": model, "dataset": dataset, "k": k}, body)
-
-    @server.tool(
-        description="Lessons learned from earlier runs, highest confidence first, filtered by status "
-        "and by what they match. Mirrors GET /playbooks."
-    )
-    def lessons(
-        status: list[Literal["pending", "active", "conflict-hold", "retired"]] | None = None,
-        role: str | None = None,
-        client_id: str | None = None,
-        task_kind: str | None = None,
-        city: str | None = None,
-        state: str | None = None,
-        domain: str | None = None,
-        limit: int = 50,
-    ) -> LessonList:
-        arguments = {
-            "status": status,
-            "role": role,
-            "client_id": client_id,
-            "task_kind": task_kind,
-            "city": city,
-            "state": state,
-            "domain": domain,
-            "limit": limit,
-        }
-
-        def body() -> LessonList:
-            found = services.lessons.list(
-                status=status or None,
-                domain=domain,
-                role=role,
-                client_id=client_id,
-                task_kind=task_kind,
-                city=city,
-                state=state,
-            )
-            return LessonList(lessons=found[: max(1, min(limit, 1000))], total=len(found))
-
-        return _run("lessons", arguments, body)
-
-    @server.tool(description="One lesson and its full history. Mirrors GET /playbooks/{id}.")
-    def lesson(lesson_id: str) -> LessonDetail:
-        return _run("lesson", {"lesson_id": lesson_id}, lambda: _lesson_detail(services, lesson_id))
-
-    @server.tool(
-        description="Record how a run ended so the lessons given to it get measured (needs a write key "
-        "over HTTP). Mirrors POST /log with kind=outcome."
-    )
-    def log_outcome(
-        run_id: str, task: TaskSignature, success: bool, ctx: Context, score: float | None = None
-    ) -> LogResponse:
-        from agentlake.learn import record_outcome
-
-        def body() -> LogResponse:
-            request = LogOutcome(run_id=run_id, task=task, success=success, score=score)
-            record_outcome(services.lessons, request.run_id, request.task, request.success, request.score)
-            return LogResponse(kind="outcome", run_id=request.run_id)
-
-        arguments = {"run_id": run_id, "task": task.model_dump(), "success": success, "score": score}
-        return _run("log_outcome", arguments, body, ctx=ctx, needs="write")
-
-    @server.tool(
-        description="Propose a lesson; curation adds it as pending, merges it, or rejects it with the "
-        "reason (needs a write key over HTTP). Mirrors POST /log with kind=lesson."
-    )
-    def propose_lesson(lesson: LessonDraft, ctx: Context, reason: str = "") -> LogResponse:
-        def body() -> LogResponse:
-            request = LogLesson(lesson=lesson, reason=reason)
-            applied = services.lessons.add(
-                request.lesson, reason=request.reason, activate=_principal(ctx).allows("admin")
-            )
-            return LogResponse(
-                kind="lesson",
-                outcome=applied.outcome,
-                lesson_id=applied.lesson_id,
-                version=applied.version,
-                reason=applied.reason,
-            )
-
-        return _run(
-            "propose_lesson", {"lesson": lesson.model_dump(), "reason": reason}, body, ctx=ctx, needs="write"
-        )
-
-    @server.tool(
-        description="Model providers, reachability, context windows and loaded models. Mirrors GET /models."
-    )
-    def models() -> ModelsResponse:
-        from agentlake.llm.inventory import model_statuses
-
-        return _run("models", {}, lambda: ModelsResponse.from_statuses(model_statuses(services.settings)))
 
     @server.resource(
         "agentlake://lessons",
@@ -310,20 +232,12 @@ def build_mcp_server(services: Services) -> MCPServer:
         description="One lesson (any status) with its history.",
     )
     def lesson_resource(lesson_id: str) -> str:
-        return _lesson_detail(services, lesson_id).model_dump_json()
+        try:
+            return operations.lesson_detail(services, lesson_id).model_dump_json()
+        except NotFoundError as exc:
+            raise ResourceNotFoundError(exc.message) from None
 
     return server
-
-
-def _lesson_detail(services: Services, lesson_id: str) -> LessonDetail:
-    from mcp.server.mcpserver.exceptions import ResourceNotFoundError
-
-    try:
-        return LessonDetail(
-            lesson=services.lessons.get(lesson_id), history=services.lessons.history(lesson_id)
-        )
-    except NotFoundError as exc:
-        raise ResourceNotFoundError(exc.message) from None
 
 
 def run_stdio(settings: Any = None) -> None:

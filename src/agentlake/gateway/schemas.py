@@ -76,9 +76,49 @@ class SQLResponse(BaseModel):
         )
 
 
+# DuckDB's INTEGER: an id outside it cannot exist, so it is a validation error, not a failed lookup.
+WORKER_ID_MAX = 2**31 - 1
+
+
+class WorkerRef(BaseModel):
+    """One worker, by key (GET /profile/{worker_id} and the MCP tool worker_profile)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    worker_id: int = Field(..., ge=0, le=WORKER_ID_MAX, description="The worker's integer key (worker_id).")
+
+
 # --- learn ------------------------------------------------------------------------------
 
 LESSON_ID_PATTERN = r"^L-[A-Za-z0-9_-]{1,64}$"
+LessonStatus = Literal["pending", "active", "conflict-hold", "retired"]
+
+
+class LessonQuery(BaseModel):
+    """Which lessons to list: the filters, defaults and bounds of GET /playbooks and of the MCP
+    tool lessons (one definition, so the two cannot drift)."""
+
+    status: list[LessonStatus] = Field(
+        default_factory=list, description="Any of these statuses (repeat the parameter); default: all."
+    )
+    domain: str | None = Field(None, max_length=64)
+    scope: Literal["project", "global"] | None = None
+    task_kind: str | None = Field(None, max_length=64)
+    role: str | None = Field(None, max_length=128)
+    client_id: str | None = Field(None, max_length=128)
+    city: str | None = Field(None, max_length=128)
+    state: str | None = Field(None, max_length=32)
+    tool: str | None = Field(None, max_length=128)
+    limit: int = Field(100, ge=1, le=1000, description="Page size.")
+    offset: int = Field(0, ge=0, le=1_000_000, description="Lessons to skip.")
+
+
+class LessonRef(BaseModel):
+    """One lesson, by id (GET /playbooks/{lesson_id} and the MCP tool lesson)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lesson_id: str = Field(..., pattern=LESSON_ID_PATTERN, description="A lesson id, e.g. L-3fa2b1c9d0.")
 
 
 class LessonList(BaseModel):

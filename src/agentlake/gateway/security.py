@@ -1,12 +1,12 @@
-"""API keys with scopes: who may call which gateway endpoint.
+"""Who may call which gateway endpoint: keys or a browser's session, checked once per request.
 
-Owns: reading a key from a request (``X-API-Key`` or ``Authorization: Bearer``) or a browser's
-session cookie (``gateway.sessions``), checking it against ``settings.api_key_scopes``
-(:class:`KeyRing`), the scope order read < write < admin, the :class:`Authenticate` ASGI
-middleware (every path but :data:`OPEN_PATHS` once any key is configured, including the mounted
-observer and MCP apps) and the :func:`require` route dependency that enforces a route's scope
-and documents the schemes in OpenAPI. It does not own the keys (``Settings.api_keys``) or the
-error shape (``gateway.errors``).
+Owns the :class:`Authenticate` ASGI middleware (every path but :data:`OPEN_PATHS` once any key
+is configured, including the mounted observer and MCP apps), reading a browser's session
+cookie and its origin (:func:`identify`, :func:`same_origin`), the scope the mounted apps need
+(:func:`mount_scope`) and the :func:`require` route dependency that enforces a route's scope
+and documents the schemes in OpenAPI. Keys, the key parser, the key ring and the scope rank
+are the shared HTTP edge's (``agentlake.http.keys``), the same the observer service checks
+with; sessions are ``gateway.sessions``; the error shape is ``agentlake.http.errors``.
 
 With no key configured the gateway is open, which is why ``agentlake serve`` binds 127.0.0.1
 by default.
@@ -19,19 +19,28 @@ the gateway's own origin (its ``Origin`` header, when present, names this host),
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from agentlake.errors import UserError
-from agentlake.gateway.errors import error_response
+from agentlake.gateway.sessions import cookie_from_header, session_principal
+from agentlake.http.errors import error_response
+from agentlake.http.keys import (
+    OPEN,
+    RANK,
+    KeyRing,
+    Principal,
+    Scope,
+    forbid,
+    key_from_headers,
+    key_from_scope,
+)
 
-Scope = Literal["read", "write", "admin"]
-_RANK = {"read": 0, "write": 1, "admin": 2}
+__all__ = ["OPEN", "OPEN_PATHS", "Authenticate", "KeyRing", "Principal", "Scope", "forbid", "require"]
+
 # Never need a key: liveness, and the dashboard's page, assets and sign-in, which reveal nothing
 # (the page asks for a key and everything it then reads is protected).
 OPEN_PATHS = frozenset({"/health", "/", "/api/session"})
@@ -44,129 +53,24 @@ api_key_header = APIKeyHeader(
 bearer = HTTPBearer(auto_error=False, description="The same API key, as `Authorization: Bearer <key>`.")
 
 
-@dataclass(frozen=True)
-class Principal:
-    """Who is calling: the key's scope and a fingerprint that is safe to log (never the key)."""
-
-    scope: Scope
-    key_id: str | None  # None when no keys are configured (an open, local gateway)
-    via: Literal["open", "key", "session"] = "key"
-
-    def allows(self, needed: Scope) -> bool:
-        return _RANK[self.scope] >= _RANK[needed]
-
-
-OPEN = Principal(scope="admin", key_id=None, via="open")
-
-
-def fingerprint(key: str) -> str:
-    """A short, non-reversible id of a key for logs and observed ops."""
-    return "key-" + hashlib.sha256(key.encode()).hexdigest()[:10]
-
-
-def key_from_headers(headers: Any) -> str | None:
-    """The API key of a request: ``X-API-Key``, else a bearer token; ``None`` when absent."""
-    key = headers.get("x-api-key")
-    if key:
-        return key.strip()
-    auth = headers.get("authorization") or ""
-    scheme, _, token = auth.partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
-        return token.strip()
-    return None
-
-
-def authenticate(key: str | None, keys: dict[str, str]) -> Principal:
-    """Resolve a key against the configured ``KEY -> scope`` map.
-
-    Returns :data:`OPEN` when no keys are configured. Raises ``UserError`` with status 401 when
-    keys are configured and ``key`` is missing or unknown.
-    """
-    return KeyRing(keys).principal(key)
-
-
-class KeyRing:
-    """The configured keys, indexed once: a key is resolved with one hash and one dict lookup.
-
-    Keys are looked up by their SHA-256 digest, never compared as strings, so the time a lookup
-    takes says nothing about how much of a guessed key was right.
-    """
-
-    def __init__(self, keys: dict[str, str]) -> None:
-        self.keys = dict(keys)
-        self._by_digest: dict[bytes, Principal] = {}
-        self._by_id: dict[str, list[tuple[str, str]]] = {}
-        for key, scope in self.keys.items():
-            key_id = fingerprint(key)
-            self._by_digest[hashlib.sha256(key.encode()).digest()] = Principal(scope=scope, key_id=key_id)  # type: ignore[arg-type]
-            self._by_id.setdefault(key_id, []).append((key, scope))
-
-    def __bool__(self) -> bool:
-        return bool(self.keys)
-
-    def principal(self, key: str | None) -> Principal:
-        """The caller holding ``key``; :data:`OPEN` with no keys configured; ``UserError`` 401 otherwise."""
-        if not self.keys:
-            return OPEN
-        if not key:
-            raise UserError(
-                "an API key is required: send it as the X-API-Key header or 'Authorization: Bearer <key>'",
-                http_status=401,
-            )
-        principal = self._by_digest.get(hashlib.sha256(key.encode()).digest())
-        if principal is None:
-            raise UserError("unknown API key; check AGENTLAKE_API_KEYS on the server", http_status=401)
-        return principal
-
-    def session(self, token: str) -> Principal | None:
-        """The caller of a live session cookie, or ``None`` (expired, tampered, key removed)."""
-        from agentlake.gateway.sessions import check
-
-        found = check(token, self._by_id)
-        return None if found is None else Principal(scope=found[1], key_id=found[0], via="session")  # type: ignore[arg-type]
-
-    def sign_in(self, key: str) -> tuple[Principal, str]:
-        """Exchange a valid ``key`` for ``(principal, session token)``.
-
-        ``UserError`` 401 for an unknown key, 400 when no keys are configured (nothing to sign in to).
-        """
-        from agentlake.gateway.sessions import mint
-
-        if not self.keys:
-            raise UserError(
-                "this gateway has no API keys configured (AGENTLAKE_API_KEYS): no sign-in is needed"
-            )
-        principal = self.principal(key.strip())
-        assert principal.key_id is not None
-        token = mint(key.strip(), principal.key_id, principal.scope)
-        return Principal(scope=principal.scope, key_id=principal.key_id, via="session"), token
-
-
 def is_open_path(path: str) -> bool:
     """Whether ``path`` is served without a key even when keys are configured."""
     return path in OPEN_PATHS or path.startswith(OPEN_PREFIXES)
 
 
 def credentials(scope: dict[str, Any]) -> tuple[str | None, str | None, str | None, str | None]:
-    """``(api key, session token, Origin, Host)`` of an ASGI request, read in one pass over its headers."""
-    key = token = origin = host = None
-    for raw_name, raw_value in scope.get("headers", ()):
+    """``(api key, session token, Origin, Host)`` of an ASGI request."""
+    token = origin = host = None
+    headers = scope.get("headers", ())
+    for raw_name, raw_value in headers:
         name = raw_name.lower()
-        if name == b"x-api-key":
-            key = raw_value.decode("latin-1").strip() or key
-        elif name == b"authorization" and key is None:
-            scheme, _, value = raw_value.decode("latin-1").partition(" ")
-            if scheme.lower() == "bearer" and value.strip():
-                key = value.strip()
-        elif name == b"cookie":
-            from agentlake.gateway.sessions import cookie_from_header
-
+        if name == b"cookie":
             token = cookie_from_header(raw_value.decode("latin-1")) or token
         elif name == b"origin":
             origin = raw_value.decode("latin-1")
         elif name == b"host":
             host = raw_value.decode("latin-1")
-    return key, token, origin, host
+    return key_from_scope(headers), token, origin, host
 
 
 def identify(scope: dict[str, Any], ring: KeyRing) -> Principal | None:
@@ -182,7 +86,7 @@ def identify(scope: dict[str, Any], ring: KeyRing) -> Principal | None:
         return ring.principal(key)
     if token is None:
         return None
-    principal = ring.session(token)
+    principal = session_principal(ring, token)
     if principal is None:
         raise UserError(
             "the dashboard session has expired or its key was removed: sign in again with an API key",
@@ -207,14 +111,6 @@ def same_origin(scope: dict[str, Any], origin: str | None, host: str | None) -> 
             f"cross-origin request from {origin} refused: the dashboard's session is only accepted "
             "from its own origin (other clients send the key as X-API-Key)",
             http_status=403,
-        )
-
-
-def forbid(principal: Principal, needed: Scope, what: str) -> None:
-    """Raise ``UserError`` (403) unless ``principal`` may do something that needs ``needed``."""
-    if not principal.allows(needed):
-        raise UserError(
-            f"{what} needs a key with scope '{needed}' (this key has '{principal.scope}')", http_status=403
         )
 
 
@@ -286,12 +182,13 @@ class Authenticate:
         await self.app(scope, receive, send)
 
 
-def principal_of(request: Request, keys: dict[str, str]) -> Principal:
+def principal_of(request: Request) -> Principal:
     """The caller of ``request``: from the middleware when it ran, else authenticated here."""
     principal = request.scope.get("state", {}).get("principal")
     if isinstance(principal, Principal):
         return principal
-    return authenticate(key_from_headers(request.headers), keys)
+    ring = getattr(request.app.state, "key_ring", None) or KeyRing(request.app.state.settings.api_key_scopes)
+    return ring.principal(key_from_headers(request.headers))
 
 
 def require(needed: Scope) -> Callable[..., Principal]:
@@ -308,8 +205,7 @@ def require(needed: Scope) -> Callable[..., Principal]:
         _key: str | None = Security(api_key_header),
         _bearer: HTTPAuthorizationCredentials | None = Security(bearer),
     ) -> Principal:
-        keys = request.app.state.settings.api_key_scopes
-        principal = principal_of(request, keys)
+        principal = principal_of(request)
         forbid(principal, needed, f"{request.method} {request.url.path}")
         return principal
 
@@ -328,4 +224,4 @@ def route_scope(route: Any) -> Scope | None:
         if scope is not None:
             found.append(scope)
         stack.extend(dependant.dependencies)
-    return max(found, key=_RANK.__getitem__) if found else None
+    return max(found, key=RANK.__getitem__) if found else None

@@ -10,7 +10,8 @@ where the MAC is an HMAC-SHA256 keyed by the API key itself, so the gateway keep
 state, a session survives a restart, and it dies with its key: removing the key (or changing
 its scope) from ``AGENTLAKE_API_KEYS`` invalidates every cookie made from it.
 
-Owns minting and checking session tokens and the cookie header strings. It does not decide
+Owns minting and checking session tokens, signing in with a key and resolving a cookie to its
+caller (:func:`sign_in`, :func:`session_principal`), and the cookie header strings. It does not decide
 which requests may use a cookie (``gateway.security``) or serve the sign-in routes
 (``web.routes``).
 """
@@ -20,6 +21,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
+
+from agentlake.errors import UserError
+from agentlake.http.keys import KeyRing, Principal
 
 COOKIE = "agentlake_session"
 # A working day: a dashboard left open overnight asks for the key again.
@@ -81,3 +85,22 @@ def set_cookie_header(token: str, *, secure: bool, ttl_s: int = SESSION_TTL_S) -
 def clear_cookie_header(*, secure: bool) -> str:
     """The ``Set-Cookie`` value that removes the session cookie (signing out)."""
     return f"{COOKIE}=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict" + ("; Secure" if secure else "")
+
+
+def session_principal(ring: KeyRing, token: str) -> Principal | None:
+    """The caller of a live session cookie, or ``None`` (expired, tampered, key removed)."""
+    found = check(token, ring.by_id)
+    return None if found is None else Principal(scope=found[1], key_id=found[0], via="session")  # type: ignore[arg-type]
+
+
+def sign_in(ring: KeyRing, key: str) -> tuple[Principal, str]:
+    """Exchange a valid ``key`` for ``(principal, session token)``.
+
+    ``UserError`` 401 for an unknown key, 400 when no keys are configured (nothing to sign in to).
+    """
+    if not ring:
+        raise UserError("this gateway has no API keys configured (AGENTLAKE_API_KEYS): no sign-in is needed")
+    principal = ring.principal(key.strip())
+    assert principal.key_id is not None
+    token = mint(key.strip(), principal.key_id, principal.scope)
+    return Principal(scope=principal.scope, key_id=principal.key_id, via="session"), token

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from agentlake.errors import AgentlakeError, UserError
+from agentlake.http.client import normalise_url
 from agentlake.llm import ollama_wire
 from agentlake.llm.budget import estimate_budget
 from agentlake.llm.models import ModelInfo, lookup_model
@@ -28,7 +29,7 @@ from agentlake.llm.provider import (
     register_provider,
     timed_completion,
 )
-from agentlake.llm.transport import normalise_url, request_json
+from agentlake.llm.transport import request_json
 
 if TYPE_CHECKING:
     from agentlake.settings import Settings

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from agentlake.errors import AgentlakeError, UserError
+from agentlake.http.client import normalise_url
 from agentlake.llm import openai_wire
 from agentlake.llm.models import ModelInfo, lookup_model
 from agentlake.llm.provider import (
@@ -24,7 +25,7 @@ from agentlake.llm.provider import (
     register_provider,
     timed_completion,
 )
-from agentlake.llm.transport import normalise_url, request_json
+from agentlake.llm.transport import request_json
 
 if TYPE_CHECKING:
     from agentlake.settings import Settings

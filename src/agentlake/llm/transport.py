@@ -1,4 +1,4 @@
-"""The HTTP edge shared by the HTTP providers: one JSON request, httpx's exceptions converted.
+"""One JSON request for the model providers, with httpx's exceptions converted.
 
 Connection failures become ``ProviderConnectionError`` (with the hint naming the variable to
 fix), read timeouts ``ProviderTimeoutError``, error statuses ``ProviderHTTPError`` (429/5xx
@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from agentlake.errors import AgentlakeError
+from agentlake.http.client import error_text
 from agentlake.llm.provider import (
     ProviderConnectionError,
     ProviderError,
@@ -24,21 +25,6 @@ from agentlake.llm.provider import (
 
 StatusMapper = Callable[[int, str], AgentlakeError | None]
 CONNECT_TIMEOUT_S = 10.0
-
-
-def error_text(response: httpx.Response) -> str:
-    """The server's error message (``{"error": ...}`` as Ollama and OpenAI send it), capped."""
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text[:300]
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict):
-            error = error.get("message") or error
-        if error:
-            return str(error)[:300]
-    return response.text[:300]
 
 
 def request_json(
@@ -93,18 +79,3 @@ def request_json(
         raise ProviderError(
             f"{what} answered with a body that is not JSON: {response.text[:200]!r}"
         ) from None
-
-
-def normalise_url(url: str, default_port: int | None = None) -> str:
-    """``host:port`` or ``http://host`` -> ``http://host[:port]`` without a trailing slash (the
-    forms OLLAMA_HOST takes in the wild)."""
-    url = url.strip().rstrip("/")
-    if "://" not in url:
-        url = "http://" + url
-    if default_port is not None:
-        scheme, _, rest = url.partition("://")
-        hostport, slash, path = rest.partition("/")
-        if ":" not in hostport.split("]")[-1]:
-            hostport = f"{hostport}:{default_port}"
-        url = f"{scheme}://{hostport}{slash}{path}"
-    return url.replace("://0.0.0.0", "://127.0.0.1")

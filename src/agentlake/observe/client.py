@@ -30,6 +30,7 @@ from typing import Any
 import httpx
 
 from agentlake.errors import RunError, UnavailableError, UserError
+from agentlake.http.client import error_text
 from agentlake.observe.model import ObservedOp
 from agentlake.observe.store import AppendResult, Stats
 
@@ -312,7 +313,7 @@ class ObserverClient:
             raise _Down(f"HTTP {response.status_code}", retry_after)
         if response.status_code >= 400:
             raise UserError(
-                f"observer refused the events: {_message(response)}", http_status=response.status_code
+                f"observer refused the events: {error_text(response)}", http_status=response.status_code
             )
         return [AppendResult(item["id"], item.get("status", "stored")) for item in response.json()["results"]]
 
@@ -326,9 +327,11 @@ class ObserverClient:
                 f"the observer at {self.url} is not reachable ({type(exc).__name__}); start it with `agentlake observer serve`"
             ) from None
         if response.status_code >= 500:
-            raise RunError(f"observer {path} failed: {_message(response)}", http_status=response.status_code)
+            raise RunError(
+                f"observer {path} failed: {error_text(response)}", http_status=response.status_code
+            )
         if response.status_code >= 400:
-            raise UserError(f"observer {path}: {_message(response)}", http_status=response.status_code)
+            raise UserError(f"observer {path}: {error_text(response)}", http_status=response.status_code)
         return response.json()
 
     def health(self) -> dict[str, Any]:
@@ -362,7 +365,7 @@ class ObserverClient:
                 if response.status_code >= 400:
                     response.read()
                     raise UserError(
-                        f"observer /ops/stream: {_message(response)}", http_status=response.status_code
+                        f"observer /ops/stream: {error_text(response)}", http_status=response.status_code
                     )
                 event = None
                 for line in response.iter_lines():
@@ -395,13 +398,6 @@ def _retry_after(value: str | None) -> float:
         return min(30.0, max(0.1, float(value))) if value else DEFAULT_BACKOFF_S
     except ValueError:
         return DEFAULT_BACKOFF_S
-
-
-def _message(response: httpx.Response) -> str:
-    try:
-        return str(response.json()["error"]["message"])
-    except Exception:
-        return f"HTTP {response.status_code}: {response.text[:200]}"
 
 
 class RemoteSink:

@@ -3,16 +3,17 @@
 Routes are thin: read the body (413 past ``max_body_bytes`` before parsing), check the API key,
 parse (``ingest``/``otlp``), call the ``Observer`` and render. An ingest is answered 200 only
 after the ops are committed; a full write queue answers 503 with ``Retry-After``. The two
-ingest routes skip FastAPI's middleware stack (``_ObserverApp``): their cost per event matters. Errors share
-the gateway's shape: ``{"error": {"type", "status", "message", "details"}}``.
+ingest routes skip FastAPI's middleware stack (``_ObserverApp``): their cost per event
+matters. The body reader, the key check and the error renderer are the shared HTTP edge's
+(``agentlake.http``), the gateway's own: every error, GET included, has the shape
+``{"error": {"type", "status", "message", "details"}}``.
 
-Owns the routes, key checks and error rendering of the standalone service; the gateway mounts
-this app under ``/observer/``. It does not own storage, parsing or the op model.
+Owns the routes of the standalone service; the gateway mounts this app under ``/observer/``.
+It does not own storage, parsing or the op model.
 """
 
 from __future__ import annotations
 
-import hmac
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -21,109 +22,28 @@ from datetime import datetime
 from typing import Any, Literal
 
 from fastapi import FastAPI, Query, Request
-from fastapi.exceptions import RequestValidationError
-from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import Receive, Send
+from starlette.types import Scope as ASGIScope
 
-from agentlake.errors import AgentlakeError, RunError, UserError
+from agentlake.errors import AgentlakeError, RunError
+from agentlake.http.body import read_body
+from agentlake.http.errors import (
+    CatchUnexpected,
+    agentlake_error_response,
+    install_error_handlers,
+    internal_error_response,
+)
+from agentlake.http.keys import KeyRing, Scope, authorize
 from agentlake.observe import otlp
 from agentlake.observe.ingest import parse_event, parse_events
 from agentlake.observe.model import Source
 from agentlake.observe.record import Observer
-from agentlake.observe.store import QueueFullError
 from agentlake.settings import Settings
 
 log = logging.getLogger(__name__)
-
-_TYPES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 413: "payload_too_large",
-          415: "unsupported_media_type", 500: "internal_error", 503: "unavailable"}  # fmt: skip
-_RANK = {"read": 0, "write": 1, "admin": 2}
-
-
-def error_response(
-    status: int, message: str, details: dict[str, Any] | None = None, headers: dict[str, str] | None = None
-) -> JSONResponse:
-    """The one error shape (the gateway's): ``{"error": {type, status, message, details}}``."""
-    body = {
-        "error": {
-            "type": _TYPES.get(status, "http_error"),
-            "status": status,
-            "message": message,
-            "details": details or {},
-        }
-    }
-    return JSONResponse(body, status_code=status, headers=headers)
-
-
-class _Denied(UserError):
-    pass
-
-
-def _authorize(request: Request, keys: dict[str, str], needed: Literal["read", "write"]) -> None:
-    """No keys configured: open. Otherwise a key (``X-API-Key`` or ``Authorization: Bearer``)
-    is required (401 when missing or unknown) with at least scope ``needed`` (403)."""
-    if not keys:
-        return
-    key = request.headers.get("x-api-key")
-    if not key:
-        auth = request.headers.get("authorization", "")
-        scheme, _, token = auth.partition(" ")
-        key = token.strip() if scheme.lower() == "bearer" else None
-    if not key:
-        raise _Denied(
-            "an API key is required: send X-API-Key or Authorization: Bearer <key>", http_status=401
-        )
-    scope = None
-    for known, known_scope in keys.items():
-        if hmac.compare_digest(known.encode(), key.encode()):
-            scope = known_scope
-    if scope is None:
-        raise _Denied("the API key is not valid", http_status=401)
-    if _RANK[scope] < _RANK[needed]:
-        raise _Denied(f"this key has scope {scope!r}; {needed!r} or higher is needed", http_status=403)
-
-
-async def read_body(request: Request, max_bytes: int) -> bytes:
-    """The request body, refused with 413 as soon as it is known to pass ``max_bytes`` (from
-    Content-Length before reading anything, else while streaming)."""
-    declared = request.headers.get("content-length")
-    if declared is not None:
-        try:
-            size = int(declared)
-        except ValueError:
-            raise UserError("Content-Length is not a number") from None
-        if size > max_bytes:
-            raise UserError(
-                f"request body of {size} bytes is larger than the limit of {max_bytes} bytes (max_body_bytes)",
-                http_status=413,
-            )
-    chunks: list[bytes] = []
-    total = 0
-    async for chunk in request.stream():
-        total += len(chunk)
-        if total > max_bytes:
-            raise UserError(
-                f"request body is larger than the limit of {max_bytes} bytes (max_body_bytes)",
-                http_status=413,
-            )
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def render_error(exc: AgentlakeError) -> JSONResponse:
-    """An ``AgentlakeError`` as the error shape: 503 with ``Retry-After`` for a full queue,
-    ``Connection: close`` for an oversized body (its rest is never read)."""
-    headers = None
-    if isinstance(exc, QueueFullError):
-        headers = {"Retry-After": str(max(1, round(exc.retry_after)))}
-    if exc.http_status >= 500 and not isinstance(exc, QueueFullError):
-        log.warning("observer request failed: %s", exc.message)
-    details = {key: value for key, value in exc.details.items() if key != "retry_after"}
-    if exc.http_status == 413:
-        headers = {"Connection": "close"}
-    return error_response(exc.http_status, exc.message, details, headers)
 
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -137,8 +57,8 @@ class _ObserverApp(FastAPI):
     middlewares, routing, dependency solving) cost about as much CPU as parsing, storing and
     answering it (measured ~220 us of ~360 us per event on the event loop). Those routes are
     declared like the others, so they are in the OpenAPI schema, and ``__call__`` hands their
-    requests straight to the same endpoint functions; errors are rendered by the same
-    ``render_error``. Everything else goes through FastAPI as usual.
+    requests straight to the same endpoint functions; errors are rendered by the same shared
+    renderer (``agentlake.http.errors``). Everything else goes through FastAPI as usual.
     """
 
     def __init__(self, **kwargs: Any) -> None:
@@ -154,7 +74,7 @@ class _ObserverApp(FastAPI):
 
         return register
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
             endpoint = self._ingest.get(_route_path(scope))
             if endpoint is not None:
@@ -162,23 +82,23 @@ class _ObserverApp(FastAPI):
                 return
         await super().__call__(scope, receive, send)
 
-    async def _answer(self, endpoint: Endpoint, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _answer(self, endpoint: Endpoint, scope: ASGIScope, receive: Receive, send: Send) -> None:
         scope["app"] = self
         request = Request(scope, receive)
         try:
             response = await endpoint(request)
         except AgentlakeError as exc:
-            response = render_error(exc)
+            response = agentlake_error_response(exc)
         except ClientDisconnect:
             return  # nobody is left to answer; nothing was stored (the body was incomplete)
-        except Exception:
-            # What ServerErrorMiddleware does for the other routes: log, answer 500.
+        except Exception as exc:
+            # What CatchUnexpected does for the other routes: log, answer 500 in the one shape.
             log.exception("observer ingest failed")
-            response = error_response(500, "internal error while ingesting; see the observer's log")
+            response, _ = internal_error_response(exc)
         await response(scope, receive, send)
 
 
-def _route_path(scope: Scope) -> str:
+def _route_path(scope: ASGIScope) -> str:
     """The path below the mount point (the gateway mounts this app at /observer)."""
     path: str = scope["path"]
     root = scope.get("root_path", "")
@@ -194,37 +114,25 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
     ``GET /health`` (open), ``GET /stats``, ``GET /ops``, ``GET /ops/stream`` (SSE). With
     ``settings.api_key_scopes`` set, writes need a write/admin key and reads any valid key.
     """
-    keys = settings.api_key_scopes
+    ring = KeyRing(settings.api_key_scopes)
     max_bytes = settings.max_body_bytes
     app = _ObserverApp(
         title="agentlake observer",
         version="1",
         description="Durable operation log: every acknowledged event is committed to DuckDB first.",
+        middleware=[Middleware(CatchUnexpected)],
     )
     app.state.observer = observer
+    install_error_handlers(app)
 
-    @app.exception_handler(AgentlakeError)
-    async def _agentlake_error(_request: Request, exc: AgentlakeError) -> JSONResponse:
-        return render_error(exc)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return error_response(exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid_query(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [
-            {"field": ".".join(str(p) for p in e["loc"][1:]) or None, "message": e["msg"]}
-            for e in exc.errors()
-        ]
-        message = "invalid request: " + "; ".join(f"{e['field']}: {e['message']}" for e in errors)
-        return error_response(400, message, {"errors": errors})
+    def allow(request: Request, needed: Scope) -> None:
+        authorize(request.headers, ring, needed, f"{request.method} {request.url.path}")
 
     @app.post("/event", summary="Record one op; answered once it is durable.")
     @app.ingest_route("/event")
     async def post_event(request: Request) -> JSONResponse:
-        _authorize(request, keys, "write")
-        op = parse_event(await read_body(request, max_bytes))
+        allow(request, "write")
+        op = parse_event(await read_body(request.scope, request.receive, max_bytes))
         (result,) = await observer.record_many_async([op])
         return JSONResponse(result.as_dict())
 
@@ -233,8 +141,8 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
     )
     @app.ingest_route("/events")
     async def post_events(request: Request) -> JSONResponse:
-        _authorize(request, keys, "write")
-        ops = parse_events(await read_body(request, max_bytes))
+        allow(request, "write")
+        ops = parse_events(await read_body(request.scope, request.receive, max_bytes))
         results = await observer.record_many_async(ops)
         stored = sum(1 for result in results if result.status == "stored")
         return JSONResponse({"accepted": len(results), "stored": stored, "duplicates": len(results) - stored,
@@ -242,9 +150,9 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
 
     @app.post("/v1/traces", summary="OTLP/HTTP trace export (protobuf or JSON); spans become ops.")
     async def post_traces(request: Request) -> Response:
-        _authorize(request, keys, "write")
+        allow(request, "write")
         content_type = request.headers.get("content-type")
-        body = await read_body(request, max_bytes)
+        body = await read_body(request.scope, request.receive, max_bytes)
         ops = otlp.ops_from_export(body, content_type, request.headers.get("content-encoding"), max_bytes)
         if ops:
             await observer.record_many_async(ops)
@@ -260,7 +168,7 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
         summary="Totals, successes, failures, by source and endpoint, latency p50/p95, recent scenario ops.",
     )
     async def stats(request: Request) -> JSONResponse:
-        _authorize(request, keys, "read")
+        allow(request, "read")
         return JSONResponse(observer.stats().model_dump(mode="json"))
 
     @app.get("/ops", summary="Stored ops, newest first, filtered and paginated.")
@@ -282,7 +190,7 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
         order: Literal["desc", "asc"] = Query("desc", description="desc: newest first; asc: oldest first."),
     ) -> JSONResponse:
         # A plain def: DuckDB reads run in the threadpool, not on the event loop.
-        _authorize(request, keys, "read")
+        allow(request, "read")
         found = observer.query(source=source, endpoint=endpoint, success=success, since=since, until=until,
                                staffer_id=staffer_id, run_id=run_id, agent_id=agent_id, trace_id=trace_id,
                                limit=limit, offset=offset, order=order)  # fmt: skip
@@ -302,7 +210,7 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
 
         from sse_starlette import EventSourceResponse, ServerSentEvent
 
-        _authorize(request, keys, "read")
+        allow(request, "read")
         subscription = observer.subscribe(loop=asyncio.get_running_loop())
 
         async def events() -> Any:

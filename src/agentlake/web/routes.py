@@ -27,8 +27,8 @@ from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 
 from agentlake.errors import NotFoundError
-from agentlake.gateway.errors import BAD_REQUEST, COMMON_ERRORS, NOT_FOUND
 from agentlake.gateway.security import require
+from agentlake.http.errors import BAD_REQUEST, COMMON_ERRORS, NOT_FOUND
 from agentlake.web.schemas import (
     GraphList,
     GraphView,
@@ -167,10 +167,10 @@ def sign_in(body: SignIn, request: Request) -> JSONResponse:
     request). 401 for an unknown key; 400 when the gateway has no keys configured; 403 when a
     page of another origin posts it."""
     from agentlake.gateway.security import same_origin
-    from agentlake.gateway.sessions import set_cookie_header
+    from agentlake.gateway.sessions import set_cookie_header, sign_in
 
     same_origin(request.scope, request.headers.get("origin"), request.headers.get("host"))
-    principal, token = request.app.state.key_ring.sign_in(body.key)
+    principal, token = sign_in(request.app.state.key_ring, body.key)
     response = JSONResponse(_session_info(request, principal).model_dump())
     response.headers["Set-Cookie"] = set_cookie_header(token, secure=request.url.scheme == "https")
     response.headers["Cache-Control"] = "no-store"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Path, Request
 
 from agentlake.agents.ask import Answer
-from agentlake.errors import NotFoundError
-from agentlake.gateway.errors import BAD_REQUEST, COMMON_ERRORS, NOT_FOUND, UNAVAILABLE
+from agentlake.gateway import operations
 from agentlake.gateway.schemas import AskRequest, ToolCall, ToolCallResult, ToolInfo, ToolList
 from agentlake.gateway.security import require
+from agentlake.http.errors import BAD_REQUEST, COMMON_ERRORS, NOT_FOUND, UNAVAILABLE
 
 router = APIRouter(tags=["agents"], dependencies=[Depends(require("read"))], responses=COMMON_ERRORS)
 
@@ -31,10 +31,7 @@ def call_tool(
 ) -> ToolCallResult:
     """Runs the tool as an agent would (recorded as `tool.<name>`); bad arguments or a failing
     query come back as `ok: false` with the error."""
-    services = request.app.state.services
-    if name not in services.tools:
-        raise NotFoundError(f"unknown tool {name!r}; known tools: {', '.join(services.tools.names())}")
-    result = services.tools.call(name, body.arguments, ctx=services.run_context(agent_id="gateway"))
+    result = operations.call_tool(request.app.state.services, name, body.arguments, agent_id="gateway")
     return ToolCallResult(**result.model_dump(exclude={"args"}))
 
 
@@ -47,14 +44,4 @@ def call_tool(
 def ask(body: AskRequest, request: Request) -> Answer:
     """SQL first for structured questions, hybrid search otherwise; the answer cites `[SQL]` or
     document ids like `[W-7995]`. 503 when no model is configured or reachable."""
-    from agentlake.agents.ask import ask as ask_lake
-
-    services = request.app.state.services
-    return ask_lake(
-        body.question,
-        lake=services.lake,
-        model=body.model,
-        dataset=body.dataset,
-        k=body.k,
-        settings=services.settings,
-    )
+    return operations.ask(request.app.state.services, body)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Path, Request, Response
 
-from agentlake.gateway.errors import BAD_REQUEST, COMMON_ERRORS, NOT_FOUND
+from agentlake.gateway import operations
 from agentlake.gateway.schemas import (
+    WORKER_ID_MAX,
     MatchRequest,
-    SearchHit,
     SearchRequest,
     SearchResponse,
     SQLRequest,
@@ -15,22 +15,22 @@ from agentlake.gateway.schemas import (
     Worker,
 )
 from agentlake.gateway.security import require
+from agentlake.http.errors import BAD_REQUEST, COMMON_ERRORS, NOT_FOUND
 from agentlake.workforce.profile import WorkerProfile
 
 router = APIRouter(tags=["lake"], dependencies=[Depends(require("read"))], responses=COMMON_ERRORS)
-# DuckDB's INTEGER: an id outside it cannot exist, so it is a 422, not a failed lookup.
-WorkerId = Path(..., ge=0, le=2**31 - 1, description="The worker's integer key (worker_id).")
+WorkerId = Path(..., ge=0, le=WORKER_ID_MAX, description="The worker's integer key (worker_id).")
 
 
 @router.post(
     "/sql", response_model=SQLResponse, summary="Run one read-only SQL query.", responses=BAD_REQUEST
 )
 def sql(body: SQLRequest, request: Request) -> SQLResponse:
-    """One SELECT/WITH statement through the lake's guard: refused DDL/DML/file access -> 400;
-    interrupted after `sql_timeout_s` -> 500; at most `sql_max_rows` rows, flagged `truncated`."""
-    lake = request.app.state.services.lake
-    cap = min(body.max_rows or lake.settings.sql_max_rows, lake.settings.sql_max_rows)
-    return SQLResponse.from_result(lake.query(body.sql, params=body.params, max_rows=cap))
+    """One SELECT/WITH statement through the lake's guard: refused DDL/DML/file access, internal
+    tables and unbounded value builders -> 400; interrupted after `sql_timeout_s` or past
+    `duckdb_memory_limit` -> 500; at most `sql_max_rows` rows and about `sql_max_result_bytes`
+    bytes, flagged `truncated`."""
+    return operations.run_sql(request.app.state.services, body)
 
 
 @router.post(
@@ -41,12 +41,7 @@ def sql(body: SQLRequest, request: Request) -> SQLResponse:
 )
 def search(body: SearchRequest, request: Request) -> SearchResponse:
     """Rank the dataset's indexed rows by similarity to the question, after the optional filter."""
-    from agentlake.lake.search import hybrid_search
-
-    hits = hybrid_search(
-        request.app.state.services.lake, body.dataset, body.question, where=body.where, k=body.k
-    )
-    return SearchResponse(hits=[SearchHit.from_source(hit) for hit in hits])
+    return operations.search(request.app.state.services, body)
 
 
 @router.post(
@@ -57,12 +52,7 @@ def search(body: SearchRequest, request: Request) -> SearchResponse:
 )
 def match(body: MatchRequest, request: Request) -> SearchResponse:
     """The SQL filter picks eligible workers (checked by the guard), the question ranks them."""
-    from agentlake.lake.search import hybrid_search
-
-    hits = hybrid_search(
-        request.app.state.services.lake, "workers", body.question, where=body.where, k=body.k
-    )
-    return SearchResponse(hits=[SearchHit.from_source(hit) for hit in hits])
+    return operations.match(request.app.state.services, body)
 
 
 @router.get(
@@ -88,6 +78,4 @@ async def worker(request: Request, worker_id: int = WorkerId) -> Response:
 def profile(request: Request, worker_id: int = WorkerId) -> WorkerProfile:
     """The worker's record, their placements (newest first, with client names), counts by status
     and the clients where they did not show."""
-    from agentlake.workforce.profile import worker_profile
-
-    return worker_profile(request.app.state.services.lake, worker_id)
+    return operations.worker_profile(request.app.state.services, worker_id)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 
 from agentlake import __version__
-from agentlake.gateway.errors import COMMON_ERRORS
+from agentlake.gateway import operations
 from agentlake.gateway.schemas import Health, ModelsResponse
 from agentlake.gateway.security import require
+from agentlake.http.errors import COMMON_ERRORS
 
 router = APIRouter(tags=["system"])
 
@@ -36,6 +37,4 @@ async def health(request: Request) -> Health:
 def models(request: Request) -> ModelsResponse:
     """Every configured model (settings, models file, what the servers offer), whether its server
     answers, its context window, and whether it is loaded now (Ollama's /api/ps). Replaces /vram."""
-    from agentlake.llm.inventory import model_statuses
-
-    return ModelsResponse.from_statuses(model_statuses(request.app.state.services.settings))
+    return operations.models(request.app.state.services)

@@ -1,0 +1,163 @@
+"""One function per gateway operation, called by the REST route and by its MCP twin alike.
+
+Each takes the process's :class:`~agentlake.gateway.services.Services` and the typed request
+(``gateway.schemas``: the one place an operation's defaults, bounds and filters are declared)
+and returns the typed response. The REST routes (``gateway.routes``) parse into those models
+and the MCP tools (``gateway.mcp_server``) validate their arguments against the same models, so
+``GET /playbooks`` and the MCP tool ``lessons`` cannot drift apart again (they did: a default
+of 100 against 50, different filters). The functions call the library and convert; they own
+no logic of their own beyond the caller's scope where it changes the outcome (an admin's
+lesson may be active at once).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agentlake.errors import NotFoundError
+from agentlake.gateway.schemas import (
+    AskRequest,
+    LessonDetail,
+    LessonList,
+    LessonQuery,
+    LogLesson,
+    LogOutcome,
+    LogResponse,
+    MatchRequest,
+    ModelsResponse,
+    SearchHit,
+    SearchRequest,
+    SearchResponse,
+    SQLRequest,
+    SQLResponse,
+)
+from agentlake.http.keys import Principal
+
+if TYPE_CHECKING:
+    from agentlake.agents.ask import Answer
+    from agentlake.gateway.services import Services
+    from agentlake.learn import Lesson
+    from agentlake.workforce.profile import WorkerProfile
+
+
+# --- lake ---------------------------------------------------------------------------------
+
+
+def run_sql(services: Services, request: SQLRequest) -> SQLResponse:
+    """One guarded read-only query, at most the server's ``sql_max_rows`` rows."""
+    lake = services.lake
+    cap = min(request.max_rows or lake.settings.sql_max_rows, lake.settings.sql_max_rows)
+    return SQLResponse.from_result(lake.query(request.sql, params=request.params, max_rows=cap))
+
+
+def search(services: Services, request: SearchRequest) -> SearchResponse:
+    """Rank a dataset's indexed rows by similarity to the question, after the optional filter."""
+    from agentlake.lake.search import hybrid_search
+
+    hits = hybrid_search(services.lake, request.dataset, request.question, where=request.where, k=request.k)
+    return SearchResponse(hits=[SearchHit.from_source(hit) for hit in hits])
+
+
+def match(services: Services, request: MatchRequest) -> SearchResponse:
+    """Hybrid fill search: the filter picks eligible workers, the question ranks them."""
+    from agentlake.lake.search import hybrid_search
+    from agentlake.workforce.tables import SEARCH_DATASET
+
+    hits = hybrid_search(services.lake, SEARCH_DATASET, request.question, where=request.where, k=request.k)
+    return SearchResponse(hits=[SearchHit.from_source(hit) for hit in hits])
+
+
+def worker_profile(services: Services, worker_id: int) -> WorkerProfile:
+    """A worker's record, placements, counts by status and the clients where they did not show."""
+    from agentlake.workforce.profile import worker_profile as profile
+
+    return profile(services.lake, worker_id)
+
+
+# --- agents -------------------------------------------------------------------------------
+
+
+def ask(services: Services, request: AskRequest) -> Answer:
+    """An answer from a model over the lake, citing its sources."""
+    from agentlake.agents.ask import ask as ask_lake
+
+    return ask_lake(
+        request.question,
+        lake=services.lake,
+        model=request.model,
+        dataset=request.dataset,
+        k=request.k,
+        settings=services.settings,
+    )
+
+
+def call_tool(services: Services, name: str, arguments: dict[str, Any], *, agent_id: str) -> Any:
+    """Run one of the agents' tools as an agent would (recorded as ``tool.<name>``);
+    ``NotFoundError`` for an unknown tool. A failure of the input or the data is the result's
+    ``ok: false``, not an exception."""
+    if name not in services.tools:
+        raise NotFoundError(f"unknown tool {name!r}; known tools: {', '.join(services.tools.names())}")
+    return services.tools.call(name, arguments, ctx=services.run_context(agent_id=agent_id))
+
+
+def models(services: Services) -> ModelsResponse:
+    """Every configured model, whether its server answers, its window, whether it is loaded."""
+    from agentlake.llm.inventory import model_statuses
+
+    return ModelsResponse.from_statuses(model_statuses(services.settings))
+
+
+# --- learn --------------------------------------------------------------------------------
+
+
+def list_lessons(services: Services, query: LessonQuery) -> LessonList:
+    """Current lessons matching ``query``, highest confidence first, one page of them."""
+    found = services.lessons.list(
+        status=query.status or None,
+        domain=query.domain,
+        scope=query.scope,
+        task_kind=query.task_kind,
+        role=query.role,
+        client_id=query.client_id,
+        city=query.city,
+        state=query.state,
+        tool=query.tool,
+    )
+    return LessonList(lessons=found[query.offset : query.offset + query.limit], total=len(found))
+
+
+def lesson_detail(services: Services, lesson_id: str) -> LessonDetail:
+    """One lesson and its history; ``NotFoundError`` for an unknown id."""
+    lessons = services.lessons
+    return LessonDetail(lesson=lessons.get(lesson_id), history=lessons.history(lesson_id))
+
+
+def log_outcome(services: Services, request: LogOutcome) -> LogResponse:
+    """Record how a run ended, so the lessons given to it get measured."""
+    from agentlake.learn import record_outcome
+
+    record_outcome(services.lessons, request.run_id, request.task, request.success, request.score)
+    return LogResponse(kind="outcome", run_id=request.run_id)
+
+
+def propose_lesson(services: Services, request: LogLesson, principal: Principal) -> LogResponse:
+    """Propose a lesson to curation. Only an admin's proposal may become active at once; any
+    other stays pending (tried and measured) whatever confidence it claims."""
+    applied = services.lessons.add(request.lesson, reason=request.reason, activate=principal.allows("admin"))
+    return LogResponse(
+        kind="lesson",
+        outcome=applied.outcome,
+        lesson_id=applied.lesson_id,
+        version=applied.version,
+        reason=applied.reason,
+    )
+
+
+def retire_lesson(services: Services, lesson_id: str, reason: str) -> Lesson:
+    """Retire a lesson by hand (admin); it stays in history and can be rolled back."""
+    return services.lessons.retire(lesson_id, reason, actor="human")
+
+
+def rollback_lesson(services: Services, lesson_id: str, version: int, reason: str) -> Lesson:
+    """Restore an earlier version's content as a new version (admin)."""
+    return services.lessons.rollback(lesson_id, version, reason=reason, actor="human")
