@@ -15,7 +15,9 @@ from agentlake.learn import (
     TaskSignature,
     learn_cycle,
     learn_from_ops,
+    learn_recorded,
     measure_effects,
+    outcome_attributes,
     record_outcome,
     retrieve_lessons,
 )
@@ -252,3 +254,53 @@ def test_scheduler_interval_comes_from_settings_by_default(store: LessonStore) -
     scheduler = LearningScheduler(store, None)
     assert scheduler.interval_s == store.settings.learn_interval_s == 300.0
     assert scheduler.extractor.name == "heuristic"
+
+
+def _stating_outcomes(ops: list[ObservedOp], given: list[str]) -> list[ObservedOp]:
+    """The batch's ops, each stating its run's outcome (as a scenario day does); every other run
+    was given the lessons ``given``, so the others are the baseline."""
+    for index, op in enumerate(ops):
+        task = TaskSignature(
+            task_kind="baseline_fill",
+            role="Welder",
+            client_id=op.attributes["client_id"],
+            city="Cleveland",
+            state="OH",
+        )
+        score = op.attributes["filled"] / op.attributes["requested"]
+        op.attributes.update(outcome_attributes(task, op.success, score=score))
+        op.attributes["lessons_given"] = given if index % 2 == 0 else []
+    return ops
+
+
+def test_learning_now_reads_one_runs_ops_back_from_the_observer(store: LessonStore, settings) -> None:  # noqa: ANN001
+    with Observer(OpStore(settings.observer_path)) as observer:
+        _, ours = run_batch(None, workforce(), 1)
+        _, theirs = run_batch(None, workforce(), 2)
+        for op in ours:
+            op.provenance.run_id = f"run-a:{op.provenance.run_id}"
+        for op in theirs:
+            op.provenance.run_id = f"run-b:{op.provenance.run_id}"
+        observer.record_many(ours + theirs)
+        report = learn_recorded(store, observer, run_id="run-a:*", maintain=False, promote=False)
+    assert report.ops_read == len(ours)
+    assert store.unlearned([op.id for op in ours]) == set()
+    assert store.unlearned([op.id for op in theirs]) == {op.id for op in theirs}
+
+
+def test_the_outcomes_and_citations_ops_state_are_recorded_once(store: LessonStore, settings) -> None:  # noqa: ANN001
+    _, first = run_batch(None, workforce(), 1)
+    learn_from_ops(store, first)
+    known = [lesson.id for lesson in store.list()][:2]
+    _, second = run_batch(None, workforce(), 2)
+    ops = _stating_outcomes(second, [*known, "L-0000000000"])
+    with Observer(OpStore(settings.observer_path)) as observer:
+        observer.record_many(ops)
+        report = learn_recorded(store, observer, maintain=False, promote=False)
+        learn_recorded(store, observer, maintain=False, promote=False)
+    assert report.outcomes == len(ops)
+    assert len(store.query("SELECT run_id FROM outcomes")) == len(ops)
+    given = store.query("SELECT lesson_id, run_id FROM citations WHERE NOT used")
+    assert sorted({lesson for lesson, _ in given}) == sorted(known), "an unknown lesson id is skipped"
+    assert len(given) == len(known) * len(ops[::2]), "a second cycle over the same ops cites nothing twice"
+    assert report.effects, "the outcomes were in before measuring"

@@ -35,3 +35,13 @@ def test_an_observer_over_a_memory_sink_records_observe_blocks() -> None:
     (recorded,) = sink.endpoint("tool.echo")
     assert recorded.id == op.id and recorded.output_summary == "HI"
     assert observer.stats().total == 1 and observer.recent(5)[0].id == op.id
+
+
+def test_a_run_id_ending_in_a_star_matches_a_prefix_as_in_the_store() -> None:
+    sink = MemorySink()
+    ops = [
+        ObservedOp(endpoint="x", provenance={"run_id": run_id})
+        for run_id in ("r-1:b1:e1", "r-1:b2:e1", "r-10")
+    ]
+    sink.append(ops)
+    assert [op.id for op in sink.query(run_id="r-1:b1:*")] == [ops[0].id]

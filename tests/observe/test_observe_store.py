@@ -278,3 +278,11 @@ def test_a_committed_op_leaves_no_reference_cycle_behind(tmp_path: Path) -> None
             gc.garbage.clear()
         assert observer.sink.count() == 50  # the same 50 ids: the second round is all duplicates
     assert leftovers == []
+
+
+def test_a_run_id_ending_in_a_star_matches_every_run_id_it_begins(tmp_path: Path) -> None:
+    run_ids = ["run-7:staffer:b1:day:e1", "run-7:staffer:b2:day:e1", "run-7:staffer:b1:day:e2", "run-70:x"]
+    with OpStore(tmp_path / "o.duckdb") as store:
+        store.append([_op(i, provenance={"run_id": run_id}) for i, run_id in enumerate(run_ids)])
+        found = store.query(run_id="run-7:staffer:b1:*", order="asc")
+    assert [op.id for op in found] == ["op-00000", "op-00002"]

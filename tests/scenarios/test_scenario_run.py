@@ -10,6 +10,7 @@ import pytest
 from scenarios_support import approver, lesson_follower
 
 from agentlake.errors import NotFoundError, UserError
+from agentlake.learn import LessonStore, read_ops
 from agentlake.scenarios import StafferProfile, compare, load_scenarios, read_results
 from agentlake.scenarios.runner import run_scenarios
 from agentlake.settings import Settings
@@ -136,6 +137,13 @@ def test_a_scripted_llm_staffer_learns_from_rejections_too(scenario_settings: Se
     assert any(r.lessons_cited for r in results if r.batch == 3)
     assert not any(r.lessons_cited for r in results if r.batch == 1)
     assert observer.query(endpoint="tool.sql", limit=1), "the model's tool calls are observed"
+    # Learning read the batches back from the observer: every op of the run (tool calls, model
+    # calls, task and judged ops) carries its event's run id, and every one was learned from.
+    recorded = read_ops(observer, run_id="llm:scripted-llm:*")
+    assert len(recorded) == len(read_ops(observer)), "every op of the run carries its event's run id"
+    lessons = summary.run_dir / "lessons" / "scripted-llm.duckdb"
+    with LessonStore.open(scenario_settings, path=lessons, embedder=False) as store:
+        assert store.unlearned([op.id for op in recorded]) == set()
 
 
 @pytest.mark.slow

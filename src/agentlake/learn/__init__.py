@@ -3,7 +3,8 @@
 ``model`` (the Lesson vocabulary) -> ``store`` (DuckDB, append-only history) -> ``curation``
 (the rules that change lessons) -> ``retrieval`` (lessons for a task, citations) -> ``effect``
 (outcomes, measured helpful/harmful). Extractors (``extract``: heuristic, llm) turn ops into
-deltas; ``loop`` runs them on demand and on a schedule.
+deltas; ``loop`` is the one learning loop: it reads what the observer recorded (outcomes,
+citations, rejections) and runs on demand, between scenario batches and on a schedule.
 """
 
 from agentlake.learn.effect import measure_effects, record_outcome
@@ -16,7 +17,18 @@ from agentlake.learn.extractor import (
 )
 from agentlake.learn.heuristic import HeuristicExtractor
 from agentlake.learn.llm_extractor import LLMExtractor
-from agentlake.learn.loop import CycleReport, LearningScheduler, learn_cycle, learn_from_ops, read_recent_ops
+from agentlake.learn.loop import (
+    CycleReport,
+    LearningScheduler,
+    learn_between_batches,
+    learn_cycle,
+    learn_from_ops,
+    learn_recorded,
+    outcome_attributes,
+    read_ops,
+    read_recent_ops,
+    record_outcomes,
+)
 from agentlake.learn.model import (
     AppliedDelta,
     Delta,
@@ -30,7 +42,7 @@ from agentlake.learn.model import (
     estimate_tokens,
 )
 from agentlake.learn.retrieval import RetrievedLessons, record_citation, retrieve_lessons
-from agentlake.learn.store import ImportReport, LessonStore
+from agentlake.learn.store import ImportReport, LessonStore, lesson_snapshot
 
 __all__ = [
     "AppliedDelta",
@@ -54,12 +66,18 @@ __all__ = [
     "estimate_tokens",
     "extractor_names",
     "get_extractor",
+    "learn_between_batches",
     "learn_cycle",
     "learn_from_ops",
+    "learn_recorded",
+    "lesson_snapshot",
     "measure_effects",
+    "outcome_attributes",
+    "read_ops",
     "read_recent_ops",
     "record_citation",
     "record_outcome",
+    "record_outcomes",
     "register_extractor",
     "retrieve_lessons",
 ]

@@ -1,11 +1,22 @@
-"""Running the loop: ops -> extractor -> curated deltas, on demand and on a schedule.
+"""Running the loop: recorded ops -> outcomes, citations and lessons, on demand and on a schedule.
 
-Owns ``learn_from_ops`` (one extraction over given ops, idempotent by op id), ``learn_cycle``
-(extraction + measured effects + decay/expiry + promotion, what the schedule and
-``agentlake lessons learn`` run), ``read_recent_ops`` (from the observer) and
-``LearningScheduler`` (a daemon thread long-running services start; a failing cycle is
-logged and counted, never raised into the host). It does not own the rules (``curation``),
-the extractors (``extract``/``heuristic``/``llm_extractor``) or the op store (``observe``).
+There is one loop, and it reads what the witness recorded. ``learn_cycle`` is one turn of it
+over given ops: the outcomes and citations the ops state (``record_outcomes``, the op
+convention below), extraction (``learn_from_ops``, idempotent by op id), deltas proposed
+directly (the overseer's), measured effects, decay/expiry and promotion. ``learn_recorded``
+is "learn now from these recorded ops": it reads them from the observer (``read_ops``, by
+provenance filters such as a run-id prefix) and runs the cycle; ``learn_between_batches``
+is that over one staffer's batch of a scenario run, into the staffer's own store. The
+``LearningScheduler`` (a daemon thread long-running services start) and ``agentlake lessons
+learn`` run the same cycle over recent ops (``read_recent_ops``); a failing scheduled cycle
+is logged and counted, never raised into the host.
+
+The outcome convention: an op whose ``attributes.outcome`` is ``{"task": <TaskSignature
+fields>, "success": bool, "score": float | None}`` states how run ``provenance.run_id``
+ended; its ``attributes.lessons_given`` and ``lessons_cited`` are the lessons the run was
+given and said it used (``outcome_attributes`` builds it). Citations of lessons the store
+does not hold are skipped. It does not own the rules (``curation``), the extractors
+(``extract``/``heuristic``/``llm_extractor``) or the op store (``observe``).
 """
 
 from __future__ import annotations
@@ -14,21 +25,34 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from agentlake.learn.effect import measure_effects, record_outcome
 from agentlake.learn.extractor import ExtractContext, Extractor, get_extractor
-from agentlake.learn.model import DEFAULT_PROJECT, AppliedDelta, EffectReport, LessonEvent
+from agentlake.learn.model import (
+    DEFAULT_PROJECT,
+    AppliedDelta,
+    Delta,
+    EffectReport,
+    LessonEvent,
+    TaskSignature,
+)
+from agentlake.learn.retrieval import record_citation
+from agentlake.learn.store import LessonStore
 
 if TYPE_CHECKING:
-    from agentlake.learn.store import LessonStore
     from agentlake.observe.model import ObservedOp
     from agentlake.settings import Settings
 
 log = logging.getLogger(__name__)
 
 DEFAULT_OPS_LIMIT = 2000
+# Ops read per query when reading everything a filter matches.
+READ_PAGE = 1000
+OUTCOME = "outcome"
 
 
 def parse_since(text: str | None, now: datetime | None = None) -> datetime | None:
@@ -89,16 +113,48 @@ def learn_from_ops(
     return store.propose(deltas, learned_op_ids=[op.id for op in new_ops])
 
 
+def outcome_attributes(task: TaskSignature, success: bool, score: float | None = None) -> dict[str, Any]:
+    """The ``attributes.outcome`` of an op that states how its run ended (see the module docstring)."""
+    return {OUTCOME: {"task": task.model_dump(mode="json"), "success": bool(success), "score": score}}
+
+
+def record_outcomes(store: LessonStore, ops: Sequence[ObservedOp]) -> int:
+    """Record the outcomes and citations the ops state; returns how many outcomes were recorded.
+
+    Recording the same op again replaces its outcome and adds no citation twice, so feeding
+    overlapping windows is safe.
+    """
+    stated = [op for op in ops if isinstance(op.attributes.get(OUTCOME), dict) and op.provenance.run_id]
+    if not stated:
+        return 0
+    known = {lesson.id for lesson in store.list()}
+    for op in stated:
+        run, outcome = str(op.provenance.run_id), op.attributes[OUTCOME]
+        given = [i for i in op.attributes.get("lessons_given") or [] if i in known]
+        cited = [i for i in op.attributes.get("lessons_cited") or [] if i in known]
+        if given:
+            record_citation(store, run, given, used=False)
+        if cited:
+            record_citation(store, run, cited, used=True)
+        task = TaskSignature.model_validate(outcome.get("task") or {})
+        record_outcome(store, run, task, bool(outcome.get("success")), score=outcome.get("score"))
+    return len(stated)
+
+
 class CycleReport(BaseModel):
     """What one learning cycle did."""
 
     ops_read: int = 0
     ops_new: int = 0
+    outcomes: int = Field(0, description="Runs whose outcome the ops stated.")
     extractor: str = ""
     applied: list[AppliedDelta] = Field(default_factory=list)
     effects: list[EffectReport] = Field(default_factory=list)
     maintenance: list[LessonEvent] = Field(default_factory=list)
     promotions: list[LessonEvent] = Field(default_factory=list)
+    lessons: dict[str, int] = Field(
+        default_factory=dict, description="Lessons by status after the cycle, when counted."
+    )
     notes: dict[str, Any] = Field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
@@ -115,18 +171,23 @@ def learn_cycle(
     *,
     extractor: str | Extractor | None = None,
     project_id: str | None = None,
+    proposals: Sequence[Delta] = (),
     measure: bool = True,
     maintain: bool = True,
     promote: bool = True,
 ) -> CycleReport:
-    """One full cycle: learn from ``ops``, measure effects, decay/expire, promote."""
-    from agentlake.learn.effect import measure_effects
-
+    """One full cycle over ``ops``: record the outcomes and citations they state, extract and
+    curate lessons, apply ``proposals`` (deltas proposed directly, e.g. by the overseer), then
+    measure effects, decay/expire and promote (each switchable)."""
     instance = _resolve(extractor, store.settings)
     context = ExtractContext(project_id=project_id or DEFAULT_PROJECT)
     report = CycleReport(ops_read=len(ops), extractor=instance.name)
+    # Outcomes first, so measurement sees this cycle's runs.
+    report.outcomes = record_outcomes(store, ops)
     report.ops_new = len(store.unlearned([op.id for op in ops]))
     report.applied = learn_from_ops(store, ops, extractor=instance, context=context)
+    if proposals:
+        report.applied += store.propose(proposals)
     if measure:
         report.effects = measure_effects(store)
     if maintain:
@@ -168,6 +229,66 @@ def read_recent_ops(
         if owned and hasattr(source, "close"):
             source.close()
     return sorted(ops, key=lambda op: (op.ts, op.id))
+
+
+def read_ops(source: Any, **filters: Any) -> list[ObservedOp]:
+    """Every op ``source`` (an ``Observer``, ``OpStore`` or sink) holds that matches ``filters``
+    (those of ``OpStore.query``), oldest first, read a page at a time."""
+    ops: list[ObservedOp] = []
+    while True:
+        page = list(source.query(**filters, order="asc", limit=READ_PAGE, offset=len(ops)))
+        ops += page
+        if len(page) < READ_PAGE:
+            return ops
+
+
+def learn_recorded(
+    store: LessonStore,
+    source: Any,
+    *,
+    proposals: Sequence[Delta] = (),
+    extractor: str | Extractor | None = None,
+    project_id: str | None = None,
+    measure: bool = True,
+    maintain: bool = True,
+    promote: bool = True,
+    **filters: Any,
+) -> CycleReport:
+    """Learn now from what the witness recorded: the ops of ``source`` matching ``filters``
+    (e.g. ``run_id="<run>:<staffer>:b2:*"``), through one :func:`learn_cycle`."""
+    ops = read_ops(source, **filters)
+    return learn_cycle(
+        store, ops, extractor=extractor, project_id=project_id, proposals=proposals,
+        measure=measure, maintain=maintain, promote=promote,
+    )  # fmt: skip
+
+
+def learn_between_batches(
+    path: Path,
+    source: Any,
+    *,
+    run_id: str,
+    settings: Settings,
+    proposals: Sequence[Delta] = (),
+    semantic: bool = False,
+) -> CycleReport:
+    """Learn a staffer's batch into its own lesson store at ``path`` (opened and closed here).
+
+    ``run_id`` selects the batch's ops in ``source`` (a run-id prefix such as
+    ``"<run>:<staffer>:b2:*"``); ``proposals`` are the overseer's deltas of the batch. The
+    cycle measures effects but neither decays nor promotes (a batch is minutes, not weeks).
+    ``semantic=False`` curates by lesson identity only (no embedding model), like retrieval.
+    The report counts the store's lessons by status afterwards.
+    """
+    with LessonStore.open(settings, path=path, embedder=None if semantic else False) as store:
+        report = learn_recorded(
+            store, source, proposals=proposals, maintain=False, promote=False, run_id=run_id
+        )
+        counts: dict[str, int] = {}
+        for lesson in store.list():
+            counts[lesson.status] = counts.get(lesson.status, 0) + 1
+        report.lessons = counts
+    return report
 
 
 class LearningScheduler:

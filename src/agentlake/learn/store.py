@@ -11,11 +11,14 @@ effect arithmetic (``effect``); those call :meth:`LessonStore.transaction` to wr
 
 Usage metadata (``last_used_at``) and measured counts (``helpful``/``harmful``) are facts
 about runs, not lesson content: a rollback restores content and keeps them.
+``lesson_snapshot`` opens a private copy of a store for a reader beside the writer.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -788,6 +791,31 @@ _LESSON_COLUMNS = (
     "id", "status", "domain", "scope", "project_id", "confidence", "task_kind", "role", "client_id",
     "city", "state", "tool", "source", "version", "updated_at", "last_used_at", "body",
 )  # fmt: skip
+
+
+@contextmanager
+def lesson_snapshot(
+    path: Path | str | None, settings: Settings, *, semantic: bool = False
+) -> Iterator[LessonStore | None]:
+    """A private copy of the lesson store at ``path`` as it stands now, open for the duration.
+
+    Retrieval records citations (a write) and DuckDB allows one writer per file, so a reader
+    that runs beside the writer (a scenario day in a worker process) reads its own copy; what
+    it learns goes back to the real store through the observer. ``None`` or a missing file
+    gives ``None`` (no lessons). ``semantic=False`` opens the copy without an embedder
+    (retrieval by structure only, no embedding-model calls).
+    """
+    if path is None or not Path(path).is_file():
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="agentlake-lessons-") as tmp:
+        copy = Path(tmp) / "lessons.duckdb"
+        shutil.copyfile(path, copy)
+        store = LessonStore.open(settings, path=copy, embedder=None if semantic else False)
+        try:
+            yield store
+        finally:
+            store.close()
 
 
 def _lesson_row(lesson: Lesson) -> dict[str, Any]:

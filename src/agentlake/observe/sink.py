@@ -49,9 +49,17 @@ class OpSink(Protocol):
     def close(self) -> None: ...
 
 
-# Equality filters of OpStore.query that MemorySink applies the same way.
+# Equality filters of OpStore.query that MemorySink applies the same way (run_id and endpoint
+# ending in "*" match a prefix, as in the store).
 _PROVENANCE_FILTERS = ("staffer_id", "run_id")
 _OP_FILTERS = ("source", "success", "agent_id", "trace_id")
+
+
+def _matches(value: str | None, wanted: str) -> bool:
+    """The store's match: ``wanted`` ending in ``*`` is a prefix, else the exact value."""
+    if value is None:
+        return False
+    return value.startswith(wanted[:-1]) if wanted.endswith("*") else value == wanted
 
 
 class MemorySink:
@@ -115,16 +123,12 @@ class MemorySink:
         for name in _OP_FILTERS:
             if filters.get(name) is not None:
                 found = [op for op in found if getattr(op, name) == filters[name]]
-        for name in _PROVENANCE_FILTERS:
-            if filters.get(name) is not None:
-                found = [op for op in found if getattr(op.provenance, name) == filters[name]]
+        if filters.get("staffer_id") is not None:
+            found = [op for op in found if op.provenance.staffer_id == filters["staffer_id"]]
+        if filters.get("run_id") is not None:
+            found = [op for op in found if _matches(op.provenance.run_id, filters["run_id"])]
         if endpoint is not None:
-            prefix = endpoint[:-1] if endpoint.endswith("*") else None
-            found = [
-                op
-                for op in found
-                if (op.endpoint.startswith(prefix) if prefix is not None else op.endpoint == endpoint)
-            ]
+            found = [op for op in found if _matches(op.endpoint, endpoint)]
         if since is not None:
             found = [op for op in found if op.ts >= _aware(since)]
         if until is not None:

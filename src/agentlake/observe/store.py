@@ -598,7 +598,7 @@ class OpStore:
     ) -> list[ObservedOp]:
         """Committed ops matching every given filter, newest first (``order="asc"``: oldest first).
 
-        ``endpoint`` ending in ``*`` matches a prefix (``tool.*``). ``since`` is inclusive,
+        ``endpoint`` or ``run_id`` ending in ``*`` matches a prefix (``tool.*``, ``run-7:*``). ``since`` is inclusive,
         ``until`` exclusive; naive datetimes are taken as UTC. Raises ``UserError`` on a bad
         ``limit``/``offset``/``order``.
         """
@@ -637,19 +637,21 @@ class OpStore:
         clauses: list[str] = []
         params: list[Any] = []
         for column, value in (
-            ("source", source), ("success", success), ("staffer_id", staffer_id), ("run_id", run_id),
-            ("agent_id", agent_id), ("trace_id", trace_id),
+            ("source", source), ("success", success), ("staffer_id", staffer_id), ("agent_id", agent_id),
+            ("trace_id", trace_id),
         ):  # fmt: skip
             if value is not None:
                 clauses.append(f"{column} = ?")
                 params.append(value)
-        if endpoint is not None:
-            if endpoint.endswith("*"):
-                clauses.append("starts_with(endpoint, ?)")
-                params.append(endpoint[:-1])
+        for column, value in (("endpoint", endpoint), ("run_id", run_id)):
+            if value is None:
+                continue
+            if value.endswith("*"):
+                clauses.append(f"starts_with({column}, ?)")
+                params.append(value[:-1])
             else:
-                clauses.append("endpoint = ?")
-                params.append(endpoint)
+                clauses.append(f"{column} = ?")
+                params.append(value)
         if since is not None:
             clauses.append("ts >= ?")
             params.append(_naive_utc(since))

@@ -15,8 +15,6 @@ and handed back with the results; the parent records them in the observer, its o
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -28,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentlake.errors import AgentlakeError, UserError
+from agentlake.learn.loop import outcome_attributes
+from agentlake.learn.store import lesson_snapshot
 from agentlake.observe.model import ObservedOp, Provenance
 from agentlake.scenarios.judge import Judgement, Matching, judge_fill
 from agentlake.scenarios.profile import StafferProfile
@@ -242,6 +242,12 @@ def judged_op(
             "batch": task.batch,
             "repetition": task.repetition,
             "buffer": len(outcome.candidates) if outcome else 0,
+            # How the run ended, stated for the learning loop (learn.record_outcomes).
+            **outcome_attributes(
+                order.signature(),
+                judgement.success,
+                score=judgement.filled / judgement.requested if judgement.requested else 0.0,
+            ),
         },
     )
 
@@ -270,31 +276,6 @@ def collecting_observer() -> Iterator[tuple[Observer, MemorySink]]:
         if uninstall is not None:
             uninstall()
         set_observer(previous)
-
-
-@contextmanager
-def lesson_snapshot(path: str | None, settings: Settings, *, semantic: bool = False) -> Iterator[Any]:
-    """The staffer's lessons as they stood at the start of the batch, in a private copy.
-
-    Retrieval records citations (a write), and DuckDB allows one writer per file, so every day
-    reads its own copy; the parent records citations and outcomes into the real store after
-    the batch (idempotently). ``None`` path or a missing file: no lessons. ``semantic=False``
-    retrieves by structure only (client, role, task kind), which is how the heuristic
-    extractor scopes client rules, and keeps a day free of embedding-model calls.
-    """
-    if path is None or not Path(path).is_file():
-        yield None
-        return
-    from agentlake.learn import LessonStore
-
-    with tempfile.TemporaryDirectory(prefix="agentlake-lessons-") as tmp:
-        copy = Path(tmp) / "lessons.duckdb"
-        shutil.copyfile(path, copy)
-        store = LessonStore.open(settings, path=copy, embedder=None if semantic else False)
-        try:
-            yield store
-        finally:
-            store.close()
 
 
 def build_policy(profile: StafferProfile, settings: Settings, scenario: Scenario | None = None) -> Any:

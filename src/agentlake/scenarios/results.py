@@ -32,11 +32,16 @@ REPORT_FILE = "report.html"
 LESSONS_DIR = "lessons"
 
 
+def batch_run_prefix(run_id: str, staffer: str, batch: int) -> str:
+    """What every event run id of one staffer's batch starts with (see ``event_run_key``)."""
+    return f"{run_id}:{staffer}:b{batch}:"
+
+
 def event_run_key(
     run_id: str, staffer: str, batch: int, scenario: str, repetition: int, event_id: str
 ) -> str:
     """One event's run id (lesson citations and outcomes are keyed by it)."""
-    return f"{run_id}:{staffer}:b{batch}:{scenario}:r{repetition}:{event_id}"
+    return f"{batch_run_prefix(run_id, staffer, batch)}{scenario}:r{repetition}:{event_id}"
 
 
 class EventResult(TaskEffort):

@@ -3,10 +3,10 @@
 Owns a run from start to finish: validating everything before anything runs (scenarios,
 profiles, models reachable, the lake and every event's place), the run directory, dispatching
 each batch's days to a backend, recording every op in the observer (the parent is the only
-writer), and, between batches, learning: for each staffer with learning on, its OWN lesson
-store under ``runs/<run_id>/lessons/<staffer>.duckdb`` records the batch's citations and
-outcomes, runs ``learn_from_ops`` over that staffer's ops of the batch and ``measure_effects``,
-so the next batch retrieves what was learned. Staffers never share a store, so arms cannot
+writer), and, between batches, learning: for each staffer with learning on,
+``learn.learn_between_batches`` reads the staffer's ops of the batch back from the observer
+(by run-id prefix: their rejections, outcomes and citations) into its OWN lesson store under
+``runs/<run_id>/lessons/<staffer>.duckdb``, so the next batch retrieves what was learned. Staffers never share a store, so arms cannot
 leak into each other. Metrics and the report are computed from the results file at the end.
 It does not own a day (``day``) nor where days run (``backends``).
 """
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentlake.errors import NotFoundError, UserError
+from agentlake.learn.loop import learn_between_batches
 from agentlake.scenarios.backends import BACKENDS, make_backend
 from agentlake.scenarios.day import DayResult, DayTask
 from agentlake.scenarios.metrics import leaderboard_document
@@ -34,8 +35,8 @@ from agentlake.scenarios.results import (
     LEADERBOARD_FILE,
     LESSONS_DIR,
     PLAN_FILE,
-    EventResult,
     append_results,
+    batch_run_prefix,
     read_results,
     write_json,
 )
@@ -413,17 +414,39 @@ def _run_batch(
                 )
             )
     return [
-        learn_between_batches(
-            _lessons_path(run_dir, p, settings),
-            finished[p.staffer],
-            p.staffer,
-            batch,
-            settings,
-            semantic=plan.semantic_lessons,
-        )
+        _learn(plan, p, batch, run_dir, settings, observer, finished[p.staffer])
         for p in plan.profiles
         if p.learning
     ]
+
+
+def _learn(
+    plan: RunPlan,
+    profile: StafferProfile,
+    batch: int,
+    run_dir: Path,
+    settings: Settings,
+    observer: Observer,
+    days: Sequence[DayResult],
+) -> BatchLearning:
+    """The staffer learns its batch from what the observer recorded (its ops, outcomes and
+    citations, by run-id prefix) plus the overseer's proposals, into its own store."""
+    report = learn_between_batches(
+        _lessons_path(run_dir, profile, settings),
+        observer,
+        run_id=batch_run_prefix(run_dir.name, profile.staffer, batch) + "*",
+        settings=settings,
+        proposals=[delta for day in days for delta in day.overseer_deltas],
+        semantic=plan.semantic_lessons,
+    )
+    return BatchLearning(
+        staffer=profile.staffer,
+        batch=batch,
+        applied=len(report.applied),
+        active=report.lessons.get("active", 0),
+        pending=report.lessons.get("pending", 0),
+        measured=len(report.effects),
+    )
 
 
 def _profiles(staffers: Sequence[str | StafferProfile] | str) -> list[StafferProfile]:
@@ -444,59 +467,6 @@ def _lessons_path(run_dir: Path, profile: StafferProfile, settings: Settings) ->
     if profile.learning:
         return run_dir / LESSONS_DIR / f"{profile.staffer}.duckdb"
     return settings.data_dir / settings.learn_file
-
-
-def learn_between_batches(
-    path: Path,
-    days: Sequence[DayResult],
-    staffer: str,
-    batch: int,
-    settings: Settings,
-    *,
-    semantic: bool = False,
-) -> BatchLearning:
-    """Record one staffer's batch in its lesson store and learn from it (the parent is the writer).
-
-    Citations (given and cited lessons) and outcomes (score = filled / requested) go in first,
-    so ``measure_effects`` can compare runs given a lesson with runs without it; then
-    ``learn_from_ops`` turns the batch's ops (the clients' rejections above all) into lessons.
-    ``semantic=False`` curates by lesson identity only (no embedding model), like retrieval.
-    """
-    from agentlake.learn import LessonStore, learn_from_ops, measure_effects, record_citation, record_outcome
-    from agentlake.learn.model import TaskSignature
-
-    results: list[EventResult] = [r for d in days for r in d.results]
-    ops = [op for d in days for op in d.ops]
-    with LessonStore.open(settings, path=path, embedder=None if semantic else False) as store:
-        known = {lesson.id for lesson in store.list()}
-        for r in results:
-            run = r.event_run_id
-            given = [i for i in r.lessons_given if i in known]
-            cited = [i for i in r.lessons_cited if i in known]
-            if given:
-                record_citation(store, run, given, used=False)
-            if cited:
-                record_citation(store, run, cited, used=True)
-            task = TaskSignature(
-                task_kind=r.kind, role=r.role, client_id=r.client_id, city=r.city, state=r.state
-            )
-            record_outcome(store, run, task, r.success, score=r.filled / r.requested if r.requested else 0.0)
-        applied = learn_from_ops(store, ops, settings=settings)
-        overseer = [delta for d in days for delta in d.overseer_deltas]
-        if overseer:
-            applied += store.propose(overseer)
-        reports = measure_effects(store)
-        counts: dict[str, int] = defaultdict(int)
-        for lesson in store.list():
-            counts[lesson.status] += 1
-    return BatchLearning(
-        staffer=staffer,
-        batch=batch,
-        applied=len(applied),
-        active=counts["active"],
-        pending=counts["pending"],
-        measured=len(reports),
-    )
 
 
 def regenerate_outputs(run_dir: Path) -> tuple[Path, Path]:
