@@ -3,6 +3,7 @@ or each turn's before the next turn (``acknowledge="turn"``). Real DuckDB op sto
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -84,3 +85,47 @@ def test_acknowledge_turn_makes_each_turns_ops_durable_before_the_next_turn(
 def test_acknowledge_is_checked() -> None:
     with pytest.raises(UserError, match="acknowledge must be"):
         LLMPolicy("scripted:x", acknowledge="never")  # type: ignore[arg-type]
+
+
+def test_two_fills_at_once_in_one_process_record_each_model_call_once(lake, order, qualified) -> None:  # noqa: ANN001
+    from agentlake.agents import fill
+    from agentlake.observe import MemorySink
+
+    both_running = threading.Barrier(2, timeout=20)
+    calls: list[str] = []
+
+    def models(name: str) -> tuple[FunctionProvider, FunctionProvider]:
+        executor = [
+            action("tool_call", tool="find_workers", args=FIND),
+            action("propose_done", worker_ids=qualified[:3]),
+        ]
+        reviewer = [action("critique", approve=True, notes="ok")]
+
+        def execute(messages: object, options: object) -> str:
+            if len(executor) == 2:
+                both_running.wait()  # both fills hold their model-call recording from here on
+            calls.append(name)
+            return executor.pop(0)
+
+        def review(messages: object, options: object) -> str:
+            calls.append(name)
+            return reviewer.pop(0)
+
+        return FunctionProvider(execute, f"{name}-exec"), FunctionProvider(review, f"{name}-review")
+
+    sink = MemorySink()
+    observer = Observer(sink)
+    outcomes: dict[str, object] = {}
+
+    def run(name: str) -> None:
+        outcomes[name] = fill(
+            order, policy=LLMPolicy(*models(name)), lake=lake, lessons=False, observer=observer
+        )
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in ("first", "second")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(outcomes) == ["first", "second"]
+    assert len([op for op in sink.ops if op.source == "llm"]) == len(calls) == 6

@@ -13,6 +13,7 @@ import pytest
 from agentlake.observe import (
     Observer,
     OpStore,
+    event,
     get_observer,
     install_llm_recording,
     observe,
@@ -237,3 +238,25 @@ def test_wrap_tool_input_is_the_bound_arguments(fn, args, kwargs) -> None:  # no
     with contextlib.suppress(TypeError):
         wrap_tool(fn, observer=Observer(sink))(*args, **kwargs)
     assert sink.ops[0].input_summary == summarize(expected)
+
+
+def test_event_records_an_op_built_elsewhere_inside_the_observe_context(observer: Observer) -> None:
+    with (
+        observe_context(provenance={"run_id": "run-9", "staffer_id": "rules"}, agent_id="agent-1"),
+        observe("task.fill") as task,
+    ):
+        judged = event("fill.judged", source="scenario", success=False, provenance={"staffer_id": "other"})
+    assert judged is not None
+    (stored,) = observer.query(endpoint="fill.judged")
+    assert stored.id == judged.id
+    assert stored.parent_span_id == task.op.span_id
+    assert stored.trace_id == task.op.trace_id
+    assert stored.agent_id == "agent-1"
+    assert stored.provenance.run_id == "run-9"
+    assert stored.provenance.staffer_id == "other", "a given value wins over the context's"
+
+
+def test_event_never_raises_for_an_op_it_cannot_build(observer: Observer, caplog) -> None:  # noqa: ANN001
+    with caplog.at_level(logging.WARNING):
+        assert event("tool.sql", duration_ms="not a number") is None
+    assert "could not record op tool.sql" in caplog.text

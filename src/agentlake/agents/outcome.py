@@ -162,10 +162,8 @@ def record_task(outcome: TaskOutcome, ctx: RunContext) -> str | None:
     Inside ``task_scope`` the op is durable when the scope exits, with the task's other ops.
     A recording failure is logged, never raised: the fill happened either way.
     """
-    from agentlake.observe import LLMUsage, ObservedOp, get_observer, record_op
-    from agentlake.observe.record import current_scope
+    from agentlake.observe import LLMUsage, event, get_observer
 
-    scope = current_scope()
     provenance = {
         **ctx.order_provenance(outcome.order),
         "rescue_attempted": outcome.rescue_attempted,
@@ -178,22 +176,22 @@ def record_task(outcome: TaskOutcome, ctx: RunContext) -> str | None:
         usage = LLMUsage(input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens,
                          cost_usd=outcome.cost_usd or None)  # fmt: skip
     try:
-        op = ObservedOp(
-            endpoint="task.fill",
-            source="agent",
-            agent_id=ctx.agent_id,
-            trace_id=scope.trace_id,
-            parent_span_id=scope.span_id,
-            input_summary=outcome.order.describe(),
-            output_summary=f"{outcome.filled}/{outcome.order.count} filled {outcome.proposed} by {outcome.policy}",
-            success=outcome.success,
-            duration_ms=max(0.0, outcome.latency_ms),
-            error=None if outcome.success else outcome.failure_reason,
-            provenance=provenance,
-            usage=usage,
-            attributes=outcome.op_attributes(),
-        )
-        return op.id if record_op(op, observer=ctx.observer or get_observer(ctx.settings)) else None
+        observer = ctx.observer or get_observer(ctx.settings)
     except Exception:  # the observer is a witness; it never fails the work it watches
         log.warning("could not record the task.fill op of run %s", outcome.run_id, exc_info=True)
         return None
+    op = event(
+        "task.fill",
+        source="agent",
+        observer=observer,
+        agent_id=ctx.agent_id,
+        input_summary=outcome.order.describe(),
+        output_summary=f"{outcome.filled}/{outcome.order.count} filled {outcome.proposed} by {outcome.policy}",
+        success=outcome.success,
+        duration_ms=max(0.0, outcome.latency_ms),
+        error=None if outcome.success else outcome.failure_reason,
+        provenance=provenance,
+        usage=usage,
+        attributes=outcome.op_attributes(),
+    )
+    return op.id if op is not None else None

@@ -16,6 +16,7 @@ default) a model also drafts cross-day lessons from the day (``overseer_model.py
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import weakref
@@ -228,27 +229,23 @@ def _drifted(requirement: str, rows: dict[int, dict[str, Any]]) -> tuple[str, li
 
 
 def _record(concerns: list[Concern], outcome: TaskOutcome, ctx: RunContext) -> None:
-    """One ``overseer.concern`` op per concern (failed = something to look at)."""
+    """One ``overseer.concern`` op per concern (failed = something to look at), in the task's
+    trace; inside ``task_scope`` they are held and durable with the task's other ops."""
     if not concerns:
         return
-    from agentlake.observe import ObservedOp, get_observer, record_op
+    from agentlake.observe import event, get_observer
 
     try:
-        provenance = ctx.order_provenance(outcome.order)
-        ops = [
-            ObservedOp(endpoint="overseer.concern", source="agent", agent_id=f"{ctx.agent_id}.overseer", success=False,
-                       error=c.message, provenance=provenance,
-                       attributes={"kind": c.kind, "worker_ids": c.worker_ids, "client_id": c.client_id,
-                                   "event_id": c.event_id, "value": c.value, "task_kind": outcome.order.task_kind})
-            for c in concerns
-        ]  # fmt: skip
         observer = ctx.observer or get_observer(ctx.settings)
-        for op in ops:  # inside task_scope: held, and durable with the task's other ops
-            record_op(op, observer=observer)
     except Exception:  # a witness never fails the work
-        import logging
-
         logging.getLogger(__name__).warning("could not record overseer concerns", exc_info=True)
+        return
+    provenance = ctx.order_provenance(outcome.order)
+    for c in concerns:
+        event("overseer.concern", source="agent", observer=observer, agent_id=f"{ctx.agent_id}.overseer",
+              success=False, error=c.message, provenance=provenance,
+              attributes={"kind": c.kind, "worker_ids": c.worker_ids, "client_id": c.client_id,
+                          "event_id": c.event_id, "value": c.value, "task_kind": outcome.order.task_kind})  # fmt: skip
 
 
 def oversee(outcome: TaskOutcome, ctx: RunContext) -> None:

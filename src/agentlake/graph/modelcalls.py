@@ -39,16 +39,12 @@ def record_turn_calls(observer: Observer, turn_tag: str) -> Callable[[], None]:
     """Record every model call tagged ``graph_turn=turn_tag`` into ``observer`` until the
     returned function is called. Recording failures are logged, never raised."""
     from agentlake.llm import add_recorder
-    from agentlake.observe import ObservedOp
+    from agentlake.observe import event
     from agentlake.observe.llm_calls import op_from_call
 
     def record(call: Any) -> None:
-        if call.tags.get("graph_turn") != turn_tag:
-            return
-        try:
-            observer.record(ObservedOp(**op_from_call(call)))
-        except Exception:  # the observer's trouble must not fail the conversation
-            log.warning("could not record a graph model call", exc_info=True)
+        if call.tags.get("graph_turn") == turn_tag:
+            event(observer=observer, **op_from_call(call))  # never raises into the conversation
 
     return add_recorder(record)
 

@@ -1,9 +1,13 @@
 """The observer: a durable record of every operation, and the doors onto it.
 
-Owns recording (``record``: ``observe``, ``wrap_tool``, ``Observer``), storage (``store``:
-``OpStore``, DuckDB, one writer, group commit; ``sink.MemorySink`` keeps ops in memory instead), the ingest service (``service.create_app``,
-including OTLP in ``otlp``) and its client (``client.ObserverClient``, which spools). The op's
-shape is ``model.ObservedOp``. Lessons are not made here (``agentlake.learn`` reads ops).
+Split by job: ``observer`` (``Observer``: the ring, live stats, subscribers), ``default_observer``
+(which sink: the embedded store or a running service; the process-wide observer), ``recording``
+(``observe``, ``wrap_tool``, ``event``, ``record_op``, the observe context), ``deferred`` (many
+ops, one wait for their commit) and ``llm_calls`` (model calls as ops, installed once per
+observer). Storage is ``store`` (``OpStore``, DuckDB, one writer, group commit;
+``sink.MemorySink`` keeps ops in memory instead), the ingest service ``service.create_app``
+(OTLP in ``otlp``) and its client ``client.ObserverClient`` (which spools). The op's shape is
+``model.ObservedOp``. Lessons are not made here (``agentlake.learn`` reads ops).
 
 The HTTP pieces are imported lazily so that recording in-process never imports FastAPI.
 """
@@ -12,21 +16,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentlake.observe.model import LLMUsage, ObservedOp, Provenance, Source, cap, new_op_id, scrub
-from agentlake.observe.record import (
-    Deferred,
-    Observer,
-    OpHandle,
-    Subscription,
+from agentlake.observe.default_observer import (
     close_default_observer,
-    deferred,
     get_observer,
-    observe,
-    observe_context,
     open_observer,
     open_reader,
-    record_op,
     set_observer,
+)
+from agentlake.observe.deferred import Deferred, deferred
+from agentlake.observe.model import LLMUsage, ObservedOp, Provenance, Source, cap, new_op_id, scrub
+from agentlake.observe.observer import Observer, Subscription
+from agentlake.observe.recording import (
+    OpHandle,
+    current_scope,
+    event,
+    observe,
+    observe_context,
+    record_op,
     summarize,
     wrap_tool,
 )
@@ -76,7 +82,9 @@ __all__ = [
     "cap",
     "close_default_observer",
     "create_app",
+    "current_scope",
     "deferred",
+    "event",
     "get_observer",
     "install_llm_recording",
     "new_op_id",

@@ -1,19 +1,23 @@
 """Records every model call as an op, through the LLM layer's accounting hook.
 
 Owns the mapping ``agentlake.llm.accounting.CallRecord`` -> ``ObservedOp`` (source ``llm``,
-endpoint ``llm.<operation>``, usage filled, GenAI attributes kept) and the subscription. It
-does not own the accounting (``agentlake.llm.accounting``) nor storage.
+endpoint ``llm.<operation>``, usage filled, GenAI attributes kept; recorded through
+``recording.event``) and the subscription, installed once per observer however many callers
+ask for it. It does not own the accounting (``agentlake.llm.accounting``) nor storage.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from agentlake.llm.accounting import add_recorder
 from agentlake.observe.model import LLMUsage, Provenance
-from agentlake.observe.record import Observer, _record_quietly, current_scope, observe
+from agentlake.observe.observer import Observer
+from agentlake.observe.recording import current_scope, event, observe
 
 log = logging.getLogger(__name__)
 
@@ -66,16 +70,48 @@ def op_from_call(record: Any) -> dict[str, Any]:
     )
 
 
+class _Installation:
+    """The one accounting hook of one observer, and how many callers hold it."""
+
+    def __init__(self, observer: Observer | None) -> None:
+        self.holders = 0
+        self.remove = add_recorder(lambda call: event(observer=observer, **op_from_call(call)))
+
+
+# Keyed by the observer's identity (None: the process-wide one, looked up at each call).
+_installed: dict[int | None, _Installation] = {}
+_installed_lock = threading.Lock()
+
+
 def install_llm_recording(observer: Observer | None = None) -> Callable[[], None]:
     """Record every model call made through ``agentlake.llm`` as an op (source ``llm``) in
-    ``observer`` (default: the process-wide one, looked up at each call). Returns the function
-    that stops recording. A recording failure is logged, never raised into the model call."""
-    from agentlake.llm.accounting import add_recorder
+    ``observer`` (default: the process-wide one, looked up at each call) until the returned
+    function is called. A recording failure is logged, never raised into the model call.
 
-    def _record(call: Any) -> None:
-        _record_quietly(observer, op_from_call(call))
+    Installed once per observer: callers that overlap (two fills in one process, a scenario
+    day inside a fill) share one hook, so each call is recorded once; it is removed when the
+    last of them stops. Calling the returned function again does nothing.
+    """
+    key = None if observer is None else id(observer)
+    with _installed_lock:
+        installation = _installed.get(key)
+        if installation is None:
+            installation = _installed[key] = _Installation(observer)
+        installation.holders += 1
+    stopped = False
 
-    return add_recorder(_record)
+    def stop() -> None:
+        nonlocal stopped
+        with _installed_lock:
+            if stopped:
+                return
+            stopped = True
+            installation.holders -= 1
+            if installation.holders == 0 and _installed.get(key) is installation:
+                del _installed[key]
+                installation.remove()
+
+    return stop
 
 
 class ObservedProvider:

@@ -161,3 +161,11 @@ class ObservedOp(BaseModel):
             else:
                 self.attributes = json.loads(cleaned)
         return self
+
+
+def exception_text(error: BaseException | str) -> str:
+    """An op's ``error`` for ``error``: "TypeName: message" (the type alone when it has no message)."""
+    if isinstance(error, BaseException):
+        message = str(error)
+        return f"{type(error).__name__}: {message}" if message else type(error).__name__
+    return error

@@ -40,7 +40,7 @@ from agentlake.http.keys import KeyRing, Scope, authorize
 from agentlake.observe import otlp
 from agentlake.observe.ingest import parse_event, parse_events
 from agentlake.observe.model import Source
-from agentlake.observe.record import Observer
+from agentlake.observe.observer import Observer
 from agentlake.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -235,7 +235,7 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     process becomes the file's one writer) and installs itself as the process observer."""
     import uvicorn
 
-    from agentlake.observe.record import open_observer, set_observer
+    from agentlake.observe.default_observer import open_observer, set_observer
     from agentlake.serving import tune_collector
 
     observer = open_observer(settings.model_copy(update={"observer_sink": "embedded"}))

@@ -143,7 +143,7 @@ class MemorySink:
 
     def stats(self) -> Stats:
         """Exact counts by source and endpoint, latency p50/p95 over every op kept."""
-        from agentlake.observe.record import _percentile
+        from agentlake.observe.observer import _percentile
 
         with self._lock:
             ops = list(self.ops)

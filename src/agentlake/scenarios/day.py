@@ -28,7 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentlake.errors import AgentlakeError, UserError
 from agentlake.learn.loop import outcome_attributes
 from agentlake.learn.store import lesson_snapshot
-from agentlake.observe.model import ObservedOp, Provenance
+from agentlake.observe import event
+from agentlake.observe.model import ObservedOp
 from agentlake.scenarios.judge import Judgement, Matching, judge_fill
 from agentlake.scenarios.profile import StafferProfile
 from agentlake.scenarios.results import EventResult, event_run_key
@@ -188,15 +189,17 @@ def lake_client_ids(lake: Lake, client: Client) -> list[str]:
 # --- the op the learning loop reads -----------------------------------------------------
 
 
-def judged_op(
+def record_judged(
     task: DayTask,
     planned: PlannedEvent,
     judgement: Judgement,
     outcome: TaskOutcome | None,
     *,
     error: str | None,
-) -> ObservedOp:
-    """The ``fill.judged`` op, exactly per the op convention the heuristic extractor reads."""
+    observer: Observer,
+) -> str | None:
+    """Record the ``fill.judged`` op (exactly per the op convention the heuristic extractor
+    reads, and stating the run's outcome for the learning loop) in ``observer``; its id."""
     order = planned.order
     scenario = task.scenario
     rejections = [r.model_dump(mode="json") for r in judgement.rejections[:MAX_REJECTIONS_IN_OP]]
@@ -206,16 +209,17 @@ def judged_op(
         summary += f"; client rejected: {rules}"
     if error:
         summary += f"; staffer failed: {error}"
-    return ObservedOp(
-        endpoint="fill.judged",
+    op = event(
+        "fill.judged",
         source="scenario",
+        observer=observer,
         agent_id=task.profile.staffer,
         input_summary=order.describe(),
         output_summary=summary,
         success=judgement.success,
         error=error,
         duration_ms=outcome.latency_ms if outcome else 0.0,
-        provenance=Provenance(
+        provenance=dict(
             staffer_id=task.profile.staffer,
             run_id=event_run_id(task, planned.event.id),
             event_kind=planned.event.kind,
@@ -250,6 +254,7 @@ def judged_op(
             ),
         },
     )
+    return op.id if op is not None else None
 
 
 # --- running a day ----------------------------------------------------------------------
@@ -383,9 +388,8 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
                     ledger.buffers[event.ref] = [
                         w for w in ledger.buffers.get(event.ref, []) if w not in judgement.accepted
                     ]
-                op = judged_op(task, planned, judgement, outcome, error=error)
-                observer.record(op)
-                results.append(_event_result(task, planned, judgement, outcome, error, op.id))
+                op_id = record_judged(task, planned, judgement, outcome, error=error, observer=observer)
+                results.append(_event_result(task, planned, judgement, outcome, error, op_id))
                 last_ctx = ctx
             deltas = _overseer_end_of_day(task, schedule, last_ctx) if task.profile.overseer else []
             ops = list(sink.ops)
@@ -436,7 +440,7 @@ def _event_result(
     judgement: Judgement,
     outcome: TaskOutcome | None,
     error: str | None,
-    op_id: str,
+    op_id: str | None,
 ) -> EventResult:
     order = planned.order
     return EventResult(

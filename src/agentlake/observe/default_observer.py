@@ -1,0 +1,123 @@
+"""The process-wide default observer, and which sink an observer writes to.
+
+Owns ``open_observer`` (``observer_sink``: ``embedded`` opens the DuckDB store in this process,
+``http`` sends to a running observer service through ``ObserverClient``, which spools while it
+is down), ``open_reader`` (where tools like ``agentlake ops`` read from) and the process-wide
+observer (``get_observer``/``set_observer``, closed at exit, never reused across a fork). It
+does not own recording (``recording``) or the observer itself (``observer``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import uuid
+from typing import Any
+
+from agentlake.errors import UnavailableError
+from agentlake.observe.observer import Observer
+from agentlake.observe.sink import OpSink
+from agentlake.observe.store import OpStore
+from agentlake.settings import Settings, load_settings
+
+log = logging.getLogger(__name__)
+
+_default: Observer | None = None
+_default_lock = threading.Lock()
+
+
+def open_observer(settings: Settings | None = None) -> Observer:
+    """A new Observer as ``settings.observer_sink`` says: ``embedded`` opens the DuckDB store at
+    ``settings.observer_path`` in this process; ``http`` sends to ``settings.observer_url``
+    through an ``ObserverClient`` (spooling to ``data_dir/spool`` while it is down)."""
+    settings = settings or load_settings()
+    if settings.observer_sink == "http":
+        # The HTTP client (httpx, the spool) loads only for a remote sink: start-up time.
+        from agentlake.observe.client import ObserverClient, RemoteSink
+
+        key = settings.observer_api_key.get_secret_value() if settings.observer_api_key else None
+        client = ObserverClient(settings.observer_url, api_key=key, spool_path=_default_spool(settings))
+        return Observer(RemoteSink(client), ring_size=settings.observer_ring_size)
+    # The writer's database keeps OpStore's one DuckDB thread (see OpStore), whatever
+    # duckdb_threads says: that setting is for the lake's analytical queries.
+    store = OpStore(
+        settings.observer_path,
+        queue_max=settings.observer_queue_max,
+        checkpoint_mb=settings.observer_checkpoint_mb,
+    )
+    return Observer(store, ring_size=settings.observer_ring_size)
+
+
+def open_reader(settings: Settings | None = None, *, url: str | None = None) -> OpSink:
+    """Where to read ops from, for tools like ``agentlake ops``: the service at ``url`` when
+    given (or when ``observer_sink`` is ``http``); else the store file, read-only; and when
+    another process holds that file (a running service), the service at ``observer_url``.
+    Raises ``UserError`` when there is no store yet."""
+    settings = settings or load_settings()
+    if url is None and settings.observer_sink != "http":
+        try:
+            return OpStore(settings.observer_path, read_only=True, threads=settings.duckdb_threads)
+        except UnavailableError:
+            pass  # the writer is running: ask it
+    from agentlake.observe.client import ObserverClient, RemoteSink  # only for a remote reader
+
+    key = settings.observer_api_key.get_secret_value() if settings.observer_api_key else None
+    return RemoteSink(
+        ObserverClient(url or settings.observer_url, api_key=key, spool_path=_default_spool(settings))
+    )
+
+
+def _default_spool(settings: Settings) -> Any:
+    # observer-<pid>-<random>.jsonl: a spool whose pid is dead is adopted by other clients.
+    return settings.data_dir / "spool" / f"observer-{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
+
+
+_default_pid: int | None = None
+
+
+def get_observer(settings: Settings | None = None) -> Observer:
+    """The process-wide observer, created on first use from ``settings`` (see :func:`open_observer`).
+
+    A forked child does not reuse its parent's observer (its DuckDB connection and writer
+    thread belong to the parent): it opens its own, which for an embedded store fails with
+    the advice to use ``AGENTLAKE_OBSERVER_SINK=http`` while the parent holds the file.
+    """
+    global _default, _default_pid
+
+    with _default_lock:
+        if _default is not None and _default_pid not in (None, os.getpid()):
+            _default = None  # inherited through fork: not ours to use or close
+        if _default is None:
+            _default = open_observer(settings)
+            _default_pid = os.getpid()
+        return _default
+
+
+def _current_default() -> Observer | None:
+    """The process-wide observer if this process already opened one (never opens it)."""
+
+    observer = _default
+    return observer if observer is not None and _default_pid == os.getpid() else None
+
+
+def set_observer(observer: Observer | None) -> Observer | None:
+    """Replace the process-wide observer (servers, tests); returns the previous one, NOT closed."""
+    global _default, _default_pid
+
+    with _default_lock:
+        previous, _default = _default, observer
+        _default_pid = os.getpid() if observer is not None else None
+        return previous
+
+
+@atexit.register
+def close_default_observer() -> None:
+    """Close the process-wide observer, if one was opened (also run at interpreter exit)."""
+    previous = set_observer(None)
+    if previous is not None:
+        try:
+            previous.close()
+        except Exception:  # at exit there is nobody left to tell
+            log.exception("closing the observer failed")
