@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -46,3 +48,35 @@ def _isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENTLAKE_CONFIG", str(tmp_path / "agentlake.toml"))
     # Any model server a test needs is a fake on 127.0.0.1; default hosts point nowhere real.
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+
+
+class CliResult(NamedTuple):
+    """What ``agentlake ARGS`` did: its exit code and what it wrote."""
+
+    code: int
+    out: str
+    err: str
+
+    @property
+    def output(self) -> str:
+        return self.out + self.err
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+    """``cli("index", "build", ...)``: runs ``agentlake ARGS`` in this process the way the console
+    script does (errors rendered, exit codes kept) and returns the code, stdout and stderr of
+    that command alone."""
+    from agentlake.cli.main import main
+
+    def run(*args: str) -> CliResult:
+        capsys.readouterr()
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run

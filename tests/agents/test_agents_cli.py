@@ -7,20 +7,9 @@ import json
 import pytest
 from agents_support import action
 
-from agentlake.cli.main import main
 from agentlake.llm import ScriptedProvider, register_scripted, unregister_scripted
 
 ORDER = "3 x Warehouse Associate in New York, NY at 08:00 on 2026-04-22"
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
@@ -34,23 +23,23 @@ def data_lake(sink, monkeypatch: pytest.MonkeyPatch) -> None:
         load_workforce(lake, generate_workforce(4000, seed=7, clients=40))
 
 
-def test_fill_rules_shows_turns_and_the_table(data_lake, capsys, sink) -> None:
-    code, out, err = run(capsys, "fill", ORDER, "--require", "OSHA-10")
+def test_fill_rules_shows_turns_and_the_table(data_lake, cli, sink) -> None:
+    code, out, err = cli("fill", ORDER, "--require", "OSHA-10")
     assert code == 0, err
     assert "rules" in out and "search" in out and "propose" in out
     assert "3/3 filled (rules)" in out and out.count("placed") == 3 and "spare" in out
     assert sink.endpoint("task.fill")[0].success
 
 
-def test_fill_json_and_unfilled_exit_code(data_lake, capsys) -> None:
-    code, out, _ = run(capsys, "fill", ORDER, "--json")
+def test_fill_json_and_unfilled_exit_code(data_lake, cli) -> None:
+    code, out, _ = cli("fill", ORDER, "--json")
     outcome = json.loads(out)
     assert code == 0 and outcome["success"] and len(outcome["proposed"]) == 3 and outcome["transcript"]
-    code, out, _ = run(capsys, "fill", "3 x Welder in New York, NY", "--radius", "1", "--no-rescue")
+    code, out, _ = cli("fill", "3 x Welder in New York, NY", "--radius", "1", "--no-rescue")
     assert code == 1 and "not filled: only" in out
 
 
-def test_fill_llm_with_scripted_models(data_lake, capsys, lake) -> None:
+def test_fill_llm_with_scripted_models(data_lake, cli, lake) -> None:
     from agentlake.agents import FillOrder
     from agentlake.workforce.candidates import CandidateQuery, find_candidates
 
@@ -66,7 +55,7 @@ def test_fill_llm_with_scripted_models(data_lake, capsys, lake) -> None:
     register_scripted("cli-exec", executor)
     register_scripted("cli-rev", reviewer)
     try:
-        code, out, err = run(capsys, "fill", ORDER, "--policy", "llm", "--executor", "scripted:cli-exec",
+        code, out, err = cli("fill", ORDER, "--policy", "llm", "--executor", "scripted:cli-exec",
                              "--reviewer", "scripted:cli-rev")  # fmt: skip
     finally:
         unregister_scripted("cli-exec")
@@ -76,15 +65,15 @@ def test_fill_llm_with_scripted_models(data_lake, capsys, lake) -> None:
     assert "3/3 filled (llm)" in out and "turns 3" in out
 
 
-def test_fill_llm_without_a_model_is_one_line_exit_2(data_lake, capsys) -> None:
-    code, out, err = run(capsys, "fill", ORDER, "--policy", "llm")
+def test_fill_llm_without_a_model_is_one_line_exit_2(data_lake, cli) -> None:
+    code, out, err = cli("fill", ORDER, "--policy", "llm")
     assert code == 2 and "AGENTLAKE_EXECUTOR_MODEL" in err and len(err.strip().splitlines()) == 1
-    code, out, err = run(capsys, "fill", ORDER, "--policy", "llm", "--executor", "ollama:qwen3:4b")
+    code, out, err = cli("fill", ORDER, "--policy", "llm", "--executor", "ollama:qwen3:4b")
     assert code == 2 and "127.0.0.1:9" in err and len(err.strip().splitlines()) == 1
 
 
-def test_bad_order_and_missing_lake_exit_2(capsys, sink) -> None:
-    code, _, err = run(capsys, "fill", "some welders please")
+def test_bad_order_and_missing_lake_exit_2(cli, sink) -> None:
+    code, _, err = cli("fill", "some welders please")
     assert code == 2 and "write it like '3 x Welder in Cleveland, OH'" in err
-    code, _, err = run(capsys, "fill", ORDER)
+    code, _, err = cli("fill", ORDER)
     assert code == 2 and "agentlake data generate" in err

@@ -8,19 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentlake.cli.main import main
 from agentlake.graph.definition import GRAPHS_DIR
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """``agentlake ARGS``: exit code, stdout, stderr (whitespace collapsed: Rich wraps at 80)."""
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, " ".join(err.split())
 
 
 @pytest.fixture(autouse=True)
@@ -31,37 +19,34 @@ def _close_observer() -> Iterator[None]:
     close_default_observer()
 
 
-def test_list_show_and_nodes(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "graph", "list", "--format", "json")
+def test_list_show_and_nodes(cli) -> None:
+    code, out, _ = cli("graph", "list", "--format", "json")
     assert code == 0
     assert {(g["name"], g["nodes"], g["edges"]) for g in json.loads(out)} == {
         ("default", 7, 13),
         ("minimal", 4, 5),
     }
-    code, out, _ = run(capsys, "graph", "show", "default", "--format", "json")
+    code, out, _ = cli("graph", "show", "default", "--format", "json")
     view = json.loads(out)
     assert len(view["nodes"]) == 7 and len(view["edges"]) == 13
-    code, out, _ = run(capsys, "graph", "nodes", "--format", "csv")
+    code, out, _ = cli("graph", "nodes", "--format", "csv")
     assert code == 0 and out.count("_v1,") == 7
 
 
-def test_validate_reports_the_file_and_the_problem(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_validate_reports_the_file_and_the_problem(cli, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nnodes:\n  - {id: in, type: input_v1}\n  - {id: out, type: output_v1}\n"
                    "edges:\n  - {from: in, to: brain, type: data}\n")  # fmt: skip
-    code, out, _ = run(capsys, "graph", "validate", str(GRAPHS_DIR / "minimal.yaml"))
+    code, out, _ = cli("graph", "validate", str(GRAPHS_DIR / "minimal.yaml"))
     assert code == 0 and "graph minimal: 4 nodes, 5 edges" in " ".join(out.split())
-    code, _, err = run(capsys, "graph", "validate", str(bad))
+    code, _, err = cli("graph", "validate", str(bad))
+    err = " ".join(err.split())  # Rich wraps at 80 columns
     assert code == 2
     assert f"graph {bad}: dangling edge 1 (in -> brain): there is no node 'brain'" in err
 
 
-def test_chat_runs_one_message_with_the_demo_model(
-    capsys: pytest.CaptureFixture[str], lake_dir: Path
-) -> None:
-    code, out, _ = run(capsys, "graph", "chat", "how many workers are there per state?", "--trace")
+def test_chat_runs_one_message_with_the_demo_model(cli, lake_dir: Path) -> None:
+    code, out, _ = cli("graph", "chat", "how many workers are there per state?", "--trace")
     flat = " ".join(out.split())
     assert code == 0, out
     assert "The query returned 10 rows" in flat and "path: director" in flat
@@ -69,9 +54,8 @@ def test_chat_runs_one_message_with_the_demo_model(
     assert "┃ state ┃ workers ┃" in flat  # the table
 
 
-def test_chat_fails_with_the_models_error(capsys: pytest.CaptureFixture[str], lake_dir: Path) -> None:
-    code, _, err = run(
-        capsys, "graph", "chat", "what do you think", "--model", "ollama:absent", "--graph", "minimal"
-    )
+def test_chat_fails_with_the_models_error(cli, lake_dir: Path) -> None:
+    code, _, err = cli("graph", "chat", "what do you think", "--model", "ollama:absent", "--graph", "minimal")
+    err = " ".join(err.split())  # Rich wraps at 80 columns
     assert code == 1
     assert "cannot reach ollama:absent at http://127.0.0.1:9" in err

@@ -10,73 +10,59 @@ from pathlib import Path
 
 import pytest
 
-from agentlake.cli.main import main
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
-
 
 @pytest.fixture
-def items(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+def items(tmp_path: Path, cli) -> Path:
     """A lake with dataset 'items' (key id, 2 rows, 1 ingest)."""
     path = tmp_path / "items.csv"
     path.write_text("id,name,score\n1,a,0.5\n2,b,0.7\n")
-    code, out, _ = run(capsys, "ingest", str(path), "--dataset", "items", "--key", "id")
+    code, out, _ = cli("ingest", str(path), "--dataset", "items", "--key", "id")
     assert code == 0 and "2 rows" in out
     return tmp_path
 
 
-def state(capsys: pytest.CaptureFixture[str]) -> tuple[int, int, list]:
-    code, out, _ = run(capsys, "datasets", "show", "items", "--format", "json")
+def state(cli) -> tuple[int, int, list]:
+    code, out, _ = cli("datasets", "show", "items", "--format", "json")
     assert code == 0
     info = json.loads(out)
     return info["row_count"], len(info["history"]), info["columns"]
 
 
-def test_ingest_sql_and_datasets_round_trip(items: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_ingest_sql_and_datasets_round_trip(items: Path, cli) -> None:
     more = items / "more.jsonl"
     more.write_text('{"id": 3, "name": "c", "score": 0.9}\n')
-    code, out, _ = run(capsys, "ingest", str(more), "-d", "items")
+    code, out, _ = cli("ingest", str(more), "-d", "items")
     assert code == 0 and "(2 -> 3 rows)" in out
 
-    code, out, _ = run(capsys, "sql", "SELECT id, name FROM items ORDER BY id", "--format", "json")
+    code, out, _ = cli("sql", "SELECT id, name FROM items ORDER BY id", "--format", "json")
     assert code == 0 and json.loads(out) == [
         {"id": 1, "name": "a"},
         {"id": 2, "name": "b"},
         {"id": 3, "name": "c"},
     ]
-    code, out, _ = run(capsys, "sql", "SELECT id FROM items ORDER BY id", "--format", "csv")
+    code, out, _ = cli("sql", "SELECT id FROM items ORDER BY id", "--format", "csv")
     assert out.splitlines() == ["id", "1", "2", "3"]
 
-    code, out, err = run(capsys, "sql", "SELECT * FROM range(20)", "--max-rows", "5", "-f", "csv")
+    code, out, err = cli("sql", "SELECT * FROM range(20)", "--max-rows", "5", "-f", "csv")
     assert code == 0 and len(out.splitlines()) == 6 and "truncated" in err
 
-    code, out, _ = run(capsys, "datasets", "--format", "json")
+    code, out, _ = cli("datasets", "--format", "json")
     assert [(d["name"], d["row_count"], d["key"]) for d in json.loads(out)] == [("items", 3, "id")]
-    code, out, _ = run(capsys, "datasets", "show", "items")
+    code, out, _ = cli("datasets", "show", "items")
     assert code == 0 and "ingest history" in out and "schema" in out
-    code, out, _ = run(capsys, "datasets", "show", "items", "--format", "json")
+    code, out, _ = cli("datasets", "show", "items", "--format", "json")
     history = json.loads(out)["history"]
     assert [h["mode"] for h in history] == ["append", "append"] and history[-1]["source"].endswith(
         "more.jsonl"
     )
 
 
-def test_upsert_replace_and_evolve_through_the_cli(items: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_upsert_replace_and_evolve_through_the_cli(items: Path, cli) -> None:
     update = items / "update.csv"
     update.write_text("id,name,score,shift\n2,bb,0.8,night\n4,d,0.1,day\n")
-    code, out, _ = run(
-        capsys, "ingest", str(update), "-d", "items", "--mode", "upsert", "--key", "id", "--evolve"
-    )
+    code, out, _ = cli("ingest", str(update), "-d", "items", "--mode", "upsert", "--key", "id", "--evolve")
     assert code == 0 and "added columns: shift" in out and "(2 -> 3 rows)" in out
-    code, out, _ = run(capsys, "ingest", str(update), "-d", "items", "--mode", "replace")
+    code, out, _ = cli("ingest", str(update), "-d", "items", "--mode", "replace")
     assert code == 0 and "(3 -> 2 rows)" in out
 
 
@@ -115,22 +101,22 @@ def test_upsert_replace_and_evolve_through_the_cli(items: Path, capsys: pytest.C
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(
-    items: Path, capsys: pytest.CaptureFixture[str], args: list[str], content: str | None, message: str
+    cli, items: Path, args: list[str], content: str | None, message: str
 ) -> None:
     if content is not None:
         (items / Path(args[1]).name).write_text(content)
-    before = state(capsys)
-    code, out, err = run(capsys, *[arg.replace("{dir}", str(items)) for arg in args])
+    before = state(cli)
+    code, out, err = cli(*[arg.replace("{dir}", str(items)) for arg in args])
     assert code == 2
     assert err.startswith("error: ") and message in err
     assert len(err.strip().splitlines()) == 1
-    assert state(capsys) == before
+    assert state(cli) == before
 
 
-def test_empty_lake(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "datasets")
+def test_empty_lake(cli) -> None:
+    code, _, err = cli("datasets")
     assert code == 0 and "no datasets yet" in err
-    code, _, err = run(capsys, "sql", "SELECT 1")
+    code, _, err = cli("sql", "SELECT 1")
     assert code == 2 and "no lake at" in err
 
 

@@ -4,42 +4,13 @@ script runs them (``main``: errors rendered on one line, exit codes 1 and 2)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from agentlake.cli.main import main
 from agentlake.llm import ScriptedProvider
 from agentlake.llm.fakeserver import serve_fake_ollama
 from agentlake.llm.resilience import ManualClock, use_clock
-
-
-@dataclass
-class Result:
-    exit_code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def output(self) -> str:
-        return self.stdout + self.stderr
-
-
-@pytest.fixture
-def agentlake(capsys: pytest.CaptureFixture[str]):
-    def run(*args: str) -> Result:
-        capsys.readouterr()
-        try:
-            main(list(args))
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        captured = capsys.readouterr()
-        return Result(code, captured.out, captured.err)
-
-    return run
-
 
 SCHEMA = {
     "type": "object",
@@ -54,15 +25,13 @@ def _schema_file(tmp_path: Path, content: str | None = None) -> Path:
     return path
 
 
-def test_ask_json_reports_recovery_and_accounting(
-    agentlake, ollama: ScriptedProvider, tmp_path: Path
-) -> None:
+def test_ask_json_reports_recovery_and_accounting(cli, ollama: ScriptedProvider, tmp_path: Path) -> None:
     ollama.enqueue('{"role": "Welder", "cou', finish_reason="length")
     ollama.enqueue('nt": 3}')
-    result = agentlake("llm", "ask", "ollama:qwen3:4b", "fill 3 x Welder", "--schema", str(_schema_file(tmp_path)),
+    result = cli("llm", "ask", "ollama:qwen3:4b", "fill 3 x Welder", "--schema", str(_schema_file(tmp_path)),
                                  "--max-tokens", "64", "--no-think", "--json")  # fmt: skip
-    assert result.exit_code == 0, result.output
-    payload = json.loads(result.stdout)
+    assert result.code == 0, result.output
+    payload = json.loads(result.out)
     for key in (
         "text",
         "thinking",
@@ -76,22 +45,27 @@ def test_ask_json_reports_recovery_and_accounting(
         assert key in payload
     assert json.loads(payload["text"]) == {"role": "Welder", "count": 3} == payload["json"]
     assert (payload["attempts"], payload["continuations"], payload["cost_usd"]) == (2, 1, 0.0)
-    assert set(payload["usage"]) == {"input_tokens", "output_tokens", "thinking_tokens", "cached_input_tokens"}
+    assert set(payload["usage"]) == {
+        "input_tokens",
+        "output_tokens",
+        "thinking_tokens",
+        "cached_input_tokens",
+    }
     assert ollama.raw_requests[0]["think"] is False and ollama.raw_requests[0]["options"]["num_predict"] == 64
 
 
-def test_ask_plain_prints_the_text(agentlake, ollama: ScriptedProvider) -> None:
+def test_ask_plain_prints_the_text(cli, ollama: ScriptedProvider) -> None:
     ollama.enqueue("Three welders are available.", thinking="checked the roster")
-    result = agentlake("llm", "ask", "ollama:qwen3:4b", "how many welders?", "--system", "Be brief.")
-    assert result.exit_code == 0 and result.stdout.strip() == "Three welders are available."
+    result = cli("llm", "ask", "ollama:qwen3:4b", "how many welders?", "--system", "Be brief.")
+    assert result.code == 0 and result.out.strip() == "Three welders are available."
     assert ollama.raw_requests[0]["messages"][0] == {"role": "system", "content": "Be brief."}
 
 
-def test_schema_mismatch_exits_1_saying_why(agentlake, ollama: ScriptedProvider, tmp_path: Path) -> None:
+def test_schema_mismatch_exits_1_saying_why(cli, ollama: ScriptedProvider, tmp_path: Path) -> None:
     for _ in range(3):
         ollama.enqueue('{"role": "Welder", "count": 0}')
-    result = agentlake("llm", "ask", "ollama:qwen3:4b", "fill", "--schema", str(_schema_file(tmp_path)))
-    assert result.exit_code == 1
+    result = cli("llm", "ask", "ollama:qwen3:4b", "fill", "--schema", str(_schema_file(tmp_path)))
+    assert result.code == 1
     assert (
         "does not match the schema" in result.output
         and "count" in result.output
@@ -108,14 +82,14 @@ def test_schema_mismatch_exits_1_saying_why(agentlake, ollama: ScriptedProvider,
     ],
 )
 def test_schema_file_that_is_not_a_json_schema_exits_2(
-    agentlake, ollama: ScriptedProvider, tmp_path: Path, content: str, message: str
+    cli, ollama: ScriptedProvider, tmp_path: Path, content: str, message: str
 ) -> None:
-    result = agentlake("llm", "ask", "ollama:qwen3:4b", "x", "--schema", str(_schema_file(tmp_path, content)))
-    assert result.exit_code == 2 and "--schema" in result.output and message in result.output
+    result = cli("llm", "ask", "ollama:qwen3:4b", "x", "--schema", str(_schema_file(tmp_path, content)))
+    assert result.code == 2 and "--schema" in result.output and message in result.output
     assert ollama.calls == 0
 
 
-def test_bad_input_exits_2_naming_the_fix(agentlake, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_input_exits_2_naming_the_fix(cli, monkeypatch: pytest.MonkeyPatch) -> None:
     cases = [
         (["llm", "ask", "nope:model", "x"], "unknown provider prefix"),
         (["llm", "ask", "openai:gpt-4o-mini", "x"], "OPENAI_API_KEY"),
@@ -126,33 +100,31 @@ def test_bad_input_exits_2_naming_the_fix(agentlake, monkeypatch: pytest.MonkeyP
     ]
     with use_clock(ManualClock()):
         for args, fix in cases:
-            result = agentlake(*args)
-            assert result.exit_code == 2, (args, result.output)
+            result = cli(*args)
+            assert result.code == 2, (args, result.output)
             assert fix in result.output and len(result.output.strip().splitlines()) <= 3
 
 
-def test_prompt_over_the_window_exits_2(agentlake, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prompt_over_the_window_exits_2(cli, monkeypatch: pytest.MonkeyPatch) -> None:
     provider = ScriptedProvider("small", context_window=512)
     with serve_fake_ollama(provider) as url:
         monkeypatch.setenv("OLLAMA_HOST", url)
-        result = agentlake("llm", "ask", "ollama:small", "word " * 1000)
-    assert result.exit_code == 2 and "context window 512" in result.output and "--max-tokens" in result.output
+        result = cli("llm", "ask", "ollama:small", "word " * 1000)
+    assert result.code == 2 and "context window 512" in result.output and "--max-tokens" in result.output
     assert provider.calls == 0
 
 
-def test_models_lists_reachability_window_and_loaded_state(
-    agentlake, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_models_lists_reachability_window_and_loaded_state(cli, monkeypatch: pytest.MonkeyPatch) -> None:
     provider = ScriptedProvider("qwen3:4b", context_window=8192)
     with serve_fake_ollama(provider, models=["qwen3:4b", "gemma3:1b"]) as url:
         monkeypatch.setenv("OLLAMA_HOST", url)
         monkeypatch.setenv("AGENTLAKE_EXECUTOR_MODEL", "ollama:qwen3:4b")
         monkeypatch.setenv("AGENTLAKE_REVIEWER_MODEL", "ollama:llama3.2:3b")
         provider.enqueue("warm up")
-        assert agentlake("llm", "ask", "ollama:qwen3:4b", "hi").exit_code == 0
-        result = agentlake("models", "--format", "json")
-    assert result.exit_code == 0, result.output
-    rows = {row["model"]: row for row in json.loads(result.stdout)}
+        assert cli("llm", "ask", "ollama:qwen3:4b", "hi").code == 0
+        result = cli("models", "--format", "json")
+    assert result.code == 0, result.output
+    rows = {row["model"]: row for row in json.loads(result.out)}
     executor, reviewer, offered = (
         rows["ollama:qwen3:4b"],
         rows["ollama:llama3.2:3b"],
@@ -167,8 +139,8 @@ def test_models_lists_reachability_window_and_loaded_state(
     assert offered["roles"] == "on server" and offered["loaded"] is False
 
 
-def test_models_says_when_the_server_is_down(agentlake, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_models_says_when_the_server_is_down(cli, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENTLAKE_EXECUTOR_MODEL", "ollama:qwen3:4b")
-    result = agentlake("models", "--format", "json")
-    [row] = json.loads(result.stdout)
-    assert result.exit_code == 0 and row["reachable"] is False and "OLLAMA_HOST" in row["detail"]
+    result = cli("models", "--format", "json")
+    [row] = json.loads(result.out)
+    assert result.code == 0 and row["reachable"] is False and "OLLAMA_HOST" in row["detail"]

@@ -7,20 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from agentlake.cli.main import main
 from agentlake.settings import Settings
 
 PACK = Path(__file__).parents[2] / "src/agentlake/scenarios/pack"
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
@@ -35,52 +24,50 @@ def cli_env(scenario_settings: Settings, monkeypatch: pytest.MonkeyPatch):  # no
 
 
 @pytest.mark.slow
-def test_run_then_read_the_numbers(cli_env: Settings, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "run", "--check")
+def test_run_then_read_the_numbers(cli_env: Settings, cli) -> None:
+    code, out, err = cli("run", "--check")
     assert code == 0, err
     assert "ok: 8 scenarios" in out and "rules-learning (rules, learning on)" in out and "rules-static" in out
 
     days = [str(PACK / "eagle-container-day1.yaml"), str(PACK / "tri-county-container-day1.yaml")]
-    code, out, err = run(
-        capsys, "run", "-s", ",".join(days), "-t", "rules-learning,rules-static", "-b", "2", "--run-id", "cli"
+    code, out, err = cli(
+        "run", "-s", ",".join(days), "-t", "rules-learning,rules-static", "-b", "2", "--run-id", "cli"
     )
     assert code == 0, err
     assert "batch 2/2 [4/4]" in out and "rules-learning" in out and "report:" in out
     run_dir = cli_env.runs_dir / "cli"
     assert (run_dir / "report.html").is_file()
 
-    code, out, err = run(capsys, "leaderboard", "cli", "--format", "json")
+    code, out, err = cli("leaderboard", "cli", "--format", "json")
     assert code == 0, err
     board = json.loads(out)
     assert [row["staffer"] for row in board["leaderboard"]] == ["rules-learning", "rules-static"]
     assert board["learning_curve"]["rules-learning"][1] > board["learning_curve"]["rules-learning"][0]
 
-    code, out, err = run(capsys, "leaderboard", str(run_dir), "--batch", "2")
+    code, out, err = cli("leaderboard", str(run_dir), "--batch", "2")
     assert code == 0 and "score" in out and "rules-learning" in out and "by batch" in out
 
-    code, out, err = run(capsys, "compare", str(run_dir), "rules-static", "rules-learning", "--batch", "2")
+    code, out, err = cli("compare", str(run_dir), "rules-static", "rules-learning", "--batch", "2")
     assert code == 0, err
     assert "fill rate" in out and "A = rules-static, B = rules-learning" in out and "95% intervals" in out
 
-    code, out, err = run(capsys, "compare", "cli", "rules-static", "rules-learning", "--format", "json")
+    code, out, err = cli("compare", "cli", "rules-static", "rules-learning", "--format", "json")
     card = json.loads(out)
     assert card["rows"][0]["metric"] == "fill_rate" and card["rows"][0]["verdict"] == "rules-learning better"
 
-    code, out, err = run(capsys, "compare", str(run_dir), "rules-static", "nobody")
+    code, out, err = cli("compare", str(run_dir), "rules-static", "nobody")
     assert code == 2 and "no results for staffer 'nobody'" in err
 
     (run_dir / "report.html").unlink()
-    code, out, err = run(capsys, "report", str(run_dir))
+    code, out, err = cli("report", str(run_dir))
     assert code == 0 and (run_dir / "report.html").is_file()
 
 
-def test_cli_refuses_bad_input_with_one_line(
-    cli_env: Settings, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    code, _, err = run(capsys, "run", "-s", str(tmp_path / "missing.yaml"))
+def test_cli_refuses_bad_input_with_one_line(cli_env: Settings, cli, tmp_path: Path) -> None:
+    code, _, err = cli("run", "-s", str(tmp_path / "missing.yaml"))
     assert code == 2 and "no such scenario file or directory" in err
-    code, _, err = run(capsys, "run", "-t", "rules-static,nobody", "--check")
+    code, _, err = cli("run", "-t", "rules-static,nobody", "--check")
     assert code == 2 and "unknown staffer 'nobody'" in err
-    code, _, err = run(capsys, "leaderboard", str(tmp_path))
+    code, _, err = cli("leaderboard", str(tmp_path))
     assert code == 2 and "not a run directory" in err
     assert not cli_env.runs_dir.exists()

@@ -7,25 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from agentlake.cli.main import main
 
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_build_then_search_as_json(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "index", "build", "workers", "--column", "resume_text")
+def test_build_then_search_as_json(data_dir: Path, cli) -> None:
+    code, out, _ = cli("index", "build", "workers", "--column", "resume_text")
     assert code == 0 and "0 embedded" in out and "from the cache" in out
 
-    code, out, _ = run(
-        capsys,
+    code, out, _ = cli(
         "search",
         "workers",
         "forklift operator",
@@ -40,21 +27,19 @@ def test_build_then_search_as_json(data_dir: Path, capsys: pytest.CaptureFixture
     assert code == 0 and len(hits) == 3
     assert all(h["doc_id"] == f"W-{h['key']}" and h["key"] <= 100 and h["sql_verified"] for h in hits)
 
-    code, out, _ = run(capsys, "search", "profiles", "certified welder", "-k", "1")
+    code, out, _ = cli("search", "profiles", "certified welder", "-k", "1")
     assert code == 0 and "P-1" in out and "Certified welder" in out
 
 
-def test_status_shows_stale_after_an_ingest(
-    data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code, out, _ = run(capsys, "index", "status", "--format", "json")
+def test_status_shows_stale_after_an_ingest(data_dir: Path, tmp_path: Path, cli) -> None:
+    code, out, _ = cli("index", "status", "--format", "json")
     assert code == 0 and [s["fresh"] for s in json.loads(out)] == [True, True]
     extra = tmp_path / "more.csv"
     extra.write_text("id,bio\n5,Electrician apprentice with conduit bending experience.\n")
-    assert run(capsys, "ingest", str(extra), "--dataset", "profiles")[0] == 0
-    code, out, _ = run(capsys, "index", "status", "profiles")
+    assert cli("ingest", str(extra), "--dataset", "profiles")[0] == 0
+    code, out, _ = cli("index", "status", "profiles")
     assert code == 0 and "STALE" in out
-    code, _, err = run(capsys, "search", "profiles", "electrician")
+    code, _, err = cli("search", "profiles", "electrician")
     assert code == 2 and "stale" in err and "agentlake index build profiles" in err
 
 
@@ -72,23 +57,21 @@ def test_status_shows_stale_after_an_ingest(
         (["index", "build", "workers", "--column", "resume_text", "--model", "nope"], "SCHEME:MODEL"),
     ],
 )
-def test_bad_input_exits_2_with_one_line(
-    data_dir: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
-) -> None:
-    code, out, err = run(capsys, *args)
+def test_bad_input_exits_2_with_one_line(data_dir: Path, cli, args: list[str], message: str) -> None:
+    code, out, err = cli(*args)
     assert code == 2
     assert message in err and err.strip().startswith("error:") and len(err.strip().splitlines()) <= 2
-    code, out, _ = run(capsys, "sql", "SELECT count(*) AS n FROM workers", "--format", "json")
+    code, out, _ = cli("sql", "SELECT count(*) AS n FROM workers", "--format", "json")
     assert json.loads(out) == [{"n": 300}]
 
 
 @pytest.mark.slow
-def test_demo_generates_indexes_and_answers(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "demo", "--workers", "300", "--seed", "3")
+def test_demo_generates_indexes_and_answers(cli) -> None:
+    code, out, err = cli("demo", "--workers", "300", "--seed", "3")
     assert code == 0, err
     assert "generated 300 workers" in out and "indexed workers.resume_text" in out
     assert "agentlake sql" in out and "avg_reliability" in out
     assert "agentlake search workers" in out and "sql_verified" in out
     # The second run reuses the data and the index: nothing generated, nothing embedded.
-    code, out, _ = run(capsys, "demo", "--workers", "300", "--seed", "3")
+    code, out, _ = cli("demo", "--workers", "300", "--seed", "3")
     assert code == 0 and "generated" not in out and "indexed" not in out and "avg_reliability" in out
