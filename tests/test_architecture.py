@@ -191,3 +191,17 @@ def test_the_import_reader_sees_modules_imported_from_the_top_package() -> None:
 def test_the_table_reader_finds_sql_over_a_table_but_not_prose() -> None:
     source = '"""Reads workers."""\nQ = "SELECT 1 FROM placements p"\nD = "how many workers"\n'
     assert table_names_in(source, "agents/x.py") == ["agents/x.py:2 'SELECT 1 FROM placements p'"]
+
+
+def test_tests_assert_one_fact_at_a_time() -> None:
+    """``assert a and b`` hides which part failed; pytest shows each of ``assert a`` / ``assert b``."""
+    tests = Path(__file__).parent
+    joined = [
+        f"{path.relative_to(tests)}:{node.lineno}"
+        for path in sorted(tests.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text("utf-8")))
+        if isinstance(node, ast.Assert)
+        and isinstance(node.test, ast.BoolOp)
+        and isinstance(node.test.op, ast.And)
+    ]
+    assert joined == [], "split each 'assert a and b' into one assert per fact"

@@ -38,7 +38,10 @@ def test_readme_tour_runs_as_written(tmp_path: Path) -> None:
     env["COLUMNS"] = "120"
     (tmp_path / ".venv").symlink_to(BIN.parent)  # so `source .venv/bin/activate` works as written
     # What `make demo` leaves behind, smaller: a seeded workforce and its resume index.
-    for setup in ("agentlake data generate --workers 20000 --seed 7", "agentlake index build workers --column resume_text"):
+    for setup in (
+        "agentlake data generate --workers 20000 --seed 7",
+        "agentlake index build workers --column resume_text",
+    ):
         done = _run(setup, tmp_path, env)
         assert done.returncode == 0, f"{setup}\n{done.stdout}\n{done.stderr}"
 
@@ -47,7 +50,10 @@ def test_readme_tour_runs_as_written(tmp_path: Path) -> None:
     for line in lines:
         done = _run(line, tmp_path, env)
         expected = 2 if "exit 2" in line else 0
-        assert done.returncode == expected, f"{line}\nexit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        assert done.returncode == expected, (
+            f"{line}\nexit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        )
         if expected == 2:
-            assert done.stderr.strip().startswith("error:") and len(done.stderr.strip().splitlines()) <= 3
+            assert done.stderr.strip().startswith("error:")
+            assert len(done.stderr.strip().splitlines()) <= 3
     assert (tmp_path / "runs" / "tour" / "report.html").is_file()

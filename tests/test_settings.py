@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_precedence_arguments_then_env_then_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "agentlake.toml"
-    config.write_text('sql_max_rows = 7\nsql_timeout_s = 3.5\nduckdb_threads = 1\n')
+    config.write_text("sql_max_rows = 7\nsql_timeout_s = 3.5\nduckdb_threads = 1\n")
     monkeypatch.setenv("AGENTLAKE_CONFIG", str(config))
     monkeypatch.setenv("AGENTLAKE_SQL_TIMEOUT_S", "4.5")
     settings = load_settings(duckdb_threads=2)
@@ -28,7 +28,8 @@ def test_ecosystem_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     settings = load_settings()
     assert settings.openai_base_url == "http://127.0.0.1:8000/v1"
-    assert settings.openai_api_key is not None and settings.openai_api_key.get_secret_value() == "sk-test"
+    assert settings.openai_api_key is not None
+    assert settings.openai_api_key.get_secret_value() == "sk-test"
 
 
 def test_bad_value_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -54,5 +55,6 @@ def test_every_setting_is_documented() -> None:
 def test_cli_help_and_version() -> None:
     runner = CliRunner()
     result = runner.invoke(app, ["--help"])
-    assert result.exit_code == 0 and "config" in result.output
+    assert result.exit_code == 0
+    assert "config" in result.output
     assert "agentlake 0.1.0" in runner.invoke(app, ["--version"]).output

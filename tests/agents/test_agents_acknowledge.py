@@ -58,7 +58,8 @@ def test_a_tasks_ops_are_durable_together_when_the_outcome_returns(
 
     outcome = LLMPolicy(executor, reviewer).run(order, make_ctx(observer=store_observer))
 
-    assert outcome.success and outcome.turns == 3
+    assert outcome.success
+    assert outcome.turns == 3
     assert seen == [0, 0, 0]  # nothing waited for a commit during the task
     endpoints = sorted(op.endpoint for op in store.query(limit=1000))
     assert endpoints == ["llm.chat"] * 3 + ["task.fill", "tool.find_workers"]

@@ -26,17 +26,25 @@ def data_lake(sink, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_fill_rules_shows_turns_and_the_table(data_lake, cli, sink) -> None:
     code, out, err = cli("fill", ORDER, "--require", "OSHA-10")
     assert code == 0, err
-    assert "rules" in out and "search" in out and "propose" in out
-    assert "3/3 filled (rules)" in out and out.count("placed") == 3 and "spare" in out
+    assert "rules" in out
+    assert "search" in out
+    assert "propose" in out
+    assert "3/3 filled (rules)" in out
+    assert out.count("placed") == 3
+    assert "spare" in out
     assert sink.endpoint("task.fill")[0].success
 
 
 def test_fill_json_and_unfilled_exit_code(data_lake, cli) -> None:
     code, out, _ = cli("fill", ORDER, "--json")
     outcome = json.loads(out)
-    assert code == 0 and outcome["success"] and len(outcome["proposed"]) == 3 and outcome["transcript"]
+    assert code == 0
+    assert outcome["success"]
+    assert len(outcome["proposed"]) == 3
+    assert outcome["transcript"]
     code, out, _ = cli("fill", "3 x Welder in New York, NY", "--radius", "1", "--no-rescue")
-    assert code == 1 and "not filled: only" in out
+    assert code == 1
+    assert "not filled: only" in out
 
 
 def test_fill_llm_with_scripted_models(data_lake, cli, lake) -> None:
@@ -61,19 +69,29 @@ def test_fill_llm_with_scripted_models(data_lake, cli, lake) -> None:
         unregister_scripted("cli-exec")
         unregister_scripted("cli-rev")
     assert code == 0, err
-    assert "executor" in out and "tool_call" in out and "propose_done" in out and "consensus" in out
-    assert "3/3 filled (llm)" in out and "turns 3" in out
+    assert "executor" in out
+    assert "tool_call" in out
+    assert "propose_done" in out
+    assert "consensus" in out
+    assert "3/3 filled (llm)" in out
+    assert "turns 3" in out
 
 
 def test_fill_llm_without_a_model_is_one_line_exit_2(data_lake, cli) -> None:
     code, out, err = cli("fill", ORDER, "--policy", "llm")
-    assert code == 2 and "AGENTLAKE_EXECUTOR_MODEL" in err and len(err.strip().splitlines()) == 1
+    assert code == 2
+    assert "AGENTLAKE_EXECUTOR_MODEL" in err
+    assert len(err.strip().splitlines()) == 1
     code, out, err = cli("fill", ORDER, "--policy", "llm", "--executor", "ollama:qwen3:4b")
-    assert code == 2 and "127.0.0.1:9" in err and len(err.strip().splitlines()) == 1
+    assert code == 2
+    assert "127.0.0.1:9" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_bad_order_and_missing_lake_exit_2(cli, sink) -> None:
     code, _, err = cli("fill", "some welders please")
-    assert code == 2 and "write it like '3 x Welder in Cleveland, OH'" in err
+    assert code == 2
+    assert "write it like '3 x Welder in Cleveland, OH'" in err
     code, _, err = cli("fill", ORDER)
-    assert code == 2 and "agentlake data generate" in err
+    assert code == 2
+    assert "agentlake data generate" in err

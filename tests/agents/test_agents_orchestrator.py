@@ -33,31 +33,39 @@ def test_happy_path_plan_search_propose_consensus(make_ctx, order, qualified, mo
 
     outcome = LLMPolicy(executor, reviewer).run(order, make_ctx(on_turn=seen.append, agent_id="staffer-1"))
 
-    assert outcome.success and outcome.failure_reason is None
-    assert outcome.proposed == qualified[:3] and outcome.verification.ok
+    assert outcome.success
+    assert outcome.failure_reason is None
+    assert outcome.proposed == qualified[:3]
+    assert outcome.verification.ok
     assert outcome.candidates[:2] == qualified[3:5]  # the named spares, verified, come first
-    assert outcome.turns == 5 and outcome.input_tokens > 0 and outcome.output_tokens > 0
+    assert outcome.turns == 5
+    assert outcome.input_tokens > 0
+    assert outcome.output_tokens > 0
     model_turns = [(r.agent, r.kind) for r in seen if r.turn]
     assert model_turns == [("executor", "plan"), ("reviewer", "critique"), ("executor", "tool_call"),
                            ("executor", "propose_done"), ("reviewer", "critique")]  # fmt: skip
     assert [r.kind for r in seen if r.agent == "orchestrator"] == ["verification", "consensus"]
     # The ledger carries the search results into the next prompt, in substance, not raw JSON.
     third = _prompt(executor, 2)
-    assert "Candidate ledger (10 workers seen" in third and f"- {qualified[0]}: " in third
+    assert "Candidate ledger (10 workers seen" in third
+    assert f"- {qualified[0]}: " in third
     assert '"worker_id"' not in third
     # Every tool call and the outcome are ops.
     (tool_op,) = sink.endpoint("tool.find_workers")
-    assert tool_op.source == "agent" and tool_op.agent_id == "staffer-1" and tool_op.success
-    assert tool_op.attributes["rows"] == 10 and "Warehouse Associate" in tool_op.input_summary
+    assert tool_op.source == "agent"
+    assert tool_op.agent_id == "staffer-1"
+    assert tool_op.success
+    assert tool_op.attributes["rows"] == 10
+    assert "Warehouse Associate" in tool_op.input_summary
     (task_op,) = sink.endpoint("task.fill")
-    assert (
-        task_op.success
-        and task_op.attributes["filled"] == 3
-        and task_op.attributes["accepted"] == qualified[:3]
-    )
-    assert task_op.provenance.role == "Warehouse Associate" and task_op.provenance.count == 3
+    assert task_op.success
+    assert task_op.attributes["filled"] == 3
+    assert task_op.attributes["accepted"] == qualified[:3]
+    assert task_op.provenance.role == "Warehouse Associate"
+    assert task_op.provenance.count == 3
     assert task_op.trace_id == tool_op.trace_id  # one trace per task
-    assert task_op.usage is not None and task_op.usage.input_tokens == outcome.input_tokens
+    assert task_op.usage is not None
+    assert task_op.usage.input_tokens == outcome.input_tokens
 
 
 def test_malformed_json_then_recovery(make_ctx, order, qualified, models) -> None:
@@ -74,13 +82,17 @@ def test_malformed_json_then_recovery(make_ctx, order, qualified, models) -> Non
 
     outcome = LLMPolicy(executor, reviewer).run(order, make_ctx(on_turn=seen.append))
 
-    assert outcome.success and outcome.proposed == qualified[:3]
+    assert outcome.success
+    assert outcome.proposed == qualified[:3]
     errors = [r for r in seen if r.kind == "error"]
-    assert len(errors) == 1 and errors[0].turn == 1 and not errors[0].ok
+    assert len(errors) == 1
+    assert errors[0].turn == 1
+    assert not errors[0].ok
     assert "your last reply was not a valid action" in _prompt(executor, 3)
     assert "did not match the required JSON schema" in _prompt(executor, 4)  # the in-turn repair request
     proposal = next(r for r in seen if r.kind == "propose_done")
-    assert proposal.turn == 2 and "valid after 1 repair request" in proposal.summary
+    assert proposal.turn == 2
+    assert "valid after 1 repair request" in proposal.summary
     assert outcome.turns == 3
 
 
@@ -93,7 +105,8 @@ def test_hallucinated_worker_rejected_and_fed_back(make_ctx, order, qualified, m
 
     outcome = LLMPolicy(executor, reviewer).run(order, make_ctx())
 
-    assert outcome.success and 987654 not in outcome.proposed
+    assert outcome.success
+    assert 987654 not in outcome.proposed
     feedback = _prompt(executor, 1)
     assert "verification rejected your proposal: 987654 unknown_worker" in feedback
     assert "reviewer: one id was never returned by a tool" in feedback
@@ -117,13 +130,15 @@ def test_double_booking_caught(make_ctx, lake, order, qualified, models) -> None
 
     outcome = LLMPolicy(executor, reviewer).run(order, make_ctx(schedule=schedule))
 
-    assert outcome.success and booked not in outcome.proposed
+    assert outcome.success
+    assert booked not in outcome.proposed
     first = next(r for r in outcome.transcript if r.kind == "verification")
-    assert (
-        not first.ok and f"REJECTED {booked} (double_booked)" in first.detail and "Acme Foods" in first.detail
-    )
+    assert not first.ok
+    assert f"REJECTED {booked} (double_booked)" in first.detail
+    assert "Acme Foods" in first.detail
     tool_turn = next(r for r in outcome.transcript if r.kind == "tool_call")
-    assert "1 of 6 booked over the shift" in tool_turn.detail and f"- {booked}: booked" in tool_turn.detail
+    assert "1 of 6 booked over the shift" in tool_turn.detail
+    assert f"- {booked}: booked" in tool_turn.detail
     assert booked not in outcome.candidates
 
 
@@ -136,12 +151,14 @@ def test_reviewer_approval_of_invalid_fill_is_overridden(make_ctx, order, qualif
 
     assert not outcome.success
     override = [r for r in outcome.transcript if r.kind == "override"]
-    assert len(override) == 1 and "approval overridden" in override[0].summary
+    assert len(override) == 1
+    assert "approval overridden" in override[0].summary
     assert {r.rule for r in outcome.verification.rejections} <= {"duplicate", "unknown_worker"}
     assert outcome.proposed == [qualified[0]]  # only the verified part survives, as a partial fill
     assert "turn budget of 2 exhausted; the last proposal failed verification" in outcome.failure_reason
     (task_op,) = sink.endpoint("task.fill")
-    assert not task_op.success and "failed verification" in task_op.error
+    assert not task_op.success
+    assert "failed verification" in task_op.error
 
 
 def test_turn_budget_exhausted_is_a_clear_failure(make_ctx, order, models, sink) -> None:
@@ -162,11 +179,14 @@ def test_turn_budget_exhausted_is_a_clear_failure(make_ctx, order, models, sink)
 
     outcome = LLMPolicy(executor, reviewer, turn_budget=4).run(order, make_ctx())
 
-    assert not outcome.success and outcome.turns == 4 and outcome.proposed == []
+    assert not outcome.success
+    assert outcome.turns == 4
+    assert outcome.proposed == []
     assert outcome.failure_reason == "turn budget of 4 exhausted without a proposal"
     assert not outcome.rescue_attempted
     assert len(sink.endpoint("tool.nearby_cities")) == 3
-    assert executor.pending == 0 and reviewer.pending == 0
+    assert executor.pending == 0
+    assert reviewer.pending == 0
 
 
 def test_drift_notes_go_back_to_the_executor(make_ctx, order, qualified, models) -> None:
@@ -206,8 +226,11 @@ def test_rescue_with_escalated_model(make_ctx, order, qualified, models) -> None
         order, make_ctx(rescue=True)
     )
 
-    assert outcome.success and outcome.rescue_attempted and outcome.rescue_succeeded
-    assert outcome.turns == 4 and escalation.calls == 1
+    assert outcome.success
+    assert outcome.rescue_attempted
+    assert outcome.rescue_succeeded
+    assert outcome.turns == 4
+    assert escalation.calls == 1
     assert "a first attempt failed: turn budget of 2 exhausted without a proposal" in _prompt(escalation, 0)
     assert any(
         r.kind == "rescue" and "escalated executor: scripted:bigger" in r.summary for r in outcome.transcript
@@ -231,7 +254,8 @@ def test_lessons_injected_into_both_prompts_and_cited(make_ctx, order, qualified
 
     outcome = LLMPolicy(executor, reviewer).run(order, make_ctx(lessons=store, run_id="run-lessons-1"))
 
-    assert outcome.lessons_given == [lesson_id] and outcome.lessons_cited == [lesson_id]
+    assert outcome.lessons_given == [lesson_id]
+    assert outcome.lessons_cited == [lesson_id]
     assert f"[{lesson_id}] Warehouse Associate orders in New York" in executor.history[0][0][0].content
     assert f"[{lesson_id}]" in reviewer.history[0][0][0].content
     citations = store.citations(run_id="run-lessons-1")
@@ -266,10 +290,14 @@ def test_executor_and_reviewer_over_a_real_http_model_server(make_ctx, lake, ord
             outcome = LLMPolicy("ollama:qwen3:4b").run(order, make_ctx(settings=settings, run_id="run-http"))
         finally:
             uninstall()
-    assert outcome.success and outcome.proposed == qualified[:3] and outcome.turns == 3
+    assert outcome.success
+    assert outcome.proposed == qualified[:3]
+    assert outcome.turns == 3
     # The action schema went over the wire as Ollama's "format".
-    assert served.raw_requests and served.raw_requests[0]["format"]["$defs"]
+    assert served.raw_requests
+    assert served.raw_requests[0]["format"]["$defs"]
     llm_ops = sink.endpoint("llm.chat")
-    assert len(llm_ops) == 3 and {op.usage.model for op in llm_ops} == {"qwen3:4b"}
+    assert len(llm_ops) == 3
+    assert {op.usage.model for op in llm_ops} == {"qwen3:4b"}
     assert {op.agent_id for op in llm_ops} == {"agent.executor", "agent.reviewer"}
     assert sum(op.usage.input_tokens for op in llm_ops) == outcome.input_tokens

@@ -22,16 +22,19 @@ def test_concerns_double_booking_across_events_thin_buffer_and_drift(make_ctx, l
     second = policy.run(noon, make_ctx(schedule=schedule, overseer=True))
 
     kinds_first = {c.kind for c in first.concerns}
-    assert "double_booking" not in kinds_first and "thin_buffer" in kinds_first
+    assert "double_booking" not in kinds_first
+    assert "thin_buffer" in kinds_first
     double = [c for c in second.concerns if c.kind == "double_booking"]
     # Nobody booked the morning's workers (no judge here), so the rules policy proposed them again.
     assert {c.worker_ids[0] for c in double} == set(first.proposed) & set(second.proposed) != set()
     assert all("also proposed for event morning" in c.message for c in double)
     drift = [c for c in first.concerns if c.kind == "certification_drift"]
-    assert drift and "OSHA 10 matched only through other spellings on file" in drift[0].message
+    assert drift
+    assert "OSHA 10 matched only through other spellings on file" in drift[0].message
     assert any(r.agent == "overseer" for r in second.transcript)
     ops = sink.endpoint("overseer.concern")
-    assert len(ops) == len(first.concerns) + len(second.concerns) and not ops[0].success
+    assert len(ops) == len(first.concerns) + len(second.concerns)
+    assert not ops[0].success
     assert Overseer.for_day(schedule).outcomes == [first, second]
     assert Overseer.for_day(ScheduleBook(lake)).outcomes == []  # another day, another overseer
 
@@ -63,9 +66,7 @@ def test_end_of_day_proposes_pending_cross_day_lessons(make_ctx, lake, tmp_path)
     assert {lesson.source for lesson in lessons.values()} == {"overseer"}
     by_role = {lesson.match.role: lesson for lesson in lessons.values()}
     assert by_role["Warehouse Associate"].machine.min_candidate_buffer == 2
-    assert (
-        by_role["Welder"].machine.min_candidate_buffer == 3
-        and by_role["Welder"].match.client_id == "riverfront-steel"
-    )
+    assert by_role["Welder"].machine.min_candidate_buffer == 3
+    assert by_role["Welder"].match.client_id == "riverfront-steel"
     assert overseer.end_of_day(make_ctx(schedule=schedule)) == []  # no store, nothing proposed
     store.close()

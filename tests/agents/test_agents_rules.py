@@ -28,21 +28,20 @@ def _lesson(store: LessonStore, machine: MachineAction, **match: str) -> str:
 
 def test_rules_fill_verifies_proposes_and_keeps_spares(make_ctx, order, qualified, sink) -> None:
     outcome = RulesPolicy().run(order, make_ctx())
-    assert outcome.success and outcome.policy == "rules" and outcome.turns == 0
-    assert outcome.proposed == qualified[:3] and len(outcome.candidates) == 2
+    assert outcome.success
+    assert outcome.policy == "rules"
+    assert outcome.turns == 0
+    assert outcome.proposed == qualified[:3]
+    assert len(outcome.candidates) == 2
     assert verify_fill(make_ctx().lake, order, outcome.proposed + outcome.candidates, requested=5).ok
     kinds = [r.kind for r in outcome.transcript]
-    assert (
-        kinds[0] == "search"
-        and kinds[-1] == "propose"
-        and set(kinds) <= {"search", "verification", "propose"}
-    )
+    assert kinds[0] == "search"
+    assert kinds[-1] == "propose"
+    assert set(kinds) <= {"search", "verification", "propose"}
     (task_op,) = sink.endpoint("task.fill")
-    assert (
-        task_op.success
-        and task_op.attributes["policy"] == "rules"
-        and task_op.attributes["candidates"] == outcome.candidates
-    )
+    assert task_op.success
+    assert task_op.attributes["policy"] == "rules"
+    assert task_op.attributes["candidates"] == outcome.candidates
 
 
 def test_rules_policy_applies_a_machine_usable_lesson(make_ctx, store, sink) -> None:
@@ -64,17 +63,18 @@ def test_rules_policy_applies_a_machine_usable_lesson(make_ctx, store, sink) -> 
 
     outcome = RulesPolicy().run(order, make_ctx(lessons=store, run_id="run-rules-1"))
 
-    assert outcome.success and outcome.proposed != baseline.proposed
+    assert outcome.success
+    assert outcome.proposed != baseline.proposed
     after = fetch_workers(lake, outcome.proposed + outcome.candidates, ["certifications", "reliability"])
     assert all("osha 10" in held_certifications(row["certifications"]) for row in after.values())
     assert all(row["reliability"] >= 0.85 for row in after.values())
-    assert outcome.lessons_given == [lesson_id] and outcome.lessons_cited == [lesson_id]
+    assert outcome.lessons_given == [lesson_id]
+    assert outcome.lessons_cited == [lesson_id]
     assert "require OSHA-10 Hour; reliability >= 0.85" in outcome.transcript[0].summary
     assert [(c["lesson_id"], c["used"]) for c in store.citations(run_id="run-rules-1")] == [(lesson_id, True)]
     task_op = sink.endpoint("task.fill")[-1]
-    assert task_op.attributes["lessons_given"] == [lesson_id] and task_op.attributes["lessons_cited"] == [
-        lesson_id
-    ]
+    assert task_op.attributes["lessons_given"] == [lesson_id]
+    assert task_op.attributes["lessons_cited"] == [lesson_id]
 
 
 def test_lessons_of_another_client_are_not_applied(make_ctx, store, order, qualified) -> None:
@@ -82,7 +82,8 @@ def test_lessons_of_another_client_are_not_applied(make_ctx, store, order, quali
     outcome = RulesPolicy().run(
         order.model_copy(update={"client_id": "riverfront-steel"}), make_ctx(lessons=store)
     )
-    assert outcome.lessons_given == [] and outcome.proposed == qualified[:3]
+    assert outcome.lessons_given == []
+    assert outcome.proposed == qualified[:3]
 
 
 def test_exclude_prior_no_show_at_client(make_ctx, lake, store) -> None:
@@ -101,10 +102,8 @@ def test_exclude_prior_no_show_at_client(make_ctx, lake, store) -> None:
     with_lesson = wide.run(order, make_ctx(lessons=store))
 
     assert row["worker_id"] not in with_lesson.proposed + with_lesson.candidates
-    assert (
-        with_lesson.lessons_cited == [lesson_id]
-        and "no prior no-show here" in with_lesson.transcript[1].summary
-    )
+    assert with_lesson.lessons_cited == [lesson_id]
+    assert "no prior no-show here" in with_lesson.transcript[1].summary
 
 
 def test_buffer_and_extra_where_from_lessons(make_ctx, store, order) -> None:
@@ -114,7 +113,8 @@ def test_buffer_and_extra_where_from_lessons(make_ctx, store, order) -> None:
         role="Warehouse Associate",
     )
     outcome = RulesPolicy().run(order, make_ctx(lessons=store))
-    assert outcome.success and len(outcome.candidates) == 6
+    assert outcome.success
+    assert len(outcome.candidates) == 6
     rows = fetch_workers(make_ctx().lake, outcome.proposed + outcome.candidates, ["archetype"])
     assert all(r["archetype"] != "flaky" for r in rows.values())
 
@@ -122,14 +122,19 @@ def test_buffer_and_extra_where_from_lessons(make_ctx, store, order) -> None:
 def test_rescue_widens_the_radius_and_keeps_verified_workers(make_ctx, store) -> None:
     order = FillOrder.parse("3 x Welder in New York, NY within 5 miles")
     plain = RulesPolicy().run(order, make_ctx(rescue=False))
-    assert not plain.success and not plain.rescue_attempted and 0 < len(plain.proposed) < 3
+    assert not plain.success
+    assert not plain.rescue_attempted
+    assert 0 < len(plain.proposed) < 3
     assert plain.failure_reason.startswith(f"only {len(plain.proposed)} of 3 workers found")
     _lesson(store, MachineAction(widen_radius_miles=25), role="Welder")
 
     rescued = RulesPolicy().run(order, make_ctx(rescue=True, lessons=store))
 
-    assert rescued.success and rescued.rescue_attempted and rescued.rescue_succeeded
-    assert rescued.order.radius_miles == 25 and rescued.proposed[: len(plain.proposed)] == plain.proposed
+    assert rescued.success
+    assert rescued.rescue_attempted
+    assert rescued.rescue_succeeded
+    assert rescued.order.radius_miles == 25
+    assert rescued.proposed[: len(plain.proposed)] == plain.proposed
     assert any(r.kind == "rescue" and "from 5 to 25 miles" in r.summary for r in rescued.transcript)
 
 
@@ -137,12 +142,12 @@ def test_fill_library_call_uses_the_process_observer_and_lesson_outcomes(make_ct
     seen = []
     outcome = fill("3 x warehouse workers in New York, NY at 08:00 on 2026-04-22", lake=lake, lessons=store,
                    on_turn=seen.append, requirements=["OSHA 10"], run_id="run-fill-1")  # fmt: skip
-    assert (
-        outcome.success
-        and outcome.order.role == "Warehouse Associate"
-        and outcome.order.requirements == ["OSHA 10"]
-    )
-    assert seen and seen[0].kind == "search" and seen[-1].kind == "propose"
+    assert outcome.success
+    assert outcome.order.role == "Warehouse Associate"
+    assert outcome.order.requirements == ["OSHA 10"]
+    assert seen
+    assert seen[0].kind == "search"
+    assert seen[-1].kind == "propose"
     assert sink.endpoint("task.fill")[0].provenance.run_id == "run-fill-1"
     (recorded,) = store.query("SELECT run_id, success FROM outcomes")
     assert recorded == ("run-fill-1", True)

@@ -15,12 +15,14 @@ def test_catalog_comes_from_tool_schemas_and_real_columns(lake) -> None:
     assert "- sql(query: str (one read-only SELECT), max_rows: int = 50)" in text
     assert "- nearby_cities(city: str, state: str (2-letter code), radius_miles: float = 25.0)" in text
     assert "- workers (4000 rows): worker_id integer, name varchar, role varchar" in text
-    assert "placements (" in text and "shift_start timestamp" in text
+    assert "placements (" in text
+    assert "shift_start timestamp" in text
     names = [schema["name"] for schema in registry.schemas()]
     assert names == ["find_workers", "hybrid_search", "sql", "get_worker", "worker_schedule", "schedule_conflicts",
                      "nearby_cities"]  # fmt: skip
     sql_schema = next(s for s in registry.schemas() if s["name"] == "sql")["parameters"]
-    assert sql_schema["required"] == ["query"] and sql_schema["additionalProperties"] is False
+    assert sql_schema["required"] == ["query"]
+    assert sql_schema["additionalProperties"] is False
 
 
 def test_every_call_is_recorded_with_rows_and_outcome(make_ctx, sink) -> None:
@@ -33,15 +35,20 @@ def test_every_call_is_recorded_with_rows_and_outcome(make_ctx, sink) -> None:
     bad_args = ctx.tools.call("sql", {"sql": "SELECT 1"}, ctx=ctx)
     unknown = ctx.tools.call("drop_everything", {}, ctx=ctx)
 
-    assert ok.ok and ok.rows == 3 and ok.worker_ids == [1, 2, 3] and ok.text.startswith("3 rows:")
-    assert empty.ok and empty.rows == 0 and empty.text == "0 rows."
-    assert not refused.ok and "DELETE" in refused.error
-    assert (
-        not bad_args.ok
-        and "bad arguments for sql" in bad_args.error
-        and "query: Field required" in bad_args.error
-    )
-    assert not unknown.ok and "unknown tool 'drop_everything'" in unknown.error
+    assert ok.ok
+    assert ok.rows == 3
+    assert ok.worker_ids == [1, 2, 3]
+    assert ok.text.startswith("3 rows:")
+    assert empty.ok
+    assert empty.rows == 0
+    assert empty.text == "0 rows."
+    assert not refused.ok
+    assert "DELETE" in refused.error
+    assert not bad_args.ok
+    assert "bad arguments for sql" in bad_args.error
+    assert "query: Field required" in bad_args.error
+    assert not unknown.ok
+    assert "unknown tool 'drop_everything'" in unknown.error
     ops = sink.ops
     assert [op.endpoint for op in ops] == ["tool.sql"] * 4 + ["tool.unknown"]
     assert [op.success for op in ops] == [True, True, False, False, False]
@@ -49,7 +56,8 @@ def test_every_call_is_recorded_with_rows_and_outcome(make_ctx, sink) -> None:
     assert all(
         op.agent_id == "staffer-7" and op.source == "agent" and op.provenance.run_id == "r-1" for op in ops
     )
-    assert "DELETE" in ops[2].error and ops[0].duration_ms > 0
+    assert "DELETE" in ops[2].error
+    assert ops[0].duration_ms > 0
     assert "SELECT worker_id, name FROM workers" in ops[0].input_summary
     # The lake was not touched.
     assert lake_count(ctx) == 4000
@@ -64,16 +72,18 @@ def test_find_workers_and_get_worker(make_ctx, order, qualified) -> None:
     found = ctx.tools.call(
         "find_workers", {"role": "warehouse worker", "city": "New York", "state": "NY", "limit": 5}, ctx=ctx
     )
-    assert found.ok and found.rows == 5 and found.worker_ids[0] == qualified[0]
-    assert "distance_miles=" in found.text and "email" not in found.text
+    assert found.ok
+    assert found.rows == 5
+    assert found.worker_ids[0] == qualified[0]
+    assert "distance_miles=" in found.text
+    assert "email" not in found.text
     worker = ctx.tools.call("get_worker", {"worker_id": qualified[0]}, ctx=ctx)
-    assert (
-        worker.ok
-        and worker.data["worker"]["worker_id"] == qualified[0]
-        and "role=Warehouse Associate" in worker.text
-    )
+    assert worker.ok
+    assert worker.data["worker"]["worker_id"] == qualified[0]
+    assert "role=Warehouse Associate" in worker.text
     missing = ctx.tools.call("get_worker", {"worker_id": 123456789}, ctx=ctx)
-    assert not missing.ok and "no worker with worker_id 123456789" in missing.error
+    assert not missing.ok
+    assert "no worker with worker_id 123456789" in missing.error
 
 
 def test_schedule_tools_see_lake_placements_and_run_bookings(make_ctx, lake) -> None:
@@ -86,21 +96,21 @@ def test_schedule_tools_see_lake_placements_and_run_bookings(make_ctx, lake) -> 
     ctx.schedule.add(Booking(worker_id=row["worker_id"], start=row["shift_end"], end=row["shift_end"].replace(hour=23),
                              client_name="Night Co"))  # fmt: skip
     schedule = ctx.tools.call("worker_schedule", {"worker_id": row["worker_id"]}, ctx=ctx)
-    assert (
-        schedule.ok
-        and "Night Co" in schedule.text
-        and row["shift_start"].strftime("%Y-%m-%d") in schedule.text
-    )
+    assert schedule.ok
+    assert "Night Co" in schedule.text
+    assert row["shift_start"].strftime("%Y-%m-%d") in schedule.text
     window = {"start": row["shift_start"].isoformat(), "end": row["shift_end"].isoformat()}
     clashes = ctx.tools.call(
         "schedule_conflicts", {"worker_ids": [row["worker_id"], 1, 2], **window}, ctx=ctx
     )
-    assert clashes.ok and row["worker_id"] in clashes.data["conflicts"]
+    assert clashes.ok
+    assert row["worker_id"] in clashes.data["conflicts"]
     assert row["worker_id"] not in clashes.worker_ids  # only free workers go to the ledger
     backwards = ctx.tools.call(
         "schedule_conflicts", {"worker_ids": [1], "start": window["end"], "end": window["start"]}, ctx=ctx
     )
-    assert not backwards.ok and "end must be after start" in backwards.error
+    assert not backwards.ok
+    assert "end must be after start" in backwards.error
 
 
 def test_nearby_cities_resolves_by_state(make_ctx) -> None:
@@ -111,9 +121,11 @@ def test_nearby_cities_resolves_by_state(make_ctx) -> None:
     assert georgia.data[0]["state"] == "GA"
     newark = ctx.tools.call("nearby_cities", {"city": "New York", "state": "NY", "radius_miles": 12}, ctx=ctx)
     near = {(c["city"], c["state"]): c["distance_miles"] for c in newark.data}
-    assert 8 < near[("Newark", "NJ")] < 10 and ("Philadelphia", "PA") not in near
+    assert 8 < near[("Newark", "NJ")] < 10
+    assert ("Philadelphia", "PA") not in near
     unknown = ctx.tools.call("nearby_cities", {"city": "Columbus", "state": "TX"}, ctx=ctx)
-    assert not unknown.ok and "Columbus exists in GA, OH" in unknown.error
+    assert not unknown.ok
+    assert "Columbus exists in GA, OH" in unknown.error
 
 
 def test_a_third_party_tool_registers_through_the_same_door(make_ctx, sink) -> None:
@@ -161,8 +173,13 @@ def test_hybrid_search_tool_over_a_real_index(tmp_path, sink) -> None:
         )
         roles = {row["role"] for row in small.read_arrow(
             f"SELECT role FROM workers WHERE worker_id IN ({', '.join(map(str, result.worker_ids))})").to_pylist()}  # fmt: skip
-    assert result.ok and 1 <= result.rows <= 3 and roles == {"Welder"}
-    assert result.text.startswith(f"{result.rows} results:") and "score=" in result.text
+    assert result.ok
+    assert 1 <= result.rows <= 3
+    assert roles == {"Welder"}
+    assert result.text.startswith(f"{result.rows} results:")
+    assert "score=" in result.text
     assert not refused.ok
     op = sink.endpoint("tool.hybrid_search")[0]
-    assert op.success and op.attributes["rows"] == result.rows and op.agent_id == "searcher"
+    assert op.success
+    assert op.attributes["rows"] == result.rows
+    assert op.agent_id == "searcher"

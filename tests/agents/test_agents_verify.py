@@ -17,13 +17,16 @@ def _rules(verification, worker_id: int) -> set[str]:
 
 def test_qualified_workers_pass(lake, order, qualified) -> None:
     result = verify_fill(lake, order, qualified[:3])
-    assert result.ok and result.accepted == qualified[:3] and not result.rejections
+    assert result.ok
+    assert result.accepted == qualified[:3]
+    assert not result.rejections
 
 
 def test_unknown_duplicate_and_excluded_workers(lake, order, qualified) -> None:
     excluding = order.model_copy(update={"exclude_worker_ids": [qualified[2]]})
     result = verify_fill(lake, excluding, [qualified[0], 424242, qualified[0], qualified[2]])
-    assert result.accepted == [qualified[0]] and not result.ok
+    assert result.accepted == [qualified[0]]
+    assert not result.ok
     assert _rules(result, 424242) == {"unknown_worker"}
     assert "no worker with id 424242 exists" in result.summary()
     assert {r.rule for r in result.rejections if r.worker_id == qualified[0]} == {"duplicate"}
@@ -36,7 +39,8 @@ def test_role_synonyms_are_accepted_and_other_roles_rejected(lake, order, qualif
     welders = order.model_copy(update={"role": "Welder"})
     result = verify_fill(lake, welders, qualified[:1])
     (rejection,) = result.rejections
-    assert rejection.rule == "role_mismatch" and rejection.value == "Warehouse Associate"
+    assert rejection.rule == "role_mismatch"
+    assert rejection.value == "Warehouse Associate"
     assert "works as Warehouse Associate, not as Welder" in rejection.reason
 
 
@@ -52,7 +56,8 @@ def test_distance_limit_uses_the_order_radius(lake, order, qualified) -> None:
     tight = order.model_copy(update={"radius_miles": miles - 0.5})
     result = verify_fill(lake, tight, [farthest])
     (rejection,) = result.rejections
-    assert rejection.rule == "too_far" and rejection.value == pytest.approx(miles, abs=0.1)
+    assert rejection.rule == "too_far"
+    assert rejection.value == pytest.approx(miles, abs=0.1)
     assert verify_fill(lake, order.model_copy(update={"radius_miles": miles + 0.5}), [farthest]).accepted == [
         farthest
     ]
@@ -74,7 +79,8 @@ def test_requirements_match_across_spellings(lake, order) -> None:
     assert verify_fill(lake, wanting, [worker]).accepted == [worker]
     wanting_30 = wanting.model_copy(update={"requirements": ["OSHA-30"]})
     (rejection,) = verify_fill(lake, wanting_30, [worker]).rejections
-    assert rejection.rule == "missing_requirement" and rejection.value == "OSHA-30"
+    assert rejection.rule == "missing_requirement"
+    assert rejection.value == "OSHA-30"
 
 
 def test_availability_floor(lake) -> None:
@@ -83,7 +89,8 @@ def test_availability_floor(lake) -> None:
     ).to_pylist()
     order = FillOrder(role=row["role"], count=1, city=row["city"], state=row["state"], radius_miles=60)
     (rejection,) = verify_fill(lake, order, [row["worker_id"]]).rejections
-    assert rejection.rule == "unavailable" and rejection.value == pytest.approx(row["availability"], abs=1e-3)
+    assert rejection.rule == "unavailable"
+    assert rejection.value == pytest.approx(row["availability"], abs=1e-3)
 
 
 def test_double_booking_from_run_bookings_and_removal(lake, order, qualified) -> None:
@@ -92,7 +99,8 @@ def test_double_booking_from_run_bookings_and_removal(lake, order, qualified) ->
     schedule.add(Booking(worker_id=worker, start=order.shift_start - timedelta(hours=2),
                          end=order.shift_start + timedelta(hours=1), client_name="Acme Foods"))  # fmt: skip
     (rejection,) = verify_fill(lake, order, [worker], schedule=schedule).rejections
-    assert rejection.rule == "double_booked" and rejection.value == "06:00-09:00"
+    assert rejection.rule == "double_booked"
+    assert rejection.value == "06:00-09:00"
     assert "already booked 2026-04-22 06:00-09:00 at Acme Foods" in rejection.reason
     # A booking that ends when the shift starts does not overlap.
     schedule.remove(worker, order.shift_start - timedelta(hours=2))
@@ -138,12 +146,16 @@ def test_order_parsing_forms_and_errors() -> None:
     )
     assert FillOrder.parse("3 × Welder in Cleveland, OH").role == "Welder"
     full = FillOrder.parse("fill 3 Welders in Cleveland, OH for Riverfront Steel at 08:00", now=now)
-    assert full.role == "Welder" and full.client_id == "riverfront-steel"
-    assert full.shift_start == datetime(2026, 4, 22, 8, 0) and full.shift_end == datetime(2026, 4, 22, 16, 0)
+    assert full.role == "Welder"
+    assert full.client_id == "riverfront-steel"
+    assert full.shift_start == datetime(2026, 4, 22, 8, 0)
+    assert full.shift_end == datetime(2026, 4, 22, 16, 0)
     night = FillOrder.parse("2 forklift drivers in Columbus, GA from 22:00 to 06:00 on 2026-04-25 within 40 miles "
                             "with OSHA 10, Forklift Certified")  # fmt: skip
-    assert night.role == "Forklift Operator" and night.radius_miles == 40
-    assert night.shift_end == datetime(2026, 4, 26, 6, 0) and night.requirements == [
+    assert night.role == "Forklift Operator"
+    assert night.radius_miles == 40
+    assert night.shift_end == datetime(2026, 4, 26, 6, 0)
+    assert night.requirements == [
         "OSHA 10",
         "Forklift Certified",
     ]

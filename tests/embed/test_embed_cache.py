@@ -37,17 +37,21 @@ def test_second_call_embeds_nothing(lake: Lake) -> None:
     embedder = Counting()
     texts = [f"Warehouse associate number {i} with pallet jack experience." for i in range(40)]
     first, stats = embed_texts(embedder, texts, lake=lake, batch_size=16)
-    assert stats.embedded == 40 and stats.cached == 0
+    assert stats.embedded == 40
+    assert stats.cached == 0
     assert embedder.calls == [16, 16, 8]
 
     embedder.calls.clear()
     again, stats = embed_texts(embedder, texts, lake=lake, batch_size=16)
-    assert stats.embedded == 0 and stats.cached == 40 and embedder.calls == []
+    assert stats.embedded == 0
+    assert stats.cached == 40
+    assert embedder.calls == []
     np.testing.assert_allclose(again, first, atol=1e-6)
 
     # One new text: only it reaches the model; the cache lives in the lake.
     _, stats = embed_texts(embedder, [*texts, "A brand new resume."], lake=lake)
-    assert stats.embedded == 1 and embedder.calls == [1]
+    assert stats.embedded == 1
+    assert embedder.calls == [1]
     assert lake.read_arrow(f"SELECT count(*) AS n FROM {CACHE_TABLE}").column("n")[0].as_py() == 41
 
 
@@ -55,7 +59,9 @@ def test_duplicates_are_embedded_once_and_order_kept(lake: Lake) -> None:
     embedder = Counting()
     texts = ["welder", "nurse", "welder", "", "nurse"]
     vectors, stats = embed_texts(embedder, texts, lake=lake)
-    assert stats.unique == 3 and stats.embedded == 3 and sum(embedder.calls) == 3
+    assert stats.unique == 3
+    assert stats.embedded == 3
+    assert sum(embedder.calls) == 3
     np.testing.assert_array_equal(vectors[0], vectors[2])
     np.testing.assert_array_equal(vectors[1], vectors[4])
     assert float(vectors[0] @ vectors[1]) < 0.99
@@ -73,4 +79,5 @@ def test_cache_is_per_model(lake: Lake) -> None:
 def test_without_a_lake_nothing_is_cached() -> None:
     embedder = Counting()
     vectors, stats = embed_texts(embedder, ["a", "b"], progress=True)
-    assert vectors.shape == (2, 384) and stats.embedded == 2
+    assert vectors.shape == (2, 384)
+    assert stats.embedded == 2

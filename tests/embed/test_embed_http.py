@@ -104,11 +104,14 @@ def test_ollama_embedder_from_settings(
     assert embedder.name == "ollama:nomic-embed-text"
     texts = ["welder", "nurse", "forklift operator"]
     vectors = embedder.embed(texts)
-    assert vectors.dtype == np.float32 and vectors.shape == (3, DIM)
+    assert vectors.dtype == np.float32
+    assert vectors.shape == (3, DIM)
     np.testing.assert_allclose(vectors, expected(texts), rtol=1e-6)
     assert embedder.dimension == DIM
     path, body, _ = state.requests[0]
-    assert path == "/api/embed" and body["model"] == "nomic-embed-text" and body["input"] == texts
+    assert path == "/api/embed"
+    assert body["model"] == "nomic-embed-text"
+    assert body["input"] == texts
 
 
 def test_ollama_tag_with_colon_and_unknown_model(

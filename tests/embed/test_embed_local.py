@@ -27,7 +27,8 @@ def test_default_is_the_offline_minilm(minilm: Embedder) -> None:
 def test_vectors_are_unit_float32_in_order(minilm: Embedder) -> None:
     texts = ["Certified welder, AWS D1.1, MIG and TIG.", "Registered nurse in the ICU.", ""]
     vectors = minilm.embed(texts)
-    assert vectors.dtype == np.float32 and vectors.shape == (3, 384)
+    assert vectors.dtype == np.float32
+    assert vectors.shape == (3, 384)
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     # Same text alone gives the same vector (order preserved, batching does not change it).
     np.testing.assert_allclose(minilm.embed([texts[1]])[0], vectors[1], atol=2e-3)
@@ -85,6 +86,7 @@ def test_a_plugin_registers_through_the_same_door(minilm: Embedder) -> None:
     register_embedder("prefixed", lambda model, settings: Prefixed(model), replace=True)
     assert "prefixed" in embedder_schemes()
     embedder = get_embedder("prefixed:minilm")
-    assert embedder.name == "prefixed:minilm" and embedder.embed(["welder"]).shape == (1, 384)
+    assert embedder.name == "prefixed:minilm"
+    assert embedder.embed(["welder"]).shape == (1, 384)
     with pytest.raises(UserError, match="already registered"):
         register_embedder("local", lambda model, settings: Prefixed(model))

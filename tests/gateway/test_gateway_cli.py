@@ -35,14 +35,17 @@ def test_ask_json_has_route_sources_and_citations(data_dir: Path, asker: Scripte
     code, out, err = cli("ask", "Who drives forklifts?", "--model", "scripted:cli-asker", "-k", "2", "--json")
     assert code == 0, err
     answer = json.loads(out)
-    assert answer["route"] == "search" and len(answer["sources"]) == 2
-    assert answer["cited"] and all(source_id.startswith("W-") for source_id in answer["cited"])
+    assert answer["route"] == "search"
+    assert len(answer["sources"]) == 2
+    assert answer["cited"]
+    assert all(source_id.startswith("W-") for source_id in answer["cited"])
 
 
 def test_ask_without_a_model_says_which_setting_to_set(data_dir: Path, cli) -> None:
     code, out, err = cli("ask", "How many workers?")
     assert code == 1
-    assert "AGENTLAKE_EXECUTOR_MODEL" in err and out == ""
+    assert "AGENTLAKE_EXECUTOR_MODEL" in err
+    assert out == ""
 
 
 def test_serve_refuses_a_bad_port_before_starting(cli) -> None:

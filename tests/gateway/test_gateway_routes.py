@@ -23,13 +23,15 @@ def test_sql_returns_capped_rows(gateway: Any, keys: H) -> None:
     ).json()
     assert body["columns"] == ["worker_id"]
     assert body["rows"] == [[1], [2], [3], [4], [5]]
-    assert body["row_count"] == 5 and body["truncated"] is True
+    assert body["row_count"] == 5
+    assert body["truncated"] is True
     params = gateway.post(
         "/sql",
         json={"sql": "SELECT count(*) AS n FROM workers WHERE worker_id <= ?", "params": [10]},
         headers=keys["read"],
     ).json()
-    assert params["rows"] == [[10]] and params["truncated"] is False
+    assert params["rows"] == [[10]]
+    assert params["truncated"] is False
 
 
 def test_sql_never_returns_more_than_the_server_cap(make_gateway: Any, keys: H) -> None:
@@ -37,7 +39,8 @@ def test_sql_never_returns_more_than_the_server_cap(make_gateway: Any, keys: H) 
     body = client.post(
         "/sql", json={"sql": "SELECT * FROM workers", "max_rows": 100}, headers=keys["read"]
     ).json()
-    assert body["row_count"] == 3 and body["truncated"] is True
+    assert body["row_count"] == 3
+    assert body["truncated"] is True
 
 
 def test_worker_and_profile(gateway: Any, keys: H) -> None:
@@ -47,13 +50,16 @@ def test_worker_and_profile(gateway: Any, keys: H) -> None:
     )
     worker_id, placements = gateway.post("/sql", json={"sql": sql}, headers=keys["read"]).json()["rows"][0]
     worker = gateway.get(f"/worker/{worker_id}", headers=keys["read"]).json()
-    assert worker["worker_id"] == worker_id and worker["name"] and worker["role"]
+    assert worker["worker_id"] == worker_id
+    assert worker["name"]
+    assert worker["role"]
     assert 0 <= worker["reliability"] <= 1
 
     profile = gateway.get(f"/profile/{worker_id}", headers=keys["read"]).json()
     assert profile["worker"] == worker
     starts = [p["shift_start"] for p in profile["placements"]]
-    assert len(starts) == placements and starts == sorted(starts, reverse=True)
+    assert len(starts) == placements
+    assert starts == sorted(starts, reverse=True)
     assert sum(profile["by_status"].values()) == placements
     assert all(p["client_name"] for p in profile["placements"])
 
@@ -76,7 +82,8 @@ def test_search_ranks_by_meaning(gateway: Any, keys: H) -> None:
     assert len(hits) == 5
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
     roles = [gateway.get(f"/worker/{h['key']}", headers=keys["read"]).json()["role"] for h in hits]
-    assert roles[0] == "Welder" and roles.count("Welder") >= 3
+    assert roles[0] == "Welder"
+    assert roles.count("Welder") >= 3
     assert all(h["doc_id"] == f"W-{h['key']}" for h in hits)
 
 
@@ -93,7 +100,8 @@ def test_match_keeps_only_rows_the_filter_allows(gateway: Any, keys: H) -> None:
         headers=keys["read"],
     ).json()["rows"]
     allowed_ids = {row[0] for row in allowed}
-    assert body["hits"] and len(body["hits"]) == min(20, len(allowed_ids))
+    assert body["hits"]
+    assert len(body["hits"]) == min(20, len(allowed_ids))
     assert {h["key"] for h in body["hits"]} <= allowed_ids
     assert all(h["sql_verified"] for h in body["hits"])
 
@@ -101,7 +109,8 @@ def test_match_keeps_only_rows_the_filter_allows(gateway: Any, keys: H) -> None:
 @pytest.mark.parametrize("where", ["1=1; DROP TABLE workers", "worker_id IN (SELECT 1 FROM read_csv('x'))"])
 def test_match_refuses_a_dangerous_filter(gateway: Any, keys: H, where: str) -> None:
     response = gateway.post("/match", json={"where": where, "question": "welder"}, headers=keys["read"])
-    assert response.status_code == 400 and response.json()["error"]["type"] == "bad_request"
+    assert response.status_code == 400
+    assert response.json()["error"]["type"] == "bad_request"
     assert (
         gateway.post("/sql", json={"sql": "SELECT count(*) FROM workers"}, headers=keys["read"]).json()[
             "rows"
@@ -124,11 +133,15 @@ def test_tools_list_and_call(gateway: Any, keys: H) -> None:
     result = gateway.post(
         "/tools/get_worker/call", json={"arguments": {"worker_id": 4}}, headers=keys["read"]
     ).json()
-    assert result["ok"] is True and result["worker_ids"] == [4] and "worker_id=4" in result["text"]
+    assert result["ok"] is True
+    assert result["worker_ids"] == [4]
+    assert "worker_id=4" in result["text"]
     bad = gateway.post(
         "/tools/sql/call", json={"arguments": {"query": "DELETE FROM workers"}}, headers=keys["read"]
     )
-    assert bad.status_code == 200 and bad.json()["ok"] is False and "DELETE" in bad.json()["error"]
+    assert bad.status_code == 200
+    assert bad.json()["ok"] is False
+    assert "DELETE" in bad.json()["error"]
 
 
 def test_playbooks_filters_and_history(gateway: Any, keys: H) -> None:
@@ -157,13 +170,15 @@ def test_playbooks_filters_and_history(gateway: Any, keys: H) -> None:
     assert [lesson["id"] for lesson in welders["lessons"]] == [ids[0]]
     assert gateway.get("/playbooks", params={"status": "active"}, headers=keys["read"]).json()["total"] == 0
     page = gateway.get("/playbooks", params={"limit": 1, "offset": 1}, headers=keys["read"]).json()
-    assert page["total"] == 2 and len(page["lessons"]) == 1
+    assert page["total"] == 2
+    assert len(page["lessons"]) == 1
 
     gateway.post(f"/playbooks/{ids[0]}/retire", json={"reason": "rule dropped"}, headers=keys["admin"])
     restored = gateway.post(
         f"/playbooks/{ids[0]}/rollback", json={"version": 1}, headers=keys["admin"]
     ).json()
-    assert restored["status"] == "pending" and restored["version"] == 3
+    assert restored["status"] == "pending"
+    assert restored["version"] == 3
     detail = gateway.get(f"/playbooks/{ids[0]}", headers=keys["read"]).json()
     assert [event["kind"] for event in detail["history"]] == ["add", "retire", "rollback"]
 
@@ -189,7 +204,8 @@ def test_models_reports_providers_reachability_and_loaded(
         generate("ollama:qwen-test", "hi", settings=client.app.state.settings)  # now "loaded" (/api/ps)
         body = client.get("/models", headers=keys["read"]).json()
     models = {m["model"]: m for m in body["models"]}
-    assert models["ollama:qwen-test"]["reachable"] is True and models["ollama:qwen-test"]["loaded"] is True
+    assert models["ollama:qwen-test"]["reachable"] is True
+    assert models["ollama:qwen-test"]["loaded"] is True
     assert models["ollama:qwen-test"]["roles"] == ["executor"]
     assert models["ollama:missing-model"]["reachable"] is False
     assert body["providers"] == [
@@ -225,7 +241,8 @@ def test_ask_answers_structured_questions_with_sql_and_cites_it(
         json={"question": "How many workers live in Ohio?", "model": "scripted:asker"},
         headers=keys["read"],
     ).json()
-    assert answer["route"] == "sql" and answer["cited"] == ["SQL"]
+    assert answer["route"] == "sql"
+    assert answer["cited"] == ["SQL"]
     assert answer["answer"] == f"There are {count} workers in Ohio [SQL]."
     assert answer["sources"][0]["text"].startswith("1 rows: n\n" + str(count))
     # The model saw the real columns when planning, and the query result when answering.
@@ -253,8 +270,10 @@ def test_ask_uses_search_for_fuzzy_questions_and_cites_documents(
         json={"question": "Who in Ohio could weld structural steel?", "model": "scripted:asker", "k": 3},
         headers=keys["read"],
     ).json()
-    assert answer["route"] == "search" and answer["where"] == "state = 'OH'"
-    assert len(answer["sources"]) == 3 and all(s["id"].startswith("W-") for s in answer["sources"])
+    assert answer["route"] == "search"
+    assert answer["where"] == "state = 'OH'"
+    assert len(answer["sources"]) == 3
+    assert all(s["id"].startswith("W-") for s in answer["sources"])
     assert answer["answer"].startswith("The best fit is the first one.\n\nSources: [W-")
     assert answer["cited"] == [s["id"] for s in answer["sources"]]
     for source in answer["sources"]:
@@ -269,7 +288,8 @@ def test_ask_falls_back_to_search_when_the_planned_sql_is_refused(
     answer = gateway.post(
         "/ask", json={"question": "remove everyone", "model": "scripted:asker"}, headers=keys["read"]
     ).json()
-    assert answer["route"] == "search" and "DELETE" in answer["fallback_reason"]
+    assert answer["route"] == "search"
+    assert "DELETE" in answer["fallback_reason"]
     assert gateway.post("/sql", json={"sql": "SELECT count(*) FROM workers"}, headers=keys["read"]).json()[
         "rows"
     ] == [[600]]
@@ -284,7 +304,8 @@ def test_ask_without_a_model_is_503(gateway: Any, keys: H) -> None:
 def test_ask_with_an_unreachable_model_server_is_503(make_gateway: Any, keys: H) -> None:
     client, _ = make_gateway(executor_model="ollama:qwen3:4b", llm_max_retries=0)  # OLLAMA_HOST: 127.0.0.1:9
     response = client.post("/ask", json={"question": "How many welders?"}, headers=keys["read"])
-    assert response.status_code == 503 and response.json()["error"]["type"] == "unavailable"
+    assert response.status_code == 503
+    assert response.json()["error"]["type"] == "unavailable"
     assert "OLLAMA_HOST" in response.json()["error"]["message"]
 
 
@@ -304,7 +325,8 @@ def test_ask_over_a_real_http_model_server(
         answer = client.post(
             "/ask", json={"question": "highest worker id?", "model": "ollama:planner"}, headers=keys["read"]
         ).json()
-    assert answer["sources"][0]["text"].endswith("600") and answer["cited"] == ["SQL"]
+    assert answer["sources"][0]["text"].endswith("600")
+    assert answer["cited"] == ["SQL"]
 
 
 def test_every_call_is_observed_with_its_route_and_outcome(make_gateway: Any, keys: H) -> None:
@@ -326,13 +348,14 @@ def test_every_call_is_observed_with_its_route_and_outcome(make_gateway: Any, ke
         ("GET /worker/{worker_id}", False),
         ("POST /tools/{name}/call", True),
     ]
-    assert "404" in gateway_ops[1].error and "no worker with worker_id 99999" in gateway_ops[1].error
+    assert "404" in gateway_ops[1].error
+    assert "no worker with worker_id 99999" in gateway_ops[1].error
     assert "401" in gateway_ops[2].error
-    assert (
-        '"key": "key-' in gateway_ops[0].input_summary and "rk-0123456789" not in gateway_ops[0].input_summary
-    )
+    assert '"key": "key-' in gateway_ops[0].input_summary
+    assert "rk-0123456789" not in gateway_ops[0].input_summary
     tool_op = next(op for op in ops if op.endpoint == "tool.sql")
-    assert tool_op.parent_span_id == gateway_ops[3].span_id and tool_op.trace_id == gateway_ops[3].trace_id
+    assert tool_op.parent_span_id == gateway_ops[3].span_id
+    assert tool_op.trace_id == gateway_ops[3].trace_id
     assert tool_op.agent_id == "gateway"
 
 

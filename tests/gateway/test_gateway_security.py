@@ -12,8 +12,10 @@ def assert_error(response: Any, status: int, kind: str) -> dict[str, Any]:
     body = response.json()
     assert set(body) == {"error"}
     error = body["error"]
-    assert error["status"] == status and error["type"] == kind
-    assert isinstance(error["message"], str) and error["message"]
+    assert error["status"] == status
+    assert error["type"] == kind
+    assert isinstance(error["message"], str)
+    assert error["message"]
     return error
 
 
@@ -49,7 +51,8 @@ def test_read_key_reads_by_header_or_bearer(gateway: Any, keys: dict[str, dict[s
 def test_write_needs_a_write_key(gateway: Any, keys: dict[str, dict[str, str]]) -> None:
     outcome = {"kind": "outcome", "run_id": "run-1", "task": {"task_kind": "fill"}, "success": True}
     error = assert_error(gateway.post("/log", json=outcome, headers=keys["read"]), 403, "forbidden")
-    assert "'write'" in error["message"] and "'read'" in error["message"]
+    assert "'write'" in error["message"]
+    assert "'read'" in error["message"]
     assert gateway.post("/log", json=outcome, headers=keys["write"]).json() == {
         "kind": "outcome",
         "run_id": "run-1",
@@ -180,4 +183,5 @@ def test_an_unexpected_failure_is_a_500_in_the_same_shape(
 
     monkeypatch.setattr("agentlake.workforce.profile.worker_profile", broken)
     error = assert_error(client.get("/profile/1", headers=keys["read"]), 500, "internal_error")
-    assert "ZeroDivisionError" in error["message"] and "boom" not in error["message"]
+    assert "ZeroDivisionError" in error["message"]
+    assert "boom" not in error["message"]

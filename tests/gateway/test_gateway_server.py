@@ -81,7 +81,8 @@ def test_served_gateway_authenticates_and_answers(server: str) -> None:
         headers=read,
         json={"kind": "outcome", "run_id": "r", "task": {"task_kind": "fill"}, "success": True},
     )
-    assert forbidden.status_code == 403 and forbidden.json()["error"]["type"] == "forbidden"
+    assert forbidden.status_code == 403
+    assert forbidden.json()["error"]["type"] == "forbidden"
     spec = httpx.get(f"{server}/openapi.json", headers=read).json()
     assert {
         "/sql",
@@ -149,20 +150,29 @@ def test_mcp_over_http_lists_and_calls_tools_with_key_scopes(server: str) -> Non
         "propose_lesson",
         "models",
     } <= names
-    assert not sql.is_error and sql.structured_content["data"] == [{"n": 600}]
-    assert not profile.is_error and profile.structured_content["worker"]["worker_id"] == 2
-    assert denied.is_error and "scope 'write'" in denied.content[0].text
+    assert not sql.is_error
+    assert sql.structured_content["data"] == [{"n": 600}]
+    assert not profile.is_error
+    assert profile.structured_content["worker"]["worker_id"] == 2
+    assert denied.is_error
+    assert "scope 'write'" in denied.content[0].text
 
     async def write_side(client: Any) -> Any:
         outcome = await client.call_tool(
             "log_outcome", {"run_id": "r1", "task": {"task_kind": "fill"}, "success": True}
         )
-        lesson = {"trigger": "Welder fills", "action": "require OSHA 30", "confidence": 1.0, "source": "human"}
+        lesson = {
+            "trigger": "Welder fills",
+            "action": "require OSHA 30",
+            "confidence": 1.0,
+            "source": "human",
+        }
         proposed = await client.call_tool("propose_lesson", {"lesson": lesson})
         return outcome, proposed
 
     written, proposed = anyio.run(_mcp_session, server, "srv-write-key-1", write_side)
-    assert not written.is_error and written.structured_content["run_id"] == "r1"
+    assert not written.is_error
+    assert written.structured_content["run_id"] == "r1"
     # Issue 17.1: a lesson proposed with a write key stays pending, even at confidence 1.0.
     lesson_id = proposed.structured_content["lesson_id"]
     shown = httpx.get(f"{server}/playbooks/{lesson_id}", headers={"X-API-Key": "srv-read-key-1"})
@@ -175,7 +185,8 @@ def test_mcp_over_http_needs_a_key(server: str) -> None:
         json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
         headers={"Accept": "application/json, text/event-stream"},
     )
-    assert response.status_code == 401 and response.json()["error"]["type"] == "unauthorized"
+    assert response.status_code == 401
+    assert response.json()["error"]["type"] == "unauthorized"
 
 
 def test_mcp_over_stdio(data_dir: Path) -> None:
@@ -207,9 +218,12 @@ def test_mcp_over_stdio(data_dir: Path) -> None:
 
     names, worker, refused, proposed, resources, listing, detail = anyio.run(scenario)
     assert {"sql", "get_worker", "worker_profile", "ask", "lessons"} <= names
-    assert not worker.is_error and "worker_id=5" in worker.content[0].text
-    assert refused.is_error and "DROP" in refused.content[0].text
-    assert not proposed.is_error and proposed.structured_content["outcome"] == "added"
+    assert not worker.is_error
+    assert "worker_id=5" in worker.content[0].text
+    assert refused.is_error
+    assert "DROP" in refused.content[0].text
+    assert not proposed.is_error
+    assert proposed.structured_content["outcome"] == "added"
     assert resources == ["agentlake://lessons"]
     import json
 

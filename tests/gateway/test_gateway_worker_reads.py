@@ -30,7 +30,8 @@ def test_a_cached_answer_is_what_the_model_renders(gateway: Any, keys: H) -> Non
     assert first.headers["content-type"] == "application/json"
     assert again.content == first.content  # served from the cache the second time
     workers = gateway.app.state.services.workers
-    assert workers.hits >= 1 and workers.misses == 1
+    assert workers.hits >= 1
+    assert workers.misses == 1
     lake = gateway.app.state.services.lake
     expected = Worker(**_row(lake, 3).to_pylist()[0]).model_dump(mode="json")
     assert first.json() == expected
@@ -54,7 +55,8 @@ def test_a_change_to_the_lake_is_served_at_once(gateway: Any, keys: H) -> None:
     assert gateway.get("/worker/7", headers=keys["read"]).status_code == 200
     lake.write_table("workers", _row(lake, 8), mode="replace")
     gone = gateway.get("/worker/7", headers=keys["read"])
-    assert gone.status_code == 404 and "no worker with worker_id 7" in gone.json()["error"]["message"]
+    assert gone.status_code == 404
+    assert "no worker with worker_id 7" in gone.json()["error"]["message"]
     assert gateway.get("/worker/8", headers=keys["read"]).status_code == 200
 
 
@@ -78,7 +80,8 @@ def test_the_cache_is_bounded(gateway: Any) -> None:
         cache.load_many([worker_id])
     assert len(cache) == 2
     assert cache.cached(1) is None  # the least recently used went first
-    assert cache.cached(3) is not None and cache.cached(2) is not None
+    assert cache.cached(3) is not None
+    assert cache.cached(2) is not None
 
 
 def test_concurrent_misses_share_reads_and_each_gets_its_own_record(gateway: Any, keys: H) -> None:
@@ -95,9 +98,8 @@ def test_concurrent_misses_share_reads_and_each_gets_its_own_record(gateway: Any
         assert answer.status_code == 200
         assert answer.json() == Worker(**_row(lake, worker_id).to_pylist()[0]).model_dump(mode="json")
     unknown = answers[-1]
-    assert (
-        unknown.status_code == 404 and "no worker with worker_id 999999" in unknown.json()["error"]["message"]
-    )
+    assert unknown.status_code == 404
+    assert "no worker with worker_id 999999" in unknown.json()["error"]["message"]
     workers = gateway.app.state.services.workers
     assert workers.misses == len(ids)
     assert workers.reads <= len(ids) // 2  # grouped: one query served several misses
@@ -117,8 +119,11 @@ def test_a_group_is_one_read_and_a_request_that_goes_away_leaves_the_others(gate
 
     bodies, left = asyncio.run(scenario())
     assert left
-    assert bodies[0] == cache.cached(3) and bodies[1] == cache.cached(4) and bodies[2] == cache.cached(5)
-    assert cache.reads == 1 and cache.misses == 3  # ids 3, 4 and 5 in one query
+    assert bodies[0] == cache.cached(3)
+    assert bodies[1] == cache.cached(4)
+    assert bodies[2] == cache.cached(5)
+    assert cache.reads == 1
+    assert cache.misses == 3  # ids 3, 4 and 5 in one query
 
 
 def test_every_waiting_request_hears_the_reads_error(tmp_path: Path) -> None:

@@ -28,9 +28,11 @@ def test_list_show_and_nodes(cli) -> None:
     }
     code, out, _ = cli("graph", "show", "default", "--format", "json")
     view = json.loads(out)
-    assert len(view["nodes"]) == 7 and len(view["edges"]) == 13
+    assert len(view["nodes"]) == 7
+    assert len(view["edges"]) == 13
     code, out, _ = cli("graph", "nodes", "--format", "csv")
-    assert code == 0 and out.count("_v1,") == 7
+    assert code == 0
+    assert out.count("_v1,") == 7
 
 
 def test_validate_reports_the_file_and_the_problem(cli, tmp_path: Path) -> None:
@@ -38,7 +40,8 @@ def test_validate_reports_the_file_and_the_problem(cli, tmp_path: Path) -> None:
     bad.write_text("name: bad\nnodes:\n  - {id: in, type: input_v1}\n  - {id: out, type: output_v1}\n"
                    "edges:\n  - {from: in, to: brain, type: data}\n")  # fmt: skip
     code, out, _ = cli("graph", "validate", str(GRAPHS_DIR / "minimal.yaml"))
-    assert code == 0 and "graph minimal: 4 nodes, 5 edges" in " ".join(out.split())
+    assert code == 0
+    assert "graph minimal: 4 nodes, 5 edges" in " ".join(out.split())
     code, _, err = cli("graph", "validate", str(bad))
     err = " ".join(err.split())  # Rich wraps at 80 columns
     assert code == 2
@@ -49,7 +52,8 @@ def test_chat_runs_one_message_with_the_demo_model(cli, lake_dir: Path) -> None:
     code, out, _ = cli("graph", "chat", "how many workers are there per state?", "--trace")
     flat = " ".join(out.split())
     assert code == 0, out
-    assert "The query returned 10 rows" in flat and "path: director" in flat
+    assert "The query returned 10 rows" in flat
+    assert "path: director" in flat
     assert "thinker tool_call" in flat
     assert "┃ state ┃ workers ┃" in flat  # the table
 

@@ -64,9 +64,12 @@ def test_every_built_in_node_is_registered_with_its_capabilities() -> None:
         "director_v1",
         "sensor_v1",
     } <= set(infos)
-    assert infos["thinker_v1"].uses_llm and infos["director_v1"].uses_llm
-    assert not infos["input_v1"].uses_llm and not infos["ui_v1"].uses_llm
-    assert "context" in infos["memorizer_v1"].emits and "context" not in infos["output_v1"].accepts
+    assert infos["thinker_v1"].uses_llm
+    assert infos["director_v1"].uses_llm
+    assert not infos["input_v1"].uses_llm
+    assert not infos["ui_v1"].uses_llm
+    assert "context" in infos["memorizer_v1"].emits
+    assert "context" not in infos["output_v1"].accepts
 
 
 def _write(tmp_path: Path, data: Any, name: str = "g.yaml") -> Path:
@@ -94,7 +97,8 @@ def _base() -> dict[str, Any]:
 
 def test_a_small_valid_graph_loads(tmp_path: Path) -> None:
     graph = load_graph_file(_write(tmp_path, _base()))
-    assert graph.name == "tiny" and graph.node_for_role("thinker") == "brain"
+    assert graph.name == "tiny"
+    assert graph.node_for_role("thinker") == "brain"
 
 
 @pytest.mark.parametrize(

@@ -61,7 +61,9 @@ def test_input_answers_small_talk_on_the_reflex_path(text: str) -> None:
     ctx = FakeContext(reach=FULL)
     emits = make("input_v1").run(Packet("message", {"text": text}), ctx)
     reply = [e for e in emits if e.kind == "reply"]
-    assert len(reply) == 1 and reply[0].to == "output" and reply[0].payload["path"] == "reflex"
+    assert len(reply) == 1
+    assert reply[0].to == "output"
+    assert reply[0].payload["path"] == "reflex"
     assert reply[0].payload["text"] == reflex_reply(text)
     assert ctx.events("route") == [{"path": "reflex", "kind": "social"}]
     assert ctx.session.history == [{"role": "user", "content": text}]
@@ -86,7 +88,8 @@ def test_input_routes_go_actions_to_the_ui_and_say_actions_as_messages() -> None
     (go,) = node.run(Packet("action", {"action": "go:order:packed"}), ctx)
     assert (go.kind, go.edge, go.to, go.payload) == ("go", "control", "ui", {"action": "go:order:packed"})
     emits = node.run(Packet("action", {"action": "say:how many nurses are there?"}), ctx)
-    assert emits[-1].payload["text"] == "how many nurses are there?" and emits[-1].to == "director"
+    assert emits[-1].payload["text"] == "how many nurses are there?"
+    assert emits[-1].to == "director"
 
 
 def test_input_reports_activity_before_the_message_and_forwards_browser_reports() -> None:
@@ -117,11 +120,14 @@ def test_director_plans_with_the_memory_as_context_then_hands_over(
     (emit,) = make("director_v1").run(
         Packet("message", {"text": "how many welders in OH?", "kind": "complex"}), ctx
     )
-    assert emit.to == "thinker" and emit.payload["plan"]["goal"] == "count Ohio welders"
+    assert emit.to == "thinker"
+    assert emit.payload["plan"]["goal"] == "count Ohio welders"
     assert emit.payload["text"] == "how many welders in OH?"
     system = model.last_messages[0].content
-    assert system.startswith("ROLE: director") and "workers=12" in system
-    assert ctx.sent[-1]["type"] == "hud" and ctx.sent[-1]["message"] == "count Ohio welders"
+    assert system.startswith("ROLE: director")
+    assert "workers=12" in system
+    assert ctx.sent[-1]["type"] == "hud"
+    assert ctx.sent[-1]["message"] == "count Ohio welders"
 
 
 def test_a_failing_director_does_not_fail_the_turn(resources: Resources, model: ScriptedProvider) -> None:
@@ -130,7 +136,8 @@ def test_a_failing_director_does_not_fail_the_turn(resources: Resources, model: 
     model.enqueue("nope")
     ctx = FakeContext(resources=resources, models=models_for(resources, "director"))
     (emit,) = make("director_v1").run(Packet("message", {"text": "compare clients"}), ctx)
-    assert emit.to == "thinker" and emit.payload["plan"] is None
+    assert emit.to == "thinker"
+    assert emit.payload["plan"] is None
     assert ctx.events("plan_failed")
 
 
@@ -150,8 +157,10 @@ def test_thinker_calls_a_tool_then_answers_from_its_result(
     )
     ctx.session.remember("user", "make me a door")
     reply, results = make("thinker_v1").run(Packet("message", {"text": "make me a door"}), ctx)
-    assert reply.to == "output" and reply.payload["text"] == "The door machine is ready."
-    assert results.to == "ui" and results.payload["results"][0]["ok"] is True
+    assert reply.to == "output"
+    assert reply.payload["text"] == "The door machine is ready."
+    assert results.to == "ui"
+    assert results.payload["results"][0]["ok"] is True
     assert ctx.session.machines["door"].current == "closed"
     # The tool result went back to the model as a tool message.
     tool_messages = [m for m in model.last_messages if m.role == "tool"]
@@ -174,7 +183,8 @@ def test_thinker_retries_once_when_it_writes_code_without_calling_a_tool(
         {"kind": "code_without_tool", "say": "Run this:\n```sql\nSELECT count(*) FROM workers\n```"}
     ]
     feedback = [m.content for m in model.history[1][0] if m.role == "user"][-1]
-    assert feedback.startswith("AUDIT:") and "called no tool" in feedback
+    assert feedback.startswith("AUDIT:")
+    assert "called no tool" in feedback
     assert any(event.get("flag") == "code_without_tool" for event in ctx.sent)
 
 
@@ -202,7 +212,8 @@ def test_thinker_stops_calling_tools_at_its_round_limit(
         reach=(("output", "data"),), resources=resources, models=models_for(resources, "thinker")
     )
     (reply,) = make("thinker_v1", max_tool_rounds=2).run(Packet("message", {"text": "loop"}), ctx)
-    assert model.calls == 3 and len(ctx.events("tool_call")) == 2
+    assert model.calls == 3
+    assert len(ctx.events("tool_call")) == 2
     assert "last tool round" in model.history[2][0][-1].content
     assert reply.payload["text"].startswith("I could not reach an answer")
 
@@ -232,9 +243,11 @@ def test_output_streams_deltas_then_done_and_hands_the_exchange_to_memory() -> N
         Packet("reply", {"text": text, "user": "q", "path": "thinker", "facts": ["f"]}), ctx
     )
     deltas = [e["text"] for e in ctx.sent if e["type"] == "delta"]
-    assert len(deltas) > 5 and "".join(deltas) == text
+    assert len(deltas) > 5
+    assert "".join(deltas) == text
     assert ctx.sent[-1] == {"type": "done", "text": text, "path": "thinker", "turn": 0}
-    assert emit.to == "memorizer" and emit.payload == {
+    assert emit.to == "memorizer"
+    assert emit.payload == {
         "user": "q",
         "reply": text,
         "path": "thinker",
@@ -273,15 +286,18 @@ def test_ui_moves_a_machine_locally_on_go_and_sends_the_new_buttons() -> None:
     ids = [c["id"] for c in controls["controls"]]
     assert ids == ["m-order-state", "m-order-go-shipped"]
     assert controls["controls"][0]["text"] == "order: packed"
-    assert ctx.session.controls_ids() == ids and ctx.session.machines["order"].path == ["new", "packed"]
+    assert ctx.session.controls_ids() == ids
+    assert ctx.session.machines["order"].path == ["new", "packed"]
 
 
 def test_ui_refuses_a_transition_the_machine_does_not_allow() -> None:
     ctx = FakeContext()
     _order(ctx.session)
     make("ui_v1").run(Packet("go", {"action": "go:order:shipped"}, edge="control"), ctx)
-    assert ctx.sent[0]["type"] == "error" and "cannot go from 'new' to 'shipped'" in ctx.sent[0]["message"]
-    assert ctx.sent[1]["type"] == "controls" and ctx.session.machines["order"].current == "new"
+    assert ctx.sent[0]["type"] == "error"
+    assert "cannot go from 'new' to 'shipped'" in ctx.sent[0]["message"]
+    assert ctx.sent[1]["type"] == "controls"
+    assert ctx.session.machines["order"].current == "new"
 
 
 def test_ui_shows_query_and_search_results_as_tables() -> None:
@@ -300,7 +316,8 @@ def test_ui_shows_query_and_search_results_as_tables() -> None:
               "data": [{"doc_id": "W-1", "score": 0.91234, "chunk_text": "Welder, 5 years"}]}  # fmt: skip
     make("ui_v1").run(Packet("tool_results", {"results": [search]}), ctx)
     (table,) = ctx.sent[-1]["controls"]
-    assert table["rows"] == [["W-1", 0.912, "Welder, 5 years"]] and table["title"] == "search: welder"
+    assert table["rows"] == [["W-1", 0.912, "Welder, 5 years"]]
+    assert table["title"] == "search: welder"
 
 
 # --- memorizer_v1 --------------------------------------------------------------------------
@@ -312,11 +329,15 @@ def test_memorizer_keeps_a_compact_state_and_hands_it_on_as_context() -> None:
     for number in range(6):
         (emit,) = node.run(Packet("exchange", {"user": f"question {number} " + "x" * 50, "reply": "answer " + "y" * 80,
                                                "path": "thinker", "facts": [f"fact {number}"]}), ctx)  # fmt: skip
-    assert emit.edge == "context" and emit.to is None
+    assert emit.edge == "context"
+    assert emit.to is None
     state = emit.payload
-    assert state["turns"] == 6 and len(json.dumps(state)) <= 400
-    assert len(state["recent"]) <= 2 and state["recent"][-1]["user"].startswith("question 5")
-    assert state["facts"][-1] == "fact 5" and ctx.session.memory == state
+    assert state["turns"] == 6
+    assert len(json.dumps(state)) <= 400
+    assert len(state["recent"]) <= 2
+    assert state["recent"][-1]["user"].startswith("question 5")
+    assert state["facts"][-1] == "fact 5"
+    assert ctx.session.memory == state
 
 
 def test_compact_drops_oldest_exchanges_first() -> None:
@@ -327,7 +348,8 @@ def test_compact_drops_oldest_exchanges_first() -> None:
         "recent": [{"u": "a" * 100}, {"u": "b" * 100}],
     }
     trimmed = compact(state, 200)
-    assert trimmed["recent"] == [{"u": "b" * 100}] and trimmed["facts"] == ["f1", "f2"]
+    assert trimmed["recent"] == [{"u": "b" * 100}]
+    assert trimmed["facts"] == ["f1", "f2"]
     assert compact(state, 150)["facts"] == ["f2"]
     assert compact(state, 60) == {"turns": 1, "topics": ["t"], "facts": ["f2"], "recent": []}
 
@@ -340,7 +362,8 @@ def test_sensor_notes_an_idle_return_for_the_thinker() -> None:
     ctx = FakeContext(now=10_000.0)
     assert node.run(Packet("activity", {"at": 10_000.0, "previous": 9_990.0}, edge="control"), ctx) == []
     (notes,) = node.run(Packet("activity", {"at": 10_000.0, "previous": 9_000.0}, edge="control"), ctx)
-    assert notes.edge == "context" and "came back after 17 min" in notes.payload["notes"][0]
+    assert notes.edge == "context"
+    assert "came back after 17 min" in notes.payload["notes"][0]
     assert ctx.sent[-1]["flag"] == "idle_return"
 
 
@@ -391,7 +414,8 @@ def test_machines_are_created_extended_reset_and_destroyed() -> None:
     _order(SessionState(machines=machines))
     machine_ops.go(machines, "go:order:packed")
     extended = machine_ops.extend(machines, "order", ["returned"], [{"from": "shipped", "to": "returned"}])
-    assert extended.current == "packed" and "returned" in extended.states
+    assert extended.current == "packed"
+    assert "returned" in extended.states
     assert machine_ops.reset(machines, "order").current == "new"
     machine_ops.destroy(machines, "order")
     assert machines == {}
@@ -421,7 +445,8 @@ def test_bad_machines_are_refused(spec: dict, problem: str) -> None:
 def test_controls_a_model_asks_for_are_validated() -> None:
     shown = validate_controls([{"kind": "button", "label": "Go", "action": "say:hello"}, {"kind": "label", "text": "hi"},
                                {"kind": "table", "columns": ["a"], "rows": [[1]] * 80}])  # fmt: skip
-    assert shown[2]["total_rows"] == 80 and len(shown[2]["rows"]) == 50
+    assert shown[2]["total_rows"] == 80
+    assert len(shown[2]["rows"]) == 50
     with pytest.raises(UserError, match="go:MACHINE:STATE or say:TEXT"):
         validate_controls([{"kind": "button", "label": "x", "action": "javascript:alert(1)"}])
     with pytest.raises(UserError, match="kind"):

@@ -63,15 +63,17 @@ def test_a_data_request_is_planned_then_answered_with_read_only_sql(make_runtime
     assert of_type(sent, "done")[0]["path"] == "director"
     # The director's plan reached the thinker's prompt; the SQL result went back as a tool message.
     thinker_first = model.history[1][0]
-    assert "count workers per state" in thinker_first[0].content and thinker_first[0].content.startswith(
-        "ROLE: thinker"
-    )
+    assert "count workers per state" in thinker_first[0].content
+    assert thinker_first[0].content.startswith("ROLE: thinker")
     tool_message = json.loads(model.history[2][0][-1].content)
-    assert tool_message["tool"] == "sql" and tool_message["ok"] and tool_message["rows"] == 3
+    assert tool_message["tool"] == "sql"
+    assert tool_message["ok"]
+    assert tool_message["rows"] == 3
     # The rows were shown as a table control.
     (controls,) = of_type(sent, "controls")
     (table,) = controls["controls"]
-    assert table["columns"] == ["state", "n"] and len(table["rows"]) == 3
+    assert table["columns"] == ["state", "n"]
+    assert len(table["rows"]) == 3
     assert nodes_run(read_trace(runtime.trace.path)) == [
         "input",
         "sensor",
@@ -88,7 +90,8 @@ def test_a_data_request_is_planned_then_answered_with_read_only_sql(make_runtime
     assert [op.agent_id for op in llm] == ["graph.director", "graph.thinker", "graph.thinker"]
     assert all(op.usage is not None and op.usage.model == "graph" for op in llm)
     (sql,) = ops(runtime, endpoint="tool.sql")
-    assert sql.agent_id == "graph.thinker" and sql.success
+    assert sql.agent_id == "graph.thinker"
+    assert sql.success
     assert {op.trace_id for op in [turn, *llm, sql]} == {turn.trace_id}
 
 
@@ -100,7 +103,8 @@ def test_refused_sql_comes_back_to_the_thinker_as_a_tool_error(make_runtime: Mak
     model.enqueue(step("I may only read the lake, so nothing was deleted."))
     _, sent = runtime.chat("delete all workers from the table")
     result = json.loads(model.history[2][0][-1].content)
-    assert result["ok"] is False and result["error"]
+    assert result["ok"] is False
+    assert result["error"]
     assert reply_text(sent).startswith("I may only read")
     assert runtime.resources.lake.query("SELECT count(*) FROM workers").rows == [[200]]
     (failed,) = ops(runtime, endpoint="tool.sql")
@@ -116,9 +120,11 @@ def test_the_thinker_searches_worker_profiles(make_runtime: MakeRuntime, indexed
     model.enqueue(step("Here are four forklift-certified profiles."))
     _, sent = runtime.chat("find workers with forklift experience")
     result = json.loads(model.history[2][0][-1].content)
-    assert result["ok"] and result["rows"] == 4
+    assert result["ok"]
+    assert result["rows"] == 4
     (table,) = of_type(sent, "controls")[0]["controls"]
-    assert table["columns"] == ["doc", "score", "profile"] and len(table["rows"]) == 4
+    assert table["columns"] == ["doc", "score", "profile"]
+    assert len(table["rows"]) == 4
     assert all(row[0].startswith("W-") for row in table["rows"])
     assert ops(runtime, endpoint="tool.hybrid_search")[0].success
 
@@ -160,7 +166,8 @@ def test_state_machines_are_built_by_tool_calls_and_move_locally(make_runtime: M
     )
     model.enqueue(step("Returns are possible now."))
     runtime.chat("add a return step", session)
-    assert "returned" in session.machines["order"].states and session.machines["order"].current == "packed"
+    assert "returned" in session.machines["order"].states
+    assert session.machines["order"].current == "packed"
     model.enqueue(step("", ("machine_reset", {"name": "order"})))
     model.enqueue(step("Back to new."))
     runtime.chat("reset the workflow", session)
@@ -168,7 +175,8 @@ def test_state_machines_are_built_by_tool_calls_and_move_locally(make_runtime: M
     model.enqueue(step("", ("machine_destroy", {"name": "order"})))
     model.enqueue(step("Removed."))
     _, sent = runtime.chat("remove the workflow", session)
-    assert session.machines == {} and of_type(sent, "controls")[-1]["controls"] == []
+    assert session.machines == {}
+    assert of_type(sent, "controls")[-1]["controls"] == []
     assert [op.endpoint for op in ops(runtime, endpoint="tool.machine_*")] == [
         "tool.machine_create", "tool.machine_extend", "tool.machine_reset", "tool.machine_destroy"]  # fmt: skip
 
@@ -183,7 +191,8 @@ def test_an_invalid_go_is_refused_locally(
     sent: list[dict[str, Any]] = []
     runtime.handle(session, {"type": "action", "action": "go:order:shipped"}, sent.append)
     assert "cannot go from 'new' to 'shipped'" in of_type(sent, "error")[0]["message"]
-    assert session.machines["order"].current == "new" and model.calls == 2
+    assert session.machines["order"].current == "new"
+    assert model.calls == 2
 
 
 def test_the_audit_retries_code_without_a_tool_call(make_runtime: MakeRuntime, lake_dir: Path,
@@ -207,7 +216,8 @@ def test_the_audit_retries_an_intent_without_action(make_runtime: MakeRuntime, l
     model.enqueue(step("Created."))
     session, sent = runtime.chat("I need an order workflow")
     assert "you will do something" in model.history[1][0][-1].content
-    assert "order" in session.machines and reply_text(sent) == "Created."
+    assert "order" in session.machines
+    assert reply_text(sent) == "Created."
     audits = [e for e in read_trace(runtime.trace.path) if e["event"] == "audit"]
     assert [a["data"]["kind"] for a in audits] == ["intent_without_action"]
 
@@ -244,7 +254,8 @@ def test_memory_and_an_idle_return_reach_the_thinkers_next_prompt(make_runtime: 
     model.enqueue(step("Welcome back."))
     runtime.chat("are you still there", session)
     system = model.last_messages[0].content
-    assert "Compact memory of the conversation" in system and "an order workflow please" in system
+    assert "Compact memory of the conversation" in system
+    assert "an order workflow please" in system
     assert "came back after 60 min" in system
     assert "order: at new" in system  # the workspace's machines are in the prompt too
 
@@ -257,9 +268,8 @@ def test_switching_graphs_keeps_the_session_and_changes_the_path(make_runtime: M
     session, _ = runtime.chat("order workflow")
     assert [g["name"] for g in runtime.graphs() if g["active"]] == ["default"]
     runtime.switch("minimal")
-    assert runtime.active.name == "minimal" and [g["name"] for g in runtime.graphs() if g["active"]] == [
-        "minimal"
-    ]
+    assert runtime.active.name == "minimal"
+    assert [g["name"] for g in runtime.graphs() if g["active"]] == ["minimal"]
     model.enqueue(step("", ("sql", {"query": "SELECT count(*) AS n FROM workers"})))
     model.enqueue(step("200 workers."))
     events = runtime.chat("how many workers are there?", session)[1]
@@ -299,8 +309,11 @@ def test_bad_browser_events_are_answered_with_an_error_and_change_nothing(make_r
     session = runtime.session()
     sent: list[dict[str, Any]] = []
     assert runtime.handle(session, event, sent.append) == []
-    assert [e["type"] for e in sent] == ["error"] and "bad event" in sent[0]["message"]
-    assert session.turns == 0 and session.history == [] and not runtime.trace.path.exists()
+    assert [e["type"] for e in sent] == ["error"]
+    assert "bad event" in sent[0]["message"]
+    assert session.turns == 0
+    assert session.history == []
+    assert not runtime.trace.path.exists()
 
 
 def test_the_trace_file_rotates_by_size(make_runtime: MakeRuntime, lake_dir: Path) -> None:
@@ -317,6 +330,7 @@ def test_the_trace_file_rotates_by_size(make_runtime: MakeRuntime, lake_dir: Pat
     ]
     assert all(f.stat().st_size <= 2000 for f in files)
     newest = read_trace(files[0])
-    assert newest[-1]["node"] == "memorizer" and newest[-1]["session"] == session.id
+    assert newest[-1]["node"] == "memorizer"
+    assert newest[-1]["session"] == session.id
     # Rotated files hold older events; the oldest beyond three rotations were dropped.
     assert read_trace(files[1])[-1]["ts"] <= newest[0]["ts"]

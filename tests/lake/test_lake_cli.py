@@ -17,7 +17,8 @@ def items(tmp_path: Path, cli) -> Path:
     path = tmp_path / "items.csv"
     path.write_text("id,name,score\n1,a,0.5\n2,b,0.7\n")
     code, out, _ = cli("ingest", str(path), "--dataset", "items", "--key", "id")
-    assert code == 0 and "2 rows" in out
+    assert code == 0
+    assert "2 rows" in out
     return tmp_path
 
 
@@ -32,10 +33,12 @@ def test_ingest_sql_and_datasets_round_trip(items: Path, cli) -> None:
     more = items / "more.jsonl"
     more.write_text('{"id": 3, "name": "c", "score": 0.9}\n')
     code, out, _ = cli("ingest", str(more), "-d", "items")
-    assert code == 0 and "(2 -> 3 rows)" in out
+    assert code == 0
+    assert "(2 -> 3 rows)" in out
 
     code, out, _ = cli("sql", "SELECT id, name FROM items ORDER BY id", "--format", "json")
-    assert code == 0 and json.loads(out) == [
+    assert code == 0
+    assert json.loads(out) == [
         {"id": 1, "name": "a"},
         {"id": 2, "name": "b"},
         {"id": 3, "name": "c"},
@@ -44,26 +47,32 @@ def test_ingest_sql_and_datasets_round_trip(items: Path, cli) -> None:
     assert out.splitlines() == ["id", "1", "2", "3"]
 
     code, out, err = cli("sql", "SELECT * FROM range(20)", "--max-rows", "5", "-f", "csv")
-    assert code == 0 and len(out.splitlines()) == 6 and "truncated" in err
+    assert code == 0
+    assert len(out.splitlines()) == 6
+    assert "truncated" in err
 
     code, out, _ = cli("datasets", "--format", "json")
     assert [(d["name"], d["row_count"], d["key"]) for d in json.loads(out)] == [("items", 3, "id")]
     code, out, _ = cli("datasets", "show", "items")
-    assert code == 0 and "ingest history" in out and "schema" in out
+    assert code == 0
+    assert "ingest history" in out
+    assert "schema" in out
     code, out, _ = cli("datasets", "show", "items", "--format", "json")
     history = json.loads(out)["history"]
-    assert [h["mode"] for h in history] == ["append", "append"] and history[-1]["source"].endswith(
-        "more.jsonl"
-    )
+    assert [h["mode"] for h in history] == ["append", "append"]
+    assert history[-1]["source"].endswith("more.jsonl")
 
 
 def test_upsert_replace_and_evolve_through_the_cli(items: Path, cli) -> None:
     update = items / "update.csv"
     update.write_text("id,name,score,shift\n2,bb,0.8,night\n4,d,0.1,day\n")
     code, out, _ = cli("ingest", str(update), "-d", "items", "--mode", "upsert", "--key", "id", "--evolve")
-    assert code == 0 and "added columns: shift" in out and "(2 -> 3 rows)" in out
+    assert code == 0
+    assert "added columns: shift" in out
+    assert "(2 -> 3 rows)" in out
     code, out, _ = cli("ingest", str(update), "-d", "items", "--mode", "replace")
-    assert code == 0 and "(3 -> 2 rows)" in out
+    assert code == 0
+    assert "(3 -> 2 rows)" in out
 
 
 @pytest.mark.parametrize(
@@ -108,16 +117,19 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(
     before = state(cli)
     code, out, err = cli(*[arg.replace("{dir}", str(items)) for arg in args])
     assert code == 2
-    assert err.startswith("error: ") and message in err
+    assert err.startswith("error: ")
+    assert message in err
     assert len(err.strip().splitlines()) == 1
     assert state(cli) == before
 
 
 def test_empty_lake(cli) -> None:
     code, _, err = cli("datasets")
-    assert code == 0 and "no datasets yet" in err
+    assert code == 0
+    assert "no datasets yet" in err
     code, _, err = cli("sql", "SELECT 1")
-    assert code == 2 and "no lake at" in err
+    assert code == 2
+    assert "no lake at" in err
 
 
 def test_real_process_exit_code_and_timeout(tmp_path: Path, items: Path) -> None:
@@ -126,7 +138,8 @@ def test_real_process_exit_code_and_timeout(tmp_path: Path, items: Path) -> None
     refused = subprocess.run(
         [*cmd, "sql", "DROP TABLE items"], env=env, capture_output=True, text=True, timeout=60
     )
-    assert refused.returncode == 2 and "DDL (DROP) is not allowed" in refused.stderr
+    assert refused.returncode == 2
+    assert "DDL (DROP) is not allowed" in refused.stderr
     slow = subprocess.run(
         [*cmd, "sql", "SELECT count(*) FROM range(1000000000000) a", "--timeout", "0.5"],
         env=env,
@@ -134,4 +147,5 @@ def test_real_process_exit_code_and_timeout(tmp_path: Path, items: Path) -> None
         text=True,
         timeout=60,
     )
-    assert slow.returncode == 1 and "interrupted after the 0.5 s timeout" in slow.stderr
+    assert slow.returncode == 1
+    assert "interrupted after the 0.5 s timeout" in slow.stderr

@@ -45,7 +45,8 @@ def test_append_is_default_and_every_ingest_is_in_the_history(lake: Lake, tmp_pa
     second = lake.ingest(write(tmp_path / "b.csv", "id,name,score\n3,c,0.1\n"), "items")
     assert (first.rows_before, first.rows_after, second.rows_before, second.rows_after) == (0, 2, 2, 3)
     info = lake.dataset("items")
-    assert info.row_count == 3 and info.key == "id"
+    assert info.row_count == 3
+    assert info.key == "id"
     assert info.columns == [("id", "BIGINT"), ("name", "VARCHAR"), ("score", "DOUBLE")]
     assert [(h.mode, h.rows_in, h.rows_before, h.rows_after) for h in info.history] == [
         ("append", 2, 0, 2),
@@ -96,7 +97,8 @@ def test_schema_mismatch_names_missing_extra_and_mistyped_columns(lake: Lake, tm
         lake.write_table("items", table)
     message = caught.value.message
     assert "lacks column(s) name, score" in message
-    assert "new column(s) extra" in message and "--evolve" in message
+    assert "new column(s) extra" in message
+    assert "--evolve" in message
     assert "id is BIGINT in items but the input has VARCHAR values such as 'x'" in message
     assert lake.dataset("items").row_count == 1
 
@@ -219,9 +221,11 @@ def test_writes_from_threads_are_serialized(lake: Lake) -> None:
 
 def test_query_caps_rows_and_flags_truncation(lake: Lake) -> None:
     capped = lake.query("SELECT * FROM range(50)", max_rows=10)
-    assert len(capped.rows) == 10 and capped.truncated
+    assert len(capped.rows) == 10
+    assert capped.truncated
     exact = lake.query("SELECT * FROM range(10)", max_rows=10)
-    assert len(exact.rows) == 10 and not exact.truncated
+    assert len(exact.rows) == 10
+    assert not exact.truncated
     assert lake.query("SELECT ? + 1 AS answer", params=[41]).to_dicts() == [{"answer": 42}]
     assert lake.read_arrow("SELECT * FROM range(5000)").num_rows == 5000  # trusted reads are not capped
 
@@ -229,7 +233,8 @@ def test_query_caps_rows_and_flags_truncation(lake: Lake) -> None:
 def test_default_cap_comes_from_settings(tmp_path: Path) -> None:
     with Lake.open(load_settings(sql_max_rows=7)) as lake:
         result = lake.query("SELECT * FROM range(100)")
-    assert len(result.rows) == 7 and result.truncated
+    assert len(result.rows) == 7
+    assert result.truncated
 
 
 def test_timeout_really_interrupts(lake: Lake) -> None:
@@ -288,4 +293,5 @@ def test_cursors_read_while_the_writer_writes(lake: Lake) -> None:
     for start in range(1000, 1100, 10):
         lake.write_table("items", pa.table({"id": list(range(start, start + 10))}))
     thread.join()
-    assert counts and all(1000 <= c <= 1100 and c % 10 == 0 for c in counts)
+    assert counts
+    assert all(1000 <= c <= 1100 and c % 10 == 0 for c in counts)

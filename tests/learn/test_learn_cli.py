@@ -90,7 +90,8 @@ def test_learn_reads_recent_ops_and_lists_lessons() -> None:
     assert "1 op(s) read, 0 new; heuristic: no deltas" in again
     everything = invoke("lessons", "learn", "--no-similarity", "--json")
     report = json.loads(everything)
-    assert report["ops_read"] == 2 and report["ops_new"] == 1
+    assert report["ops_read"] == 2
+    assert report["ops_new"] == 1
     assert listed("--client", "acme-foods")[0]["action"].startswith(
         "Only propose workers with reliability >= 0.9"
     )
@@ -102,17 +103,21 @@ def test_show_history_rollback(capsys: pytest.CaptureFixture[str]) -> None:
     invoke("lessons", "learn", "--no-similarity")
     lesson_id = listed("--client", "riverfront-steel")[0]["id"]
     shown = json.loads(invoke("lessons", "show", lesson_id))
-    assert shown["id"] == lesson_id and shown["evidence_op_ids"] == ["judged-1"]
+    assert shown["id"] == lesson_id
+    assert shown["evidence_op_ids"] == ["judged-1"]
     history = json.loads(invoke("lessons", "history", lesson_id, "--format", "json"))
     assert [(h["version"], h["event"]) for h in history] == [(1, "add")]
     out = invoke("lessons", "rollback", lesson_id, "1", "--reason", "checked by hand")
     assert f"{lesson_id} is now version 2" in out
     history = json.loads(invoke("lessons", "history", lesson_id, "--format", "json"))
-    assert history[-1]["event"] == "rollback" and history[-1]["reason"] == "checked by hand"
+    assert history[-1]["event"] == "rollback"
+    assert history[-1]["reason"] == "checked by hand"
     code, err = exit_code(["lessons", "show", "L-nothere"], capsys)
-    assert code == 2 and "no lesson 'L-nothere'" in err
+    assert code == 2
+    assert "no lesson 'L-nothere'" in err
     code, err = exit_code(["lessons", "rollback", lesson_id, "7"], capsys)
-    assert code == 2 and "has no version 7" in err
+    assert code == 2
+    assert "has no version 7" in err
 
 
 def test_export_then_import_elsewhere(
@@ -131,7 +136,8 @@ def test_export_then_import_elsewhere(
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "something-else"}')
     code, err = exit_code(["lessons", "import", str(bad)], capsys)
-    assert code == 2 and "not a lesson export" in err
+    assert code == 2
+    assert "not a lesson export" in err
 
 
 def test_prune_and_promote_report_their_changes() -> None:
@@ -143,9 +149,11 @@ def test_prune_and_promote_report_their_changes() -> None:
 
 def test_bad_since_and_missing_observer_store(capsys: pytest.CaptureFixture[str]) -> None:
     code, err = exit_code(["lessons", "learn", "--since", "yesterday"], capsys)
-    assert code == 2 and "30m, 2h, 7d" in err
+    assert code == 2
+    assert "30m, 2h, 7d" in err
     code, err = exit_code(["lessons", "learn"], capsys)
-    assert code == 2 and "no observer store" in err
+    assert code == 2
+    assert "no observer store" in err
 
 
 def test_help_of_every_command() -> None:

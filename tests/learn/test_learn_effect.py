@@ -62,13 +62,12 @@ def test_a_harmful_lesson_is_retired_with_its_evidence(store: LessonStore) -> No
     retired = store.get(lesson_id)
     assert (retired.status, retired.harmful, retired.helpful) == ("retired", 4, 1)
     last = store.history(lesson_id)[-1]
-    assert last.kind == "retire" and last.actor == "code"
+    assert last.kind == "retire"
+    assert last.actor == "code"
     assert "measured harmful" in last.reason
-    assert (
-        last.data["runs_with"] == 5
-        and last.data["effect"] < 0
-        and last.data["mean_without"] == pytest.approx(0.75)
-    )
+    assert last.data["runs_with"] == 5
+    assert last.data["effect"] < 0
+    assert last.data["mean_without"] == pytest.approx(0.75)
     # a retired lesson is not given any more
     assert retrieve_lessons(store, WELDER, semantic=False).ids == []
 
@@ -79,7 +78,8 @@ def test_a_helpful_pending_lesson_is_activated(store: LessonStore) -> None:
     runs(store, WELDER, "after", [True, True, True], with_lessons=True)
     reports = measure_effects(store, min_runs=3)
     assert reports[0].action == "activated"
-    assert reports[0].helpful == 3 and reports[0].harmful == 0
+    assert reports[0].helpful == 3
+    assert reports[0].harmful == 0
     current = store.get(lesson_id)
     assert current.status == "active"
     assert current.confidence == pytest.approx(0.65)
@@ -92,7 +92,8 @@ def test_measuring_twice_counts_each_run_once(store: LessonStore) -> None:
     runs(store, WELDER, "after", [True, True], with_lessons=True)
     measure_effects(store, min_runs=5)
     again = measure_effects(store, min_runs=5)
-    assert again[0].new_runs == 0 and again[0].helpful == 2
+    assert again[0].new_runs == 0
+    assert again[0].helpful == 2
     assert store.get(lesson_id).helpful == 2
     assert len(effect_rows(store, lesson_id)) == 2
 

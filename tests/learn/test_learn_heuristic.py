@@ -125,7 +125,8 @@ def test_client_rejections_become_active_client_rules(store: LessonStore) -> Non
         "heuristic",
         "staffing",
     )
-    assert osha.match.client_id == "riverfront-steel" and osha.match.role is None, "site policy: any role"
+    assert osha.match.client_id == "riverfront-steel", "site policy: any role"
+    assert osha.match.role is None, "site policy: any role"
     assert osha.evidence_op_ids == ["op-1"]
     assert osha.evidence_excerpts == ["riverfront-steel rejected worker 9: no OSHA 30 on file; site policy"]
     double = lessons["exclude workers already booked over the shift"]
@@ -202,7 +203,9 @@ def test_odd_rejections_are_skipped_not_fatal(store: LessonStore) -> None:
     ]
     learn_from_ops(store, [judged("op-1", rejections=odd)])  # type: ignore[arg-type]
     (lesson,) = store.list()
-    assert lesson.machine is None and "dress_code" in lesson.action and lesson.status == "pending"
+    assert lesson.machine is None
+    assert "dress_code" in lesson.action
+    assert lesson.status == "pending"
     no_client = judged("op-2")
     no_client.attributes["client_id"] = None
     learn_from_ops(store, [no_client])
@@ -253,9 +256,12 @@ def test_failure_signatures_from_tool_ops(store: LessonStore) -> None:
         ("hybrid_search", "empty result"),
     }
     column = lessons[("sql", "Binder Error: Referenced column <q> not found in FROM clause!")]
-    assert column.evidence_op_ids == ["s1", "s2"] and column.confidence == pytest.approx(0.55)
-    assert "DESCRIBE" in column.action and "'wage'" in column.action
-    assert column.status == "pending" and column.domain == "tools"
+    assert column.evidence_op_ids == ["s1", "s2"]
+    assert column.confidence == pytest.approx(0.55)
+    assert "DESCRIBE" in column.action
+    assert "'wage'" in column.action
+    assert column.status == "pending"
+    assert column.domain == "tools"
     assert "LIMIT" in lessons[("sql", "timeout")].action
 
 

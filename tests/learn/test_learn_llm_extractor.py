@@ -102,7 +102,8 @@ def test_valid_candidates_are_validated_and_added_next_to_the_heuristic(
     context = ExtractContext(project_id="plant-a")
     deltas = extractor(llm_settings, tail=4).extract(ops(), context)
     llm = [d for d in deltas if d.actor == "llm"]
-    assert len(llm) == 1 and llm[0].lesson is not None
+    assert len(llm) == 1
+    assert llm[0].lesson is not None
     lesson = llm[0].lesson
     assert lesson.confidence == LLM_MAX_CONFIDENCE, "a model's opinion is capped below activation"
     assert (lesson.scope, lesson.project_id, lesson.source, lesson.match.tool) == (
@@ -119,7 +120,8 @@ def test_valid_candidates_are_validated_and_added_next_to_the_heuristic(
     shown = re.findall(r"^(\S+) (?:tool|fill)\.", messages[-1].content, re.MULTILINE)
     assert shown == ["sql-3", "sql-4", "sql-5", "judged-1"]
     assert "llm-1" not in messages[-1].content
-    assert options.schema_ is not None and options.timeout == 2.0
+    assert options.schema_ is not None
+    assert options.timeout == 2.0
 
 
 def test_learn_from_ops_with_the_configured_llm_extractor(
@@ -151,8 +153,10 @@ def test_bad_output_falls_back_to_the_heuristic(
     ex = extractor(llm_settings)
     context = ExtractContext()
     deltas = ex.extract(ops(), context)
-    assert deltas and all(d.actor == "heuristic" for d in deltas)
-    assert ex.stats["failures"] == 1 and ex.stats["fallbacks"] == 1
+    assert deltas
+    assert all(d.actor == "heuristic" for d in deltas)
+    assert ex.stats["failures"] == 1
+    assert ex.stats["fallbacks"] == 1
     assert "heuristic only" in context.notes["llm"]
     assert scripted.pending == 0, "the structured retry was used"
 
@@ -165,7 +169,8 @@ def test_a_slow_model_times_out_and_the_heuristic_takes_over(
     started = time.monotonic()
     deltas = ex.extract(ops(), ExtractContext())
     assert time.monotonic() - started < 2.0
-    assert deltas and all(d.actor == "heuristic" for d in deltas)
+    assert deltas
+    assert all(d.actor == "heuristic" for d in deltas)
     assert ex.stats["failures"] == 1
 
 
@@ -183,7 +188,8 @@ def test_the_breaker_opens_skips_the_model_and_probes_after_cooldown(
     context = ExtractContext()
     deltas = ex.extract(ops(), context)
     assert scripted.calls == calls, "an open breaker does not call the model"
-    assert deltas and context.notes["llm"] == "breaker open: heuristic only"
+    assert deltas
+    assert context.notes["llm"] == "breaker open: heuristic only"
     assert ex.stats["skipped_open"] == 1
     clock.now += 61
     assert ex.breaker.state == "half-open"
@@ -214,13 +220,15 @@ def test_an_empty_answer_is_a_success_with_no_llm_lessons(
     scripted.enqueue(json.dumps({"candidates": []}))
     ex = extractor(llm_settings, with_heuristic=False)
     assert ex.extract(ops(), ExtractContext()) == []
-    assert ex.stats["failures"] == 0 and ex.breaker.state == "closed"
+    assert ex.stats["failures"] == 0
+    assert ex.breaker.state == "closed"
 
 
 def test_render_ops_caps_characters_keeping_the_newest() -> None:
     text, ids = render_ops(ops(30), tail=100, max_chars=600)
     assert len(text) <= 600
-    assert ids[-1] == "judged-1" and "sql-0" not in ids
+    assert ids[-1] == "judged-1"
+    assert "sql-0" not in ids
     assert LessonCandidates.model_json_schema()["properties"]["candidates"]["maxItems"] == 3
 
 
@@ -237,7 +245,9 @@ def test_over_http_against_a_fake_ollama(store: LessonStore, monkeypatch: pytest
         settings = load_settings(learn_extractor="llm", learn_model="ollama:witness", learn_llm_timeout_s=10)
         ex = get_extractor(None, settings)
         applied = learn_from_ops(store, ops(), extractor=ex)
-    assert ex.stats["calls"] == 1 and ex.stats["failures"] == 0
+    assert ex.stats["calls"] == 1
+    assert ex.stats["failures"] == 0
     llm_lessons = store.list(source="llm")
-    assert len(llm_lessons) == 1 and llm_lessons[0].evidence_op_ids == ["sql-4", "sql-5"]
+    assert len(llm_lessons) == 1
+    assert llm_lessons[0].evidence_op_ids == ["sql-4", "sql-5"]
     assert any(a.outcome == "added" for a in applied)

@@ -174,7 +174,8 @@ def test_lessons_from_batch_one_raise_the_fill_rate_of_batch_two(store: LessonSt
         for lesson in store.list()
         if lesson.machine and lesson.machine.require_certifications == ["OSHA 30"]
     )
-    assert reports[riverfront_osha.id].effect > 0 and reports[riverfront_osha.id].helpful > 0
+    assert reports[riverfront_osha.id].effect > 0
+    assert reports[riverfront_osha.id].helpful > 0
     assert all(lesson.status == "active" for lesson in store.list()), "no helpful rule was retired"
 
 
@@ -192,7 +193,8 @@ def test_learn_cycle_reports_every_stage(store: LessonStore, clock) -> None:  # 
     assert report.notes["heuristic_drafts"] == report.counts()["added"]
     clock.advance(weeks=2)
     later = learn_cycle(store, [])
-    assert later.applied == [] and {e.kind for e in later.maintenance} == {"decay"}
+    assert later.applied == []
+    assert {e.kind for e in later.maintenance} == {"decay"}
 
 
 def test_scheduler_learns_from_the_observer_in_the_background(settings) -> None:  # noqa: ANN001
@@ -209,7 +211,8 @@ def test_scheduler_learns_from_the_observer_in_the_background(settings) -> None:
         while time.monotonic() < deadline and not store.list():
             time.sleep(0.05)
         assert store.list(), f"no lesson learned; errors={scheduler.errors} {scheduler.last_error}"
-        assert scheduler.running and scheduler.errors == 0
+        assert scheduler.running
+        assert scheduler.errors == 0
         cycles = scheduler.cycles
         while time.monotonic() < deadline and scheduler.cycles < cycles + 2:
             time.sleep(0.05)
@@ -229,7 +232,8 @@ def test_a_failing_cycle_never_reaches_the_host(store: LessonStore) -> None:
 
     scheduler = LearningScheduler(store, Broken(), interval_s=3600)
     assert scheduler.run_once() is None
-    assert scheduler.errors == 1 and "observer went away" in (scheduler.last_error or "")
+    assert scheduler.errors == 1
+    assert "observer went away" in (scheduler.last_error or "")
 
 
 def test_scheduler_reads_only_new_ops(store: LessonStore, settings) -> None:  # noqa: ANN001
@@ -241,10 +245,12 @@ def test_scheduler_reads_only_new_ops(store: LessonStore, settings) -> None:  # 
         observer.record_many(ops[:6])
         scheduler = LearningScheduler(store, observer, interval_s=3600)
         first = scheduler.run_once()
-        assert first is not None and first.ops_read == 6
+        assert first is not None
+        assert first.ops_read == 6
         observer.record_many(ops[6:])
         second = scheduler.run_once()
-        assert second is not None and second.ops_new == len(ops) - 6
+        assert second is not None
+        assert second.ops_new == len(ops) - 6
         assert second.ops_read == len(ops) - 6 + 1, (
             "the cursor is inclusive; the repeated op is skipped as learned"
         )

@@ -73,7 +73,8 @@ def test_structured_match_ranks_specific_first_and_never_crosses_clients_or_role
     ids = seed(store)
     got = retrieve_lessons(store, WELDER, budget_tokens=1000, semantic=False)
     assert got.ids == [ids["role"], ids["client"], ids["general"], ids["pending"]]
-    assert ids["other_client"] not in got.ids and ids["other_role"] not in got.ids
+    assert ids["other_client"] not in got.ids
+    assert ids["other_role"] not in got.ids
     assert (
         got.text.splitlines()[1]
         == f"[{ids['role']}] Filling Welder for riverfront-steel: Only propose workers with reliability >= 0.7"
@@ -119,7 +120,8 @@ def test_retrieval_stays_within_its_token_budget(store: LessonStore, budget: int
     if budget >= 40:
         assert len(got.lessons) >= 1
     if budget == 0:
-        assert got.lessons == [] and got.text == ""
+        assert got.lessons == []
+        assert got.text == ""
     assert all(f"[{lesson_id}]" in got.text for lesson_id in got.ids)
 
 
@@ -135,14 +137,16 @@ def test_citations_record_given_and_used(store: LessonStore) -> None:
         store, WELDER, budget_tokens=1000, run_id="run-7", agent_id="executor", semantic=False
     )
     rows = store.citations(run_id="run-7")
-    assert sorted(r["lesson_id"] for r in rows) == sorted(got.ids) and len(got.ids) == 4
+    assert sorted(r["lesson_id"] for r in rows) == sorted(got.ids)
+    assert len(got.ids) == 4
     assert all(
         r["used"] is False and r["sig_hash"] == WELDER.sig_hash() and r["agent_id"] == "executor"
         for r in rows
     )
     record_citation(store, "run-7", [ids["role"]], used=True)
     used = {r["lesson_id"]: r["used"] for r in store.citations(run_id="run-7")}
-    assert used[ids["role"]] is True and used[ids["client"]] is False
+    assert used[ids["role"]] is True
+    assert used[ids["client"]] is False
     assert store.get(ids["role"]).last_used_at is not None
     with pytest.raises(NotFoundError):
         record_citation(store, "run-7", ["L-nothere"], used=True)

@@ -114,10 +114,12 @@ def test_edit_merge_and_retire_deltas(store: LessonStore) -> None:
     edited = store.propose(
         [Delta(op="EDIT", target_id=a, changes={"action": "Require OSHA 30 for every worker"})]
     )[0]
-    assert edited.outcome == "edited" and store.get(a).action == "Require OSHA 30 for every worker"
+    assert edited.outcome == "edited"
+    assert store.get(a).action == "Require OSHA 30 for every worker"
     # an extractor may not set confidence; a person may
     refused = store.propose([Delta(op="EDIT", target_id=a, changes={"confidence": 1.0}, actor="llm")])[0]
-    assert refused.outcome == "rejected" and "confidence" in refused.reason
+    assert refused.outcome == "rejected"
+    assert "confidence" in refused.reason
     merged = store.propose([Delta(op="MERGE", target_id=a, merge_ids=[b], reason="same client policy")])[0]
     assert merged.outcome == "merged"
     target = store.get(a)
@@ -133,7 +135,8 @@ def test_edit_merge_and_retire_deltas(store: LessonStore) -> None:
     retired = store.propose(
         [Delta(op="RETIRE", target_id=a, reason="client dropped the rule", actor="human")]
     )[0]
-    assert retired.outcome == "retired" and store.get(a).status == "retired"
+    assert retired.outcome == "retired"
+    assert store.get(a).status == "retired"
     assert store.propose([Delta(op="RETIRE", target_id="L-nothere")])[0].outcome == "rejected"
 
 
@@ -156,7 +159,8 @@ def test_extra_where_that_passes_the_guard_is_kept(store: LessonStore) -> None:
     draft = osha()
     draft.machine = MachineAction(extra_where="reliability >= 0.7 AND state = 'OH'")
     lesson = store.get(store.add(draft).lesson_id)
-    assert lesson.machine is not None and lesson.machine.extra_where == "reliability >= 0.7 AND state = 'OH'"
+    assert lesson.machine is not None
+    assert lesson.machine.extra_where == "reliability >= 0.7 AND state = 'OH'"
 
 
 def test_lessons_survive_reopen_and_read_only_refuses_writes(open_store, settings) -> None:  # noqa: ANN001
@@ -288,7 +292,8 @@ def test_a_person_may_release_a_held_lesson_an_extractor_may_not(store: LessonSt
     refused = store.propose(
         [Delta(op="EDIT", target_id=first, changes={"status": "active"}, actor="heuristic")]
     )[0]
-    assert refused.outcome == "rejected" and store.get(first).status == "conflict-hold"
+    assert refused.outcome == "rejected"
+    assert store.get(first).status == "conflict-hold"
     released = store.propose(
         [
             Delta(
@@ -306,7 +311,8 @@ def test_a_person_may_release_a_held_lesson_an_extractor_may_not(store: LessonSt
     no_retire = store.propose(
         [Delta(op="EDIT", target_id=first, changes={"status": "retired"}, actor="human")]
     )[0]
-    assert no_retire.outcome == "rejected" and "RETIRE" in no_retire.reason
+    assert no_retire.outcome == "rejected"
+    assert "RETIRE" in no_retire.reason
 
 
 def test_a_transaction_restored_to_its_savepoint_writes_nothing_of_the_undone_part(
@@ -321,7 +327,8 @@ def test_a_transaction_restored_to_its_savepoint_writes_nothing_of_the_undone_pa
         txn.record("confirm", lesson.model_copy(update={"confidence": 0.9}), actor="human")
         txn.record("add", lesson.model_copy(update={"id": "L-temporary"}), actor="human")
         txn.restore(point)
-        assert txn.get("L-temporary") is None and txn.get(kept).confidence == 0.6  # type: ignore[union-attr]
+        assert txn.get("L-temporary") is None
+        assert txn.get(kept).confidence == 0.6  # type: ignore[union-attr]
     assert store.count_events() == events
     assert store.get(kept).version == 1
     with pytest.raises(NotFoundError):

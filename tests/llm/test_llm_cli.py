@@ -51,13 +51,15 @@ def test_ask_json_reports_recovery_and_accounting(cli, ollama: ScriptedProvider,
         "thinking_tokens",
         "cached_input_tokens",
     }
-    assert ollama.raw_requests[0]["think"] is False and ollama.raw_requests[0]["options"]["num_predict"] == 64
+    assert ollama.raw_requests[0]["think"] is False
+    assert ollama.raw_requests[0]["options"]["num_predict"] == 64
 
 
 def test_ask_plain_prints_the_text(cli, ollama: ScriptedProvider) -> None:
     ollama.enqueue("Three welders are available.", thinking="checked the roster")
     result = cli("llm", "ask", "ollama:qwen3:4b", "how many welders?", "--system", "Be brief.")
-    assert result.code == 0 and result.out.strip() == "Three welders are available."
+    assert result.code == 0
+    assert result.out.strip() == "Three welders are available."
     assert ollama.raw_requests[0]["messages"][0] == {"role": "system", "content": "Be brief."}
 
 
@@ -66,11 +68,9 @@ def test_schema_mismatch_exits_1_saying_why(cli, ollama: ScriptedProvider, tmp_p
         ollama.enqueue('{"role": "Welder", "count": 0}')
     result = cli("llm", "ask", "ollama:qwen3:4b", "fill", "--schema", str(_schema_file(tmp_path)))
     assert result.code == 1
-    assert (
-        "does not match the schema" in result.output
-        and "count" in result.output
-        and "minimum" in result.output
-    )
+    assert "does not match the schema" in result.output
+    assert "count" in result.output
+    assert "minimum" in result.output
 
 
 @pytest.mark.parametrize(
@@ -85,7 +85,9 @@ def test_schema_file_that_is_not_a_json_schema_exits_2(
     cli, ollama: ScriptedProvider, tmp_path: Path, content: str, message: str
 ) -> None:
     result = cli("llm", "ask", "ollama:qwen3:4b", "x", "--schema", str(_schema_file(tmp_path, content)))
-    assert result.code == 2 and "--schema" in result.output and message in result.output
+    assert result.code == 2
+    assert "--schema" in result.output
+    assert message in result.output
     assert ollama.calls == 0
 
 
@@ -102,7 +104,8 @@ def test_bad_input_exits_2_naming_the_fix(cli, monkeypatch: pytest.MonkeyPatch) 
         for args, fix in cases:
             result = cli(*args)
             assert result.code == 2, (args, result.output)
-            assert fix in result.output and len(result.output.strip().splitlines()) <= 3
+            assert fix in result.output
+            assert len(result.output.strip().splitlines()) <= 3
 
 
 def test_prompt_over_the_window_exits_2(cli, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -110,7 +113,9 @@ def test_prompt_over_the_window_exits_2(cli, monkeypatch: pytest.MonkeyPatch) ->
     with serve_fake_ollama(provider) as url:
         monkeypatch.setenv("OLLAMA_HOST", url)
         result = cli("llm", "ask", "ollama:small", "word " * 1000)
-    assert result.code == 2 and "context window 512" in result.output and "--max-tokens" in result.output
+    assert result.code == 2
+    assert "context window 512" in result.output
+    assert "--max-tokens" in result.output
     assert provider.calls == 0
 
 
@@ -130,17 +135,23 @@ def test_models_lists_reachability_window_and_loaded_state(cli, monkeypatch: pyt
         rows["ollama:llama3.2:3b"],
         rows["ollama:gemma3:1b"],
     )
-    assert executor["roles"] == "executor" and executor["reachable"] is True and executor["loaded"] is True
-    assert (
-        executor["window"] == 8192 and executor["source"] == "server"
-    )  # the server's number, not the file's 40960
-    assert reviewer["reachable"] is False and "ollama pull llama3.2:3b" in reviewer["detail"]
-    assert reviewer["window"] == 131072 and reviewer["source"] == "registry"
-    assert offered["roles"] == "on server" and offered["loaded"] is False
+    assert executor["roles"] == "executor"
+    assert executor["reachable"] is True
+    assert executor["loaded"] is True
+    assert executor["window"] == 8192
+    assert executor["source"] == "server"  # the server's number, not the file's 40960
+    assert reviewer["reachable"] is False
+    assert "ollama pull llama3.2:3b" in reviewer["detail"]
+    assert reviewer["window"] == 131072
+    assert reviewer["source"] == "registry"
+    assert offered["roles"] == "on server"
+    assert offered["loaded"] is False
 
 
 def test_models_says_when_the_server_is_down(cli, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENTLAKE_EXECUTOR_MODEL", "ollama:qwen3:4b")
     result = cli("models", "--format", "json")
     [row] = json.loads(result.out)
-    assert result.code == 0 and row["reachable"] is False and "OLLAMA_HOST" in row["detail"]
+    assert result.code == 0
+    assert row["reachable"] is False
+    assert "OLLAMA_HOST" in row["detail"]

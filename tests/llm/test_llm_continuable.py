@@ -23,23 +23,25 @@ def test_truncated_json_is_continued_until_it_parses(
     assert json.loads(result.text.split("```json\n")[1].split("\n```")[0]) == {
         "sql": "SELECT * FROM workers WHERE city = 'Cleveland' AND role = 'Welder'"
     }
-    assert result.complete and not result.repaired
+    assert result.complete
+    assert not result.repaired
     assert (result.attempts, result.continuations) == (3, 2)
     assert [c.kind for c in result.calls] == ["initial", "continuation", "continuation"]
     # the partial goes back as a scratchpad, and the original prompt is kept
     continuation_prompt = ollama.raw_requests[1]["messages"][-1]["content"]
-    assert (
-        "SELECT * FROM workers WHERE city = " in continuation_prompt and "scratchpad" in continuation_prompt
-    )
+    assert "SELECT * FROM workers WHERE city = " in continuation_prompt
+    assert "scratchpad" in continuation_prompt
     assert ollama.raw_requests[1]["messages"][0]["content"] == "write the query"
-    assert records[-1].continuations == 2 and records[-1].attempts == 3
+    assert records[-1].continuations == 2
+    assert records[-1].attempts == 3
 
 
 def test_empty_content_with_thinking_retries_with_a_doubled_budget(ollama: ScriptedProvider) -> None:
     ollama.enqueue("", thinking="Let me think step by step about " * 20, finish_reason="length")
     ollama.enqueue('{"sql": "SELECT 1"}', thinking="short")
     result = generate_continuable("ollama:qwen3:4b", "q", schema=SCHEMA, max_tokens=300, think=True)
-    assert result.text == '{"sql": "SELECT 1"}' and result.budget_retries == 1
+    assert result.text == '{"sql": "SELECT 1"}'
+    assert result.budget_retries == 1
     assert [r["options"]["num_predict"] for r in ollama.raw_requests] == [300, 600]
     assert all(r["think"] is True for r in ollama.raw_requests)
 
@@ -83,7 +85,9 @@ def test_truncation_past_the_continuation_limit_is_repaired_but_flagged(
     ollama.enqueue('{"sql": "SELECT * FROM t WHERE a = 1', finish_reason="length")
     ollama.enqueue(" AND b = 2", finish_reason="length")
     result = generate_continuable("ollama:qwen3:4b", "q", schema=SCHEMA)
-    assert result.repaired and not result.complete and result.finish_reason == "length"
+    assert result.repaired
+    assert not result.complete
+    assert result.finish_reason == "length"
     assert json.loads(result.text) == {"sql": "SELECT * FROM t WHERE a = 1 AND b = 2"}
     assert records[-1].repaired
 
@@ -104,15 +108,16 @@ def test_text_cut_at_length_is_continued_and_flagged_if_it_stays_cut(
     ollama.enqueue("The three welders are Ana,", finish_reason="length")
     ollama.enqueue("are Ana, Bo and Cy.")
     result = generate_continuable("ollama:qwen3:4b", "who?")
-    assert (
-        result.text == "The three welders are Ana, Bo and Cy." and result.complete
-    )  # echoed overlap dropped
+    assert result.text == "The three welders are Ana, Bo and Cy."
+    assert result.complete  # echoed overlap dropped
 
     monkeypatch.setenv("AGENTLAKE_LLM_MAX_CONTINUATIONS", "1")
     ollama.enqueue("one", finish_reason="length")
     ollama.enqueue(" two", finish_reason="length")
     cut = generate_continuable("ollama:qwen3:4b", "count")
-    assert cut.text == "one two" and not cut.complete and cut.finish_reason == "length"
+    assert cut.text == "one two"
+    assert not cut.complete
+    assert cut.finish_reason == "length"
 
 
 def test_a_model_that_restarts_its_json_is_taken_whole(ollama: ScriptedProvider) -> None:

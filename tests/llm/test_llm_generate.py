@@ -34,9 +34,11 @@ def test_scripted_provider_replies_in_order_and_records_history() -> None:
         == "second"
     )
     messages, options = executor.history[0]
-    assert messages == [Message(role="user", content="hello")] and options.max_tokens == 50
+    assert messages == [Message(role="user", content="hello")]
+    assert options.max_tokens == 50
     assert [m.role for m in executor.last_messages] == ["system", "user"]
-    assert executor.pending == 0 and executor.calls == 2
+    assert executor.pending == 0
+    assert executor.calls == 2
 
 
 def test_empty_queue_fails_loudly_naming_the_call() -> None:
@@ -58,7 +60,8 @@ def test_function_provider_decides_each_reply() -> None:
     assert generate("function:shouter", "hi").text == "HI"
     reply = generate("function:shouter", "think hard")
     assert (reply.text, reply.thinking, reply.usage.thinking_tokens) == ("42", "6 x 7", 3)
-    assert reply.provider == "function" and reply.model == "shouter"
+    assert reply.provider == "function"
+    assert reply.model == "shouter"
 
 
 def test_unknown_prefix_and_unregistered_name_say_what_to_do() -> None:
@@ -107,9 +110,10 @@ def test_one_record_per_call_with_otel_names(records: list[CallRecord]) -> None:
     assert (record.provider, record.model, record.input_tokens, record.output_tokens, record.thinking_tokens) == (
         "scripted", "acct", 120, 30, 10,
     )  # fmt: skip
-    assert (
-        record.success and record.attempts == 1 and record.finish_reason == "stop" and record.cost_usd == 0.0
-    )
+    assert record.success
+    assert record.attempts == 1
+    assert record.finish_reason == "stop"
+    assert record.cost_usd == 0.0
     assert record.tags == {"agent_id": "executor", "run_id": "r1"}
     attributes = record.otel_attributes()
     assert attributes["gen_ai.request.model"] == "acct"
@@ -134,7 +138,9 @@ def test_failed_call_is_recorded_and_a_broken_recorder_breaks_nothing(records: l
     finally:
         unsubscribe()
     assert [r.success for r in records] == [True, False]
-    assert records[1].error and "400" in records[1].error and records[1].error_type == "ProviderHTTPError"
+    assert records[1].error
+    assert "400" in records[1].error
+    assert records[1].error_type == "ProviderHTTPError"
 
 
 def test_prompt_over_the_window_fails_with_the_numbers_before_any_call(records: list[CallRecord]) -> None:
@@ -151,9 +157,11 @@ def test_prompt_over_the_window_fails_with_the_numbers_before_any_call(records: 
         "--max-tokens",
     ):
         assert fragment in message
-    assert caught.value.details["overflow"] > 0 and caught.value.exit_code == 2
+    assert caught.value.details["overflow"] > 0
+    assert caught.value.exit_code == 2
     assert provider.calls == 0
-    assert records and not records[0].success
+    assert records
+    assert not records[0].success
 
 
 def test_budget_estimate_is_calibrated_by_reported_usage() -> None:
@@ -164,7 +172,8 @@ def test_budget_estimate_is_calibrated_by_reported_usage() -> None:
         provider.enqueue("ok", usage=Usage(input_tokens=500, output_tokens=1))
         generate(provider, prompt)
     after = assert_context_budget(provider, prompt, 10)
-    assert after.input_tokens < before * 0.7 and abs(after.input_tokens - 500) < 60
+    assert after.input_tokens < before * 0.7
+    assert abs(after.input_tokens - 500) < 60
     assert after.calibration < 1
 
 

@@ -54,7 +54,8 @@ def test_a_reply_cut_off_while_thinking_has_no_json() -> None:
 def test_truncated_json_is_refused_as_incomplete_not_repaired() -> None:
     with pytest.raises(JSONParseError) as caught:
         parse_json_tolerant('{"sql": "SELECT * FROM t WHERE a = 1')
-    assert caught.value.incomplete and "truncated" in caught.value.message
+    assert caught.value.incomplete
+    assert "truncated" in caught.value.message
     assert isinstance(caught.value, RunError)
 
 

@@ -56,7 +56,8 @@ def test_every_string_is_capped_enums_untouched() -> None:
     capped = cap_schema(schema)
     worker = capped["$defs"]["Worker"]["properties"]
     assert capped["properties"]["site"]["maxLength"] == STRING_CAP
-    assert worker["name"]["maxLength"] == STRING_CAP and worker["role"]["maxLength"] == 40
+    assert worker["name"]["maxLength"] == STRING_CAP
+    assert worker["role"]["maxLength"] == 40
     assert worker["certifications"]["items"]["maxLength"] == STRING_CAP
     assert "maxLength" not in worker["status"]
     assert "maxLength" not in schema["properties"]["site"]  # the caller's schema is not modified
@@ -72,7 +73,9 @@ def test_prompt_is_a_raw_completion_with_one_valid_worked_example() -> None:
         schema,
     )
     lines = prompt.splitlines()
-    assert lines[0] == "Extract the shift." and lines[-1] == "Output:" and prompt.count("Input:") == 2
+    assert lines[0] == "Extract the shift."
+    assert lines[-1] == "Output:"
+    assert prompt.count("Input:") == 2
     example = next(line for line in lines if line.startswith("Output: ")).removeprefix("Output: ")
     import json
 
@@ -82,7 +85,8 @@ def test_prompt_is_a_raw_completion_with_one_valid_worked_example() -> None:
 
 def test_text_prompt_and_examples_for_every_type() -> None:
     prompt = build_prompt([Message(role="user", content="Capital of Peru?")], None)
-    assert prompt.endswith("Input: Capital of Peru?\nOutput:") and "Output: Paris" in prompt
+    assert prompt.endswith("Input: Capital of Peru?\nOutput:")
+    assert "Output: Paris" in prompt
     assert example_from_schema({"type": ["string", "null"], "maxLength": 3}) == "exa"
     assert example_from_schema({"anyOf": [{"type": "null"}, {"type": "integer", "minimum": 5}]}) == 5
     assert example_from_schema({"type": "array", "items": {"type": "boolean"}, "minItems": 2}) == [

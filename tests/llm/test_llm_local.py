@@ -119,7 +119,8 @@ def test_a_free_text_field_is_capped_and_the_reply_ends(provider: LocalProvider)
 def test_timings_and_usage_are_reported(provider: LocalProvider) -> None:
     result = generate(provider, "Name one welding process. One line.", max_tokens=16)
     assert result.usage.output_tokens > 0
-    assert result.prompt_ms is not None and result.generation_ms is not None
+    assert result.prompt_ms is not None
+    assert result.generation_ms is not None
     assert result.prompt_ms + result.generation_ms <= result.latency_ms
 
 

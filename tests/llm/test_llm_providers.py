@@ -24,15 +24,15 @@ def test_ollama_always_sends_num_ctx_num_predict_think_and_format(ollama: Script
         "ollama:qwen3:4b", "hi", max_tokens=77, think=True, schema={"type": "object"}, temperature=0.2
     )
     body = ollama.raw_requests[0]
-    assert body["options"]["num_predict"] == 77 and body["options"]["num_ctx"] >= 77
-    assert (
-        body["options"]["temperature"] == 0.2
-        and body["think"] is True
-        and body["format"] == {"type": "object"}
-    )
+    assert body["options"]["num_predict"] == 77
+    assert body["options"]["num_ctx"] >= 77
+    assert body["options"]["temperature"] == 0.2
+    assert body["think"] is True
+    assert body["format"] == {"type": "object"}
     assert body["stream"] is False
     assert (reply.text, reply.thinking, reply.finish_reason) == ('{"ok": true}', "checked", "stop")
-    assert reply.usage.input_tokens > 0 and reply.usage.thinking_tokens > 0
+    assert reply.usage.input_tokens > 0
+    assert reply.usage.thinking_tokens > 0
 
 
 def test_ollama_context_from_api_show_wins_over_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -59,7 +59,8 @@ def test_num_ctx_grows_with_the_prompt_but_stays_stable_for_small_ones(
         generate("ollama:big", "also short")
         generate("ollama:big", "word " * 15000)  # ~23k tokens estimated, ~31k with output and margin
     sizes = [r["options"]["num_ctx"] for r in provider.raw_requests]
-    assert sizes[0] == sizes[1] == 8192 and sizes[2] == 32768
+    assert sizes[0] == sizes[1] == 8192
+    assert sizes[2] == 32768
 
 
 def test_missing_ollama_model_says_pull_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -74,9 +75,12 @@ def test_openai_wire_reads_reasoning_and_usage(openai: ScriptedProvider) -> None
     openai.enqueue("Paris", thinking="capital of France", finish_reason="stop")
     reply = generate("openai:gpt-4o-mini", "capital?", max_tokens=20, stop=["\n"])
     body = openai.raw_requests[0]
-    assert body["max_tokens"] == 20 and body["stop"] == ["\n"] and body["model"] == "gpt-4o-mini"
+    assert body["max_tokens"] == 20
+    assert body["stop"] == ["\n"]
+    assert body["model"] == "gpt-4o-mini"
     assert (reply.text, reply.thinking) == ("Paris", "capital of France")
-    assert reply.usage.thinking_tokens > 0 and reply.usage.output_tokens >= reply.usage.thinking_tokens
+    assert reply.usage.thinking_tokens > 0
+    assert reply.usage.output_tokens >= reply.usage.thinking_tokens
 
 
 def test_openai_sends_think_to_compatible_servers(openai: ScriptedProvider) -> None:
@@ -123,9 +127,12 @@ def test_models_file_extends_and_overrides_the_registry(
     )
     assert cost_usd(mine, 1_000_000, 500_000) == pytest.approx(2.0)
     qwen = lookup_model("ollama", "qwen3:4b", settings)
-    assert qwen.context_window == 16384 and qwen.supports_thinking  # other fields keep the built-in values
+    assert qwen.context_window == 16384
+    assert qwen.supports_thinking  # other fields keep the built-in values
     unknown = lookup_model("openai", "who-knows", settings)
-    assert not unknown.known and unknown.context_window == 4096 and unknown.input_usd_per_mtok is None
+    assert not unknown.known
+    assert unknown.context_window == 4096
+    assert unknown.input_usd_per_mtok is None
     assert cost_usd(unknown, 10, 10) is None  # unknown price is unknown, not free
 
 
@@ -185,7 +192,8 @@ def test_wire_adapters_read_what_real_servers_send() -> None:
             "usage": {"prompt_tokens": 12, "completion_tokens": 50},
         }
     )
-    assert (text, thinking, finish) == ("", "hidden", "length") and usage.thinking_tokens == 50
+    assert (text, thinking, finish) == ("", "hidden", "length")
+    assert usage.thinking_tokens == 50
     text, thinking, finish, usage = ollama_wire.chat_response(
         {
             "message": {"role": "assistant", "content": "", "thinking": "deep"},
@@ -212,17 +220,14 @@ def test_models_lists_openai_compatible_servers(monkeypatch: pytest.MonkeyPatch)
         rows = {row.model: row for row in model_statuses(load_settings())}
         monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong-0123456789")
         refused = {row.model: row for row in model_statuses(load_settings())}
-    assert rows["openai:my-vllm-model"].reachable is True and rows["openai:my-vllm-model"].roles == [
-        "executor"
-    ]
-    assert rows["openai:gpt-4o"].reachable is False and "does not list it" in rows["openai:gpt-4o"].detail
-    assert (
-        rows["openai:gpt-4o"].context_window == 128000 and rows["openai:my-vllm-model"].context_window == 4096
-    )
-    assert (
-        refused["openai:my-vllm-model"].reachable is False
-        and "OPENAI_API_KEY" in refused["openai:my-vllm-model"].detail
-    )
+    assert rows["openai:my-vllm-model"].reachable is True
+    assert rows["openai:my-vllm-model"].roles == ["executor"]
+    assert rows["openai:gpt-4o"].reachable is False
+    assert "does not list it" in rows["openai:gpt-4o"].detail
+    assert rows["openai:gpt-4o"].context_window == 128000
+    assert rows["openai:my-vllm-model"].context_window == 4096
+    assert refused["openai:my-vllm-model"].reachable is False
+    assert "OPENAI_API_KEY" in refused["openai:my-vllm-model"].detail
 
 
 @pytest.fixture

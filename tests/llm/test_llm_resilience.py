@@ -26,8 +26,11 @@ def test_5xx_is_retried_with_jittered_backoff_over_http(
     ollama.enqueue(error=503)
     ollama.enqueue("recovered")
     assert generate("ollama:qwen3:4b", "hi").text == "recovered"
-    assert len(clock.sleeps) == 2 and all(0 <= s <= BACKOFF_CAP_S for s in clock.sleeps)
-    assert records[-1].attempts == 3 and records[-1].retries == 2 and records[-1].success
+    assert len(clock.sleeps) == 2
+    assert all(0 <= s <= BACKOFF_CAP_S for s in clock.sleeps)
+    assert records[-1].attempts == 3
+    assert records[-1].retries == 2
+    assert records[-1].success
 
 
 def test_429_honours_retry_after(openai: ScriptedProvider, clock: ManualClock) -> None:
@@ -51,7 +54,9 @@ def test_other_4xx_is_never_retried(ollama: ScriptedProvider, clock: ManualClock
     ollama.enqueue("never sent")
     with pytest.raises(ProviderHTTPError) as caught:
         generate("ollama:qwen3:4b", "hi")
-    assert caught.value.status == 400 and ollama.calls == 1 and clock.sleeps == []
+    assert caught.value.status == 400
+    assert ollama.calls == 1
+    assert clock.sleeps == []
 
 
 def test_retries_give_up_after_the_setting(
@@ -62,7 +67,8 @@ def test_retries_give_up_after_the_setting(
         ollama.enqueue(error=502)
     with pytest.raises(ProviderHTTPError, match="HTTP 502"):
         generate("ollama:qwen3:4b", "hi")
-    assert ollama.calls == 3 and len(clock.sleeps) == 2
+    assert ollama.calls == 3
+    assert len(clock.sleeps) == 2
 
 
 def test_dropped_connection_is_retried(ollama: ScriptedProvider, clock: ManualClock) -> None:
@@ -136,7 +142,9 @@ def test_a_400_does_not_count_towards_the_breaker(
 def test_backoff_is_jittered_under_an_exponential_cap() -> None:
     error = ProviderHTTPError("x", status=503)
     delays = [backoff_delay(3, error) for _ in range(200)]
-    assert max(delays) <= 2.0 and min(delays) >= 0 and len(set(delays)) > 100
+    assert max(delays) <= 2.0
+    assert min(delays) >= 0
+    assert len(set(delays)) > 100
 
 
 def test_a_connection_that_keeps_breaking_is_a_run_error_not_bad_config(
@@ -148,4 +156,5 @@ def test_a_connection_that_keeps_breaking_is_a_run_error_not_bad_config(
         ollama.enqueue(error=ConnectionResetError("dropped"))
     with pytest.raises(ProviderConnectionError, match="connection to ollama:qwen3:4b") as caught:
         generate("ollama:qwen3:4b", "hi")
-    assert caught.value.exit_code == 1 and ollama.calls == 4
+    assert caught.value.exit_code == 1
+    assert ollama.calls == 4

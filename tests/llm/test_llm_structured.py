@@ -32,7 +32,8 @@ def test_invalid_json_then_a_valid_retry_over_openai(
     assert openai.raw_requests[0]["response_format"]["json_schema"]["schema"]["title"] == "Fill"
     feedback = openai.raw_requests[-1]["messages"][-1]["content"]
     assert "did not match the required JSON schema" in feedback
-    assert records[-1].function == "generate_structured" and records[-1].attempts == 2
+    assert records[-1].function == "generate_structured"
+    assert records[-1].attempts == 2
 
 
 def test_validation_errors_go_back_to_the_model(ollama: ScriptedProvider) -> None:
@@ -63,7 +64,9 @@ def test_prompted_json_where_the_model_has_no_native_schema(monkeypatch: pytest.
     body = local.raw_requests[0]
     assert "response_format" not in body
     system = body["messages"][0]["content"]
-    assert system.startswith("You staff shifts.") and '"worker_ids"' in system and "JSON schema" in system
+    assert system.startswith("You staff shifts.")
+    assert '"worker_ids"' in system
+    assert "JSON schema" in system
 
 
 def test_gives_up_with_the_raw_text(records: list[CallRecord]) -> None:
@@ -72,9 +75,12 @@ def test_gives_up_with_the_raw_text(records: list[CallRecord]) -> None:
     with pytest.raises(StructuredOutputError) as caught:
         generate_structured(provider, "fill", Fill, retries=2)
     error = caught.value
-    assert error.raw_text == "still nothing" and error.attempts == 3 and error.exit_code == 1
+    assert error.raw_text == "still nothing"
+    assert error.attempts == 3
+    assert error.exit_code == 1
     assert "no valid Fill after 3 attempts" in error.message
-    assert records[-1].success is False and records[-1].attempts == 3
+    assert records[-1].success is False
+    assert records[-1].attempts == 3
 
 
 def test_generate_json_with_a_validator_of_your_own() -> None:
@@ -87,6 +93,8 @@ def test_generate_json_with_a_validator_of_your_own() -> None:
         return value["n"]
 
     result = generate_json(provider, "pick", {"type": "object"}, validate=even)
-    assert result.value == 2 and result.schema_retries == 1 and result.native_schema
+    assert result.value == 2
+    assert result.schema_retries == 1
+    assert result.native_schema
     assert "n must be even" in provider.history[1][0][-1].content
     assert json.loads(result.text) == {"n": 2}

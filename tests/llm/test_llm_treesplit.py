@@ -50,24 +50,26 @@ def test_map_reduce_over_shards_bigger_than_the_window(records: list[CallRecord]
     result = generate_tree_split(
         provider, shards, "Count the apples. Reply as JSON.", max_tokens=48, schema={"type": "object"}
     )
-    assert json.loads(result.text) == {"apples": expected} and result.complete
+    assert json.loads(result.text) == {"apples": expected}
+    assert result.complete
     assert result.attempts == provider.calls > len(shards) + 1  # the big shard was split recursively
     assert max(sizes) < 600
     labels = re.findall(r"Part (\S+) of 3", "\n".join(m[-1].content for m, _ in provider.history))
-    assert "1a" in labels[0] and labels[-1] == "3"
-    assert "format" not in provider.history[0][1].model_dump() and provider.history[0][1].schema_ is None
+    assert "1a" in labels[0]
+    assert labels[-1] == "3"
+    assert "format" not in provider.history[0][1].model_dump()
+    assert provider.history[0][1].schema_ is None
     assert provider.history[-1][1].schema_ == {"type": "object"}  # the schema is for the answer only
-    assert (
-        len(records) == 1
-        and records[0].function == "generate_tree_split"
-        and records[0].attempts == result.attempts
-    )
+    assert len(records) == 1
+    assert records[0].function == "generate_tree_split"
+    assert records[0].attempts == result.attempts
 
 
 def test_input_that_fits_takes_one_call() -> None:
     provider, _ = apple_counter(window=8192)
     result = generate_tree_split(provider, ["apple", "apple apple"], "Count the apples.", max_tokens=32)
-    assert result.text == '{"apples": 3}' and provider.calls == 1
+    assert result.text == '{"apples": 3}'
+    assert provider.calls == 1
 
 
 def test_a_growing_scratchpad_is_condensed() -> None:
@@ -87,7 +89,8 @@ def test_a_growing_scratchpad_is_condensed() -> None:
     provider = FunctionProvider(reply, "verbose", context_window=700)
     shards = [f"shard {i} " + "x " * 200 for i in range(6)]  # together ~2.5x the window
     result = generate_tree_split(provider, shards, "Collect facts.", max_tokens=200)
-    assert result.text == "done" and notes
+    assert result.text == "done"
+    assert notes
 
 
 def test_an_instruction_that_cannot_fit_fails_with_the_numbers() -> None:
@@ -100,4 +103,6 @@ def test_halve_prefers_line_then_word_boundaries() -> None:
     assert halve("aaaa\nbbbb\ncccc\ndddd") == ("aaaa\nbbbb\n", "cccc\ndddd")
     assert halve("one two three four") in {("one two ", "three four"), ("one two three ", "four")}
     first, second = halve("x" * 10)
-    assert first + second == "x" * 10 and first and second
+    assert first + second == "x" * 10
+    assert first
+    assert second

@@ -54,14 +54,18 @@ def test_ops_query_filters_and_formats(capsys: pytest.CaptureFixture[str]) -> No
     result = runner.invoke(app, ["ops", "query", "--failure", "--format", "json"])
     assert result.exit_code == 0, result.output
     (op,) = json.loads(result.output)
-    assert op["id"] == "fail" and op["error"] == "no Welders in Cleveland"
+    assert op["id"] == "fail"
+    assert op["error"] == "no Welders in Cleveland"
     recent = runner.invoke(app, ["ops", "query", "--since", "1h", "-f", "csv"])
     lines = recent.output.strip().splitlines()
-    assert lines[0].startswith("ts,source,endpoint") and len(lines) == 3 and "tool.sql" not in recent.output
+    assert lines[0].startswith("ts,source,endpoint")
+    assert len(lines) == 3
+    assert "tool.sql" not in recent.output
     by_run = runner.invoke(app, ["ops", "query", "--run", "r-1", "--staffer", "st-1", "-f", "json"])
     assert [o["id"] for o in json.loads(by_run.output)] == ["fail"]
     code, err = _exit(["ops", "query", "--since", "yesterday-ish"], capsys)
-    assert code == 2 and "ISO 8601" in err
+    assert code == 2
+    assert "ISO 8601" in err
 
 
 def test_ops_stats_and_tail() -> None:
@@ -69,9 +73,11 @@ def test_ops_stats_and_tail() -> None:
     stats = runner.invoke(app, ["ops", "stats", "--format", "json"])
     assert stats.exit_code == 0
     body = json.loads(stats.output)
-    assert (body["total"], body["failures"]) == (3, 1) and body["by_source"]["llm"] == 1
+    assert (body["total"], body["failures"]) == (3, 1)
+    assert body["by_source"]["llm"] == 1
     table = runner.invoke(app, ["ops", "stats"])
-    assert "total" in table.output and "source scenario" in table.output
+    assert "total" in table.output
+    assert "source scenario" in table.output
     tail = runner.invoke(app, ["ops", "tail", "-n", "2", "-f", "json"])
     assert [o["id"] for o in json.loads(tail.output)] == ["fail", "new"]
 
@@ -89,9 +95,13 @@ def test_ops_reads_through_the_service_when_given_a_url() -> None:
 
 def test_ops_without_a_store_says_what_to_do(capsys: pytest.CaptureFixture[str]) -> None:
     code, err = _exit(["ops", "stats"], capsys)
-    assert code == 2 and "no observer store" in err and "AGENTLAKE_DATA_DIR" in err
+    assert code == 2
+    assert "no observer store" in err
+    assert "AGENTLAKE_DATA_DIR" in err
 
 
 def test_observer_serve_help() -> None:
     result = runner.invoke(app, ["observer", "serve", "--help"])
-    assert result.exit_code == 0 and "--port" in result.output and "/v1/traces" in result.output
+    assert result.exit_code == 0
+    assert "--port" in result.output
+    assert "/v1/traces" in result.output

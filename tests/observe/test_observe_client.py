@@ -45,13 +45,15 @@ def test_spools_while_down_and_replays_in_order_once_up(observer: Observer, tmp_
         # The service is down: every op is fsynced into the spool before send returns.
         for op in _ops("down", 5):
             client.send(op)
-        assert client.pending == 5 and len(spool.read_text().splitlines()) == 5
+        assert client.pending == 5
+        assert len(spool.read_text().splitlines()) == 5
         with running_service(observer, settings, port=port):
             # Spooled ops go first: this one is either queued behind them (still in back-off)
             # or sent right after their replay; either way it lands after them.
             client.send(ObservedOp(id="after-000", endpoint="tool.sql"))
             client.flush()
-            assert client.pending == 0 and client.replayed_total in (5, 6)
+            assert client.pending == 0
+            assert client.replayed_total in (5, 6)
             client.send(ObservedOp(id="after-001", endpoint="tool.sql"))
             # A replay after a crash between "sent" and "spool cleared" is harmless.
             client.send_many(_ops("down", 2))
@@ -96,7 +98,8 @@ def test_a_dead_processs_spool_is_adopted(observer: Observer, tmp_path: Path) ->
         with ObserverClient(url, spool_path=spool_dir / f"observer-{os.getpid()}-00000002.jsonl") as client:
             assert client.flush() == 3
     assert [op.id for op in observer.recent()] == ["orphan-000", "orphan-001", "orphan-002"]
-    assert not orphan.exists() and alive.exists()
+    assert not orphan.exists()
+    assert alive.exists()
 
 
 def test_invalid_events_and_bad_keys_are_refused_not_spooled(observer: Observer, tmp_path: Path) -> None:
@@ -122,7 +125,8 @@ def test_remote_sink_reads_through_the_service(observer: Observer, tmp_path: Pat
         remote = Observer(RemoteSink(ObserverClient(url, spool_path=tmp_path / "r.jsonl")))
         try:
             remote.record(ObservedOp(id="from-worker", endpoint="task.fill", source="scenario"))
-            assert remote.stats().total == 4 and remote.stats().by_source["scenario"] == 1
+            assert remote.stats().total == 4
+            assert remote.stats().by_source["scenario"] == 1
             assert [op.id for op in remote.query(source="scenario")] == ["from-worker"]
             assert [op.id for op in remote.sink.recent(2)] == ["seen-002", "from-worker"]
         finally:
@@ -162,8 +166,10 @@ def test_a_replay_cut_short_by_a_503_resumes_in_order_without_duplicates(tmp_pat
         ) as client:
             client.send_many(_ops("sp", 6))  # down: all spooled
             with running_service(observer, load_settings(), port=port):
-                assert client.flush() == 2 and client.pending == 4  # the second batch got a 503
-                assert client.flush() == 4 and client.pending == 0
+                assert client.flush() == 2
+                assert client.pending == 4  # the second batch got a 503
+                assert client.flush() == 4
+                assert client.pending == 0
         assert [op.id for op in store.query(order="asc", limit=10)] == [f"sp-{i:03d}" for i in range(6)]
         assert store.count() == 6
     finally:

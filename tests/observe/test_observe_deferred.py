@@ -50,8 +50,11 @@ def test_ops_inside_are_durable_at_exit_in_one_commit(observer: Observer) -> Non
                 op.set_output(double(i))
         record_op(ObservedOp(endpoint="task.fill", source="agent"))
         # Held, not yet stored: nothing was waited for.
-        assert _count(observer) == 0 and op.op is not None
-    assert _count(observer) == 11 and scope.recorded == 11 and scope.failed == 0
+        assert _count(observer) == 0
+        assert op.op is not None
+    assert _count(observer) == 11
+    assert scope.recorded == 11
+    assert scope.failed == 0
     assert store.committed_batches == commits + 1
     assert observer.stats().by_endpoint == {"tool.step": 5, "tool.double": 5, "task.fill": 1}
     assert [o.input_summary for o in observer.query(endpoint="tool.step", order="asc")] == list("01234")
@@ -68,7 +71,8 @@ def test_a_store_failure_surfaces_at_exit(observer: Observer, caplog: pytest.Log
     with caplog.at_level(logging.WARNING), deferred(raise_errors=False) as quiet:
         with observe("tool.c"):
             pass
-    assert quiet.failed == 1 and "closing" in quiet.errors[0]
+    assert quiet.failed == 1
+    assert "closing" in quiet.errors[0]
     assert "were not stored" in caplog.text
 
 
@@ -92,7 +96,8 @@ def test_nested_scopes_each_wait_for_their_own_ops(observer: Observer) -> None:
         assert [op.endpoint for op in observer.query()] == ["inner.op"]
         with observe("outer.after"):
             pass
-    assert (inner.recorded, outer.recorded) == (1, 2) and _count(observer) == 3
+    assert (inner.recorded, outer.recorded) == (1, 2)
+    assert _count(observer) == 3
 
 
 def test_an_inner_failure_not_raised_is_reported_by_the_outer_scope(observer: Observer) -> None:
@@ -117,7 +122,8 @@ def test_threads_that_copy_the_context_record_into_the_scope(observer: Observer)
         for thread in threads:
             thread.join()
         assert _count(observer) == 0
-    assert scope.recorded == 4 and _count(observer) == 4
+    assert scope.recorded == 4
+    assert _count(observer) == 4
 
 
 def test_async_scope_with_concurrent_tasks(observer: Observer) -> None:
@@ -134,8 +140,11 @@ def test_async_scope_with_concurrent_tasks(observer: Observer) -> None:
         return held, scope.recorded, results
 
     held, recorded, results = asyncio.run(main())
-    assert held == 0 and recorded == 20 and results[3] == {"id": "w-3"}
-    assert _count(observer) == 20 and observer.stats().by_endpoint == {"tool.fetch": 20}
+    assert held == 0
+    assert recorded == 20
+    assert results[3] == {"id": "w-3"}
+    assert _count(observer) == 20
+    assert observer.stats().by_endpoint == {"tool.fetch": 20}
 
 
 def test_async_wrap_tool_outside_a_scope_is_durable_when_it_returns(observer: Observer) -> None:
@@ -165,7 +174,8 @@ def test_a_task_outliving_its_scope_still_records_durably(observer: Observer) ->
         await task
         return scope.recorded
 
-    assert asyncio.run(main()) == 0 and [op.endpoint for op in observer.query()] == ["tool.slow"]
+    assert asyncio.run(main()) == 0
+    assert [op.endpoint for op in observer.query()] == ["tool.slow"]
 
 
 def test_a_sink_without_a_queue_records_at_exit() -> None:
@@ -175,4 +185,5 @@ def test_a_sink_without_a_queue_records_at_exit() -> None:
         with observe("tool.mem", observer=observer):
             pass
         assert sink.ops == []
-    assert scope.recorded == 1 and [op.endpoint for op in sink.ops] == ["tool.mem"]
+    assert scope.recorded == 1
+    assert [op.endpoint for op in sink.ops] == ["tool.mem"]

@@ -33,8 +33,10 @@ def test_an_observer_over_a_memory_sink_records_observe_blocks() -> None:
     with observe("tool.echo", input="hi", observer=observer) as op:
         op.set_output("HI")
     (recorded,) = sink.endpoint("tool.echo")
-    assert recorded.id == op.id and recorded.output_summary == "HI"
-    assert observer.stats().total == 1 and observer.recent(5)[0].id == op.id
+    assert recorded.id == op.id
+    assert recorded.output_summary == "HI"
+    assert observer.stats().total == 1
+    assert observer.recent(5)[0].id == op.id
 
 
 def test_a_run_id_ending_in_a_star_matches_a_prefix_as_in_the_store() -> None:

@@ -58,23 +58,27 @@ def test_real_otlp_exporter_spans_become_ops(observer: Observer) -> None:
     ops = {op.endpoint: op for op in observer.query(source="otlp")}
     assert set(ops) == {"agent.invoke_agent", "llm.chat", "tool.hybrid_search", "GET /workers"}
     chat_op, tool_op, agent_op = ops["llm.chat"], ops["tool.hybrid_search"], ops["agent.invoke_agent"]
-    assert (
-        chat_op.usage is not None and chat_op.usage.model == "qwen3:4b" and chat_op.usage.provider == "ollama"
-    )
+    assert chat_op.usage is not None
+    assert chat_op.usage.model == "qwen3:4b"
+    assert chat_op.usage.provider == "ollama"
     assert (chat_op.usage.input_tokens, chat_op.usage.output_tokens, chat_op.usage.thinking_tokens) == (
         120,
         30,
         12,
     )
-    assert chat_op.usage.finish_reason == "stop" and chat_op.success
-    assert not tool_op.success and tool_op.error == "index not built" and "welder" in tool_op.input_summary
-    assert agent_op.agent_id == "executor" and agent_op.provenance.run_id == "run-42"
-    assert chat_op.parent_span_id == agent_op.span_id and chat_op.trace_id == agent_op.trace_id
-    assert chat_op.id == f"otlp-{chat_op.trace_id}-{chat_op.span_id}" and len(chat_op.trace_id) == 32
-    assert (
-        ops["GET /workers"].attributes["service.name"] == "staffing-agent"
-        and ops["GET /workers"].usage is None
-    )
+    assert chat_op.usage.finish_reason == "stop"
+    assert chat_op.success
+    assert not tool_op.success
+    assert tool_op.error == "index not built"
+    assert "welder" in tool_op.input_summary
+    assert agent_op.agent_id == "executor"
+    assert agent_op.provenance.run_id == "run-42"
+    assert chat_op.parent_span_id == agent_op.span_id
+    assert chat_op.trace_id == agent_op.trace_id
+    assert chat_op.id == f"otlp-{chat_op.trace_id}-{chat_op.span_id}"
+    assert len(chat_op.trace_id) == 32
+    assert ops["GET /workers"].attributes["service.name"] == "staffing-agent"
+    assert ops["GET /workers"].usage is None
     assert agent_op.duration_ms >= chat_op.duration_ms >= 0
 
 
@@ -106,25 +110,30 @@ def test_otlp_json_gzip_idempotent_and_bad_bodies(observer: Observer) -> None:
         body = json.dumps(_json_export([_SPAN])).encode()
         sent = http.post("/v1/traces", content=gzip.compress(body),
                          headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})  # fmt: skip
-        assert sent.status_code == 200 and sent.headers["content-type"].startswith("application/json")
+        assert sent.status_code == 200
+        assert sent.headers["content-type"].startswith("application/json")
         assert (
             http.post("/v1/traces", content=body, headers={"Content-Type": "application/json"}).status_code
             == 200
         )
         (op,) = observer.query(source="otlp")
-        assert op.endpoint == "llm.chat" and op.duration_ms == pytest.approx(250.0) and not op.success
-        assert (
-            op.error == "rate limited" and op.usage.input_tokens == 11 and op.provenance.staffer_id == "st-3"
-        )
+        assert op.endpoint == "llm.chat"
+        assert op.duration_ms == pytest.approx(250.0)
+        assert not op.success
+        assert op.error == "rate limited"
+        assert op.usage.input_tokens == 11
+        assert op.provenance.staffer_id == "st-3"
         assert op.ts.isoformat().startswith("2025-11-21T08:00:00")
 
         before = observer.stats().total
         garbage = http.post(
             "/v1/traces", content=b"\xff\x00garbage", headers={"Content-Type": "application/x-protobuf"}
         )
-        assert garbage.status_code == 400 and "protobuf" in garbage.json()["error"]["message"]
+        assert garbage.status_code == 400
+        assert "protobuf" in garbage.json()["error"]["message"]
         no_ids = http.post("/v1/traces", json=_json_export([{"name": "x"}]))
-        assert no_ids.status_code == 400 and "traceId" in no_ids.json()["error"]["message"]
+        assert no_ids.status_code == 400
+        assert "traceId" in no_ids.json()["error"]["message"]
         wrong_type = http.post("/v1/traces", content=b"{}", headers={"Content-Type": "text/plain"})
         assert wrong_type.status_code == 415
         bomb = gzip.compress(b"{" + b" " * (6 * 1024 * 1024) + b"}")

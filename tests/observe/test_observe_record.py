@@ -44,12 +44,16 @@ def test_observe_records_success_output_and_scrubs_secrets(observer: Observer) -
         op.set_output({"rows": 1})
         op.attributes["rows"] = 1
     (stored,) = observer.query()
-    assert (
-        stored.id == op.id and stored.success and stored.endpoint == "tool.sql" and stored.source == "agent"
-    )
-    assert stored.agent_id == "executor" and stored.attributes == {"rows": 1}
-    assert "sk-abcdefghijklmnop" not in stored.input_summary and "[REDACTED]" in stored.input_summary
-    assert stored.output_summary == '{"rows": 1}' and stored.duration_ms >= 0
+    assert stored.id == op.id
+    assert stored.success
+    assert stored.endpoint == "tool.sql"
+    assert stored.source == "agent"
+    assert stored.agent_id == "executor"
+    assert stored.attributes == {"rows": 1}
+    assert "sk-abcdefghijklmnop" not in stored.input_summary
+    assert "[REDACTED]" in stored.input_summary
+    assert stored.output_summary == '{"rows": 1}'
+    assert stored.duration_ms >= 0
 
 
 def test_observe_records_failure_and_reraises(observer: Observer) -> None:
@@ -73,18 +77,21 @@ def test_nesting_links_spans_and_context_provenance_is_inherited(observer: Obser
                 pass
     ops = {op.endpoint: op for op in observer.query()}
     task, tool = ops["task.fill"], ops["tool.search"]
-    assert (
-        task.trace_id == tool.trace_id and tool.parent_span_id == task.span_id and task.parent_span_id is None
-    )
-    assert tool.id == inner.id and tool.provenance.run_id == "run-1" and tool.agent_id == "executor"
-    assert (
-        task.provenance.role == "Welder" and task.provenance.count == 3 and task.attributes == {"batch": "b1"}
-    )
+    assert task.trace_id == tool.trace_id
+    assert tool.parent_span_id == task.span_id
+    assert task.parent_span_id is None
+    assert tool.id == inner.id
+    assert tool.provenance.run_id == "run-1"
+    assert tool.agent_id == "executor"
+    assert task.provenance.role == "Welder"
+    assert task.provenance.count == 3
+    assert task.attributes == {"batch": "b1"}
     # Outside the context nothing is inherited.
     with observe("tool.alone"):
         pass
     alone = observer.query(endpoint="tool.alone")[0]
-    assert alone.provenance.run_id is None and alone.trace_id != task.trace_id
+    assert alone.provenance.run_id is None
+    assert alone.trace_id != task.trace_id
 
 
 def test_observe_as_decorator(observer: Observer) -> None:
@@ -92,7 +99,8 @@ def test_observe_as_decorator(observer: Observer) -> None:
     def nightly() -> int:
         return 7
 
-    assert nightly() == 7 and nightly() == 7
+    assert nightly() == 7
+    assert nightly() == 7
     assert observer.stats().by_endpoint == {"job.nightly": 2}
 
 
@@ -108,15 +116,19 @@ def test_wrap_tool_sync_and_async(observer: Observer) -> None:
 
     search = wrap_tool(hybrid_search)
     fetch = wrap_tool(get_worker, endpoint="tool.worker", agent_id="reviewer")
-    assert search("welder", k=2) == ["welder", "welder"] and search.__name__ == "hybrid_search"
+    assert search("welder", k=2) == ["welder", "welder"]
+    assert search.__name__ == "hybrid_search"
     with pytest.raises(ValueError):
         search("x", k=-1)
     assert asyncio.run(fetch("w-9")) == {"id": "w-9"}
     ok, bad = observer.query(endpoint="tool.hybrid_search", order="asc")
-    assert ok.input_summary == '{"query": "welder", "k": 2}' and ok.output_summary == '["welder", "welder"]'
-    assert not bad.success and bad.error == "ValueError: k must be >= 0"
+    assert ok.input_summary == '{"query": "welder", "k": 2}'
+    assert ok.output_summary == '["welder", "welder"]'
+    assert not bad.success
+    assert bad.error == "ValueError: k must be >= 0"
     (worker,) = observer.query(endpoint="tool.worker")
-    assert worker.agent_id == "reviewer" and worker.output_summary == '{"id": "w-9"}'
+    assert worker.agent_id == "reviewer"
+    assert worker.output_summary == '{"id": "w-9"}'
 
 
 def test_a_broken_observer_never_breaks_the_operation(
@@ -149,16 +161,17 @@ def test_llm_calls_are_recorded_through_the_accounting_hook(observer: Observer) 
         stop()
     generate(provider, [{"role": "user", "content": "not recorded"}])
     (call,) = observer.query(source="llm")
-    assert call.endpoint == "llm.chat" and call.success and call.agent_id == "executor"
-    assert call.usage is not None and (
+    assert call.endpoint == "llm.chat"
+    assert call.success
+    assert call.agent_id == "executor"
+    assert call.usage is not None
+    assert (
         call.usage.input_tokens,
         call.usage.output_tokens,
         call.usage.thinking_tokens,
     ) == (30, 7, 2)
-    assert (
-        call.provenance.run_id == "run-5"
-        and call.parent_span_id == observer.query(endpoint="task.fill")[0].span_id
-    )
+    assert call.provenance.run_id == "run-5"
+    assert call.parent_span_id == observer.query(endpoint="task.fill")[0].span_id
     assert call.attributes["gen_ai.request.model"] == call.usage.model
     assert task.op is not None
 
@@ -171,20 +184,24 @@ def test_wrap_provider_records_direct_calls(observer: Observer) -> None:
     wrapped = wrap_provider(provider, agent_id="reviewer")
     assert wrapped.complete([Message(role="user", content="hi")], GenerateOptions()).text == "hello"
     (call,) = observer.query(source="llm")
-    assert call.output_summary == "hello" and call.usage.input_tokens == 4 and call.agent_id == "reviewer"
+    assert call.output_summary == "hello"
+    assert call.usage.input_tokens == 4
+    assert call.agent_id == "reviewer"
 
 
 def test_default_observer_follows_the_sink_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     previous = set_observer(None)
     try:
         embedded = get_observer()
-        assert embedded.sink.local and embedded is get_observer()
+        assert embedded.sink.local
+        assert embedded is get_observer()
         assert embedded.sink.path == load_settings().observer_path  # type: ignore[attr-defined]
         set_observer(None)
         embedded.close()
         monkeypatch.setenv("AGENTLAKE_OBSERVER_SINK", "http")
         remote = get_observer()
-        assert isinstance(remote.sink, RemoteSink) and remote.sink.client.url == load_settings().observer_url
+        assert isinstance(remote.sink, RemoteSink)
+        assert remote.sink.client.url == load_settings().observer_url
         set_observer(None)
         remote.close()
     finally:

@@ -39,10 +39,12 @@ def test_post_event_is_stored_and_idempotent(client: TestClient, observer: Obser
     assert answer.json() == {"id": "e-1", "accepted": True, "status": "stored", "duplicate": False}
     assert observer.query(endpoint="tool.search")[0].duration_ms == 3.5
     again = client.post("/event", json={"id": "e-1", "endpoint": "tool.search"})
-    assert again.status_code == 200 and again.json()["duplicate"] is True
+    assert again.status_code == 200
+    assert again.json()["duplicate"] is True
     assert observer.stats().total == 4
     generated = client.post("/event", json={"endpoint": "x"}).json()
-    assert generated["accepted"] and observer.query(endpoint="x")[0].id == generated["id"]
+    assert generated["accepted"]
+    assert observer.query(endpoint="x")[0].id == generated["id"]
 
 
 def test_post_events_gives_a_result_per_item(client: TestClient, observer: Observer) -> None:
@@ -57,7 +59,8 @@ def test_post_events_gives_a_result_per_item(client: TestClient, observer: Obser
     assert (body["accepted"], body["stored"], body["duplicates"]) == (3, 2, 1)
     assert [item["status"] for item in body["results"]] == ["stored", "duplicate", "stored"]
     wrapped = client.post("/events", json={"events": [{"id": "b-3", "endpoint": "a"}]})
-    assert wrapped.status_code == 200 and wrapped.json()["results"][0]["id"] == "b-3"
+    assert wrapped.status_code == 200
+    assert wrapped.json()["results"][0]["id"] == "b-3"
     assert observer.stats().by_endpoint["a"] == 3
 
 
@@ -89,7 +92,8 @@ def test_bad_input_is_refused_with_field_messages_and_touches_nothing(
     answer = client.post(path, content=body, headers={"Content-Type": "application/json"})
     assert answer.status_code == status
     error = answer.json()["error"]
-    assert error["status"] == status and message in error["message"]
+    assert error["status"] == status
+    assert message in error["message"]
     if field is not None:
         assert field in {item["field"] for item in error["details"]["errors"]}
     assert _snapshot(observer) == before  # the valid item of a bad batch was not stored either
@@ -99,7 +103,8 @@ def test_oversized_bodies_are_refused_before_parsing(client: TestClient, observe
     before = _snapshot(observer)
     big = json.dumps([{"endpoint": "a", "input_summary": "x" * 1000} for _ in range(10)]).encode()
     declared = client.post("/events", content=big, headers={"Content-Type": "application/json"})
-    assert declared.status_code == 413 and "4096 bytes" in declared.json()["error"]["message"]
+    assert declared.status_code == 413
+    assert "4096 bytes" in declared.json()["error"]["message"]
 
     def chunks() -> Iterator[bytes]:  # no Content-Length: refused while streaming
         for start in range(0, len(big), 1000):
@@ -117,15 +122,15 @@ def test_api_keys_guard_writes_and_reads_but_not_health(observer: Observer) -> N
         before = _snapshot(observer)
         assert client.post("/event", json=event).status_code == 401
         wrong = client.post("/event", json=event, headers={"X-API-Key": "nope"})
-        assert wrong.status_code == 401 and "unknown API key" in wrong.json()["error"]["message"]
+        assert wrong.status_code == 401
+        assert "unknown API key" in wrong.json()["error"]["message"]
         read_only = client.post("/event", json=event, headers={"Authorization": "Bearer r-key"})
-        assert read_only.status_code == 403 and "'write'" in read_only.json()["error"]["message"]
+        assert read_only.status_code == 403
+        assert "'write'" in read_only.json()["error"]["message"]
         assert client.post("/v1/traces", json={}, headers={"X-API-Key": "r-key"}).status_code == 403
         assert _snapshot(observer) == before
-        assert (
-            client.get("/ops").status_code == 401
-            and client.get("/stats", headers={"X-API-Key": "bad"}).status_code == 401
-        )
+        assert client.get("/ops").status_code == 401
+        assert client.get("/stats", headers={"X-API-Key": "bad"}).status_code == 401
         assert client.get("/health").status_code == 200
         assert client.post("/event", json=event, headers={"X-API-Key": "w-key"}).status_code == 200
         assert (
@@ -135,7 +140,8 @@ def test_api_keys_guard_writes_and_reads_but_not_health(observer: Observer) -> N
             == 200
         )
         listed = client.get("/ops", params={"endpoint": "a"}, headers={"X-API-Key": "r-key"})
-        assert listed.status_code == 200 and [op["id"] for op in listed.json()["ops"]] == ["k-1"]
+        assert listed.status_code == 200
+        assert [op["id"] for op in listed.json()["ops"]] == ["k-1"]
 
 
 class _GatedStore(OpStore):
@@ -155,7 +161,8 @@ def test_full_queue_answers_503_with_retry_after(tmp_path: Path) -> None:
         with TestClient(create_app(observer, load_settings())) as client:
             held = store.submit([ObservedOp(id="h-1", endpoint="a"), ObservedOp(id="h-2", endpoint="a")])
             refused = client.post("/event", json={"id": "late", "endpoint": "a"})
-            assert refused.status_code == 503 and refused.headers["Retry-After"] == "1"
+            assert refused.status_code == 503
+            assert refused.headers["Retry-After"] == "1"
             assert refused.json()["error"]["type"] == "unavailable"
             store.gate.set()
             held.wait(10)
@@ -169,9 +176,11 @@ def test_ops_filters_pagination_and_query_errors(client: TestClient) -> None:
     client.post("/events", json=[{"id": f"r-{i}", "endpoint": "task.fill", "source": "scenario", "success": i != 2,
                                   "provenance": {"staffer_id": "st-1", "run_id": f"run-{i % 2}"}} for i in range(5)])  # fmt: skip
     page = client.get("/ops", params={"source": "scenario", "limit": 2}).json()
-    assert [op["id"] for op in page["ops"]] == ["r-4", "r-3"] and page["next_offset"] == 2
+    assert [op["id"] for op in page["ops"]] == ["r-4", "r-3"]
+    assert page["next_offset"] == 2
     rest = client.get("/ops", params={"source": "scenario", "limit": 2, "offset": 4}).json()
-    assert [op["id"] for op in rest["ops"]] == ["r-0"] and rest["next_offset"] is None
+    assert [op["id"] for op in rest["ops"]] == ["r-0"]
+    assert rest["next_offset"] is None
     failures = client.get("/ops", params={"success": "false"}).json()["ops"]
     assert [op["id"] for op in failures] == ["r-2"]
     run = client.get("/ops", params={"run_id": "run-1", "staffer_id": "st-1", "order": "asc"}).json()["ops"]
@@ -190,19 +199,24 @@ def test_stats_and_health(client: TestClient) -> None:
                                  {"endpoint": "task.fill", "source": "scenario", "duration_ms": 30.0, "success": False}])  # fmt: skip
     stats = client.get("/stats").json()
     assert (stats["total"], stats["successes"], stats["failures"]) == (5, 4, 1)
-    assert stats["by_source"] == {"agent": 3, "scenario": 2} and stats["by_endpoint"]["task.fill"] == 2
+    assert stats["by_source"] == {"agent": 3, "scenario": 2}
+    assert stats["by_endpoint"]["task.fill"] == 2
     assert stats["latency_p95_ms"] == pytest.approx(
         26.0
     )  # [0, 0, 0, 10, 30] at rank 3.8 and len(stats["recent_scenario"]) == 2
     health = client.get("/health").json()
-    assert health["status"] == "ok" and health["ring_depth"] == 5 and health["store_lag"]["queued_ops"] == 0
+    assert health["status"] == "ok"
+    assert health["ring_depth"] == 5
+    assert health["store_lag"]["queued_ops"] == 0
 
 
 def test_unknown_routes_and_methods_use_the_error_shape(client: TestClient) -> None:
     missing = client.get("/nope")
-    assert missing.status_code == 404 and missing.json()["error"]["type"] == "not_found"
+    assert missing.status_code == 404
+    assert missing.json()["error"]["type"] == "not_found"
     wrong = client.get("/events")
-    assert wrong.status_code == 405 and wrong.json()["error"]["status"] == 405
+    assert wrong.status_code == 405
+    assert wrong.json()["error"]["status"] == 405
 
 
 def test_ingest_routes_are_in_the_openapi_schema_and_work_under_a_mount(observer: Observer) -> None:
@@ -210,12 +224,15 @@ def test_ingest_routes_are_in_the_openapi_schema_and_work_under_a_mount(observer
 
     app = create_app(observer, load_settings())
     paths = app.openapi()["paths"]
-    assert "post" in paths["/event"] and "post" in paths["/events"]
+    assert "post" in paths["/event"]
+    assert "post" in paths["/events"]
     outer = FastAPI()
     outer.mount("/observer", app)
     with TestClient(outer) as mounted:
         answer = mounted.post("/observer/event", json={"id": "m-1", "endpoint": "tool.mounted"})
-        assert answer.status_code == 200 and answer.json()["status"] == "stored"
+        assert answer.status_code == 200
+        assert answer.json()["status"] == "stored"
         bad = mounted.post("/observer/events", content=b"[{]")
-        assert bad.status_code == 400 and bad.json()["error"]["message"].startswith("malformed JSON")
+        assert bad.status_code == 400
+        assert bad.json()["error"]["message"].startswith("malformed JSON")
     assert observer.query(endpoint="tool.mounted")[0].id == "m-1"

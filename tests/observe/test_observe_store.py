@@ -145,7 +145,8 @@ def test_stats_counts_and_latency(tmp_path: Path) -> None:
         stats = store.stats()
     assert (stats.total, stats.successes, stats.failures) == (5, 4, 1)
     assert stats.by_source == {"agent": 4, "scenario": 1}
-    assert stats.latency_p50_ms == 2.0 and stats.latency_p95_ms == pytest.approx(3.8)
+    assert stats.latency_p50_ms == 2.0
+    assert stats.latency_p95_ms == pytest.approx(3.8)
     assert [op.id for op in stats.recent_scenario] == ["op-00004"]
 
 
@@ -159,7 +160,8 @@ def test_restart_rebuilds_ring_and_counters(tmp_path: Path) -> None:
         assert (stats.total, stats.failures) == (5, 1)
         assert stats.by_endpoint == {"tool.sql": 5}
         observer.record(_op(9))
-        assert observer.stats().total == 6 and observer.recent(1)[0].id == "op-00009"
+        assert observer.stats().total == 6
+        assert observer.recent(1)[0].id == "op-00009"
 
 
 class _GatedStore(OpStore):
@@ -182,7 +184,8 @@ def test_full_queue_refuses_fast_and_loses_nothing_accepted(tmp_path: Path) -> N
         queued = store.submit([_op(2), _op(3), _op(4)])
         with pytest.raises(QueueFullError) as info:
             store.submit([_op(5), _op(6)])
-        assert info.value.http_status == 503 and info.value.retry_after >= 1
+        assert info.value.http_status == 503
+        assert info.value.retry_after >= 1
         store.gate.set()
         assert [r.status for r in first.wait(10) + queued.wait(10)] == ["stored"] * 4
         assert store.count() == 4
@@ -202,7 +205,8 @@ def test_read_only_open_while_a_writer_holds_the_file_and_final_schema(tmp_path:
             [sys.executable, "-c", f"from agentlake.observe import OpStore; OpStore({str(path)!r}, read_only=True)"],
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
-        assert probe.returncode != 0 and "AGENTLAKE_OBSERVER_SINK=http" in probe.stderr
+        assert probe.returncode != 0
+        assert "AGENTLAKE_OBSERVER_SINK=http" in probe.stderr
     with OpStore(path, read_only=True) as reader, pytest.raises(UserError, match="read-only"):
         reader.append([_op(2)])
     conn = duckdb.connect(str(path), read_only=True)
@@ -217,7 +221,8 @@ def test_read_only_open_while_a_writer_holds_the_file_and_final_schema(tmp_path:
     finally:
         conn.close()
     assert names == [m.name for m in MIGRATIONS]
-    assert columns[:3] == ["id", "seq", "ts"] and {
+    assert columns[:3] == ["id", "seq", "ts"]
+    assert {
         "staffer_id",
         "run_id",
         "llm_model",

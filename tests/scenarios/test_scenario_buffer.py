@@ -32,21 +32,26 @@ def test_the_rules_policy_places_verified_buffer_candidates_before_searching(
             return RulesPolicy(spares=4).run(order, ctx)
 
         plain = run(_order(2), [])
-        assert plain.success and len(plain.candidates) == 4
+        assert plain.success
+        assert len(plain.candidates) == 4
         top, spares = plain.proposed, plain.candidates
         assert not any(step.kind == "buffer" for step in plain.transcript)
 
         # Handed the two lowest-ranked spares, it places them rather than the search's top two.
         held = run(_order(2), spares[2:])
-        assert held.success and held.proposed == spares[2:] and held.proposed != top
+        assert held.success
+        assert held.proposed == spares[2:]
+        assert held.proposed != top
         assert any(step.kind == "buffer" and "2 of 2" in step.summary for step in held.transcript)
 
         # A held worker booked since, or excluded by the order, is skipped; the search fills the rest.
         schedule = ScheduleBook(lake)
         schedule.add(Booking(worker_id=spares[0], start=SHIFT[0], end=SHIFT[1], client_id="acme"))
         mixed = run(_order(3, exclude_worker_ids=[spares[1]]), spares, schedule)
-        assert mixed.success and mixed.proposed[:2] == spares[2:]
-        assert spares[0] not in mixed.proposed and spares[1] not in mixed.proposed
+        assert mixed.success
+        assert mixed.proposed[:2] == spares[2:]
+        assert spares[0] not in mixed.proposed
+        assert spares[1] not in mixed.proposed
         assert mixed.proposed[2] not in spares
 
 
@@ -67,6 +72,7 @@ def test_an_emergency_is_handed_the_earlier_events_buffer_less_anyone_placed_the
         ledger.buffers[event.id] = [900, 100, 901]
     planned = plan_event(day, emergency, ledger)
     assert planned.buffer == [900, 901], "spares handed over, a worker placed on that event is not"
-    assert planned.removed and set(planned.removed) <= ledger.ever_placed[emergency.ref]
+    assert planned.removed
+    assert set(planned.removed) <= ledger.ever_placed[emergency.ref]
     first = plan_event(day, day.events[0], DayLedger())
     assert first.buffer == [], "only replacements are handed a buffer"

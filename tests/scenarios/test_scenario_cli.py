@@ -27,14 +27,18 @@ def cli_env(scenario_settings: Settings, monkeypatch: pytest.MonkeyPatch):  # no
 def test_run_then_read_the_numbers(cli_env: Settings, cli) -> None:
     code, out, err = cli("run", "--check")
     assert code == 0, err
-    assert "ok: 8 scenarios" in out and "rules-learning (rules, learning on)" in out and "rules-static" in out
+    assert "ok: 8 scenarios" in out
+    assert "rules-learning (rules, learning on)" in out
+    assert "rules-static" in out
 
     days = [str(PACK / "eagle-container-day1.yaml"), str(PACK / "tri-county-container-day1.yaml")]
     code, out, err = cli(
         "run", "-s", ",".join(days), "-t", "rules-learning,rules-static", "-b", "2", "--run-id", "cli"
     )
     assert code == 0, err
-    assert "batch 2/2 [4/4]" in out and "rules-learning" in out and "report:" in out
+    assert "batch 2/2 [4/4]" in out
+    assert "rules-learning" in out
+    assert "report:" in out
     run_dir = cli_env.runs_dir / "cli"
     assert (run_dir / "report.html").is_file()
 
@@ -45,29 +49,40 @@ def test_run_then_read_the_numbers(cli_env: Settings, cli) -> None:
     assert board["learning_curve"]["rules-learning"][1] > board["learning_curve"]["rules-learning"][0]
 
     code, out, err = cli("leaderboard", str(run_dir), "--batch", "2")
-    assert code == 0 and "score" in out and "rules-learning" in out and "by batch" in out
+    assert code == 0
+    assert "score" in out
+    assert "rules-learning" in out
+    assert "by batch" in out
 
     code, out, err = cli("compare", str(run_dir), "rules-static", "rules-learning", "--batch", "2")
     assert code == 0, err
-    assert "fill rate" in out and "A = rules-static, B = rules-learning" in out and "95% intervals" in out
+    assert "fill rate" in out
+    assert "A = rules-static, B = rules-learning" in out
+    assert "95% intervals" in out
 
     code, out, err = cli("compare", "cli", "rules-static", "rules-learning", "--format", "json")
     card = json.loads(out)
-    assert card["rows"][0]["metric"] == "fill_rate" and card["rows"][0]["verdict"] == "rules-learning better"
+    assert card["rows"][0]["metric"] == "fill_rate"
+    assert card["rows"][0]["verdict"] == "rules-learning better"
 
     code, out, err = cli("compare", str(run_dir), "rules-static", "nobody")
-    assert code == 2 and "no results for staffer 'nobody'" in err
+    assert code == 2
+    assert "no results for staffer 'nobody'" in err
 
     (run_dir / "report.html").unlink()
     code, out, err = cli("report", str(run_dir))
-    assert code == 0 and (run_dir / "report.html").is_file()
+    assert code == 0
+    assert (run_dir / "report.html").is_file()
 
 
 def test_cli_refuses_bad_input_with_one_line(cli_env: Settings, cli, tmp_path: Path) -> None:
     code, _, err = cli("run", "-s", str(tmp_path / "missing.yaml"))
-    assert code == 2 and "no such scenario file or directory" in err
+    assert code == 2
+    assert "no such scenario file or directory" in err
     code, _, err = cli("run", "-t", "rules-static,nobody", "--check")
-    assert code == 2 and "unknown staffer 'nobody'" in err
+    assert code == 2
+    assert "unknown staffer 'nobody'" in err
     code, _, err = cli("leaderboard", str(tmp_path))
-    assert code == 2 and "not a run directory" in err
+    assert code == 2
+    assert "not a run directory" in err
     assert not cli_env.runs_dir.exists()

@@ -65,7 +65,8 @@ def test_each_event_kind_becomes_the_documented_order() -> None:
         datetime(2026, 4, 21, 20),
     )
     # emergency: the first `count` placed on e1 did not show; they are taken off and excluded.
-    assert plans["e4"].removed == [11, 12] and ledger.placed["e1"] == [13]
+    assert plans["e4"].removed == [11, 12]
+    assert ledger.placed["e1"] == [13]
     assert (e4.role, e4.count, e4.shift_start, e4.exclude_worker_ids, e4.task_kind) == (
         "Welder",
         2,
@@ -75,11 +76,9 @@ def test_each_event_kind_becomes_the_documented_order() -> None:
     )
     assert "did not show" in plans["e4"].exclusion_reason
     # misplacement: replaces from e2, adds why the worker did not fit.
-    assert (
-        plans["e5"].removed == [21]
-        and e5.requirements == ["AWS D1.1", "OSHA 10"]
-        and e5.shift_start == e2.shift_start
-    )
+    assert plans["e5"].removed == [21]
+    assert e5.requirements == ["AWS D1.1", "OSHA 10"]
+    assert e5.shift_start == e2.shift_start
 
 
 def test_the_client_reads_history_from_the_lake(scenario_settings: Settings) -> None:
@@ -99,7 +98,8 @@ def test_the_client_reads_history_from_the_lake(scenario_settings: Settings) -> 
             "only history before the day counts"
         )
         facts = load_facts(lake, [row["worker_id"], 10**9])
-        assert list(facts) == [row["worker_id"]] and facts[row["worker_id"]].certifications is not None
+        assert list(facts) == [row["worker_id"]]
+        assert facts[row["worker_id"]].certifications is not None
         site = site_of(lake, "Cleveland", "OH")
         order = plan_event(DAY, DAY.events[0], DayLedger()).order.model_copy(
             update={"role": facts[row["worker_id"]].role, "requirements": [], "radius_miles": 5000}

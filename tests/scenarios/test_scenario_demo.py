@@ -41,7 +41,8 @@ def test_llm_staffers_run_when_their_model_answers_over_http(scenario_settings: 
             day, ["basic"], batches=1, settings=settings, observer=observer, run_id="http"
         )
     results = read_results(summary.run_dir)
-    assert results and all(r.turns >= 2 and r.error is None for r in results)
+    assert results
+    assert all(r.turns >= 2 and r.error is None for r in results)
     assert sum(r.filled for r in results) > 0
     assert observer.query(endpoint="llm.chat", limit=1), "model calls are observed"
 
@@ -50,11 +51,12 @@ def test_without_a_model_the_demo_says_how_to_add_one(scenario_settings: Setting
     from agentlake.scenarios.main_job import ADD_AN_LLM, reachable_llm_staffers
 
     ready, skipped = reachable_llm_staffers(scenario_settings)
-    assert ready == [] and set(skipped) == {"full", "basic", "minimal", "local", "configured"}
+    assert ready == []
+    assert set(skipped) == {"full", "basic", "minimal", "local", "configured"}
     assert "Ollama is not answering at http://127.0.0.1:9" in skipped["basic"][0]
-    assert (
-        "ollama serve" in ADD_AN_LLM and "OPENAI_BASE_URL" in ADD_AN_LLM and len(ADD_AN_LLM.splitlines()) == 1
-    )
+    assert "ollama serve" in ADD_AN_LLM
+    assert "OPENAI_BASE_URL" in ADD_AN_LLM
+    assert len(ADD_AN_LLM.splitlines()) == 1
 
 
 @pytest.mark.skipif(
@@ -71,5 +73,6 @@ def test_local_llm_is_refused_with_the_install_line_before_anything_runs(
         code = exc.code
     _, err = capsys.readouterr()
     assert code == 2
-    assert "--local-llm: the local model cannot run" in err and "make local-llm" in err
+    assert "--local-llm: the local model cannot run" in err
+    assert "make local-llm" in err
     assert not (tmp_path / "data" / "lake.duckdb").exists(), "nothing was generated"

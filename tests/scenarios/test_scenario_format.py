@@ -45,7 +45,8 @@ def test_issue_example_loads_with_unquoted_times(tmp_path: Path) -> None:
     assert scenario.client.acceptance.min_reliability == 0.7
     # YAML 1.1 reads an unquoted 14:00 as the integer 840; the loader gives the time back.
     assert [e.at for e in scenario.events] == ["08:00", "10:30", "14:00", "15:45"]
-    assert scenario.events[1].shift is not None and scenario.events[1].shift.start == "12:00"
+    assert scenario.events[1].shift is not None
+    assert scenario.events[1].shift.start == "12:00"
     assert scenario.events[2].ref == "e1"
 
 
@@ -133,7 +134,8 @@ def test_missing_path_and_empty_directory(tmp_path: Path) -> None:
 def test_builtin_pack_covers_the_traps() -> None:
     scenarios = load_scenarios(BUILTIN)
     clients = {s.client.id for s in scenarios}
-    assert len(clients) >= 4 and len(scenarios) >= 8
+    assert len(clients) >= 4
+    assert len(scenarios) >= 8
     for client in clients:
         assert sum(s.client.id == client for s in scenarios) >= 2, f"{client} needs two days"
     kinds = {e.kind for s in scenarios for e in s.events}
@@ -163,9 +165,13 @@ def test_builtin_profiles_load() -> None:
     names = builtin_staffers()
     assert {"full", "basic", "minimal", "local", "rules-learning", "rules-static", "oracle"} <= set(names)
     profiles = {p.staffer: p for p in load_profiles(",".join(names))}
-    assert profiles["rules-learning"].learning and profiles["rules-learning"].policy == "rules"
-    assert not profiles["rules-static"].learning and not profiles["rules-static"].lessons
-    assert profiles["full"].overseer and profiles["full"].rescue and profiles["full"].policy == "llm"
+    assert profiles["rules-learning"].learning
+    assert profiles["rules-learning"].policy == "rules"
+    assert not profiles["rules-static"].learning
+    assert not profiles["rules-static"].lessons
+    assert profiles["full"].overseer
+    assert profiles["full"].rescue
+    assert profiles["full"].policy == "llm"
     assert not profiles["minimal"].lessons
 
 

@@ -92,7 +92,9 @@ def test_each_hidden_rule_is_a_client_reason_with_a_rule() -> None:
         schedule=schedule,
         matching=Matching.default(),
     )
-    assert judgement.accepted == [1] and judgement.filled == 1 and not judgement.success
+    assert judgement.accepted == [1]
+    assert judgement.filled == 1
+    assert not judgement.success
     by_worker = {r.worker_id: r for r in judgement.rejections}
     assert (by_worker[2].reason, by_worker[2].rule, by_worker[2].value) == (
         "no OSHA 30 on file; site policy",
@@ -157,10 +159,13 @@ def test_only_the_requested_count_is_judged_and_exclusions_hold() -> None:
         matching=Matching.default(),
         exclusion_reason="did not show this morning",
     )
-    assert judged.submitted == [1, 2] and judged.ignored == [3, 4]
+    assert judged.submitted == [1, 2]
+    assert judged.ignored == [3, 4]
     assert judged.accepted == [2]
     assert [(r.rule, r.reason) for r in judged.rejections] == [("excluded", "did not show this morning")]
     empty = judge_fill(
         _order(2), [], acceptance=ACCEPTANCE, site=SITE, facts=facts, matching=Matching.default()
     )
-    assert empty.filled == 0 and not empty.success and empty.rejections == []
+    assert empty.filled == 0
+    assert not empty.success
+    assert empty.rejections == []

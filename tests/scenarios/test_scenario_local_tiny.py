@@ -29,9 +29,13 @@ def test_local_tiny_staffs_one_event_end_to_end(scenario_settings: Settings, obs
                             observer=observer, run_id="local-tiny")  # fmt: skip
     (result,) = read_results(summary.run_dir)
     # The model really ran: every turn is a model call with tokens in and out, no error.
-    assert result.staffer == LOCAL_STAFFER and result.error is None, result.error
-    assert result.turns >= 2 and result.input_tokens > 500 and result.output_tokens > 0
-    assert result.filled <= result.requested and result.failure_reason != "model call failed"
+    assert result.staffer == LOCAL_STAFFER, result.error
+    assert result.error is None, result.error
+    assert result.turns >= 2
+    assert result.input_tokens > 500
+    assert result.output_tokens > 0
+    assert result.filled <= result.requested
+    assert result.failure_reason != "model call failed"
     calls = observer.query(endpoint="llm.chat", limit=50)
     assert len(calls) >= result.turns, "each model call is an observed op"
     assert all(op.usage is not None and op.usage.provider == "llamacpp" for op in calls)

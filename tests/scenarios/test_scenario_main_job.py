@@ -39,7 +39,8 @@ def test_a_cancelled_index_build_keeps_its_chunks_and_the_next_build_finishes_it
             first.wait(0.05)
         first.cancel()
         stopped = first.progress()
-        assert stopped.phase == "cancelled" and 0 < stopped.done < stopped.total == 300
+        assert stopped.phase == "cancelled"
+        assert 0 < stopped.done < stopped.total == 300
         with pytest.raises(RunError, match="cancelled"):
             first.result()
 
@@ -47,15 +48,19 @@ def test_a_cancelled_index_build_keeps_its_chunks_and_the_next_build_finishes_it
         assert second.wait(120)
         built = second.result()
         done = second.progress()
-        assert done.phase == "done" and done.done == done.total == 300
+        assert done.phase == "done"
+        assert done.done == done.total == 300
         # Only what the cancelled build had not embedded is embedded again.
         assert done.embedded == 300 - stopped.done
-        assert built is not None and built.index.row_count == 300
+        assert built is not None
+        assert built.index.row_count == 300
         assert hybrid_search(lake, "workers", "forklift driver", k=3)
 
         # Fresh index: nothing is embedded and nothing is rebuilt.
         third = BackgroundIndex(lake, "workers", "resume_text").start()
-        assert third.wait(60) and third.result() is None and third.progress().embedded == 0
+        assert third.wait(60)
+        assert third.result() is None
+        assert third.progress().embedded == 0
 
 
 @pytest.mark.slow
@@ -102,14 +107,18 @@ def test_the_rules_staffers_run_while_the_index_builds_and_every_step_is_timed(t
     # The pack did not wait for the index: it began after the index started and before it ended.
     index, pack = steps["index (background)"], steps["scenario pack"]
     assert index.started_s <= pack.started_s < index.started_s + index.seconds
-    assert all(step.seconds >= 0 for step in job.steps) and job.seconds >= pack.seconds
-    assert job.demo.index is not None and job.demo.index.embedded == 300
-    assert job.run.results > 0 and any(isinstance(e, SearchExample) for e in events)
+    assert all(step.seconds >= 0 for step in job.steps)
+    assert job.seconds >= pack.seconds
+    assert job.demo.index is not None
+    assert job.demo.index.embedded == 300
+    assert job.run.results > 0
+    assert any(isinstance(e, SearchExample) for e in events)
     days = [e for e in events if isinstance(e, Progress)]
     assert len(days) == 2 * 8, "one line per staffer and day of the built-in pack"
     assert any(isinstance(e, IndexProgress) and e.phase == "embedding" for e in events)
     assert [e.label for e in events if isinstance(e, RunDone)] == ["scenario pack"]
-    assert isinstance(events[-1], StepDone) and events[-1].name == "example search"
+    assert isinstance(events[-1], StepDone)
+    assert events[-1].name == "example search"
 
     again = run_main_job(load_settings(runs_dir=str(tmp_path / "runs")), workers=300, batches=1)
     summaries = {step.name: step.summary for step in again.steps}
@@ -127,6 +136,10 @@ def test_demo_prints_each_step_with_its_time(tmp_path: Path, capsys: pytest.Capt
         code = exc.code
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert "done dataset in" in out and "done scenario pack in" in out and "done index (background) in" in out
-    assert "the main job took" in out and "took (s)" in out and "example search" in out
+    assert "done dataset in" in out
+    assert "done scenario pack in" in out
+    assert "done index (background) in" in out
+    assert "the main job took" in out
+    assert "took (s)" in out
+    assert "example search" in out
     assert "No LLM staffer ran" in out

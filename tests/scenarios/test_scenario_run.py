@@ -87,8 +87,11 @@ def test_rules_baseline_learns_the_clients_rules_and_the_static_one_does_not(
     ops = observer.query(endpoint="fill.judged", limit=10_000)
     assert len(ops) == len(results)
     op = next(o for o in ops if o.attributes["rejections"])
-    assert op.source == "scenario" and op.provenance.staffer_id in ("rules-learning", "rules-static")
-    assert op.provenance.run_id.startswith("curve:") and op.provenance.sig_hash and op.provenance.count
+    assert op.source == "scenario"
+    assert op.provenance.staffer_id in ("rules-learning", "rules-static")
+    assert op.provenance.run_id.startswith("curve:")
+    assert op.provenance.sig_hash
+    assert op.provenance.count
     assert {
         "client_id",
         "task_kind",
@@ -104,10 +107,14 @@ def test_rules_baseline_learns_the_clients_rules_and_the_static_one_does_not(
 
     card = compare(results, "rules-static", "rules-learning", batch=3)
     fill = next(row for row in card.rows if row.metric == "fill_rate")
-    assert card.paired and fill.diff_ci.low > 0 and fill.verdict == "rules-learning better"
+    assert card.paired
+    assert fill.diff_ci.low > 0
+    assert fill.verdict == "rules-learning better"
 
     html = (run_dir / "report.html").read_text()
-    assert "Learning curve" in html and "rules-learning" in html and "<script" not in html
+    assert "Learning curve" in html
+    assert "rules-learning" in html
+    assert "<script" not in html
 
 
 @pytest.mark.slow

@@ -10,7 +10,9 @@ import pytest
 
 def test_build_then_search_as_json(data_dir: Path, cli) -> None:
     code, out, _ = cli("index", "build", "workers", "--column", "resume_text")
-    assert code == 0 and "0 embedded" in out and "from the cache" in out
+    assert code == 0
+    assert "0 embedded" in out
+    assert "from the cache" in out
 
     code, out, _ = cli(
         "search",
@@ -24,23 +26,30 @@ def test_build_then_search_as_json(data_dir: Path, cli) -> None:
         "json",
     )
     hits = json.loads(out)
-    assert code == 0 and len(hits) == 3
+    assert code == 0
+    assert len(hits) == 3
     assert all(h["doc_id"] == f"W-{h['key']}" and h["key"] <= 100 and h["sql_verified"] for h in hits)
 
     code, out, _ = cli("search", "profiles", "certified welder", "-k", "1")
-    assert code == 0 and "P-1" in out and "Certified welder" in out
+    assert code == 0
+    assert "P-1" in out
+    assert "Certified welder" in out
 
 
 def test_status_shows_stale_after_an_ingest(data_dir: Path, tmp_path: Path, cli) -> None:
     code, out, _ = cli("index", "status", "--format", "json")
-    assert code == 0 and [s["fresh"] for s in json.loads(out)] == [True, True]
+    assert code == 0
+    assert [s["fresh"] for s in json.loads(out)] == [True, True]
     extra = tmp_path / "more.csv"
     extra.write_text("id,bio\n5,Electrician apprentice with conduit bending experience.\n")
     assert cli("ingest", str(extra), "--dataset", "profiles")[0] == 0
     code, out, _ = cli("index", "status", "profiles")
-    assert code == 0 and "STALE" in out
+    assert code == 0
+    assert "STALE" in out
     code, _, err = cli("search", "profiles", "electrician")
-    assert code == 2 and "stale" in err and "agentlake index build profiles" in err
+    assert code == 2
+    assert "stale" in err
+    assert "agentlake index build profiles" in err
 
 
 @pytest.mark.parametrize(
@@ -60,7 +69,9 @@ def test_status_shows_stale_after_an_ingest(data_dir: Path, tmp_path: Path, cli)
 def test_bad_input_exits_2_with_one_line(data_dir: Path, cli, args: list[str], message: str) -> None:
     code, out, err = cli(*args)
     assert code == 2
-    assert message in err and err.strip().startswith("error:") and len(err.strip().splitlines()) <= 2
+    assert message in err
+    assert err.strip().startswith("error:")
+    assert len(err.strip().splitlines()) <= 2
     code, out, _ = cli("sql", "SELECT count(*) AS n FROM workers", "--format", "json")
     assert json.loads(out) == [{"n": 300}]
 
@@ -69,9 +80,15 @@ def test_bad_input_exits_2_with_one_line(data_dir: Path, cli, args: list[str], m
 def test_demo_generates_indexes_and_answers(cli) -> None:
     code, out, err = cli("demo", "--workers", "300", "--seed", "3")
     assert code == 0, err
-    assert "generated 300 workers" in out and "indexed workers.resume_text" in out
-    assert "agentlake sql" in out and "avg_reliability" in out
-    assert "agentlake search workers" in out and "sql_verified" in out
+    assert "generated 300 workers" in out
+    assert "indexed workers.resume_text" in out
+    assert "agentlake sql" in out
+    assert "avg_reliability" in out
+    assert "agentlake search workers" in out
+    assert "sql_verified" in out
     # The second run reuses the data and the index: nothing generated, nothing embedded.
     code, out, _ = cli("demo", "--workers", "300", "--seed", "3")
-    assert code == 0 and "generated" not in out and "indexed" not in out and "avg_reliability" in out
+    assert code == 0
+    assert "generated" not in out
+    assert "indexed" not in out
+    assert "avg_reliability" in out

@@ -36,7 +36,8 @@ def test_a_filter_matching_nothing_returns_nothing(lake: Lake) -> None:
 
 def test_welding_resume_ranks_above_nursing(lake: Lake) -> None:
     sources = hybrid_search(lake, "profiles", "certified welder", k=4)
-    assert sources[0].key == 1 and sources[0].doc_id == "P-1"
+    assert sources[0].key == 1
+    assert sources[0].doc_id == "P-1"
     assert sources[0].chunk_text.startswith("Certified welder")
     nurse = next(s for s in sources if s.key == 2)
     assert sources[0].score > nurse.score
@@ -48,7 +49,9 @@ def test_unfiltered_search_finds_a_resume_by_its_own_text(lake: Lake) -> None:
         "SELECT worker_id, resume_text FROM workers ORDER BY worker_id LIMIT 1 OFFSET 42"
     ).rows[0]
     top = hybrid_search(lake, "workers", text, k=3)[0]
-    assert top.key == key and top.chunk_text == text and top.similarity > 0.99
+    assert top.key == key
+    assert top.chunk_text == text
+    assert top.similarity > 0.99
 
 
 def test_ann_and_wide_scan_paths_agree_with_exact(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -74,7 +77,8 @@ def test_ann_and_wide_scan_paths_agree_with_exact(lake: Lake, monkeypatch: pytes
     # The HNSW graph (normally from 10k rows) finds the same best row and nearly the same 10
     # (it is approximate: the benchmark measures recall@10 at 500k rows).
     result = build_index(lake, "workers", "resume_text", ann=True)
-    assert result.ann and result.embedded == 0
+    assert result.ann
+    assert result.embedded == 0
     overlaps = []
     for vector, best in zip(vectors, exact, strict=True):
         found = [s.key for s in search_vector(lake, "workers", vector, k=10)]
@@ -96,7 +100,9 @@ def test_boost_hook_reorders_rows(lake: Lake) -> None:
     assert boosted[0].score == pytest.approx(boosted[0].similarity + 1.0, abs=1e-5)
     assert boosted[0].similarity == pytest.approx(plain[-1].similarity, abs=1e-5)
     keys, scores = seen[0]
-    assert keys.dtype == np.int64 and scores.dtype == np.float32 and len(keys) == len(scores) >= 10
+    assert keys.dtype == np.int64
+    assert scores.dtype == np.float32
+    assert len(keys) == len(scores) >= 10
 
     # With a filter the hook sees every matching row, so it can pull up any of them.
     where = "worker_id <= 150"

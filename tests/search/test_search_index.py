@@ -31,7 +31,8 @@ def new_worker(lake: Lake, worker_id: int, resume: str) -> pa.Table:
 
 def test_rebuilding_unchanged_rows_embeds_nothing(lake: Lake) -> None:
     result = build_index(lake, "workers", "resume_text")
-    assert result.embedded == 0 and result.cached == result.index.row_count
+    assert result.embedded == 0
+    assert result.cached == result.index.row_count
     info = index_info(lake, "workers")
     assert (info.key_column, info.model, info.dimension) == ("worker_id", "local:all-MiniLM-L6-v2", 384)
     stored = lake.read_arrow(f"SELECT count(*) AS n FROM {vectors_table('workers')}").column("n")[0].as_py()
@@ -47,7 +48,8 @@ def test_an_ingest_makes_the_index_stale_until_rebuilt(lake: Lake) -> None:
     assert not index_status(lake, "workers")[0].fresh
 
     result = ensure_index(lake, "workers", "resume_text")
-    assert result is not None and result.embedded == 1  # only the new row reaches the model
+    assert result is not None
+    assert result.embedded == 1  # only the new row reaches the model
     top = hybrid_search(lake, "workers", "underwater welding diver", k=1)[0]
     assert (top.key, top.doc_id, top.chunk_text) == (999_001, "W-999001", resume)
     assert ensure_index(lake, "workers", "resume_text") is None  # fresh now
@@ -67,7 +69,8 @@ def test_rows_changed_behind_the_catalog_are_caught(lake: Lake) -> None:
     with pytest.raises(StaleIndexError, match="777777"):
         hybrid_search(lake, "workers", "welder", where="worker_id >= 777777")
     state = index_status(lake, "workers")[0]
-    assert not state.fresh and "rows" in state.reason
+    assert not state.fresh
+    assert "rows" in state.reason
 
 
 def test_missing_or_damaged_files_are_rebuilt_from_the_lake(lake: Lake) -> None:
@@ -79,7 +82,8 @@ def test_missing_or_damaged_files_are_rebuilt_from_the_lake(lake: Lake) -> None:
     index_module._loaded.clear()
     assert [s.key for s in hybrid_search(lake, "profiles", "hospital nurse", k=4)] == before
     files = list((index_root(lake) / "profiles").iterdir())
-    assert len(files) == 1 and (files[0] / "vectors.npy").is_file()
+    assert len(files) == 1
+    assert (files[0] / "vectors.npy").is_file()
 
     (files[0] / "meta.json").write_text("{not json")
     index_module._loaded.clear()

@@ -123,7 +123,8 @@ def test_a_new_op_appears_in_the_live_ops_panel(page: Any) -> None:
     page.wait_for_selector(mine, timeout=15000)
     item = page.locator(mine)
     assert "fresh" in (item.get_attribute("class") or "")  # highlighted as it arrived
-    assert "graph.turn" in item.inner_text() and "agent" in item.inner_text()
+    assert "graph.turn" in item.inner_text()
+    assert "agent" in item.inner_text()
     # The turn's model calls arrived too, recorded as the thinker's and the director's.
     assert page.locator("#ops li[data-endpoint='llm.chat'][title*='graph.director']").count() >= 1
     shot(page, "live-ops")
@@ -165,7 +166,8 @@ def test_the_dashboard_asks_for_a_key_once_then_works_on_its_session(
 
     # The session is an HttpOnly, SameSite=Strict cookie that is not the key.
     (cookie,) = [c for c in keyed_context.cookies() if c["name"] == "agentlake_session"]
-    assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict"
+    assert cookie["httpOnly"] is True
+    assert cookie["sameSite"] == "Strict"
     assert keys["read"] not in cookie["value"]
     assert "agentlake_session" not in page.evaluate("() => document.cookie")  # no script reads it
 
@@ -218,4 +220,5 @@ def test_signing_out_asks_again_and_no_key_is_logged_or_recorded(
     log = keyed_live_server.log_text()
     assert "POST /api/session" in log  # the access log is on, and shows the sign-ins ...
     for key in keys.values():
-        assert key not in recorded and key not in log  # ... but never a key
+        assert key not in recorded
+        assert key not in log  # ... but never a key

@@ -21,11 +21,14 @@ KEYS = "rk-0123456789:read,wk-0123456789:write"
 def test_the_page_and_its_assets_are_served_locally(make_web_app: MakeApp) -> None:
     client, _ = make_web_app()
     page = client.get("/")
-    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
     assert re.findall(r'(?:src|href)="([^"]+)"', page.text) == ["/static/app.css", "data:,", "/static/app.js"]
     bundle = client.get("/static/app.js")
-    assert bundle.status_code == 200 and bundle.headers["content-type"].startswith("text/javascript")
-    assert "cytoscape" in bundle.text.lower() and len(bundle.text) > 100_000
+    assert bundle.status_code == 200
+    assert bundle.headers["content-type"].startswith("text/javascript")
+    assert "cytoscape" in bundle.text.lower()
+    assert len(bundle.text) > 100_000
     # Served from the package: nothing is fetched from a CDN at run time.
     for text in (page.text, bundle.text, client.get("/static/app.css").text):
         assert not re.search(r"(src|href)=[\"']https?://", text)
@@ -50,16 +53,20 @@ def test_graphs_are_listed_shown_and_switched(make_web_app: MakeApp) -> None:
         ("minimal", 4, 5),
     }
     active = client.get("/api/graphs/active").json()
-    assert active["name"] == "default" and active["active"] is True
-    assert len(active["nodes"]) == 7 and len(active["edges"]) == 13
+    assert active["name"] == "default"
+    assert active["active"] is True
+    assert len(active["nodes"]) == 7
+    assert len(active["edges"]) == 13
     assert {e["type"] for e in active["edges"]} == {"data", "context", "control"}
     switched = client.put("/api/graphs/active", json={"name": "minimal"})
-    assert switched.status_code == 200 and switched.json()["name"] == "minimal"
+    assert switched.status_code == 200
+    assert switched.json()["name"] == "minimal"
     assert client.get("/api/graphs").json()["active"] == "minimal"
     assert app.state.graph_runtime.active.name == "minimal"
     assert client.get("/api/graphs/default").json()["active"] is False
     missing = client.put("/api/graphs/active", json={"name": "nope"})
-    assert missing.status_code == 404 and "known graphs: default" in missing.json()["error"]["message"]
+    assert missing.status_code == 404
+    assert "known graphs: default" in missing.json()["error"]["message"]
     assert client.get("/api/graphs/nope").status_code == 404
     assert client.put("/api/graphs/active", json={"name": "Bad Name!"}).status_code == 422
 
@@ -79,14 +86,16 @@ def test_switching_needs_a_write_key_once_keys_are_configured(make_web_app: Make
     spec = client.get("/openapi.json", headers={"X-API-Key": "rk-0123456789"}).json()["paths"]
     assert spec["/api/graphs/active"]["put"]["x-required-scope"] == "write"
     assert spec["/api/graphs"]["get"]["x-required-scope"] == "read"
-    assert "/" not in spec and "/ws" not in spec
+    assert "/" not in spec
+    assert "/ws" not in spec
 
 
 def test_the_latest_scenario_run_with_its_learning_curve(make_web_app: MakeApp, tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     client, _ = make_web_app(runs_dir=runs)
     missing = client.get("/api/scenarios/latest")
-    assert missing.status_code == 404 and "agentlake run" in missing.json()["error"]["message"]
+    assert missing.status_code == 404
+    assert "agentlake run" in missing.json()["error"]["message"]
     for run_id, gain in (("20261120-100000-aaaa", 0.1), ("20261121-090000-bbbb", 0.3)):
         (runs / run_id).mkdir(parents=True)
         board = {"run_id": run_id, "batches": [1, 2],
@@ -97,10 +106,10 @@ def test_the_latest_scenario_run_with_its_learning_curve(make_web_app: MakeApp, 
     (runs / "20261122-000000-cccc").mkdir()  # a run still being written: no leaderboard yet
     latest = client.get("/api/scenarios/latest").json()
     assert latest["run_id"] == "20261121-090000-bbbb"
-    assert latest["leaderboard"][0]["staffer"] == "rules-learning" and latest["learning_curve"] == {
-        "rules-learning": [0.5, 0.8]
-    }
-    assert latest["batches"] == [1, 2] and latest["leaderboard"][0]["gain_points"] == 30.0
+    assert latest["leaderboard"][0]["staffer"] == "rules-learning"
+    assert latest["learning_curve"] == {"rules-learning": [0.5, 0.8]}
+    assert latest["batches"] == [1, 2]
+    assert latest["leaderboard"][0]["gain_points"] == 30.0
 
 
 def _receive_until(ws: Any, kind: str, limit: int = 200) -> list[dict[str, Any]]:
@@ -119,18 +128,17 @@ def test_the_websocket_streams_a_reply_then_done_and_broadcasts_the_trace(make_w
     client, _ = make_web_app(graph_model="scripted:graph")
     with client.websocket_connect("/ws") as ws, client.websocket_connect("/ws") as watcher:
         hello = ws.receive_json()
-        assert (
-            hello["type"] == "hello"
-            and hello["graph"]["name"] == "default"
-            and hello["model"] == "scripted:graph"
-        )
+        assert hello["type"] == "hello"
+        assert hello["graph"]["name"] == "default"
+        assert hello["model"] == "scripted:graph"
         assert re.match(r"^s-[0-9a-f]{12}$", hello["session"])
         assert watcher.receive_json()["type"] == "hello"
 
         ws.send_json({"type": "message", "text": "thank you"})
         events = _receive_until(ws, "done")
         chat = [e for e in events if e["type"] in ("delta", "done")]
-        assert [e["type"] for e in chat][-1] == "done" and chat[0]["type"] == "delta"
+        assert [e["type"] for e in chat][-1] == "done"
+        assert chat[0]["type"] == "delta"
         assert "".join(e["text"] for e in chat[:-1]) == chat[-1]["text"] == "You're welcome."
         nodes = [e["node"] for e in events if e["type"] == "trace" and e["event"] == "start"]
         assert nodes[:3] == ["input", "sensor", "output"]
@@ -181,7 +189,8 @@ def test_the_websocket_answers_bad_frames_with_an_error(make_web_app: MakeApp) -
         assert "send JSON text frames" in ws.receive_json()["message"]
         ws.send_json({"type": "message", "text": "x" * 5000})
         error = ws.receive_json()
-        assert error["type"] == "error" and "bad event (message.text" in error["message"]
+        assert error["type"] == "error"
+        assert "bad event (message.text" in error["message"]
 
 
 def test_the_websocket_is_refused_without_a_key_once_keys_are_configured(make_web_app: MakeApp) -> None:

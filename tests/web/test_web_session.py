@@ -24,18 +24,21 @@ def sign_in(client: TestClient, key: str) -> Any:
 def test_the_page_and_its_assets_load_without_a_key_but_nothing_else_does(make_web_app: MakeApp) -> None:
     client, _ = make_web_app(keys=KEYS)
     page = client.get("/")
-    assert page.status_code == 200 and 'id="signin"' in page.text
+    assert page.status_code == 200
+    assert 'id="signin"' in page.text
     assert client.get("/static/app.js").status_code == 200
     for path in ("/api/graphs", "/playbooks", "/observer/stats", "/docs", "/worker/1"):
         assert client.get(path).status_code == 401, path
     signed_out = client.get("/api/session")
-    assert signed_out.status_code == 401 and "X-API-Key" in signed_out.json()["error"]["message"]
+    assert signed_out.status_code == 401
+    assert "X-API-Key" in signed_out.json()["error"]["message"]
 
 
 def test_a_key_is_exchanged_for_an_httponly_strict_cookie_that_is_not_the_key(make_web_app: MakeApp) -> None:
     client, _ = make_web_app(keys=KEYS)
     wrong = sign_in(client, "not-a-key")
-    assert wrong.status_code == 401 and "set-cookie" not in wrong.headers
+    assert wrong.status_code == 401
+    assert "set-cookie" not in wrong.headers
 
     response = sign_in(client, READ)
     assert response.status_code == 200
@@ -48,7 +51,8 @@ def test_a_key_is_exchanged_for_an_httponly_strict_cookie_that_is_not_the_key(ma
     cookie = response.headers["set-cookie"]
     assert cookie.startswith("agentlake_session=")
     attributes = {part.strip().split("=")[0].lower() for part in cookie.split(";")[1:]}
-    assert {"httponly", "samesite", "path", "max-age"} <= attributes and "SameSite=Strict" in cookie
+    assert {"httponly", "samesite", "path", "max-age"} <= attributes
+    assert "SameSite=Strict" in cookie
     assert READ not in cookie  # the key itself never leaves the request
     assert response.headers["cache-control"] == "no-store"
 
@@ -64,7 +68,8 @@ def test_the_session_has_the_keys_scope_and_refuses_other_origins(make_web_app: 
     sign_in(client, READ)
     switch = {"name": "minimal"}
     refused = client.put("/api/graphs/active", json=switch, headers=SAME_ORIGIN)
-    assert refused.status_code == 403 and "scope 'write'" in refused.json()["error"]["message"]
+    assert refused.status_code == 403
+    assert "scope 'write'" in refused.json()["error"]["message"]
     # The observer mounted under the gateway honours the session and its scope too.
     assert client.get("/observer/ops", params={"limit": 5}).status_code == 200
     assert client.post("/observer/event", json={"endpoint": "x"}, headers=SAME_ORIGIN).status_code == 403
@@ -75,7 +80,8 @@ def test_the_session_has_the_keys_scope_and_refuses_other_origins(make_web_app: 
     # let the cookie through) cannot change anything with the session.
     evil = {"Origin": "http://127.0.0.1:9999"}
     cross = client.put("/api/graphs/active", json=switch, headers=evil)
-    assert cross.status_code == 403 and "cross-origin" in cross.json()["error"]["message"]
+    assert cross.status_code == 403
+    assert "cross-origin" in cross.json()["error"]["message"]
     assert client.post("/api/session", json={"key": WRITE}, headers=evil).status_code == 403
     # An API key is not ambient, so a key-carrying client needs no Origin check.
     assert (
@@ -114,7 +120,8 @@ def test_tampered_expired_and_revoked_sessions_are_refused(make_web_app: MakeApp
     assert with_cookie("garbage") == 401
     expired = sessions.mint(READ, token.split(".")[1], "read", now=time.time() - sessions.SESSION_TTL_S - 5)
     refused = client.get("/api/graphs", cookies={"agentlake_session": expired})
-    assert refused.status_code == 401 and "sign in again" in refused.json()["error"]["message"]
+    assert refused.status_code == 401
+    assert "sign in again" in refused.json()["error"]["message"]
 
     # Another gateway whose keys no longer include this one refuses its sessions.
     other, _ = make_web_app(keys="wk-0123456789:write")
@@ -125,7 +132,8 @@ def test_signing_out_removes_the_cookie(make_web_app: MakeApp) -> None:
     client, _ = make_web_app(keys=KEYS)
     sign_in(client, READ)
     response = client.delete("/api/session")
-    assert response.status_code == 204 and "Max-Age=0" in response.headers["set-cookie"]
+    assert response.status_code == 204
+    assert "Max-Age=0" in response.headers["set-cookie"]
     assert client.get("/api/session").status_code == 401
 
 
@@ -144,10 +152,12 @@ def test_the_key_sent_to_sign_in_is_never_recorded(make_web_app: MakeApp) -> Non
             break
         time.sleep(0.05)
     sign_ins = [op for op in ops if op.endpoint == "POST /api/session"]
-    assert len(sign_ins) == 2 and [op.success for op in sign_ins].count(True) == 1
+    assert len(sign_ins) == 2
+    assert [op.success for op in sign_ins].count(True) == 1
     for op in ops:
         text = f"{op.input_summary} {op.output_summary} {op.error}"
-        assert READ not in text and "wrong-key-that-should-not-leak" not in text
+        assert READ not in text
+        assert "wrong-key-that-should-not-leak" not in text
     assert all("[REDACTED]" in op.input_summary for op in sign_ins)
     reading = next(op for op in ops if op.endpoint == "GET /api/graphs")
     assert '"key": "key-' in reading.input_summary  # the session's key, by fingerprint
@@ -162,4 +172,5 @@ def test_an_open_gateway_needs_no_sign_in(make_web_app: MakeApp) -> None:
         "via": "open",
     }
     refused = client.post("/api/session", json={"key": "anything"})
-    assert refused.status_code == 400 and "no sign-in is needed" in refused.json()["error"]["message"]
+    assert refused.status_code == 400
+    assert "no sign-in is needed" in refused.json()["error"]["message"]

@@ -9,9 +9,12 @@ from agentlake.lake import Lake
 
 def test_generate_into_the_lake_then_refuse_then_replace(cli) -> None:
     code, out, _ = cli("data", "generate", "--workers", "300", "--seed", "2")
-    assert code == 0 and "workers" in out and "300" in out
+    assert code == 0
+    assert "workers" in out
+    assert "300" in out
     code, _, err = cli("data", "generate", "--workers", "100")
-    assert code == 2 and "already exist; pass --replace" in err
+    assert code == 2
+    assert "already exist; pass --replace" in err
     with Lake.open(read_only=True) as lake:
         assert lake.dataset("workers").row_count == 300
     code, _, _ = cli("data", "generate", "--workers", "100", "--replace")
@@ -29,7 +32,8 @@ def test_generate_files_then_ingest_them(tmp_path: Path, cli) -> None:
     assert code == 0
     assert sorted(p.name for p in out_dir.iterdir()) == ["clients.csv", "placements.csv", "workers.csv"]
     code, out, _ = cli("ingest", str(out_dir / "workers.csv"), "--dataset", "workers", "--key", "worker_id")
-    assert code == 0 and "(0 -> 200 rows)" in out
+    assert code == 0
+    assert "(0 -> 200 rows)" in out
 
 
 def test_bom_header_csv(tmp_path: Path, cli) -> None:

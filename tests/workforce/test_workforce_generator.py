@@ -75,14 +75,16 @@ def test_schema_is_the_issues(workforce) -> None:
         "shift_end",
         "status",
     ]
-    assert workforce.workers.num_rows == N and workforce.clients.num_rows == 300
+    assert workforce.workers.num_rows == N
+    assert workforce.clients.num_rows == 300
 
 
 def test_same_seed_same_rows_other_seed_other_rows(workforce) -> None:
     small = generate_workforce(2000, seed=11)
     again = generate_workforce(2000, seed=11)
     other = generate_workforce(2000, seed=12)
-    assert small.workers.equals(again.workers) and small.placements.equals(again.placements)
+    assert small.workers.equals(again.workers)
+    assert small.placements.equals(again.placements)
     assert small.clients.equals(again.clients)
     assert not small.workers.equals(other.workers)
 
@@ -131,11 +133,10 @@ def test_cities_states_zips_and_coordinates_are_real(workforce) -> None:
     sample = workforce.workers.slice(0, 300).to_pylist()
     for row in sample:
         matches = zipcodes.matching(row["zip"])
-        assert matches and matches[0]["state"] == row["state"], row
-        assert (
-            abs(float(matches[0]["lat"]) - row["lat"]) < 0.1
-            and abs(float(matches[0]["long"]) - row["lon"]) < 0.1
-        )
+        assert matches, row
+        assert matches[0]["state"] == row["state"], row
+        assert abs(float(matches[0]["lat"]) - row["lat"]) < 0.1
+        assert abs(float(matches[0]["long"]) - row["lon"]) < 0.1
     cities = load_cities()
     assert len(cities) == 300
     assert ("Cleveland", "OH") in set(zip(cities.name, cities.state, strict=True))
@@ -159,7 +160,8 @@ def test_roles_carry_fitting_certifications_in_varied_spellings(db) -> None:
         for part in value.split(",")
         if normalize_certification(part) == "OSHA 10"
     }
-    assert {"OSHA 10", "OSHA-10 Hour"} <= spellings and len(spellings) >= 4
+    assert {"OSHA 10", "OSHA-10 Hour"} <= spellings
+    assert len(spellings) >= 4
 
 
 def test_resumes_are_two_to_four_sentences_and_vary(db) -> None:
@@ -174,7 +176,8 @@ def test_resumes_are_two_to_four_sentences_and_vary(db) -> None:
         return len(re.findall(r"[.!?](?=\s|$)", text))
 
     counts = [sentences(text) for text in resumes]
-    assert min(counts) >= 2 and max(counts) <= 4
+    assert min(counts) >= 2
+    assert max(counts) <= 4
     assert len({" ".join(text.split()[:3]) for text in resumes}) > 200
     welder = one(db, "SELECT resume_text FROM workers WHERE role = 'Welder' LIMIT 1")[0]
     assert "welder" in welder.lower() or "welding" in welder.lower()
@@ -193,7 +196,8 @@ def test_about_five_percent_have_a_no_show(db) -> None:
 
 def test_placements_span_spring_2026_with_late_april_schedules(db) -> None:
     start, end = one(db, "SELECT min(shift_start), max(shift_end) FROM placements")
-    assert datetime(2026, 3, 1) <= start and end <= datetime(2026, 5, 31)
+    assert datetime(2026, 3, 1) <= start
+    assert end <= datetime(2026, 5, 31)
     assert (
         one(
             db,
@@ -240,7 +244,8 @@ def test_load_workforce_is_one_refusable_transaction() -> None:
             ("clients", 300),
             ("placements", small.placements.num_rows),
         }
-        assert lake.dataset("workers").key == "worker_id" and lake.dataset("clients").key == "id"
+        assert lake.dataset("workers").key == "worker_id"
+        assert lake.dataset("clients").key == "id"
         assert lake.dataset("placements").key is None
         with pytest.raises(UserError, match="already exist; pass --replace"):
             load_workforce(lake, generate_workforce(100, seed=4))
