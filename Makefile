@@ -51,6 +51,7 @@ test: install browser models-0.5b
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
 
 # The optional local model (base Gemma 3 270M under llama-cpp-python). Compiles for ~11 minutes;
 # the flags avoid the AMX code that crashes on this CPU.

@@ -59,8 +59,15 @@ def main() -> None:
     observer = open_observer(settings)
 
     order = FillOrder.parse("3 x Warehouse Associate in Chicago, IL at 08:00 on 2026-04-22")
-    best = [r["worker_id"] for r in find_candidates(lake, CandidateQuery(role=order.role, city=order.city, state=order.state,
-                                                                         min_availability=0.3, limit=12))]  # fmt: skip
+    best = [
+        r["worker_id"]
+        for r in find_candidates(
+            lake,
+            CandidateQuery(
+                role=order.role, city=order.city, state=order.state, min_availability=0.3, limit=12
+            ),
+        )
+    ]
     free = [w for w in best if not ScheduleBook(lake).conflicts(w, order.shift_start, order.shift_end)]
     window = {"start": order.shift_start.isoformat(), "end": order.shift_end.isoformat()}
     executor_script = [
@@ -133,15 +140,26 @@ def main() -> None:
             uninstall = install_llm_recording(chosen)
             queue[:] = [json.dumps(step) for step in executor_script]
             model_ms[0] = sql_ms[0] = 0.0
-            ctx = RunContext(lake=lake, schedule=ScheduleBook(lake), observer=chosen, settings=settings, rescue=False,
-                             tools=tools)  # fmt: skip
+            ctx = RunContext(
+                lake=lake,
+                schedule=ScheduleBook(lake),
+                observer=chosen,
+                settings=settings,
+                rescue=False,
+                tools=tools,
+            )
             t0 = time.perf_counter()
             outcome = policy.run(order, ctx)
             wall = (time.perf_counter() - t0) * 1000
             assert outcome.success and outcome.turns == 6, outcome.failure_reason
             t1 = time.perf_counter()
-            generate_json(FunctionProvider(lambda m, o: plan_text, "bench-baseline"), messages, schema,
-                          validate=ExecutorAction.model_validate, settings=settings)  # fmt: skip
+            generate_json(
+                FunctionProvider(lambda m, o: plan_text, "bench-baseline"),
+                messages,
+                schema,
+                validate=ExecutorAction.model_validate,
+                settings=settings,
+            )
             base = (time.perf_counter() - t1) * 1000
             uninstall()
             if i >= args.warmup:
@@ -157,8 +175,10 @@ def main() -> None:
     print(
         f"load average before/after: {load_before:.2f} / {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
     )
-    print("| per turn (median / p90) | observer in memory | embedded (DuckDB), acknowledged per task "
-          "| embedded (DuckDB), acknowledged per turn |")  # fmt: skip
+    print(
+        "| per turn (median / p90) | observer in memory | embedded (DuckDB), acknowledged per task "
+        "| embedded (DuckDB), acknowledged per turn |"
+    )
     print("|---|---|---|---|")
     for key, label in (("base", "bare `generate_json` call, scripted (baseline)"),
                        ("overhead", "orchestration overhead (no model time, no SQL)"),

@@ -84,22 +84,39 @@ def main() -> None:
     def baseline() -> None:
         stop = install_llm_recording(observer)
         try:
-            plan = generate_structured(model, [Message(role="system", content="ROLE: director"),
-                                               Message(role="user", content=QUESTION)], DirectorPlan)  # fmt: skip
-            thinker = [Message(role="system", content="ROLE: thinker\n" + json.dumps(plan.model_dump())),
-                       Message(role="user", content=QUESTION)]  # fmt: skip
+            plan = generate_structured(
+                model,
+                [Message(role="system", content="ROLE: director"), Message(role="user", content=QUESTION)],
+                DirectorPlan,
+            )
+            thinker = [
+                Message(role="system", content="ROLE: thinker\n" + json.dumps(plan.model_dump())),
+                Message(role="user", content=QUESTION),
+            ]
             step = generate_structured(model, thinker, ThinkerStep)
             from agentlake.agents.policy import RunContext
 
-            ctx = RunContext(lake=resources.lake, observer=observer, settings=settings, tools=resources.tools,
-                             agent_id="bench")  # fmt: skip
+            ctx = RunContext(
+                lake=resources.lake,
+                observer=observer,
+                settings=settings,
+                tools=resources.tools,
+                agent_id="bench",
+            )
             call = step.tool_calls[0]
             result = resources.tools.call(call.tool, call.args, ctx=ctx)
             body = json.dumps(
                 {"tool": call.tool, "ok": result.ok, "rows": result.rows, "result": result.text}
             )
-            generate_structured(model, [*thinker, Message(role="assistant", content=step.model_dump_json()),
-                                        Message(role="tool", content=body)], ThinkerStep)  # fmt: skip
+            generate_structured(
+                model,
+                [
+                    *thinker,
+                    Message(role="assistant", content=step.model_dump_json()),
+                    Message(role="tool", content=body),
+                ],
+                ThinkerStep,
+            )
         finally:
             stop()
 
@@ -125,8 +142,12 @@ def main() -> None:
         runtime.handle(machine_session, {"type": "action", "action": f"go:order:{target}"}, sent.append)
         assert sent[0]["type"] == "transition", sent
 
-    variants = {"baseline (same calls by hand)": lambda i: baseline(), "graph data turn": data_turn,
-                "reflex turn (no model)": reflex_turn, "go: transition (no model)": transition}  # fmt: skip
+    variants = {
+        "baseline (same calls by hand)": lambda i: baseline(),
+        "graph data turn": data_turn,
+        "reflex turn (no model)": reflex_turn,
+        "go: transition (no model)": transition,
+    }
     times: dict[str, list[float]] = {name: [] for name in variants}
     for i in range(20):  # warm-up: imports, caches, the store's first commits
         for fn in variants.values():
@@ -156,13 +177,17 @@ def main() -> None:
     set_observer(None)
     observer.close()
 
-    print(f"graph runtime benchmark: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, "
-          f"{args.workers} workers, {args.turns} rounds in-process, {args.ws_turns} over the WebSocket")  # fmt: skip
+    print(
+        f"graph runtime benchmark: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, "
+        f"{args.workers} workers, {args.turns} rounds in-process, {args.ws_turns} over the WebSocket"
+    )
     base = statistics.median(times["baseline (same calls by hand)"])
     for name, values in times.items():
         print(row(name, values, base))
-    print(f"trace events per turn: {per_turn}; TraceLog.emit {trace_rate:,.0f} events/s "
-          "(append + size check, one open per event)")  # fmt: skip
+    print(
+        f"trace events per turn: {per_turn}; TraceLog.emit {trace_rate:,.0f} events/s "
+        "(append + size check, one open per event)"
+    )
     transport = statistics.median(ws_times["ws: bad frame -> error (transport)"])
     for name, values in ws_times.items():
         print(row(name, values, transport))

@@ -104,7 +104,7 @@ def judged_ops(m: int, rng: random.Random, tag: str) -> list[ObservedOp]:
                     "requested": 3,
                     "filled": 3 - len(rejections),
                     "rejections": rejections,
-                },  # fmt: skip
+                },
             )
         )
     return ops
@@ -138,9 +138,14 @@ def main() -> None:
             single_s = time.perf_counter() - started
         per_batched = batched_s / len(batch) * 1000
         per_single = single_s / len(one_by_one) * 1000
-        rows.append((f"propose {len(batch)} ADDs in one transaction", f"{per_batched:.2f} ms/delta",
-                     f"one transaction per delta ({len(one_by_one)}): {per_single:.2f} ms/delta",
-                     f"{per_single / per_batched:.1f}x faster"))  # fmt: skip
+        rows.append(
+            (
+                f"propose {len(batch)} ADDs in one transaction",
+                f"{per_batched:.2f} ms/delta",
+                f"one transaction per delta ({len(one_by_one)}): {per_single:.2f} ms/delta",
+                f"{per_single / per_batched:.1f}x faster",
+            )
+        )
 
         # --- retrieval: in-memory ranking vs reloading the table per call -------------------
         with LessonStore.open(settings, path=Path(tmp) / "a.duckdb", embedder=False) as store:
@@ -177,11 +182,22 @@ def main() -> None:
             per_call = median_of(retrieve, args.repeats) / len(tasks) * 1000
             per_cited = median_of(retrieve_cited, args.repeats) / 50 * 1000
             per_reload = median_of(reload_and_rank, max(1, args.repeats // 2)) / 50 * 1000
-            rows.append((f"retrieve_lessons over {len(store.list())} lessons, 400-token budget", f"{per_call:.2f} ms/call",
-                         f"reload + parse the lessons table per call: {per_reload:.2f} ms/call",
-                         f"{per_reload / per_call:.1f}x faster"))  # fmt: skip
-            rows.append(("retrieve_lessons with the citation written (run_id)", f"{per_cited:.2f} ms/call",
-                         f"same without citation: {per_call:.2f} ms/call", f"{per_cited / per_call:.1f}x the cost"))  # fmt: skip
+            rows.append(
+                (
+                    f"retrieve_lessons over {len(store.list())} lessons, 400-token budget",
+                    f"{per_call:.2f} ms/call",
+                    f"reload + parse the lessons table per call: {per_reload:.2f} ms/call",
+                    f"{per_reload / per_call:.1f}x faster",
+                )
+            )
+            rows.append(
+                (
+                    "retrieve_lessons with the citation written (run_id)",
+                    f"{per_cited:.2f} ms/call",
+                    f"same without citation: {per_call:.2f} ms/call",
+                    f"{per_cited / per_call:.1f}x the cost",
+                )
+            )
 
             if args.semantic:
                 from agentlake.embed import get_embedder
@@ -194,8 +210,14 @@ def main() -> None:
                         retrieve_lessons(store, task)
 
                 per_sem = median_of(semantic, args.repeats) / 50 * 1000
-                rows.append(("retrieve_lessons with the semantic stage (MiniLM, cached vectors)", f"{per_sem:.2f} ms/call",
-                             f"structured only: {per_call:.2f} ms/call", f"{per_sem / per_call:.1f}x the cost"))  # fmt: skip
+                rows.append(
+                    (
+                        "retrieve_lessons with the semantic stage (MiniLM, cached vectors)",
+                        f"{per_sem:.2f} ms/call",
+                        f"structured only: {per_call:.2f} ms/call",
+                        f"{per_sem / per_call:.1f}x the cost",
+                    )
+                )
 
         # --- extraction and learning -------------------------------------------------------
         ops = judged_ops(args.ops, rng, "bench")
@@ -215,9 +237,14 @@ def main() -> None:
                 "",
             )
         )
-        rows.append((f"learn_from_ops over {len(ops)} ops ({len(applied)} deltas -> {lessons} lessons)",
-                     f"{learn_s * 1000:.0f} ms", f"the same ops again (all skipped): {relearn_s * 1000:.0f} ms",
-                     f"{learn_s / relearn_s:.1f}x"))  # fmt: skip
+        rows.append(
+            (
+                f"learn_from_ops over {len(ops)} ops ({len(applied)} deltas -> {lessons} lessons)",
+                f"{learn_s * 1000:.0f} ms",
+                f"the same ops again (all skipped): {relearn_s * 1000:.0f} ms",
+                f"{learn_s / relearn_s:.1f}x",
+            )
+        )
 
     print(
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}"

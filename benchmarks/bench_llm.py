@@ -84,8 +84,10 @@ def main() -> None:
     print(
         f"generate() in-process       median {statistics.median(in_process):.3f} ms  p90 {percentile(in_process, 0.9):.3f} ms"
     )
-    print(f"median overhead per call    {overhead:.3f} ms (ratio {our_median / raw_median:.2f}x); "
-          f"p90 overhead {percentile(our_times, 0.9) - percentile(raw_times, 0.9):.3f} ms")  # fmt: skip
+    print(
+        f"median overhead per call    {overhead:.3f} ms (ratio {our_median / raw_median:.2f}x); "
+        f"p90 overhead {percentile(our_times, 0.9) - percentile(raw_times, 0.9):.3f} ms"
+    )
     print(f"target <= 1 ms: {'met' if overhead <= 1.0 else 'NOT met'}")
 
 

@@ -71,8 +71,12 @@ ACTION_SCHEMA = {
 
 
 def system_prompt() -> str:
-    lines = ["You are the executor of a staffing agency. You fill orders for shifts with qualified workers.",
-             "Each turn you answer with one JSON action: the tool to call and its arguments.", "", "Tools:"]  # fmt: skip
+    lines = [
+        "You are the executor of a staffing agency. You fill orders for shifts with qualified workers.",
+        "Each turn you answer with one JSON action: the tool to call and its arguments.",
+        "",
+        "Tools:",
+    ]
     for name, args, what in TOOLS:
         lines.append(f"- {name}({args}): {what}.")
     lines += ["", "Rules:"] + [f"{i}. {rule}" for i, rule in enumerate(RULES, start=1)]
@@ -89,8 +93,10 @@ def system_prompt() -> str:
     roles = ["Welder", "Electrician", "Forklift Operator", "Pipefitter", "Machinist", "Painter", "Millwright"]
     for i in range(28):
         city, role = cities[i % len(cities)], roles[(i * 3) % len(roles)]
-        lines.append(f"- {2 + i % 4} x {role} in {city}: find_workers(role={role!r}, radius_miles={10 + 5 * (i % 5)}) "
-                     f"found {6 + i % 9}; proposed the {2 + i % 4} most reliable with forklift, OSHA-10 or AWS cards checked.")  # fmt: skip
+        lines.append(
+            f"- {2 + i % 4} x {role} in {city}: find_workers(role={role!r}, radius_miles={10 + 5 * (i % 5)}) "
+            f"found {6 + i % 9}; proposed the {2 + i % 4} most reliable with forklift, OSHA-10 or AWS cards checked."
+        )
     return "\n".join(lines)
 
 
@@ -141,8 +147,16 @@ def measure(model: str, engine: str, dtype: str, turns: int, cold: bool, max_tok
         if turn == 0:
             continue  # fills the prefix cache
         usage = completion.usage
-        rows.append((seconds, usage.input_tokens, usage.cached_input_tokens, usage.output_tokens,
-                     completion.prompt_ms or 0.0, completion.generation_ms or 0.0))  # fmt: skip
+        rows.append(
+            (
+                seconds,
+                usage.input_tokens,
+                usage.cached_input_tokens,
+                usage.output_tokens,
+                completion.prompt_ms or 0.0,
+                completion.generation_ms or 0.0,
+            )
+        )
     times = [r[0] for r in rows]
     evaluated = sum(r[1] - r[2] for r in rows)
     return {
@@ -179,8 +193,10 @@ def main() -> None:
         ["llamacpp"] if importlib.util.find_spec("llama_cpp") else []
     )
     load1, load5, load15 = os.getloadavg()
-    print(f"# bench_local_llm  {datetime.now(UTC):%Y-%m-%d %H:%M} UTC  {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} cores, load average {load1:.2f} {load5:.2f} {load15:.2f}; threads={load_settings().local_threads or os.cpu_count()}")  # fmt: skip
+    print(
+        f"# bench_local_llm  {datetime.now(UTC):%Y-%m-%d %H:%M} UTC  {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} cores, load average {load1:.2f} {load5:.2f} {load15:.2f}; threads={load_settings().local_threads or os.cpu_count()}"
+    )
     print(
         "| model | engine | median s/turn | p90 s/turn | prompt tokens (cached) | prompt tok/s | reply tokens | gen tok/s | cold load s | warm load s | median vs transformers-int8 |"
     )
@@ -194,9 +210,12 @@ def main() -> None:
                 baseline = result["median_s"]
             ratio = f"{result['median_s'] / baseline:.2f}" if baseline else "-"
             cold = "-" if result["cold_load_s"] is None else f"{result['cold_load_s']:.1f}"
-            print(f"| {size} | {result['engine']} | {result['median_s']:.2f} | {result['p90_s']:.2f} | "
-                  f"{result['prompt_tokens']:.0f} ({result['cached_share']:.0%}) | {result['prompt_tok_s']:.0f} | "
-                  f"{result['output_tokens']:.0f} | {result['gen_tok_s']:.1f} | {cold} | {result['warm_load_s']:.1f} | {ratio} |", flush=True)  # fmt: skip
+            print(
+                f"| {size} | {result['engine']} | {result['median_s']:.2f} | {result['p90_s']:.2f} | "
+                f"{result['prompt_tokens']:.0f} ({result['cached_share']:.0%}) | {result['prompt_tok_s']:.0f} | "
+                f"{result['output_tokens']:.0f} | {result['gen_tok_s']:.1f} | {cold} | {result['warm_load_s']:.1f} | {ratio} |",
+                flush=True,
+            )
         unload_engines()
     load1, load5, load15 = os.getloadavg()
     print(f"# load average at the end: {load1:.2f} {load5:.2f} {load15:.2f}")

@@ -336,8 +336,10 @@ def main() -> None:
     )
     for name, r in results.items():
         cpu = r.get("server_cpu_us", float("nan"))
-        print(f"{name:<28}{r['events_per_s']:>10,.0f}{r.get('p50_ms', float('nan')):>9.1f}{r.get('p99_ms', float('nan')):>9.1f}"
-              f"{r['events_per_s'] / single_one:>8.1f}{cpu:>15.1f}{1e6 / cpu:>13,.0f}  {r.get('errors', {})}")  # fmt: skip
+        print(
+            f"{name:<28}{r['events_per_s']:>10,.0f}{r.get('p50_ms', float('nan')):>9.1f}{r.get('p99_ms', float('nan')):>9.1f}"
+            f"{r['events_per_s'] / single_one:>8.1f}{cpu:>15.1f}{1e6 / cpu:>13,.0f}  {r.get('errors', {})}"
+        )
     print(
         f"acknowledged {acknowledged:,} events; stored in the file: {stored:,} ({'all durable' if stored == acknowledged else 'MISMATCH'})"
     )

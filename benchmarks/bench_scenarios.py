@@ -78,9 +78,16 @@ def main() -> None:
 
                 started = time.perf_counter()
                 summary = run_scenarios(
-                    "builtin", ["rules-learning", "rules-static"], batches=args.batches, backend=backend,
-                    workers=args.workers, settings=settings, observer=observer, run_id=backend, on_progress=day,
-                )  # fmt: skip
+                    "builtin",
+                    ["rules-learning", "rules-static"],
+                    batches=args.batches,
+                    backend=backend,
+                    workers=args.workers,
+                    settings=settings,
+                    observer=observer,
+                    run_id=backend,
+                    on_progress=day,
+                )
                 walls[backend] = time.perf_counter() - started
                 timings[backend] = per_staffer
                 results = read_results(summary.run_dir)
@@ -134,17 +141,22 @@ def main_job(args: argparse.Namespace) -> None:
         indexed = time.perf_counter() - started
         run_scenarios("builtin", list(DEMO_STAFFERS), batches=args.batches, settings=baseline)
         sequential = time.perf_counter() - started
-        print(f"  {sequential:.1f} s: generate + embed {first.index.embedded if first.index else 0} + index "
-              f"+ examples {indexed:.1f} s, pack {sequential - indexed:.1f} s; load average after {_load()}")  # fmt: skip
+        print(
+            f"  {sequential:.1f} s: generate + embed {first.index.embedded if first.index else 0} + index "
+            f"+ examples {indexed:.1f} s, pack {sequential - indexed:.1f} s; load average after {_load()}"
+        )
 
         settings = load_settings(data_dir=str(root / "job" / "data"), runs_dir=str(root / "job" / "runs"))
         print(f"main job (index in the background): load average before {_load()}")
         steps: list[StepDone] = []
         started = time.perf_counter()
         job = run_main_job(
-            settings, workers=args.workers_rows, batches=args.batches, local_llm=args.local_llm,
+            settings,
+            workers=args.workers_rows,
+            batches=args.batches,
+            local_llm=args.local_llm,
             on_event=lambda e: steps.append(e) if isinstance(e, StepDone) else None,
-        )  # fmt: skip
+        )
         wall = time.perf_counter() - started
         print(f"  {wall:.1f} s; load average after {_load()}")
         for step in steps:
@@ -157,8 +169,10 @@ def main_job(args: argparse.Namespace) -> None:
             calls = sum(r.turns for r in local)
             seconds = sum(r.latency_ms for r in local) / 1000
             filled, requested = sum(r.filled for r in local), sum(r.requested for r in local)
-            print(f"local-tiny: {len(local)} events, {calls} model calls, {seconds:.1f} s "
-                  f"({seconds / max(calls, 1):.2f} s per call), {filled}/{requested} filled")  # fmt: skip
+            print(
+                f"local-tiny: {len(local)} events, {calls} model calls, {seconds:.1f} s "
+                f"({seconds / max(calls, 1):.2f} s per call), {filled}/{requested} filled"
+            )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -37,7 +37,9 @@ def apply_migrations(conn: duckdb.DuckDBPyConnection, migrations: Sequence[Migra
     done = {row[0] for row in conn.execute("SELECT name FROM _migrations").fetchall()}
     unknown = done - set(names)
     if unknown:
-        raise RunError(f"this file has migrations {sorted(unknown)} unknown to this agentlake version; upgrade agentlake")
+        raise RunError(
+            f"this file has migrations {sorted(unknown)} unknown to this agentlake version; upgrade agentlake"
+        )
     applied = []
     for migration in migrations:
         if migration.name in done:

@@ -52,13 +52,27 @@ class Settings(BaseSettings):
     )
 
     # --- lake ---------------------------------------------------------------------------
-    data_dir: Path = Field(Path(".agentlake"), description="Directory for the lake, observer store, indexes and caches.")
+    data_dir: Path = Field(
+        Path(".agentlake"), description="Directory for the lake, observer store, indexes and caches."
+    )
     lake_file: str = Field("lake.duckdb", description="DuckDB file of the lakehouse, relative to data_dir.")
-    sql_timeout_s: float = Field(10.0, gt=0, description="Read-only SQL queries are interrupted after this many seconds.")
-    sql_max_rows: int = Field(1000, gt=0, description="Read-only SQL results are capped at this many rows (flagged truncated).")
-    sql_max_result_bytes: int = Field(2_000_000, gt=0, description="Read-only SQL results are cut at about this many bytes (as JSON; flagged truncated); a single larger value keeps its head.")
+    sql_timeout_s: float = Field(
+        10.0, gt=0, description="Read-only SQL queries are interrupted after this many seconds."
+    )
+    sql_max_rows: int = Field(
+        1000, gt=0, description="Read-only SQL results are capped at this many rows (flagged truncated)."
+    )
+    sql_max_result_bytes: int = Field(
+        2_000_000,
+        gt=0,
+        description="Read-only SQL results are cut at about this many bytes (as JSON; flagged truncated); a single larger value keeps its head.",
+    )
     duckdb_threads: int = Field(2, gt=0, description="Threads DuckDB may use.")
-    duckdb_memory_limit: str = Field("2GB", pattern=r"^\s*\d+(\.\d+)?\s*([KMGT]i?B)\s*$", description="DuckDB's memory limit for the lake (e.g. 2GB, 512MiB); a query that needs more fails instead of growing the process. DuckDB's own default is 80% of RAM.")
+    duckdb_memory_limit: str = Field(
+        "2GB",
+        pattern=r"^\s*\d+(\.\d+)?\s*([KMGT]i?B)\s*$",
+        description="DuckDB's memory limit for the lake (e.g. 2GB, 512MiB); a query that needs more fails instead of growing the process. DuckDB's own default is 80% of RAM.",
+    )
 
     # --- embed --------------------------------------------------------------------------
     embed_model: str = Field(
@@ -69,11 +83,19 @@ class Settings(BaseSettings):
 
     # --- llm ----------------------------------------------------------------------------
     ollama_host: str = Field(
-        "http://127.0.0.1:11434", validation_alias=_env("OLLAMA_HOST"), description="Ollama server (also OLLAMA_HOST)."
+        "http://127.0.0.1:11434",
+        validation_alias=_env("OLLAMA_HOST"),
+        description="Ollama server (also OLLAMA_HOST).",
     )
     ollama_api_key: SecretStr | None = Field(
         None,
-        validation_alias=AliasChoices("AGENTLAKE_OLLAMA_API_KEY", "OLLAMA_API_KEY", "ollama_api_key", "OLLAMA_CLOUD_KEY", "ollama_cloud_key"),
+        validation_alias=AliasChoices(
+            "AGENTLAKE_OLLAMA_API_KEY",
+            "OLLAMA_API_KEY",
+            "ollama_api_key",
+            "OLLAMA_CLOUD_KEY",
+            "ollama_cloud_key",
+        ),
         description="Bearer key for a hosted Ollama such as Ollama Cloud (OLLAMA_HOST=https://ollama.com); also OLLAMA_API_KEY or OLLAMA_CLOUD_KEY.",
     )
     openai_base_url: str | None = Field(
@@ -82,15 +104,29 @@ class Settings(BaseSettings):
         description="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (also OPENAI_BASE_URL).",
     )
     openai_api_key: SecretStr | None = Field(
-        None, validation_alias=_env("OPENAI_API_KEY"), description="Key for the OpenAI-compatible server (also OPENAI_API_KEY)."
+        None,
+        validation_alias=_env("OPENAI_API_KEY"),
+        description="Key for the OpenAI-compatible server (also OPENAI_API_KEY).",
     )
     llm_timeout_s: float = Field(120.0, gt=0, description="Timeout for one model call, in seconds.")
-    llm_max_retries: int = Field(3, ge=0, description="Retries on connection errors, 429 and 5xx (jittered backoff).")
-    llm_breaker_failures: int = Field(5, gt=0, description="Consecutive failures that open a provider+model circuit breaker.")
-    llm_breaker_cooldown_s: float = Field(30.0, gt=0, description="Seconds an open breaker waits before a half-open probe.")
-    llm_max_continuations: int = Field(3, ge=0, description="Continuations of a structurally incomplete reply before giving up.")
-    llm_max_tokens_cap: int = Field(16384, gt=0, description="Upper bound when a reply's token budget is doubled on retry.")
-    llm_models_file: Path | None = Field(None, description="Extra model registry (TOML or JSON) merged over the built-in one.")
+    llm_max_retries: int = Field(
+        3, ge=0, description="Retries on connection errors, 429 and 5xx (jittered backoff)."
+    )
+    llm_breaker_failures: int = Field(
+        5, gt=0, description="Consecutive failures that open a provider+model circuit breaker."
+    )
+    llm_breaker_cooldown_s: float = Field(
+        30.0, gt=0, description="Seconds an open breaker waits before a half-open probe."
+    )
+    llm_max_continuations: int = Field(
+        3, ge=0, description="Continuations of a structurally incomplete reply before giving up."
+    )
+    llm_max_tokens_cap: int = Field(
+        16384, gt=0, description="Upper bound when a reply's token budget is doubled on retry."
+    )
+    llm_models_file: Path | None = Field(
+        None, description="Extra model registry (TOML or JSON) merged over the built-in one."
+    )
     model_cache_dir: Path | None = Field(
         None,
         description="Where the packaged local: models are assembled and verified, with their converted weights. Empty: $XDG_CACHE_HOME/agentlake/models (~/.cache/agentlake/models): derived data, rebuilt from the installed packages, shared by every project on the machine.",
@@ -101,7 +137,9 @@ class Settings(BaseSettings):
         description="Engine of local: models: transformers (the installed CPU torch), llamacpp (llama-cpp-python, make local-llm; faster) or auto (llamacpp when installed).",
     )
     local_context_window: int = Field(
-        8192, ge=512, description="Context window (tokens) local: models are run with, at most what the model was trained on; each cached prompt costs KV memory in proportion."
+        8192,
+        ge=512,
+        description="Context window (tokens) local: models are run with, at most what the model was trained on; each cached prompt costs KV memory in proportion.",
     )
     local_threads: int = Field(0, ge=0, description="CPU threads of the local: engines; 0: every core.")
     local_torch_dtype: str = Field(
@@ -111,48 +149,89 @@ class Settings(BaseSettings):
     )
 
     # --- observe ------------------------------------------------------------------------
-    observer_file: str = Field("observe.duckdb", description="DuckDB file of the operation log, relative to data_dir.")
+    observer_file: str = Field(
+        "observe.duckdb", description="DuckDB file of the operation log, relative to data_dir."
+    )
     observer_url: str = Field("http://127.0.0.1:3800", description="Where ObserverClient sends events.")
     observer_host: str = Field("127.0.0.1", description="Bind address of `agentlake observer serve`.")
     observer_port: int = Field(3800, gt=0, lt=65536, description="Port of `agentlake observer serve`.")
     observer_ring_size: int = Field(10000, gt=0, description="Recent ops kept in memory for live stats.")
     observer_queue_max: int = Field(100000, gt=0, description="Pending writes before ingest answers 503.")
-    observer_checkpoint_mb: float = Field(64.0, gt=0, description="Write-ahead log size (MB) at which a background thread checkpoints the observer store, so that no commit stalls on one. Larger: fewer checkpoints and less rewriting, but a longer log replay after a crash.")
+    observer_checkpoint_mb: float = Field(
+        64.0,
+        gt=0,
+        description="Write-ahead log size (MB) at which a background thread checkpoints the observer store, so that no commit stalls on one. Larger: fewer checkpoints and less rewriting, but a longer log replay after a crash.",
+    )
     observer_sink: str = Field(
         "embedded",
         pattern="^(embedded|http)$",
         description="Where this process records ops: embedded (opens the observer DuckDB file; one process per file) or http (sends to observer_url, spooling to data_dir/spool while it is down; for worker processes).",
     )
-    observer_api_key: SecretStr | None = Field(None, description="API key (write scope) that ObserverClient sends when the observer service requires keys.")
+    observer_api_key: SecretStr | None = Field(
+        None,
+        description="API key (write scope) that ObserverClient sends when the observer service requires keys.",
+    )
 
     # --- security and gateway -----------------------------------------------------------
     api_keys: SecretStr | None = Field(
         None,
         description="Comma-separated KEY:SCOPE pairs (scopes: read, write, admin). Once set, every endpoint but /health needs a key.",
     )
-    max_body_bytes: int = Field(5 * 1024 * 1024, gt=0, description="Largest request body an HTTP endpoint accepts.")
+    max_body_bytes: int = Field(
+        5 * 1024 * 1024, gt=0, description="Largest request body an HTTP endpoint accepts."
+    )
     gateway_host: str = Field("127.0.0.1", description="Bind address of `agentlake serve`.")
     gateway_port: int = Field(3700, gt=0, lt=65536, description="Port of `agentlake serve`.")
-    gateway_access_log: bool = Field(False, description="Log one line per HTTP request (uvicorn's access log) from `agentlake serve`. Off by default: every request is already recorded as an op, and the log line costs CPU on the hot path.")
+    gateway_access_log: bool = Field(
+        False,
+        description="Log one line per HTTP request (uvicorn's access log) from `agentlake serve`. Off by default: every request is already recorded as an op, and the log line costs CPU on the hot path.",
+    )
 
     # --- learn --------------------------------------------------------------------------
-    learn_file: str = Field("lessons.duckdb", description="DuckDB file of the lesson store (lessons, history, citations, outcomes), relative to data_dir.")
-    learn_llm_timeout_s: float = Field(10.0, gt=0, description="Timeout of one llm lesson-extractor call; on expiry the heuristic extractor takes over.")
+    learn_file: str = Field(
+        "lessons.duckdb",
+        description="DuckDB file of the lesson store (lessons, history, citations, outcomes), relative to data_dir.",
+    )
+    learn_llm_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        description="Timeout of one llm lesson-extractor call; on expiry the heuristic extractor takes over.",
+    )
     learn_extractor: str = Field("heuristic", description="Lesson extractor backend: heuristic or llm.")
-    learn_model: str | None = Field(None, description="Model for the llm lesson extractor, e.g. ollama:qwen3:4b.")
-    learn_interval_s: float = Field(300.0, gt=0, description="Seconds between scheduled lesson extraction runs.")
-    learn_schedule: bool = Field(True, description="Learn lessons from new ops every learn_interval_s inside `agentlake serve`.")
-    learn_dedup_threshold: float = Field(0.9, gt=0, le=1, description="Embedding similarity above which a new lesson merges into an old one.")
-    learn_min_runs_for_retire: int = Field(5, gt=0, description="Runs with a lesson before a negative measured effect retires it.")
+    learn_model: str | None = Field(
+        None, description="Model for the llm lesson extractor, e.g. ollama:qwen3:4b."
+    )
+    learn_interval_s: float = Field(
+        300.0, gt=0, description="Seconds between scheduled lesson extraction runs."
+    )
+    learn_schedule: bool = Field(
+        True, description="Learn lessons from new ops every learn_interval_s inside `agentlake serve`."
+    )
+    learn_dedup_threshold: float = Field(
+        0.9, gt=0, le=1, description="Embedding similarity above which a new lesson merges into an old one."
+    )
+    learn_min_runs_for_retire: int = Field(
+        5, gt=0, description="Runs with a lesson before a negative measured effect retires it."
+    )
     lesson_token_budget: int = Field(400, gt=0, description="Token budget for lessons put into one prompt.")
 
     # --- agents and scenarios -----------------------------------------------------------
     executor_model: str | None = Field(None, description="Model of the executor agent, e.g. ollama:qwen3:4b.")
-    reviewer_model: str | None = Field(None, description="Model of the reviewer agent (defaults to the executor's).")
-    overseer_model: str | None = Field(None, description="Model that also drafts the overseer tier's end-of-day lessons, e.g. local:qwen2.5-coder-1.5b; empty (default): the overseer is code only.")
-    agent_turn_budget: int = Field(12, gt=0, description="Executor+reviewer turns before a task ends as failed.")
+    reviewer_model: str | None = Field(
+        None, description="Model of the reviewer agent (defaults to the executor's)."
+    )
+    overseer_model: str | None = Field(
+        None,
+        description="Model that also drafts the overseer tier's end-of-day lessons, e.g. local:qwen2.5-coder-1.5b; empty (default): the overseer is code only.",
+    )
+    agent_turn_budget: int = Field(
+        12, gt=0, description="Executor+reviewer turns before a task ends as failed."
+    )
     agent_min_availability: float = Field(
-        0.3, ge=0, le=1, description="Verification rejects workers whose availability score is below this as unavailable."
+        0.3,
+        ge=0,
+        le=1,
+        description="Verification rejects workers whose availability score is below this as unavailable.",
     )
     runs_dir: Path = Field(Path("runs"), description="Where scenario runs write their results.")
 
@@ -162,7 +241,9 @@ class Settings(BaseSettings):
         description="Model of the graph's thinker and director, e.g. ollama:qwen3:4b; the default is a scripted demo shipped in the package (no LLM needed).",
     )
     graph_trace_max_bytes: int = Field(
-        5 * 1024 * 1024, gt=0, description="Size at which the graph's JSONL trace file (data_dir/graph-trace.jsonl) is rotated; 3 rotated files are kept."
+        5 * 1024 * 1024,
+        gt=0,
+        description="Size at which the graph's JSONL trace file (data_dir/graph-trace.jsonl) is rotated; 3 rotated files are kept.",
     )
 
     @classmethod
@@ -233,14 +314,18 @@ def load_settings(**overrides: Any) -> Settings:
             problems.append(f"{name} (AGENTLAKE_{name.upper()}): {err['msg']}")
         raise UserError("invalid setting: " + "; ".join(problems)) from None
     except (OSError, ValueError) as exc:  # an unreadable or malformed agentlake.toml
-        raise UserError(f"cannot read the config file {os.environ.get(CONFIG_ENV, DEFAULT_CONFIG_FILE)}: {exc}") from None
+        raise UserError(
+            f"cannot read the config file {os.environ.get(CONFIG_ENV, DEFAULT_CONFIG_FILE)}: {exc}"
+        ) from None
 
 
 def settings_table() -> list[tuple[str, str, str, str]]:
     """Rows of (name, type, default, help) for docs and ``agentlake config docs``."""
     rows = []
     for name, field in Settings.model_fields.items():
-        annotation = getattr(field.annotation, "__name__", None) or str(field.annotation).replace("typing.", "")
+        annotation = getattr(field.annotation, "__name__", None) or str(field.annotation).replace(
+            "typing.", ""
+        )
         default = field.default
         shown = "" if default is None else str(default)
         rows.append((name, annotation, shown, field.description or ""))

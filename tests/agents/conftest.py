@@ -31,8 +31,16 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
 
     data_dir = tmp_path_factory.mktemp("agents-lake")
     # Explicit values: a session fixture is built before the per-test environment is cleaned.
-    settings = Settings(data_dir=data_dir, ollama_host="http://127.0.0.1:9", openai_base_url=None, llm_max_retries=0,
-                        executor_model=None, reviewer_model=None, agent_turn_budget=12, agent_min_availability=0.3)  # fmt: skip
+    settings = Settings(
+        data_dir=data_dir,
+        ollama_host="http://127.0.0.1:9",
+        openai_base_url=None,
+        llm_max_retries=0,
+        executor_model=None,
+        reviewer_model=None,
+        agent_turn_budget=12,
+        agent_min_availability=0.3,
+    )
     opened = Lake.open(settings, path=data_dir / "lake.duckdb")
     load_workforce(opened, generate_workforce(WORKERS, seed=SEED, clients=40))
     yield opened
@@ -85,7 +93,7 @@ def qualified(lake: Lake, order: FillOrder) -> list[int]:
             radius_miles=order.radius_miles,
             min_availability=lake.settings.agent_min_availability,
             limit=12,
-        ),  # fmt: skip
+        ),
     )
     ids = [row["worker_id"] for row in rows]
     schedule = ScheduleBook(lake)

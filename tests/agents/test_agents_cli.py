@@ -52,8 +52,12 @@ def test_fill_llm_with_scripted_models(data_lake, cli, lake) -> None:
     from agentlake.workforce.candidates import CandidateQuery, find_candidates
 
     order = FillOrder.parse(ORDER)
-    best = [r["worker_id"] for r in find_candidates(lake, CandidateQuery(role=order.role, city="New York", state="NY",
-                                                                          min_availability=0.3, limit=3))]  # fmt: skip
+    best = [
+        r["worker_id"]
+        for r in find_candidates(
+            lake, CandidateQuery(role=order.role, city="New York", state="NY", min_availability=0.3, limit=3)
+        )
+    ]
     executor, reviewer = ScriptedProvider("cli-exec"), ScriptedProvider("cli-rev")
     executor.enqueue(
         action("tool_call", tool="find_workers", args={"role": order.role, "city": "New York", "state": "NY"})
@@ -63,8 +67,16 @@ def test_fill_llm_with_scripted_models(data_lake, cli, lake) -> None:
     register_scripted("cli-exec", executor)
     register_scripted("cli-rev", reviewer)
     try:
-        code, out, err = cli("fill", ORDER, "--policy", "llm", "--executor", "scripted:cli-exec",
-                             "--reviewer", "scripted:cli-rev")  # fmt: skip
+        code, out, err = cli(
+            "fill",
+            ORDER,
+            "--policy",
+            "llm",
+            "--executor",
+            "scripted:cli-exec",
+            "--reviewer",
+            "scripted:cli-rev",
+        )
     finally:
         unregister_scripted("cli-exec")
         unregister_scripted("cli-rev")

@@ -42,8 +42,13 @@ def test_happy_path_plan_search_propose_consensus(make_ctx, order, qualified, mo
     assert outcome.input_tokens > 0
     assert outcome.output_tokens > 0
     model_turns = [(r.agent, r.kind) for r in seen if r.turn]
-    assert model_turns == [("executor", "plan"), ("reviewer", "critique"), ("executor", "tool_call"),
-                           ("executor", "propose_done"), ("reviewer", "critique")]  # fmt: skip
+    assert model_turns == [
+        ("executor", "plan"),
+        ("reviewer", "critique"),
+        ("executor", "tool_call"),
+        ("executor", "propose_done"),
+        ("reviewer", "critique"),
+    ]
     assert [r.kind for r in seen if r.agent == "orchestrator"] == ["verification", "consensus"]
     # The ledger carries the search results into the next prompt, in substance, not raw JSON.
     third = _prompt(executor, 2)
@@ -118,13 +123,28 @@ def test_double_booking_caught(make_ctx, lake, order, qualified, models) -> None
     executor, reviewer = models
     schedule = ScheduleBook(lake)
     booked = qualified[1]
-    schedule.add(Booking(worker_id=booked, start=order.shift_start + timedelta(hours=4),
-                         end=order.shift_end + timedelta(hours=4), client_name="Acme Foods", source="test"))  # fmt: skip
+    schedule.add(
+        Booking(
+            worker_id=booked,
+            start=order.shift_start + timedelta(hours=4),
+            end=order.shift_end + timedelta(hours=4),
+            client_name="Acme Foods",
+            source="test",
+        )
+    )
     executor.enqueue(action("propose_done", worker_ids=qualified[:3]))
     reviewer.enqueue(action("critique", approve=False, notes="check schedules"))
-    executor.enqueue(action("tool_call", tool="schedule_conflicts",
-                            args={"worker_ids": qualified[:6], "start": order.shift_start.isoformat(),
-                                  "end": order.shift_end.isoformat()}))  # fmt: skip
+    executor.enqueue(
+        action(
+            "tool_call",
+            tool="schedule_conflicts",
+            args={
+                "worker_ids": qualified[:6],
+                "start": order.shift_start.isoformat(),
+                "end": order.shift_end.isoformat(),
+            },
+        )
+    )
     executor.enqueue(action("propose_done", worker_ids=[qualified[0], qualified[2], qualified[3]]))
     reviewer.enqueue(action("critique", approve=True))
 
@@ -241,10 +261,14 @@ def test_lessons_injected_into_both_prompts_and_cited(make_ctx, order, qualified
     from agentlake.learn import LessonDraft, LessonMatch, LessonStore, MachineAction
 
     store = LessonStore.open(path=tmp_path / "lessons.duckdb", embedder=False)
-    added = store.add(LessonDraft(
-        trigger="Warehouse Associate orders in New York", action="prefer reliability 0.9 and up",
-        match=LessonMatch(role="Warehouse Associate", city="New York"), machine=MachineAction(min_scores={"reliability": 0.9}),
-    ))  # fmt: skip
+    added = store.add(
+        LessonDraft(
+            trigger="Warehouse Associate orders in New York",
+            action="prefer reliability 0.9 and up",
+            match=LessonMatch(role="Warehouse Associate", city="New York"),
+            machine=MachineAction(min_scores={"reliability": 0.9}),
+        )
+    )
     lesson_id = added.lesson_id
     executor, reviewer = models
     executor.enqueue(

@@ -12,8 +12,13 @@ def test_concerns_double_booking_across_events_thin_buffer_and_drift(make_ctx, l
     morning = FillOrder.parse(
         "3 x Warehouse Associate in New York, NY for Riverfront Steel at 08:00 on 2026-04-22 with osha10"
     )
-    noon = morning.model_copy(update={"shift_start": morning.shift_start + timedelta(hours=4),
-                                      "shift_end": morning.shift_end + timedelta(hours=4), "event_id": "noon"})  # fmt: skip
+    noon = morning.model_copy(
+        update={
+            "shift_start": morning.shift_start + timedelta(hours=4),
+            "shift_end": morning.shift_end + timedelta(hours=4),
+            "event_id": "noon",
+        }
+    )
     policy = RulesPolicy(spares=0)
 
     first = policy.run(
@@ -49,9 +54,14 @@ def test_end_of_day_proposes_pending_cross_day_lessons(make_ctx, lake, tmp_path)
         "4 x Warehouse Associate in New York, NY for Riverfront Steel at 08:00 on 2026-04-22"
     )
     for hour, kind in ((0, "baseline_fill"), (24, "recurring")):
-        order = base.model_copy(update={"shift_start": base.shift_start + timedelta(hours=hour),
-                                        "shift_end": base.shift_end + timedelta(hours=hour), "task_kind": kind,
-                                        "event_id": f"e{hour}"})  # fmt: skip
+        order = base.model_copy(
+            update={
+                "shift_start": base.shift_start + timedelta(hours=hour),
+                "shift_end": base.shift_end + timedelta(hours=hour),
+                "task_kind": kind,
+                "event_id": f"e{hour}",
+            }
+        )
         policy.run(order, make_ctx(schedule=schedule, overseer=True))
     short = FillOrder.parse(
         "3 x Welder in New York, NY for Riverfront Steel within 3 miles", task_kind="emergency"

@@ -17,8 +17,13 @@ def _day(make_ctx, lake):
     policy = RulesPolicy(spares=0)
     base = FillOrder.parse("2 x Welder in New York, NY for Riverfront Steel at 08:00 on 2026-04-22")
     for hour in (0, 24):
-        order = base.model_copy(update={"shift_start": base.shift_start + timedelta(hours=hour),
-                                        "shift_end": base.shift_end + timedelta(hours=hour), "event_id": f"e{hour}"})  # fmt: skip
+        order = base.model_copy(
+            update={
+                "shift_start": base.shift_start + timedelta(hours=hour),
+                "shift_end": base.shift_end + timedelta(hours=hour),
+                "event_id": f"e{hour}",
+            }
+        )
         policy.run(order, make_ctx(schedule=schedule, overseer=True))
     return schedule
 
@@ -46,8 +51,12 @@ def test_the_models_drafts_are_proposed_pending_beside_the_code_overseers(
     from agentlake.settings import load_settings
 
     schedule = _day(make_ctx, lake)
-    idea = {"trigger": "welders for Riverfront Steel", "action": "keep two spares AWS-certified", "role": "Welder",
-            "client_id": "riverfront-steel"}  # fmt: skip
+    idea = {
+        "trigger": "welders for Riverfront Steel",
+        "action": "keep two spares AWS-certified",
+        "role": "Welder",
+        "client_id": "riverfront-steel",
+    }
     model.enqueue(json.dumps({"lessons": [idea]}))
     settings = load_settings(overseer_model="scripted:overseer")
 

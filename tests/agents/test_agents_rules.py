@@ -20,8 +20,15 @@ def store(tmp_path):
 
 
 def _lesson(store: LessonStore, machine: MachineAction, **match: str) -> str:
-    applied = store.add(LessonDraft(trigger=f"orders {match}", action=machine.describe(), match=LessonMatch(**match),
-                                    machine=machine, domain="staffing"))  # fmt: skip
+    applied = store.add(
+        LessonDraft(
+            trigger=f"orders {match}",
+            action=machine.describe(),
+            match=LessonMatch(**match),
+            machine=machine,
+            domain="staffing",
+        )
+    )
     assert applied.outcome == "added"
     return applied.lesson_id
 
@@ -140,8 +147,14 @@ def test_rescue_widens_the_radius_and_keeps_verified_workers(make_ctx, store) ->
 
 def test_fill_library_call_uses_the_process_observer_and_lesson_outcomes(make_ctx, lake, store, sink) -> None:
     seen = []
-    outcome = fill("3 x warehouse workers in New York, NY at 08:00 on 2026-04-22", lake=lake, lessons=store,
-                   on_turn=seen.append, requirements=["OSHA 10"], run_id="run-fill-1")  # fmt: skip
+    outcome = fill(
+        "3 x warehouse workers in New York, NY at 08:00 on 2026-04-22",
+        lake=lake,
+        lessons=store,
+        on_turn=seen.append,
+        requirements=["OSHA 10"],
+        run_id="run-fill-1",
+    )
     assert outcome.success
     assert outcome.order.role == "Warehouse Associate"
     assert outcome.order.requirements == ["OSHA 10"]

@@ -18,8 +18,15 @@ def test_catalog_comes_from_tool_schemas_and_real_columns(lake) -> None:
     assert "placements (" in text
     assert "shift_start timestamp" in text
     names = [schema["name"] for schema in registry.schemas()]
-    assert names == ["find_workers", "hybrid_search", "sql", "get_worker", "worker_schedule", "schedule_conflicts",
-                     "nearby_cities"]  # fmt: skip
+    assert names == [
+        "find_workers",
+        "hybrid_search",
+        "sql",
+        "get_worker",
+        "worker_schedule",
+        "schedule_conflicts",
+        "nearby_cities",
+    ]
     sql_schema = next(s for s in registry.schemas() if s["name"] == "sql")["parameters"]
     assert sql_schema["required"] == ["query"]
     assert sql_schema["additionalProperties"] is False
@@ -93,8 +100,14 @@ def test_schedule_tools_see_lake_placements_and_run_bookings(make_ctx, lake) -> 
         "SELECT worker_id, shift_start, shift_end FROM placements WHERE status = 'scheduled' ORDER BY worker_id LIMIT 1"
     ).to_pylist()
     ctx = make_ctx()
-    ctx.schedule.add(Booking(worker_id=row["worker_id"], start=row["shift_end"], end=row["shift_end"].replace(hour=23),
-                             client_name="Night Co"))  # fmt: skip
+    ctx.schedule.add(
+        Booking(
+            worker_id=row["worker_id"],
+            start=row["shift_end"],
+            end=row["shift_end"].replace(hour=23),
+            client_name="Night Co",
+        )
+    )
     schedule = ctx.tools.call("worker_schedule", {"worker_id": row["worker_id"]}, ctx=ctx)
     assert schedule.ok
     assert "Night Co" in schedule.text
@@ -171,8 +184,12 @@ def test_hybrid_search_tool_over_a_real_index(tmp_path, sink) -> None:
         refused = ctx.tools.call(
             "hybrid_search", {"question": "x", "where": "1=1; DROP TABLE workers"}, ctx=ctx
         )
-        roles = {row["role"] for row in small.read_arrow(
-            f"SELECT role FROM workers WHERE worker_id IN ({', '.join(map(str, result.worker_ids))})").to_pylist()}  # fmt: skip
+        roles = {
+            row["role"]
+            for row in small.read_arrow(
+                f"SELECT role FROM workers WHERE worker_id IN ({', '.join(map(str, result.worker_ids))})"
+            ).to_pylist()
+        }
     assert result.ok
     assert 1 <= result.rows <= 3
     assert roles == {"Welder"}

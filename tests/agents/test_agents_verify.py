@@ -96,8 +96,14 @@ def test_availability_floor(lake) -> None:
 def test_double_booking_from_run_bookings_and_removal(lake, order, qualified) -> None:
     schedule = ScheduleBook(lake)
     worker = qualified[0]
-    schedule.add(Booking(worker_id=worker, start=order.shift_start - timedelta(hours=2),
-                         end=order.shift_start + timedelta(hours=1), client_name="Acme Foods"))  # fmt: skip
+    schedule.add(
+        Booking(
+            worker_id=worker,
+            start=order.shift_start - timedelta(hours=2),
+            end=order.shift_start + timedelta(hours=1),
+            client_name="Acme Foods",
+        )
+    )
     (rejection,) = verify_fill(lake, order, [worker], schedule=schedule).rejections
     assert rejection.rule == "double_booked"
     assert rejection.value == "06:00-09:00"
@@ -117,8 +123,15 @@ def test_double_booking_from_lake_placements(lake) -> None:
         "JOIN workers w USING (worker_id) WHERE p.status = 'scheduled' AND w.availability >= 0.5 "
         "ORDER BY p.worker_id LIMIT 1"
     ).to_pylist()
-    order = FillOrder(role=row["role"], count=1, city=row["city"], state=row["state"], radius_miles=60,
-                      shift_start=row["shift_start"] + timedelta(hours=1), shift_end=row["shift_end"] + timedelta(hours=1))  # fmt: skip
+    order = FillOrder(
+        role=row["role"],
+        count=1,
+        city=row["city"],
+        state=row["state"],
+        radius_miles=60,
+        shift_start=row["shift_start"] + timedelta(hours=1),
+        shift_end=row["shift_end"] + timedelta(hours=1),
+    )
     result = verify_fill(lake, order, [row["worker_id"]])
     assert [r.rule for r in result.rejections] == ["double_booked"]
     # The scenario took them off that job: now they are free.
@@ -150,8 +163,10 @@ def test_order_parsing_forms_and_errors() -> None:
     assert full.client_id == "riverfront-steel"
     assert full.shift_start == datetime(2026, 4, 22, 8, 0)
     assert full.shift_end == datetime(2026, 4, 22, 16, 0)
-    night = FillOrder.parse("2 forklift drivers in Columbus, GA from 22:00 to 06:00 on 2026-04-25 within 40 miles "
-                            "with OSHA 10, Forklift Certified")  # fmt: skip
+    night = FillOrder.parse(
+        "2 forklift drivers in Columbus, GA from 22:00 to 06:00 on 2026-04-25 within 40 miles "
+        "with OSHA 10, Forklift Certified"
+    )
     assert night.role == "Forklift Operator"
     assert night.radius_miles == 40
     assert night.shift_end == datetime(2026, 4, 26, 6, 0)

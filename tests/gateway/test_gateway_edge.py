@@ -56,9 +56,15 @@ def observer_client() -> Any:
     ],
 )
 def test_gateway_and_observer_answer_errors_alike(
-    gateway: Any, keys: H, observer_client: Any, method: str, gateway_path: str, observer_path: str,
-    headers: Any, status: int,
-) -> None:  # fmt: skip
+    gateway: Any,
+    keys: H,
+    observer_client: Any,
+    method: str,
+    gateway_path: str,
+    observer_path: str,
+    headers: Any,
+    status: int,
+) -> None:
     gateway_headers = keys[headers] if isinstance(headers, str) else headers
     observer_headers = {"X-API-Key": "r-key"} if isinstance(headers, str) else headers
     ours = getattr(gateway, method)(gateway_path, headers=gateway_headers)
@@ -96,8 +102,12 @@ def test_rest_and_mcp_lessons_share_defaults_bounds_and_filters(
     client, app = make_gateway()
     services = app.state.services
     for n in range(60):
-        draft = LessonDraft(trigger=f"Welder fills, case {n}", action=f"prefer crew {n}",
-                            match=LessonMatch(role="Welder", city=f"Town{n}"), domain="staffing")  # fmt: skip
+        draft = LessonDraft(
+            trigger=f"Welder fills, case {n}",
+            action=f"prefer crew {n}",
+            match=LessonMatch(role="Welder", city=f"Town{n}"),
+            domain="staffing",
+        )
         services.lessons.add(draft)
     rest = client.get("/playbooks", headers=keys["read"]).json()
     mcp = _call_mcp(services, "lessons", {})

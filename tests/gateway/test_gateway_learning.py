@@ -16,7 +16,9 @@ def _rejected_fill() -> ObservedOp:
         endpoint="fill.judged",
         source="scenario",
         success=False,
-        provenance=Provenance(run_id="r1", event_kind="baseline_fill", role="Welder", city="Cleveland", state="OH", count=2),
+        provenance=Provenance(
+            run_id="r1", event_kind="baseline_fill", role="Welder", city="Cleveland", state="OH", count=2
+        ),
         attributes={
             "client_id": "riverfront-steel",
             "task_kind": "baseline_fill",
@@ -24,7 +26,12 @@ def _rejected_fill() -> ObservedOp:
             "filled": 1,
             "accepted": [1],
             "rejections": [
-                {"worker_id": 7, "reason": "reliability 0.55 below 0.70", "rule": "min_reliability", "value": 0.7}
+                {
+                    "worker_id": 7,
+                    "reason": "reliability 0.55 below 0.70",
+                    "rule": "min_reliability",
+                    "value": 0.7,
+                }
             ],
         },
     )

@@ -37,8 +37,10 @@ def test_list_show_and_nodes(cli) -> None:
 
 def test_validate_reports_the_file_and_the_problem(cli, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("name: bad\nnodes:\n  - {id: in, type: input_v1}\n  - {id: out, type: output_v1}\n"
-                   "edges:\n  - {from: in, to: brain, type: data}\n")  # fmt: skip
+    bad.write_text(
+        "name: bad\nnodes:\n  - {id: in, type: input_v1}\n  - {id: out, type: output_v1}\n"
+        "edges:\n  - {from: in, to: brain, type: data}\n"
+    )
     code, out, _ = cli("graph", "validate", str(GRAPHS_DIR / "minimal.yaml"))
     assert code == 0
     assert "graph minimal: 4 nodes, 5 edges" in " ".join(out.split())

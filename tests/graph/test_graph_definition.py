@@ -35,13 +35,21 @@ def test_default_graph_mirrors_the_original_pipeline() -> None:
         ["input", "thinker", "output", "ui", "memorizer", "director", "sensor"]
     )
     assert {node.type for node in graph.nodes} == {
-        "input_v1", "thinker_v1", "output_v1", "ui_v1", "memorizer_v1", "director_v1", "sensor_v1",
-    }  # fmt: skip
+        "input_v1",
+        "thinker_v1",
+        "output_v1",
+        "ui_v1",
+        "memorizer_v1",
+        "director_v1",
+        "sensor_v1",
+    }
     view = graph.view()
     assert {(e["source"], e["target"], e["type"]) for e in view["edges"]} >= {
-        ("input", "output", "data"), ("input", "director", "data"), ("memorizer", "thinker", "context"),
+        ("input", "output", "data"),
+        ("input", "director", "data"),
+        ("memorizer", "thinker", "context"),
         ("input", "ui", "control"),
-    }  # fmt: skip
+    }
     assert [n["uses_llm"] for n in view["nodes"] if n["role"] in ("thinker", "director")] == [True, True]
 
 
@@ -162,8 +170,14 @@ def test_unreadable_and_malformed_files_are_user_errors(tmp_path: Path) -> None:
 def test_a_third_party_node_registers_through_the_same_door(tmp_path: Path) -> None:
     @register_node
     class ShoutV1(Node):
-        info = NodeInfo(name="shout_v1", role="output", version=1, description="Replies in capitals.",
-                        accepts=("data",), emits=())  # fmt: skip
+        info = NodeInfo(
+            name="shout_v1",
+            role="output",
+            version=1,
+            description="Replies in capitals.",
+            accepts=("data",),
+            emits=(),
+        )
 
         def run(self, packet: Packet, ctx: Any) -> list[Emit]:
             ctx.send({"type": "done", "text": str(packet.payload["text"]).upper(), "path": "shout"})

@@ -115,8 +115,11 @@ def test_director_plans_with_the_memory_as_context_then_hands_over(
     resources: Resources, model: ScriptedProvider
 ) -> None:
     model.enqueue(plan("count Ohio welders", "sql"))
-    ctx = FakeContext(resources=resources, models=models_for(resources, "director"),
-                      context={"memorizer": {"facts": ["sql: workers=12"]}})  # fmt: skip
+    ctx = FakeContext(
+        resources=resources,
+        models=models_for(resources, "director"),
+        context={"memorizer": {"facts": ["sql: workers=12"]}},
+    )
     (emit,) = make("director_v1").run(
         Packet("message", {"text": "how many welders in OH?", "kind": "complex"}), ctx
     )
@@ -147,8 +150,20 @@ def test_a_failing_director_does_not_fail_the_turn(resources: Resources, model: 
 def test_thinker_calls_a_tool_then_answers_from_its_result(
     resources: Resources, model: ScriptedProvider
 ) -> None:
-    model.enqueue(step("", ("machine_create", {"name": "door", "states": ["closed", "open"],
-                                                "transitions": [{"from": "closed", "to": "open"}], "initial": "closed"})))  # fmt: skip
+    model.enqueue(
+        step(
+            "",
+            (
+                "machine_create",
+                {
+                    "name": "door",
+                    "states": ["closed", "open"],
+                    "transitions": [{"from": "closed", "to": "open"}],
+                    "initial": "closed",
+                },
+            ),
+        )
+    )
     model.enqueue(step("The door machine is ready."))
     ctx = FakeContext(
         reach=(("output", "data"), ("ui", "data")),
@@ -266,9 +281,18 @@ def test_chunks_rejoin_to_the_text() -> None:
 
 
 def _order(session: SessionState) -> None:
-    machine_ops.create(session.machines, {"name": "order", "states": ["new", "packed", "shipped"], "initial": "new",
-                                          "transitions": [{"from": "new", "to": "packed", "label": "pack"},
-                                                          {"from": "packed", "to": "shipped"}]})  # fmt: skip
+    machine_ops.create(
+        session.machines,
+        {
+            "name": "order",
+            "states": ["new", "packed", "shipped"],
+            "initial": "new",
+            "transitions": [
+                {"from": "new", "to": "packed", "label": "pack"},
+                {"from": "packed", "to": "shipped"},
+            ],
+        },
+    )
 
 
 def test_ui_moves_a_machine_locally_on_go_and_sends_the_new_buttons() -> None:
@@ -312,8 +336,12 @@ def test_ui_shows_query_and_search_results_as_tables() -> None:
     make("ui_v1").run(Packet("tool_results", {"results": [sql]}), ctx)
     (table,) = ctx.sent[-1]["controls"]
     assert (table["id"], table["columns"], table["rows"]) == ("t-1", ["role", "n"], [["Welder", 3]])
-    search = {"tool": "hybrid_search", "ok": True, "args": {"question": "welder"},
-              "data": [{"doc_id": "W-1", "score": 0.91234, "chunk_text": "Welder, 5 years"}]}  # fmt: skip
+    search = {
+        "tool": "hybrid_search",
+        "ok": True,
+        "args": {"question": "welder"},
+        "data": [{"doc_id": "W-1", "score": 0.91234, "chunk_text": "Welder, 5 years"}],
+    }
     make("ui_v1").run(Packet("tool_results", {"results": [search]}), ctx)
     (table,) = ctx.sent[-1]["controls"]
     assert table["rows"] == [["W-1", 0.912, "Welder, 5 years"]]
@@ -327,8 +355,18 @@ def test_memorizer_keeps_a_compact_state_and_hands_it_on_as_context() -> None:
     node = make("memorizer_v1", max_chars=400, recent=2)
     ctx = FakeContext()
     for number in range(6):
-        (emit,) = node.run(Packet("exchange", {"user": f"question {number} " + "x" * 50, "reply": "answer " + "y" * 80,
-                                               "path": "thinker", "facts": [f"fact {number}"]}), ctx)  # fmt: skip
+        (emit,) = node.run(
+            Packet(
+                "exchange",
+                {
+                    "user": f"question {number} " + "x" * 50,
+                    "reply": "answer " + "y" * 80,
+                    "path": "thinker",
+                    "facts": [f"fact {number}"],
+                },
+            ),
+            ctx,
+        )
     assert emit.edge == "context"
     assert emit.to is None
     state = emit.payload
@@ -443,8 +481,13 @@ def test_bad_machines_are_refused(spec: dict, problem: str) -> None:
 
 
 def test_controls_a_model_asks_for_are_validated() -> None:
-    shown = validate_controls([{"kind": "button", "label": "Go", "action": "say:hello"}, {"kind": "label", "text": "hi"},
-                               {"kind": "table", "columns": ["a"], "rows": [[1]] * 80}])  # fmt: skip
+    shown = validate_controls(
+        [
+            {"kind": "button", "label": "Go", "action": "say:hello"},
+            {"kind": "label", "text": "hi"},
+            {"kind": "table", "columns": ["a"], "rows": [[1]] * 80},
+        ]
+    )
     assert shown[2]["total_rows"] == 80
     assert len(shown[2]["rows"]) == 50
     with pytest.raises(UserError, match="go:MACHINE:STATE or say:TEXT"):

@@ -16,8 +16,15 @@ from agentlake.graph import GraphRuntime, read_trace
 from agentlake.llm import ScriptedProvider
 
 MakeRuntime = Callable[..., GraphRuntime]
-ORDER = {"name": "order", "states": ["new", "packed", "shipped"], "initial": "new",
-         "transitions": [{"from": "new", "to": "packed", "label": "pack"}, {"from": "packed", "to": "shipped", "label": "ship"}]}  # fmt: skip
+ORDER = {
+    "name": "order",
+    "states": ["new", "packed", "shipped"],
+    "initial": "new",
+    "transitions": [
+        {"from": "new", "to": "packed", "label": "pack"},
+        {"from": "packed", "to": "shipped", "label": "ship"},
+    ],
+}
 
 
 def nodes_run(events: list[dict[str, Any]]) -> list[str]:
@@ -28,8 +35,9 @@ def ops(runtime: GraphRuntime, **filters: Any) -> list[Any]:
     return runtime.resources.observer.query(order="asc", **filters)
 
 
-def test_small_talk_takes_the_reflex_path_without_any_model_call(make_runtime: MakeRuntime, lake_dir: Path,
-                                                                  model: ScriptedProvider) -> None:  # fmt: skip
+def test_small_talk_takes_the_reflex_path_without_any_model_call(
+    make_runtime: MakeRuntime, lake_dir: Path, model: ScriptedProvider
+) -> None:
     runtime = make_runtime(data_dir=lake_dir)
     session = runtime.session()
     sent: list[dict[str, Any]] = []
@@ -41,8 +49,9 @@ def test_small_talk_takes_the_reflex_path_without_any_model_call(make_runtime: M
     assert "thinker" not in nodes_run(events)
 
 
-def test_a_data_request_is_planned_then_answered_with_read_only_sql(make_runtime: MakeRuntime, lake_dir: Path,
-                                                                     model: ScriptedProvider) -> None:  # fmt: skip
+def test_a_data_request_is_planned_then_answered_with_read_only_sql(
+    make_runtime: MakeRuntime, lake_dir: Path, model: ScriptedProvider
+) -> None:
     runtime = make_runtime(data_dir=lake_dir)
     model.enqueue(plan("count workers per state", "sql"))
     model.enqueue(
@@ -95,8 +104,9 @@ def test_a_data_request_is_planned_then_answered_with_read_only_sql(make_runtime
     assert {op.trace_id for op in [turn, *llm, sql]} == {turn.trace_id}
 
 
-def test_refused_sql_comes_back_to_the_thinker_as_a_tool_error(make_runtime: MakeRuntime, lake_dir: Path,
-                                                                model: ScriptedProvider) -> None:  # fmt: skip
+def test_refused_sql_comes_back_to_the_thinker_as_a_tool_error(
+    make_runtime: MakeRuntime, lake_dir: Path, model: ScriptedProvider
+) -> None:
     runtime = make_runtime(data_dir=lake_dir)
     model.enqueue(plan())
     model.enqueue(step("", ("sql", {"query": "DELETE FROM workers"})))
@@ -112,8 +122,9 @@ def test_refused_sql_comes_back_to_the_thinker_as_a_tool_error(make_runtime: Mak
 
 
 @pytest.mark.slow
-def test_the_thinker_searches_worker_profiles(make_runtime: MakeRuntime, indexed_lake_dir: Path,
-                                              model: ScriptedProvider) -> None:  # fmt: skip
+def test_the_thinker_searches_worker_profiles(
+    make_runtime: MakeRuntime, indexed_lake_dir: Path, model: ScriptedProvider
+) -> None:
     runtime = make_runtime(data_dir=indexed_lake_dir)
     model.enqueue(plan("search profiles", "hybrid_search"))
     model.enqueue(step("", ("hybrid_search", {"question": "forklift certified warehouse worker", "k": 4})))
@@ -129,8 +140,9 @@ def test_the_thinker_searches_worker_profiles(make_runtime: MakeRuntime, indexed
     assert ops(runtime, endpoint="tool.hybrid_search")[0].success
 
 
-def test_state_machines_are_built_by_tool_calls_and_move_locally(make_runtime: MakeRuntime, lake_dir: Path,
-                                                                  model: ScriptedProvider) -> None:  # fmt: skip
+def test_state_machines_are_built_by_tool_calls_and_move_locally(
+    make_runtime: MakeRuntime, lake_dir: Path, model: ScriptedProvider
+) -> None:
     runtime = make_runtime(data_dir=lake_dir)
     model.enqueue(step("", ("machine_create", ORDER)))
     model.enqueue(step("Your order workflow is ready."))
@@ -178,7 +190,11 @@ def test_state_machines_are_built_by_tool_calls_and_move_locally(make_runtime: M
     assert session.machines == {}
     assert of_type(sent, "controls")[-1]["controls"] == []
     assert [op.endpoint for op in ops(runtime, endpoint="tool.machine_*")] == [
-        "tool.machine_create", "tool.machine_extend", "tool.machine_reset", "tool.machine_destroy"]  # fmt: skip
+        "tool.machine_create",
+        "tool.machine_extend",
+        "tool.machine_reset",
+        "tool.machine_destroy",
+    ]
 
 
 def test_an_invalid_go_is_refused_locally(
@@ -195,8 +211,9 @@ def test_an_invalid_go_is_refused_locally(
     assert model.calls == 2
 
 
-def test_the_audit_retries_code_without_a_tool_call(make_runtime: MakeRuntime, lake_dir: Path,
-                                                   model: ScriptedProvider) -> None:  # fmt: skip
+def test_the_audit_retries_code_without_a_tool_call(
+    make_runtime: MakeRuntime, lake_dir: Path, model: ScriptedProvider
+) -> None:
     runtime = make_runtime(data_dir=lake_dir, graph="minimal")
     model.enqueue(step("You can run: SELECT count(*) FROM workers WHERE state = 'TX'"))
     model.enqueue(step("", ("sql", {"query": "SELECT count(*) AS n FROM workers WHERE state = 'TX'"})))
@@ -208,8 +225,9 @@ def test_the_audit_retries_code_without_a_tool_call(make_runtime: MakeRuntime, l
     assert [e for e in of_type(sent, "hud") if e.get("flag") == "code_without_tool"]
 
 
-def test_the_audit_retries_an_intent_without_action(make_runtime: MakeRuntime, lake_dir: Path,
-                                                    model: ScriptedProvider) -> None:  # fmt: skip
+def test_the_audit_retries_an_intent_without_action(
+    make_runtime: MakeRuntime, lake_dir: Path, model: ScriptedProvider
+) -> None:
     runtime = make_runtime(data_dir=lake_dir, graph="minimal")
     model.enqueue(step("I'll create the workflow for you."))
     model.enqueue(step("", ("machine_create", ORDER)))
@@ -222,8 +240,9 @@ def test_the_audit_retries_an_intent_without_action(make_runtime: MakeRuntime, l
     assert [a["data"]["kind"] for a in audits] == ["intent_without_action"]
 
 
-def test_a_controls_mismatch_is_flagged_and_the_controls_sent_again(make_runtime: MakeRuntime, lake_dir: Path,
-                                                                    model: ScriptedProvider) -> None:  # fmt: skip
+def test_a_controls_mismatch_is_flagged_and_the_controls_sent_again(
+    make_runtime: MakeRuntime, lake_dir: Path, model: ScriptedProvider
+) -> None:
     runtime = make_runtime(data_dir=lake_dir)
     model.enqueue(step("", ("machine_create", ORDER)))
     model.enqueue(step("Ready."))
@@ -244,8 +263,9 @@ def test_a_controls_mismatch_is_flagged_and_the_controls_sent_again(make_runtime
     assert "did not show the controls sent" in model.last_messages[0].content
 
 
-def test_memory_and_an_idle_return_reach_the_thinkers_next_prompt(make_runtime: MakeRuntime, lake_dir: Path,
-                                                                 model: ScriptedProvider) -> None:  # fmt: skip
+def test_memory_and_an_idle_return_reach_the_thinkers_next_prompt(
+    make_runtime: MakeRuntime, lake_dir: Path, model: ScriptedProvider
+) -> None:
     runtime = make_runtime(data_dir=lake_dir)
     model.enqueue(step("", ("machine_create", ORDER)))
     model.enqueue(step("Ready."))
@@ -260,8 +280,9 @@ def test_memory_and_an_idle_return_reach_the_thinkers_next_prompt(make_runtime: 
     assert "order: at new" in system  # the workspace's machines are in the prompt too
 
 
-def test_switching_graphs_keeps_the_session_and_changes_the_path(make_runtime: MakeRuntime, lake_dir: Path,
-                                                                 model: ScriptedProvider) -> None:  # fmt: skip
+def test_switching_graphs_keeps_the_session_and_changes_the_path(
+    make_runtime: MakeRuntime, lake_dir: Path, model: ScriptedProvider
+) -> None:
     runtime = make_runtime(data_dir=lake_dir)
     model.enqueue(step("", ("machine_create", ORDER)))
     model.enqueue(step("Ready."))
@@ -303,8 +324,9 @@ def test_a_failing_model_ends_the_turn_with_an_error(make_runtime: MakeRuntime, 
         {"type": "message"},
     ],
 )
-def test_bad_browser_events_are_answered_with_an_error_and_change_nothing(make_runtime: MakeRuntime, lake_dir: Path,
-                                                                          event: Any) -> None:  # fmt: skip
+def test_bad_browser_events_are_answered_with_an_error_and_change_nothing(
+    make_runtime: MakeRuntime, lake_dir: Path, event: Any
+) -> None:
     runtime = make_runtime(data_dir=lake_dir)
     session = runtime.session()
     sent: list[dict[str, Any]] = []

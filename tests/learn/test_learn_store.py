@@ -262,13 +262,38 @@ def test_final_schema(store: LessonStore) -> None:
         "citations": ["run_id", "lesson_id", "agent_id", "sig_hash", "given_at", "used"],
         "effects": ["lesson_id", "run_id", "delta", "verdict", "measured_at"],
         "learned_ops": ["op_id", "learned_at"],
-        "lesson_events": ["seq", "lesson_id", "version", "kind", "event_at", "actor", "reason", "data", "snapshot"],
+        "lesson_events": [
+            "seq",
+            "lesson_id",
+            "version",
+            "kind",
+            "event_at",
+            "actor",
+            "reason",
+            "data",
+            "snapshot",
+        ],
         "lessons": [
-            "id", "status", "domain", "scope", "project_id", "confidence", "task_kind", "role", "client_id",
-            "city", "state", "tool", "source", "version", "updated_at", "last_used_at", "body",
+            "id",
+            "status",
+            "domain",
+            "scope",
+            "project_id",
+            "confidence",
+            "task_kind",
+            "role",
+            "client_id",
+            "city",
+            "state",
+            "tool",
+            "source",
+            "version",
+            "updated_at",
+            "last_used_at",
+            "body",
         ],
         "outcomes": ["run_id", "sig_hash", "task", "success", "score", "recorded_at"],
-    }  # fmt: skip
+    }
     assert [name for (name,) in store.query("SELECT name FROM _migrations")] == [m.name for m in MIGRATIONS]
 
 

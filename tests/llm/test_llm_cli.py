@@ -28,8 +28,18 @@ def _schema_file(tmp_path: Path, content: str | None = None) -> Path:
 def test_ask_json_reports_recovery_and_accounting(cli, ollama: ScriptedProvider, tmp_path: Path) -> None:
     ollama.enqueue('{"role": "Welder", "cou', finish_reason="length")
     ollama.enqueue('nt": 3}')
-    result = cli("llm", "ask", "ollama:qwen3:4b", "fill 3 x Welder", "--schema", str(_schema_file(tmp_path)),
-                                 "--max-tokens", "64", "--no-think", "--json")  # fmt: skip
+    result = cli(
+        "llm",
+        "ask",
+        "ollama:qwen3:4b",
+        "fill 3 x Welder",
+        "--schema",
+        str(_schema_file(tmp_path)),
+        "--max-tokens",
+        "64",
+        "--no-think",
+        "--json",
+    )
     assert result.code == 0, result.output
     payload = json.loads(result.out)
     for key in (

@@ -107,9 +107,19 @@ def test_one_record_per_call_with_otel_names(records: list[CallRecord]) -> None:
     with call_tags(agent_id="executor", run_id="r1"):
         generate(provider, "count tokens")
     [record] = records
-    assert (record.provider, record.model, record.input_tokens, record.output_tokens, record.thinking_tokens) == (
-        "scripted", "acct", 120, 30, 10,
-    )  # fmt: skip
+    assert (
+        record.provider,
+        record.model,
+        record.input_tokens,
+        record.output_tokens,
+        record.thinking_tokens,
+    ) == (
+        "scripted",
+        "acct",
+        120,
+        30,
+        10,
+    )
     assert record.success
     assert record.attempts == 1
     assert record.finish_reason == "stop"

@@ -249,8 +249,11 @@ def test_models_lists_packaged_models_installed_assembled_verified(
     fake = rows["local:fake-0.1b"]
     assert (fake["installed"], fake["assembled"], fake["verified"]) == (True, True, True)
     assert (fake["name"], fake["parameters"], fake["quantisation"], fake["context"]) == (
-        "Tiny Test Model", 160, "Q4_K_M", 4096,
-    )  # fmt: skip
+        "Tiny Test Model",
+        160,
+        "Q4_K_M",
+        4096,
+    )
 
 
 def test_models_says_how_to_install_a_missing_model(

@@ -201,7 +201,7 @@ def test_wire_adapters_read_what_real_servers_send() -> None:
             "done_reason": "length",
             "prompt_eval_count": 30,
             "eval_count": 64,
-        }  # fmt: skip
+        }
     )
     assert (text, thinking, finish, usage.input_tokens, usage.output_tokens) == ("", "deep", "length", 30, 64)
     with pytest.raises(ValueError):

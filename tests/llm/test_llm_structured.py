@@ -58,8 +58,11 @@ def test_prompted_json_where_the_model_has_no_native_schema(monkeypatch: pytest.
     )  # Python-ish JSON, fixed by the tolerant parser
     with serve_fake_openai(local) as url:
         monkeypatch.setenv("OPENAI_BASE_URL", url)
-        fill = generate_structured("openai:some-local-model", [{"role": "system", "content": "You staff shifts."},
-                                                               {"role": "user", "content": "fill"}], Fill)  # fmt: skip
+        fill = generate_structured(
+            "openai:some-local-model",
+            [{"role": "system", "content": "You staff shifts."}, {"role": "user", "content": "fill"}],
+            Fill,
+        )
     assert fill.worker_ids == [3]
     body = local.raw_requests[0]
     assert "response_format" not in body

@@ -36,7 +36,7 @@ def _seed() -> None:
                     success=False,
                     error="no Welders in Cleveland",
                     provenance={"staffer_id": "st-1", "run_id": "r-1"},
-                ),  # fmt: skip
+                ),
                 ObservedOp(id="new", ts=now, endpoint="llm.chat", source="llm", duration_ms=80.0),
             ]
         )

@@ -8,10 +8,25 @@ from hypothesis import strategies as st
 from agentlake.observe.model import ObservedOp, _scrub_all, scrub
 
 _PIECES = st.sampled_from(
-    ["Bearer abcdefgh12345678", "postgres://bob:s3cret@db/x", "sk-abcdefghijklmnop", "AKIAABCDEFGHIJKLMNOP",
-     "api_key=zzzz9999", "PASSWORD: hunter22", "token='qwerty12'", "Authorization: Basic dXNlcjpw", "welder",
-     "Cleveland, OH", " ", "=", ":", "'", "KEY", "ghp_abcdefghijklmnopqrstu"]
-)  # fmt: skip
+    [
+        "Bearer abcdefgh12345678",
+        "postgres://bob:s3cret@db/x",
+        "sk-abcdefghijklmnop",
+        "AKIAABCDEFGHIJKLMNOP",
+        "api_key=zzzz9999",
+        "PASSWORD: hunter22",
+        "token='qwerty12'",
+        "Authorization: Basic dXNlcjpw",
+        "welder",
+        "Cleveland, OH",
+        " ",
+        "=",
+        ":",
+        "'",
+        "KEY",
+        "ghp_abcdefghijklmnopqrstu",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)

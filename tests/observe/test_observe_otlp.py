@@ -83,8 +83,14 @@ def test_real_otlp_exporter_spans_become_ops(observer: Observer) -> None:
 
 
 def _json_export(spans: list[dict]) -> dict:
-    return {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "ext"}}]},
-                               "scopeSpans": [{"scope": {"name": "s"}, "spans": spans}]}]}  # fmt: skip
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "ext"}}]},
+                "scopeSpans": [{"scope": {"name": "s"}, "spans": spans}],
+            }
+        ]
+    }
 
 
 _SPAN = {
@@ -108,8 +114,11 @@ _SPAN = {
 def test_otlp_json_gzip_idempotent_and_bad_bodies(observer: Observer) -> None:
     with running_service(observer, load_settings()) as url, httpx.Client(base_url=url, timeout=5) as http:
         body = json.dumps(_json_export([_SPAN])).encode()
-        sent = http.post("/v1/traces", content=gzip.compress(body),
-                         headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})  # fmt: skip
+        sent = http.post(
+            "/v1/traces",
+            content=gzip.compress(body),
+            headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+        )
         assert sent.status_code == 200
         assert sent.headers["content-type"].startswith("application/json")
         assert (

@@ -69,16 +69,29 @@ def test_post_events_gives_a_result_per_item(client: TestClient, observer: Obser
     [
         ("/event", b'{"endpoint": "a",', 400, "malformed JSON", None),
         ("/events", b"not json", 400, "malformed JSON", None),
-        ("/event", json.dumps({"endpoint": "a", "success": "perhaps", "duration_ms": "slow"}).encode(), 400, "success", "success"),
+        (
+            "/event",
+            json.dumps({"endpoint": "a", "success": "perhaps", "duration_ms": "slow"}).encode(),
+            400,
+            "success",
+            "success",
+        ),
         ("/event", json.dumps({"source": "agent"}).encode(), 400, "endpoint: Field required", "endpoint"),
         ("/event", json.dumps({"endpoint": "a", "sauce": 1}).encode(), 400, "sauce", "sauce"),
         ("/event", json.dumps({"endpoint": "a", "source": "martians"}).encode(), 400, "source", "source"),
-        ("/events", json.dumps([{"id": "ok-1", "endpoint": "fine"}, {"id": "bad", "endpoint": "x", "duration_ms": -1}]).encode(),
-         400, "item 1: duration_ms", "duration_ms"),
+        (
+            "/events",
+            json.dumps(
+                [{"id": "ok-1", "endpoint": "fine"}, {"id": "bad", "endpoint": "x", "duration_ms": -1}]
+            ).encode(),
+            400,
+            "item 1: duration_ms",
+            "duration_ms",
+        ),
         ("/events", b"[]", 400, "empty", None),
         ("/events", json.dumps({"endpoint": "a"}).encode(), 400, "POST /event", "events"),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_refused_with_field_messages_and_touches_nothing(
     client: TestClient,
     observer: Observer,
@@ -173,8 +186,19 @@ def test_full_queue_answers_503_with_retry_after(tmp_path: Path) -> None:
 
 
 def test_ops_filters_pagination_and_query_errors(client: TestClient) -> None:
-    client.post("/events", json=[{"id": f"r-{i}", "endpoint": "task.fill", "source": "scenario", "success": i != 2,
-                                  "provenance": {"staffer_id": "st-1", "run_id": f"run-{i % 2}"}} for i in range(5)])  # fmt: skip
+    client.post(
+        "/events",
+        json=[
+            {
+                "id": f"r-{i}",
+                "endpoint": "task.fill",
+                "source": "scenario",
+                "success": i != 2,
+                "provenance": {"staffer_id": "st-1", "run_id": f"run-{i % 2}"},
+            }
+            for i in range(5)
+        ],
+    )
     page = client.get("/ops", params={"source": "scenario", "limit": 2}).json()
     assert [op["id"] for op in page["ops"]] == ["r-4", "r-3"]
     assert page["next_offset"] == 2
@@ -195,8 +219,13 @@ def test_ops_filters_pagination_and_query_errors(client: TestClient) -> None:
 
 
 def test_stats_and_health(client: TestClient) -> None:
-    client.post("/events", json=[{"endpoint": "task.fill", "source": "scenario", "duration_ms": 10.0},
-                                 {"endpoint": "task.fill", "source": "scenario", "duration_ms": 30.0, "success": False}])  # fmt: skip
+    client.post(
+        "/events",
+        json=[
+            {"endpoint": "task.fill", "source": "scenario", "duration_ms": 10.0},
+            {"endpoint": "task.fill", "source": "scenario", "duration_ms": 30.0, "success": False},
+        ],
+    )
     stats = client.get("/stats").json()
     assert (stats["total"], stats["successes"], stats["failures"]) == (5, 4, 1)
     assert stats["by_source"] == {"agent": 3, "scenario": 2}

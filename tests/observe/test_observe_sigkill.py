@@ -28,8 +28,12 @@ def _free_port() -> int:
 def _start(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
     exe = shutil.which("agentlake", path=str(Path(sys.executable).parent)) or "agentlake"
     env = {**os.environ, "AGENTLAKE_DATA_DIR": str(data_dir)}
-    process = subprocess.Popen([exe, "observer", "serve", "--port", str(port)], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    process = subprocess.Popen(
+        [exe, "observer", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:

@@ -54,7 +54,7 @@ def test_append_is_durable_and_round_trips_every_field(tmp_path: Path) -> None:
             sig_hash="abc",
             rescue_attempted=True,
             rescue_succeeded=False,
-        ),  # fmt: skip
+        ),
         usage=LLMUsage(
             provider="ollama",
             model="qwen3:4b",
@@ -65,7 +65,7 @@ def test_append_is_durable_and_round_trips_every_field(tmp_path: Path) -> None:
             attempts=2,
             continuations=1,
             cost_usd=0.001,
-        ),  # fmt: skip
+        ),
         attributes={"k": [1, 2], "nested": {"a": "b"}},
     )
     with OpStore(path) as store:
@@ -112,10 +112,16 @@ def test_concurrent_appends_share_commits(tmp_path: Path) -> None:
 def test_query_filters_and_pagination(tmp_path: Path) -> None:
     t0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
     ops = [
-        _op(i, ts=t0 + timedelta(minutes=i), source="scenario" if i % 2 else "agent", success=i % 3 != 0,
-            endpoint=f"tool.{'sql' if i < 5 else 'search'}", provenance={"staffer_id": f"st-{i % 2}", "run_id": "r1" if i < 6 else "r2"})
+        _op(
+            i,
+            ts=t0 + timedelta(minutes=i),
+            source="scenario" if i % 2 else "agent",
+            success=i % 3 != 0,
+            endpoint=f"tool.{'sql' if i < 5 else 'search'}",
+            provenance={"staffer_id": f"st-{i % 2}", "run_id": "r1" if i < 6 else "r2"},
+        )
         for i in range(10)
-    ]  # fmt: skip
+    ]
     with OpStore(tmp_path / "o.duckdb") as store:
         store.append(ops)
         ids = lambda found: [op.id for op in found]  # noqa: E731
@@ -202,9 +208,15 @@ def test_read_only_open_while_a_writer_holds_the_file_and_final_schema(tmp_path:
         store.append([_op(1)])
         # Another process cannot open the file while this one writes: it is told to use HTTP.
         probe = subprocess.run(
-            [sys.executable, "-c", f"from agentlake.observe import OpStore; OpStore({str(path)!r}, read_only=True)"],
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-c",
+                f"from agentlake.observe import OpStore; OpStore({str(path)!r}, read_only=True)",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert probe.returncode != 0
         assert "AGENTLAKE_OBSERVER_SINK=http" in probe.stderr
     with OpStore(path, read_only=True) as reader, pytest.raises(UserError, match="read-only"):

@@ -13,8 +13,17 @@ SHIFT = (datetime(2026, 4, 21, 8), datetime(2026, 4, 21, 16))
 def _order(count: int, **extra):  # noqa: ANN003, ANN202
     from agentlake.agents import FillOrder
 
-    return FillOrder(role="Welder", count=count, city="Cleveland", state="OH", client_id="riverfront-steel",
-                     shift_start=SHIFT[0], shift_end=SHIFT[1], task_kind="emergency", **extra)  # fmt: skip
+    return FillOrder(
+        role="Welder",
+        count=count,
+        city="Cleveland",
+        state="OH",
+        client_id="riverfront-steel",
+        shift_start=SHIFT[0],
+        shift_end=SHIFT[1],
+        task_kind="emergency",
+        **extra,
+    )
 
 
 def test_the_rules_policy_places_verified_buffer_candidates_before_searching(
@@ -27,8 +36,13 @@ def test_the_rules_policy_places_verified_buffer_candidates_before_searching(
     with Lake.open(scenario_settings, read_only=True) as lake:
 
         def run(order, buffer, schedule=None):  # noqa: ANN001, ANN202
-            ctx = RunContext(lake=lake, schedule=schedule or ScheduleBook(lake), observer=observer,
-                             rescue=False, buffer=buffer)  # fmt: skip
+            ctx = RunContext(
+                lake=lake,
+                schedule=schedule or ScheduleBook(lake),
+                observer=observer,
+                rescue=False,
+                buffer=buffer,
+            )
             return RulesPolicy(spares=4).run(order, ctx)
 
         plain = run(_order(2), [])

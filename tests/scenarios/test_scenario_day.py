@@ -14,19 +14,54 @@ from agentlake.settings import Settings
 DAY = parse_scenario(
     {
         "scenario": "acme-day1",
-        "client": {"id": "riverfront-steel", "name": "Riverfront Steel", "city": "Cleveland", "state": "OH",
-                   "acceptance": {"exclude_prior_no_show": True}},
+        "client": {
+            "id": "riverfront-steel",
+            "name": "Riverfront Steel",
+            "city": "Cleveland",
+            "state": "OH",
+            "acceptance": {"exclude_prior_no_show": True},
+        },
         "date": "2026-04-21",
         "events": [
-            {"id": "e1", "at": "08:00", "kind": "baseline_fill", "role": "Welder", "count": 3,
-             "shift": {"start": "08:00", "end": "16:00"}, "requirements": ["AWS D1.1"], "radius_miles": 40},
-            {"id": "e2", "at": "10:30", "kind": "recurring", "same_as": "e1", "count": 2, "shift": {"start": "22:00", "end": "06:00"}},
-            {"id": "e3", "at": "12:00", "kind": "expansion", "role": "General Laborer", "count": 4, "city": "Akron", "state": "OH"},
+            {
+                "id": "e1",
+                "at": "08:00",
+                "kind": "baseline_fill",
+                "role": "Welder",
+                "count": 3,
+                "shift": {"start": "08:00", "end": "16:00"},
+                "requirements": ["AWS D1.1"],
+                "radius_miles": 40,
+            },
+            {
+                "id": "e2",
+                "at": "10:30",
+                "kind": "recurring",
+                "same_as": "e1",
+                "count": 2,
+                "shift": {"start": "22:00", "end": "06:00"},
+            },
+            {
+                "id": "e3",
+                "at": "12:00",
+                "kind": "expansion",
+                "role": "General Laborer",
+                "count": 4,
+                "city": "Akron",
+                "state": "OH",
+            },
             {"id": "e4", "at": "14:00", "kind": "emergency", "no_show_of": "e1", "count": 2},
-            {"id": "e5", "at": "15:45", "kind": "misplacement", "replace_from": "e2", "count": 1, "requirements": ["OSHA 10"]},
+            {
+                "id": "e5",
+                "at": "15:45",
+                "kind": "misplacement",
+                "replace_from": "e2",
+                "count": 1,
+                "requirements": ["OSHA 10"],
+            },
         ],
     }
-)  # fmt: skip
+)
 
 
 def test_each_event_kind_becomes_the_documented_order() -> None:
@@ -90,8 +125,10 @@ def test_the_client_reads_history_from_the_lake(scenario_settings: Settings) -> 
             "SELECT worker_id, CAST(shift_start AS DATE) AS day FROM placements WHERE status = 'no_show' "
             "ORDER BY worker_id LIMIT 1"
         ).to_pylist()[0]
-        other = lake.read_arrow("SELECT CAST(client_id AS VARCHAR) AS c FROM placements WHERE status = 'no_show' "
-                                "ORDER BY worker_id LIMIT 1").to_pylist()[0]["c"]  # fmt: skip
+        other = lake.read_arrow(
+            "SELECT CAST(client_id AS VARCHAR) AS c FROM placements WHERE status = 'no_show' "
+            "ORDER BY worker_id LIMIT 1"
+        ).to_pylist()[0]["c"]
         shows = load_no_shows(lake, [other], [row["worker_id"]], date(2026, 4, 21))
         assert shows == {row["worker_id"]: [row["day"]]}
         assert load_no_shows(lake, [other], [row["worker_id"]], row["day"]) == {}, (

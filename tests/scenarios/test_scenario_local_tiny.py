@@ -25,8 +25,9 @@ def test_local_tiny_staffs_one_event_end_to_end(scenario_settings: Settings, obs
 
     day = reduced_pack()[0]
     assert len(day.events) == 1
-    summary = run_scenarios([day], [LOCAL_STAFFER], batches=1, settings=scenario_settings,
-                            observer=observer, run_id="local-tiny")  # fmt: skip
+    summary = run_scenarios(
+        [day], [LOCAL_STAFFER], batches=1, settings=scenario_settings, observer=observer, run_id="local-tiny"
+    )
     (result,) = read_results(summary.run_dir)
     # The model really ran: every turn is a model call with tokens in and out, no error.
     assert result.staffer == LOCAL_STAFFER, result.error

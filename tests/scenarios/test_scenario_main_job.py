@@ -98,8 +98,13 @@ def test_the_rules_staffers_run_while_the_index_builds_and_every_step_is_timed(t
     job = run_main_job(settings, workers=300, seed=3, batches=1, on_event=on_event, embedder=HeldEmbedder())
     steps = {step.name: step for step in job.steps}
     assert list(steps) == [
-        "dataset", "example SQL", "model check", "scenario pack", "index (background)", "example search",
-    ]  # fmt: skip
+        "dataset",
+        "example SQL",
+        "model check",
+        "scenario pack",
+        "index (background)",
+        "example search",
+    ]
     assert steps["dataset"].summary == "generated 300 workers (seed 3)"
     assert steps["index (background)"].summary.startswith(
         "indexed workers.resume_text: 300 embedded, 0 cached"

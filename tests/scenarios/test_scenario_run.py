@@ -163,9 +163,15 @@ def test_process_backend_gives_the_inline_results(scenario_settings: Settings, o
     runs = {}
     for backend in ("inline", "process"):
         summary = run_scenarios(
-            days, ["rules-learning"], batches=2, backend=backend, workers=2,
-            settings=scenario_settings, observer=observer, run_id=backend,
-        )  # fmt: skip
+            days,
+            ["rules-learning"],
+            batches=2,
+            backend=backend,
+            workers=2,
+            settings=scenario_settings,
+            observer=observer,
+            run_id=backend,
+        )
         runs[backend] = {
             (r.batch, r.scenario, r.event_id): (r.filled, r.accepted) for r in read_results(summary.run_dir)
         }

@@ -94,15 +94,30 @@ def _serve(root: Path, template: Path, *args: str, **env_extra: str) -> Iterator
     shutil.copytree(template, data_dir)
     port = free_port()
     env = {key: value for key, value in os.environ.items() if not key.startswith("AGENTLAKE_")}
-    env.update(AGENTLAKE_DATA_DIR=str(data_dir), AGENTLAKE_CONFIG=str(root / "none.toml"),
-               AGENTLAKE_RUNS_DIR=str(root / "runs"), HF_HUB_OFFLINE="1", OLLAMA_HOST="http://127.0.0.1:9",
-               **env_extra)  # fmt: skip
+    env.update(
+        AGENTLAKE_DATA_DIR=str(data_dir),
+        AGENTLAKE_CONFIG=str(root / "none.toml"),
+        AGENTLAKE_RUNS_DIR=str(root / "runs"),
+        HF_HUB_OFFLINE="1",
+        OLLAMA_HOST="http://127.0.0.1:9",
+        **env_extra,
+    )
     log_path = root / "server.log"
     with log_path.open("w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "agentlake.cli.main", "serve", "--port", str(port), *(args or ("--log-level", "warning"))],
-            env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "agentlake.cli.main",
+                "serve",
+                "--port",
+                str(port),
+                *(args or ("--log-level", "warning")),
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
         while True:

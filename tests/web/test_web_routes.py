@@ -98,10 +98,24 @@ def test_the_latest_scenario_run_with_its_learning_curve(make_web_app: MakeApp, 
     assert "agentlake run" in missing.json()["error"]["message"]
     for run_id, gain in (("20261120-100000-aaaa", 0.1), ("20261121-090000-bbbb", 0.3)):
         (runs / run_id).mkdir(parents=True)
-        board = {"run_id": run_id, "batches": [1, 2],
-                 "leaderboard": [{"rank": 1, "staffer": "rules-learning", "score": 71.5, "fill_rate": 0.8, "pass_k": 0.6,
-                                  "precision": 0.9, "gain_points": 100 * gain, "events": 20, "cost_usd": 0.0}],
-                 "learning_curve": {"rules-learning": [0.5, 0.5 + gain]}}  # fmt: skip
+        board = {
+            "run_id": run_id,
+            "batches": [1, 2],
+            "leaderboard": [
+                {
+                    "rank": 1,
+                    "staffer": "rules-learning",
+                    "score": 71.5,
+                    "fill_rate": 0.8,
+                    "pass_k": 0.6,
+                    "precision": 0.9,
+                    "gain_points": 100 * gain,
+                    "events": 20,
+                    "cost_usd": 0.0,
+                }
+            ],
+            "learning_curve": {"rules-learning": [0.5, 0.5 + gain]},
+        }
         (runs / run_id / "leaderboard.json").write_text(json.dumps(board))
     (runs / "20261122-000000-cccc").mkdir()  # a run still being written: no leaderboard yet
     latest = client.get("/api/scenarios/latest").json()

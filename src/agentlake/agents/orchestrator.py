@@ -193,9 +193,17 @@ class LLMPolicy:
             given = lessons_for(order, ctx, run_id)
             first = _Attempt(order=order, executor=executor, reviewer=reviewer, budget=budget, meter=meter)
             if given.lessons:
-                self._emit(ctx, first, TurnRecord(turn=0, agent="orchestrator", kind="lessons",
-                                                  summary=f"{len(given.lessons)} lesson(s) given: {', '.join(given.ids)}",
-                                                  detail=given.text))  # fmt: skip
+                self._emit(
+                    ctx,
+                    first,
+                    TurnRecord(
+                        turn=0,
+                        agent="orchestrator",
+                        kind="lessons",
+                        summary=f"{len(given.lessons)} lesson(s) given: {', '.join(given.ids)}",
+                        detail=given.text,
+                    ),
+                )
             self._loop(first, ctx, given)
             final, rescue_attempted = first, False
             if not first.success and ctx.rescue:
@@ -294,10 +302,20 @@ class LLMPolicy:
                     )
                     state.log.add(state.turns, "executor", text, verification.summary())
                     self._turn(ctx, state, "executor", "propose_done", text, reply, action)
-                    self._emit(ctx, state, TurnRecord(turn=0, agent="orchestrator", kind="verification",
-                                                      summary=("passed" if verification.ok else "failed") + f": {len(verification.accepted)} accepted, "
-                                                      f"{len(verification.rejected_ids)} rejected", detail=verification.summary(),
-                                                      ok=verification.ok))  # fmt: skip
+                    self._emit(
+                        ctx,
+                        state,
+                        TurnRecord(
+                            turn=0,
+                            agent="orchestrator",
+                            kind="verification",
+                            summary=("passed" if verification.ok else "failed")
+                            + f": {len(verification.accepted)} accepted, "
+                            f"{len(verification.rejected_ids)} rejected",
+                            detail=verification.summary(),
+                            ok=verification.ok,
+                        ),
+                    )
                     review, latest = True, text
                     tool_calls_in_row = 0
             if not review:
@@ -349,13 +367,30 @@ class LLMPolicy:
         if critique.approve and state.verification.ok:
             state.success = True
             state.failure_reason = None
-            self._emit(ctx, state, TurnRecord(turn=0, agent="orchestrator", kind="consensus",
-                                              summary=f"consensus: {len(state.verification.accepted)} verified worker(s) approved"))  # fmt: skip
+            self._emit(
+                ctx,
+                state,
+                TurnRecord(
+                    turn=0,
+                    agent="orchestrator",
+                    kind="consensus",
+                    summary=f"consensus: {len(state.verification.accepted)} verified worker(s) approved",
+                ),
+            )
             return True
         if critique.approve:
-            self._emit(ctx, state, TurnRecord(turn=0, agent="orchestrator", kind="override", ok=False,
-                                              summary="reviewer approved, but verification rejected the proposal: approval overridden",
-                                              detail=state.verification.summary()))  # fmt: skip
+            self._emit(
+                ctx,
+                state,
+                TurnRecord(
+                    turn=0,
+                    agent="orchestrator",
+                    kind="override",
+                    ok=False,
+                    summary="reviewer approved, but verification rejected the proposal: approval overridden",
+                    detail=state.verification.summary(),
+                ),
+            )
             state.log.add(
                 state.turns, "orchestrator", "approval overridden: the proposal failed verification"
             )
@@ -367,8 +402,15 @@ class LLMPolicy:
 
     # --- model calls --------------------------------------------------------------------------
 
-    def _ask(self, state: _Attempt, ctx: RunContext, agent: str, model: str | Provider, messages: list[dict[str, str]],
-             output_type: Any) -> _Reply | None:  # fmt: skip
+    def _ask(
+        self,
+        state: _Attempt,
+        ctx: RunContext,
+        agent: str,
+        model: str | Provider,
+        messages: list[dict[str, str]],
+        output_type: Any,
+    ) -> _Reply | None:
         """One model call for one action; ``None`` (turn spent, error noted) when it fails."""
         from agentlake.llm import StructuredOutputError, call_tags, generate_json
         from agentlake.observe import observe_context
@@ -396,16 +438,36 @@ class LLMPolicy:
             state.feedback.append(
                 f"your last reply was not a valid action ({'; '.join(exc.errors[:2])}); reply with ONE JSON action only"
             )
-            self._emit(ctx, state, TurnRecord(turn=state.turns, agent=agent, kind="error", ok=False,  # type: ignore[arg-type]
-                                              summary=f"invalid reply after {exc.attempts} attempt(s): {'; '.join(exc.errors[:2])}",
-                                              detail=raw, latency_ms=_ms(started)))  # fmt: skip
+            self._emit(
+                ctx,
+                state,
+                TurnRecord(
+                    turn=state.turns,
+                    agent=agent,
+                    kind="error",
+                    ok=False,  # type: ignore[arg-type]
+                    summary=f"invalid reply after {exc.attempts} attempt(s): {'; '.join(exc.errors[:2])}",
+                    detail=raw,
+                    latency_ms=_ms(started),
+                ),
+            )
             return None
         except UserError:
             raise
         except RunError as exc:
             reason = f"model call failed ({agent}): {exc.message}"
-            self._emit(ctx, state, TurnRecord(turn=state.turns, agent=agent, kind="error", ok=False,  # type: ignore[arg-type]
-                                              summary=reason, latency_ms=_ms(started)))  # fmt: skip
+            self._emit(
+                ctx,
+                state,
+                TurnRecord(
+                    turn=state.turns,
+                    agent=agent,
+                    kind="error",
+                    ok=False,  # type: ignore[arg-type]
+                    summary=reason,
+                    latency_ms=_ms(started),
+                ),
+            )
             if (
                 agent == "executor"
             ):  # the reviewer's failure only costs its turn; the executor's ends the attempt
@@ -439,8 +501,14 @@ class LLMPolicy:
         executor = self.escalation_model or first.executor
         if self.escalation_model is not None:
             notes.append(f"escalated executor: {_model_name(executor)}")
-        rescue = _Attempt(order=order, executor=executor, reviewer=first.reviewer, budget=first.budget,
-                          meter=first.meter, ledger=first.ledger)  # fmt: skip
+        rescue = _Attempt(
+            order=order,
+            executor=executor,
+            reviewer=first.reviewer,
+            budget=first.budget,
+            meter=first.meter,
+            ledger=first.ledger,
+        )
         rescue.log.add(
             0,
             "orchestrator",
@@ -448,15 +516,35 @@ class LLMPolicy:
         )
         if first.verification is not None and not first.verification.ok:
             rescue.feedback.append(_rejections_feedback(first.verification))
-        self._emit(ctx, rescue, TurnRecord(turn=0, agent="orchestrator", kind="rescue",
-                                           summary="rescue attempt" + (": " + "; ".join(notes) if notes else " (same models and radius)")))  # fmt: skip
+        self._emit(
+            ctx,
+            rescue,
+            TurnRecord(
+                turn=0,
+                agent="orchestrator",
+                kind="rescue",
+                summary="rescue attempt"
+                + (": " + "; ".join(notes) if notes else " (same models and radius)"),
+            ),
+        )
         self._loop(rescue, ctx, given)
         return rescue
 
     # --- records ------------------------------------------------------------------------------
 
-    def _turn(self, ctx: RunContext, state: _Attempt, agent: str, kind: str, text: str, reply: _Reply, action: Any,
-              *, detail: str = "", ok: bool = True) -> None:  # fmt: skip
+    def _turn(
+        self,
+        ctx: RunContext,
+        state: _Attempt,
+        agent: str,
+        kind: str,
+        text: str,
+        reply: _Reply,
+        action: Any,
+        *,
+        detail: str = "",
+        ok: bool = True,
+    ) -> None:
         if reply.schema_retries:
             text += f" (valid after {reply.schema_retries} repair request(s))"
         record = TurnRecord(

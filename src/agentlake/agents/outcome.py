@@ -173,8 +173,11 @@ def record_task(outcome: TaskOutcome, ctx: RunContext) -> str | None:
         provenance.setdefault("run_id", outcome.run_id)
     usage = None
     if outcome.input_tokens or outcome.output_tokens:
-        usage = LLMUsage(input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens,
-                         cost_usd=outcome.cost_usd or None)  # fmt: skip
+        usage = LLMUsage(
+            input_tokens=outcome.input_tokens,
+            output_tokens=outcome.output_tokens,
+            cost_usd=outcome.cost_usd or None,
+        )
     try:
         observer = ctx.observer or get_observer(ctx.settings)
     except Exception:  # the observer is a witness; it never fails the work it watches

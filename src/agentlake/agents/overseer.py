@@ -75,8 +75,17 @@ class Overseer:
         def concern(
             kind: ConcernKind, message: str, worker_ids: list[int] | None = None, value: Any = None
         ) -> None:
-            concerns.append(Concern(kind=kind, message=message, worker_ids=worker_ids or [], event_id=order.event_id,
-                                    client_id=order.client_id, role=order.role, value=value))  # fmt: skip
+            concerns.append(
+                Concern(
+                    kind=kind,
+                    message=message,
+                    worker_ids=worker_ids or [],
+                    event_id=order.event_id,
+                    client_id=order.client_id,
+                    role=order.role,
+                    value=value,
+                )
+            )
 
         label = order.event_id or outcome.run_id or "this event"
         if order.shift_start is not None and order.shift_end is not None:
@@ -93,8 +102,13 @@ class Overseer:
                     None,
                 )
                 if clash is not None:
-                    concern("double_booking", f"worker {worker_id} was also proposed for event {clash[3]} "
-                            f"({clash[1]:%H:%M}-{clash[2]:%H:%M}), overlapping this shift", [worker_id], clash[3])  # fmt: skip
+                    concern(
+                        "double_booking",
+                        f"worker {worker_id} was also proposed for event {clash[3]} "
+                        f"({clash[1]:%H:%M}-{clash[2]:%H:%M}), overlapping this shift",
+                        [worker_id],
+                        clash[3],
+                    )
         if outcome.proposed and order.requirements:
             rows = fetch_workers(ctx.lake, outcome.proposed, ["certifications"])
             for requirement in order.requirements:
@@ -103,8 +117,13 @@ class Overseer:
                     concern("certification_drift", drift[0], drift[1], requirement)
         wanted = self._wanted_buffer(outcome)
         if wanted and len(outcome.candidates) < wanted:
-            concern("thin_buffer", f"only {len(outcome.candidates)} spare(s) kept for {order.count} x {order.role}; "
-                    f"want {wanted} for a no-show or an emergency", [], wanted)  # fmt: skip
+            concern(
+                "thin_buffer",
+                f"only {len(outcome.candidates)} spare(s) kept for {order.count} x {order.role}; "
+                f"want {wanted} for a no-show or an emergency",
+                [],
+                wanted,
+            )
         with self._lock:
             self.outcomes.append(outcome)
             self.concerns += concerns
@@ -148,25 +167,34 @@ class Overseer:
                 draft = LessonDraft(
                     trigger=f"staffing {role or 'any role'} for {client_id or 'any client'}",
                     action=f"keep at least {buffer} verified spare candidates: buffers ran thin on {len(items)} events",
-                    match=match, machine=MachineAction(min_candidate_buffer=buffer), domain="staffing",
-                    source="overseer", confidence=0.4,
-                )  # fmt: skip
+                    match=match,
+                    machine=MachineAction(min_candidate_buffer=buffer),
+                    domain="staffing",
+                    source="overseer",
+                    confidence=0.4,
+                )
             elif kind == "double_booking":
                 draft = LessonDraft(
                     trigger=f"staffing {role or 'any role'} for {client_id or 'any client'} on a busy day",
                     action="check every worker's schedule for the shift before proposing; "
                     f"{len(items)} proposals double-booked a worker across events",
-                    match=match, machine=MachineAction(exclude_double_booked=True), domain="staffing",
-                    source="overseer", confidence=0.4,
-                )  # fmt: skip
+                    match=match,
+                    machine=MachineAction(exclude_double_booked=True),
+                    domain="staffing",
+                    source="overseer",
+                    confidence=0.4,
+                )
             else:
                 spellings = sorted({str(c.value) for c in items})
                 draft = LessonDraft(
                     trigger=f"orders for {role or 'any role'} requiring {', '.join(spellings)}",
                     action="certifications on file are spelled many ways; compare canonical names "
                     "(e.g. 'OSHA-30 Hour' is OSHA 30) before rejecting or accepting a worker",
-                    match=match, domain="staffing", source="overseer", confidence=0.3,
-                )  # fmt: skip
+                    match=match,
+                    domain="staffing",
+                    source="overseer",
+                    confidence=0.3,
+                )
             deltas.append(
                 Delta(
                     op="ADD",
@@ -191,13 +219,15 @@ class Overseer:
                         trigger=f"emergency fills of {role} for {client_id or 'any client'}",
                         action=f"shortlist spares ahead: {runs} emergency fill(s) ran short today",
                         match=LessonMatch(client_id=client_id, role=role),
-                        machine=MachineAction(min_candidate_buffer=max(2, biggest)), domain="staffing",
-                        source="overseer", confidence=0.4,
+                        machine=MachineAction(min_candidate_buffer=max(2, biggest)),
+                        domain="staffing",
+                        source="overseer",
+                        confidence=0.4,
                     ),
                     reason=f"overseer: {runs} emergency fill(s) short",
                     actor="overseer",
                 )
-            )  # fmt: skip
+            )
         model = getattr(ctx.settings, "overseer_model", None)
         if model:
             from agentlake.agents.overseer_model import model_deltas
@@ -210,8 +240,10 @@ def _drifted(requirement: str, rows: dict[int, dict[str, Any]]) -> tuple[str, li
     """A message when the requirement or the workers' records use non-canonical spellings."""
     canonical = normalize_certification(requirement)
     if canonical not in CERTIFICATIONS:
-        return (f"requirement {requirement!r} is not a certification the catalogue knows; it is matched only by its exact text",
-                list(rows))  # fmt: skip
+        return (
+            f"requirement {requirement!r} is not a certification the catalogue knows; it is matched only by its exact text",
+            list(rows),
+        )
     variant_holders = []
     for worker_id, row in rows.items():
         value = row.get("certifications") or ""
@@ -242,10 +274,23 @@ def _record(concerns: list[Concern], outcome: TaskOutcome, ctx: RunContext) -> N
         return
     provenance = ctx.order_provenance(outcome.order)
     for c in concerns:
-        event("overseer.concern", source="agent", observer=observer, agent_id=f"{ctx.agent_id}.overseer",
-              success=False, error=c.message, provenance=provenance,
-              attributes={"kind": c.kind, "worker_ids": c.worker_ids, "client_id": c.client_id,
-                          "event_id": c.event_id, "value": c.value, "task_kind": outcome.order.task_kind})  # fmt: skip
+        event(
+            "overseer.concern",
+            source="agent",
+            observer=observer,
+            agent_id=f"{ctx.agent_id}.overseer",
+            success=False,
+            error=c.message,
+            provenance=provenance,
+            attributes={
+                "kind": c.kind,
+                "worker_ids": c.worker_ids,
+                "client_id": c.client_id,
+                "event_id": c.event_id,
+                "value": c.value,
+                "task_kind": outcome.order.task_kind,
+            },
+        )
 
 
 def oversee(outcome: TaskOutcome, ctx: RunContext) -> None:

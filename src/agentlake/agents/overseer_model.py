@@ -47,8 +47,10 @@ def day_summary(outcomes: Sequence[TaskOutcome], concerns: Sequence[Concern]) ->
     for outcome in outcomes[:MAX_LINES]:
         order = outcome.order
         state = "filled" if outcome.success else "short"
-        lines.append(f"- {order.count} x {order.role} for {order.client_id or 'a client'} ({order.task_kind}): "
-                     f"{state}, {len(outcome.proposed)} proposed, {len(outcome.candidates)} spares")  # fmt: skip
+        lines.append(
+            f"- {order.count} x {order.role} for {order.client_id or 'a client'} ({order.task_kind}): "
+            f"{state}, {len(outcome.proposed)} proposed, {len(outcome.candidates)} spares"
+        )
     lines.append("Concerns:")
     lines += [f"- {c.kind} ({c.role}, {c.client_id}): {c.message}" for c in concerns[:MAX_LINES]] or [
         "- none"
@@ -86,6 +88,6 @@ def model_deltas(model: str, outcomes: Sequence[TaskOutcome], concerns: Sequence
             ),
             reason=f"overseer model {model}",
             actor="overseer",
-        )  # fmt: skip
+        )
         for idea in advice.lessons[:MAX_DRAFTS]
     ]

@@ -166,9 +166,14 @@ def executor_messages(
     budget: int,
 ) -> list[dict[str, str]]:
     system = EXECUTOR_SYSTEM.format(
-        order=order_text(order), count=order.count, radius=order.radius_miles, city=order.city, state=order.state,
-        catalog=catalog, lessons=lessons or "No lessons apply to this task yet.",
-    )  # fmt: skip
+        order=order_text(order),
+        count=order.count,
+        radius=order.radius_miles,
+        city=order.city,
+        state=order.state,
+        catalog=catalog,
+        lessons=lessons or "No lessons apply to this task yet.",
+    )
     parts = [f"Order: {order_text(order)}", f"Turn {turn} of {budget}.", ledger.text(), log.text()]
     if feedback:
         parts.append("To address now:\n" + "\n".join(f"- {item}" for item in feedback))
@@ -177,9 +182,15 @@ def executor_messages(
 
 
 def reviewer_messages(
-    order: FillOrder, lessons: str, ledger: Ledger, log: Log, latest: str, verification: Verification | None,
-    turn: int, budget: int,
-) -> list[dict[str, str]]:  # fmt: skip
+    order: FillOrder,
+    lessons: str,
+    ledger: Ledger,
+    log: Log,
+    latest: str,
+    verification: Verification | None,
+    turn: int,
+    budget: int,
+) -> list[dict[str, str]]:
     system = REVIEWER_SYSTEM.format(order=order_text(order), count=order.count, lessons=lessons or "")
     parts = [
         f"Order: {order_text(order)}",

@@ -44,8 +44,14 @@ def row_text(row: Mapping[str, Any], *, skip: Sequence[str] = ()) -> str:
     return " ".join(parts)
 
 
-def rows_text(rows: Sequence[Mapping[str, Any]], *, total: int | None = None, truncated: bool = False,
-              limit: int = MAX_ROWS, columns: Sequence[str] | None = None) -> str:  # fmt: skip
+def rows_text(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    total: int | None = None,
+    truncated: bool = False,
+    limit: int = MAX_ROWS,
+    columns: Sequence[str] | None = None,
+) -> str:
     """Several rows, one per line, with a count line; at most ``limit`` rows shown, only
     ``columns`` (when given) of each."""
     count = total if total is not None else len(rows)

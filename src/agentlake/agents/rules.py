@@ -38,8 +38,14 @@ SEARCH_SLACK = 15
 
 
 class _Attempt:
-    def __init__(self, order: FillOrder, proposed: list[int], spares: list[int], verification: Verification,
-                 applied: bool) -> None:  # fmt: skip
+    def __init__(
+        self,
+        order: FillOrder,
+        proposed: list[int],
+        spares: list[int],
+        verification: Verification,
+        applied: bool,
+    ) -> None:
         self.order = order
         self.proposed = proposed
         self.spares = spares
@@ -78,8 +84,11 @@ class RulesPolicy:
             if not attempt.verification.ok and ctx.rescue:
                 rescue_attempted = True
                 wider = self._rescue_radius(order, given.machine)
-                step("rescue", f"rescue: widening the radius from {order.radius_miles:g} to {wider:g} miles, "
-                     f"keeping {len(attempt.verification.accepted)} verified worker(s)")  # fmt: skip
+                step(
+                    "rescue",
+                    f"rescue: widening the radius from {order.radius_miles:g} to {wider:g} miles, "
+                    f"keeping {len(attempt.verification.accepted)} verified worker(s)",
+                )
                 rescued = self._attempt(
                     order.model_copy(update={"radius_miles": wider}),
                     ctx,
@@ -124,8 +133,12 @@ class RulesPolicy:
             ctx.lake, order, list(dict.fromkeys(ctx.buffer)), schedule=ctx.schedule, requested=0
         )
         held = check.accepted[: order.count]
-        step("buffer", f"buffer: {len(check.accepted)} of {len(ctx.buffer)} held candidate(s) still verify; "
-             f"placing {held}", "\n".join(f"{r.worker_id} ({r.rule}): {r.reason}" for r in check.rejections[:10]))  # fmt: skip
+        step(
+            "buffer",
+            f"buffer: {len(check.accepted)} of {len(ctx.buffer)} held candidate(s) still verify; "
+            f"placing {held}",
+            "\n".join(f"{r.worker_id} ({r.rule}): {r.reason}" for r in check.rejections[:10]),
+        )
         return held
 
     def _rescue_radius(self, order: FillOrder, machine: MachineAction | None) -> float:
@@ -146,14 +159,22 @@ class RulesPolicy:
         need = max(0, order.count - len(keep))
         query = _query(order, ctx, machine, keep, limit=need * 2 + spares + SEARCH_SLACK)
         rows = find_candidates(ctx.lake, query)
-        step("search", f"search {_describe(query)}: {len(rows)} candidate(s)",
-             "; ".join(f"{r['worker_id']} {r['distance_miles']:g}mi rel {r.get('reliability')}" for r in rows[:10]))  # fmt: skip
+        step(
+            "search",
+            f"search {_describe(query)}: {len(rows)} candidate(s)",
+            "; ".join(
+                f"{r['worker_id']} {r['distance_miles']:g}mi rel {r.get('reliability')}" for r in rows[:10]
+            ),
+        )
         loose = verify_fill(
             ctx.lake, order, [r["worker_id"] for r in rows], schedule=ctx.schedule, requested=0
         )
         if loose.rejections:
-            step("verification", f"{len(loose.rejected_ids)} candidate(s) failed verification",
-                 "\n".join(f"{r.worker_id} ({r.rule}): {r.reason}" for r in loose.rejections[:10]))  # fmt: skip
+            step(
+                "verification",
+                f"{len(loose.rejected_ids)} candidate(s) failed verification",
+                "\n".join(f"{r.worker_id} ({r.rule}): {r.reason}" for r in loose.rejections[:10]),
+            )
         chosen = list(keep) + loose.accepted[:need]
         spare_ids = loose.accepted[need : need + spares]
         final = verify_fill(ctx.lake, order, chosen, schedule=ctx.schedule)
@@ -167,8 +188,9 @@ class RulesPolicy:
         return _Attempt(order, chosen, spare_ids, final, applied)
 
 
-def _query(order: FillOrder, ctx: RunContext, machine: MachineAction | None, keep: list[int],
-           *, limit: int) -> CandidateQuery:  # fmt: skip
+def _query(
+    order: FillOrder, ctx: RunContext, machine: MachineAction | None, keep: list[int], *, limit: int
+) -> CandidateQuery:
     query = CandidateQuery(
         role=order.role,
         city=order.city,

@@ -81,9 +81,16 @@ def fill(
             uninstall = install_llm_recording(observer)
         run_id = run_id or new_run_id()
         ctx = RunContext(
-            lake=lake, lessons=store, run_id=run_id, observer=observer, on_turn=on_turn, rescue=rescue,
-            overseer=overseer, settings=settings, agent_id=agent_id,
-        )  # fmt: skip
+            lake=lake,
+            lessons=store,
+            run_id=run_id,
+            observer=observer,
+            on_turn=on_turn,
+            rescue=rescue,
+            overseer=overseer,
+            settings=settings,
+            agent_id=agent_id,
+        )
         outcome = chosen.run(order, ctx)
         if store is not None:
             from agentlake.learn import record_outcome

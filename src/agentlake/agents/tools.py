@@ -38,8 +38,17 @@ if TYPE_CHECKING:
 # The datasets the tool catalog describes to the model: the domain's tables.
 CATALOG_DATASETS = TABLES
 # What a search result shows the model: enough to choose, not the whole record (get_worker has that).
-CANDIDATE_COLUMNS = ("worker_id", "name", "role", "city", "state", "distance_miles", "reliability", "availability",
-                     "certifications")  # fmt: skip
+CANDIDATE_COLUMNS = (
+    "worker_id",
+    "name",
+    "role",
+    "city",
+    "state",
+    "distance_miles",
+    "reliability",
+    "availability",
+    "certifications",
+)
 
 
 class ToolOutput(BaseModel):
@@ -165,8 +174,15 @@ class ToolRegistry:
             except AgentlakeError as exc:
                 op.fail(exc.message)
                 op.attributes["rows"] = 0
-                return ToolResult(tool=name, args=args, ok=False, text=f"error: {exc.message}", error=exc.message,
-                                  duration_ms=_ms(started), op_id=op.id)  # fmt: skip
+                return ToolResult(
+                    tool=name,
+                    args=args,
+                    ok=False,
+                    text=f"error: {exc.message}",
+                    error=exc.message,
+                    duration_ms=_ms(started),
+                    op_id=op.id,
+                )
             op.attributes["rows"] = output.rows
             if output.truncated:
                 op.attributes["truncated"] = True
@@ -328,8 +344,12 @@ class GetWorker:
         text = render.row_text(row)
         if bookings:
             text += "\nbookings: " + "; ".join(b.describe() for b in bookings[:10])
-        return ToolOutput(data={"worker": row, "bookings": [b.model_dump(mode="json") for b in bookings]},
-                          text=text, rows=1, worker_ids=[args.worker_id])  # fmt: skip
+        return ToolOutput(
+            data={"worker": row, "bookings": [b.model_dump(mode="json") for b in bookings]},
+            text=text,
+            rows=1,
+            worker_ids=[args.worker_id],
+        )
 
 
 class WorkerScheduleArgs(_Args):
@@ -386,8 +406,12 @@ class ScheduleConflicts:
         head = (
             f"{len(data)} of {len(set(args.worker_ids))} booked over the shift; free: {render.ids_text(free)}"
         )
-        return ToolOutput(data={"conflicts": data, "free": free}, text="\n".join([head, *lines]),
-                          rows=len(data), worker_ids=free)  # fmt: skip
+        return ToolOutput(
+            data={"conflicts": data, "free": free},
+            text="\n".join([head, *lines]),
+            rows=len(data),
+            worker_ids=free,
+        )
 
 
 class NearbyCitiesArgs(_Args):

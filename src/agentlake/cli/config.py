@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import typer
 
-config_app = typer.Typer(help="Show the effective settings or print the settings table as Markdown.", no_args_is_help=True)
+config_app = typer.Typer(
+    help="Show the effective settings or print the settings table as Markdown.", no_args_is_help=True
+)
 
 
 @config_app.command("show")

@@ -66,9 +66,12 @@ class _JobView:
         if isinstance(event, IndexProgress):
             self._index(event)
         elif isinstance(event, Progress):
-            console.print(f"batch {event.batch}/{event.batches} [{event.done}/{event.total}] {event.staffer} "
-                          f"{event.scenario}: {event.filled}/{event.requested} filled ({event.seconds:.1f} s)",
-                          highlight=False, markup=False)  # fmt: skip
+            console.print(
+                f"batch {event.batch}/{event.batches} [{event.done}/{event.total}] {event.staffer} "
+                f"{event.scenario}: {event.filled}/{event.requested} filled ({event.seconds:.1f} s)",
+                highlight=False,
+                markup=False,
+            )
         elif isinstance(event, demo.StepDone):
             if event.name.startswith("index"):
                 self.close()
@@ -84,8 +87,10 @@ class _JobView:
                 "\n[bold]agentlake run[/] --scenarios builtin (staffing days, learning between batches)"
             )
         elif isinstance(event, demo.SearchExample):
-            console.print(f'\n[bold]agentlake search workers[/] "{event.question}" --where "{event.where}" -k 5',
-                          highlight=False)  # fmt: skip
+            console.print(
+                f'\n[bold]agentlake search workers[/] "{event.question}" --where "{event.where}" -k 5',
+                highlight=False,
+            )
             rows = [[s.doc_id, f"{s.score:.3f}", s.sql_verified, s.chunk_text] for s in event.sources]
             render_rows(["doc_id", "score", "sql_verified", "chunk_text"], rows)
         elif isinstance(event, demo.RunDone):
@@ -106,8 +111,13 @@ class _JobView:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
             if self.bar is None:
-                self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                    console=console, transient=True)  # fmt: skip
+                self.bar = Progress(
+                    TextColumn("{task.description}"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    console=console,
+                    transient=True,
+                )
                 self.task = self.bar.add_task("", total=p.total)
                 self.bar.start()
             self.bar.update(self.task, completed=p.done, total=p.total, description=text)
@@ -122,8 +132,10 @@ class _JobView:
         from agentlake.scenarios.metrics import leaderboard, leaderboard_rows, learning_curve
 
         results = read_results(event.summary.run_dir)
-        print_board(leaderboard_rows(leaderboard(results), learning_curve(results)),
-                    f"\n{event.label}: scenario run {event.summary.run_id}")  # fmt: skip
+        print_board(
+            leaderboard_rows(leaderboard(results), learning_curve(results)),
+            f"\n{event.label}: scenario run {event.summary.run_id}",
+        )
         console.print(f"report: {event.summary.report}", highlight=False, markup=False)
 
     def close(self) -> None:

@@ -71,10 +71,18 @@ def fill_command(
     )
     with console.status("filling...", spinner="dots") if not as_json else nullcontext():
         outcome = fill(
-            order, policy=policy, client_id=client, shift_start=shift_start, shift_end=shift_end, requirements=require,
-            radius_miles=radius, rescue=rescue, overseer=overseer, on_turn=None if as_json else _show_turn,
+            order,
+            policy=policy,
+            client_id=client,
+            shift_start=shift_start,
+            shift_end=shift_end,
+            requirements=require,
+            radius_miles=radius,
+            rescue=rescue,
+            overseer=overseer,
+            on_turn=None if as_json else _show_turn,
             **{k: v for k, v in options.items() if v is not None},
-        )  # fmt: skip
+        )
     if as_json:
         print_json(outcome.model_dump(mode="json"))
     else:
@@ -109,8 +117,11 @@ def _show_outcome(outcome: TaskOutcome) -> None:
     rows += [[w, "spare", "verified, kept as buffer"] for w in outcome.candidates]
     rows += [[r.worker_id, "rejected", f"{r.rule}: {r.reason}"] for r in outcome.verification.rejections]
     rows += [["", "concern", f"{c.kind}: {c.message}"] for c in outcome.concerns]
-    console.print(f"[bold]{outcome.filled}/{outcome.order.count} filled ({outcome.policy})[/]: {outcome.order.describe()}",
-                  highlight=False, soft_wrap=True)  # fmt: skip
+    console.print(
+        f"[bold]{outcome.filled}/{outcome.order.count} filled ({outcome.policy})[/]: {outcome.order.describe()}",
+        highlight=False,
+        soft_wrap=True,
+    )
     render_rows(["worker_id", "status", "reason"], rows)
     facts = f"turns {outcome.turns}, tokens {outcome.input_tokens}+{outcome.output_tokens}, {outcome.latency_ms:.0f} ms"
     if outcome.lessons_given:

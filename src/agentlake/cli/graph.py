@@ -34,8 +34,10 @@ def list_graphs(fmt: Format = _FORMAT) -> None:
     from agentlake.cli.output import render_rows
     from agentlake.graph import builtin_graphs
 
-    rows = [[g.name, len(g.nodes), len(g.edges), ", ".join(g.summary()["edge_types"]), g.description]
-            for g in builtin_graphs().values()]  # fmt: skip
+    rows = [
+        [g.name, len(g.nodes), len(g.edges), ", ".join(g.summary()["edge_types"]), g.description]
+        for g in builtin_graphs().values()
+    ]
     render_rows(["name", "nodes", "edges", "edge types", "description"], rows, fmt)
 
 
@@ -48,10 +50,18 @@ def show(graph: str = _GRAPH, fmt: Format = _FORMAT) -> None:
     if fmt is Format.json:
         print_json(view)
         return
-    render_rows(["id", "type", "role", "model"], [[n["id"], n["type"], n["role"], "yes" if n["uses_llm"] else ""]
-                                                  for n in view["nodes"]], fmt, title=f"{view['name']}: nodes")  # fmt: skip
-    render_rows(["from", "to", "type"], [[e["source"], e["target"], e["type"]] for e in view["edges"]], fmt,
-                title=f"{view['name']}: edges")  # fmt: skip
+    render_rows(
+        ["id", "type", "role", "model"],
+        [[n["id"], n["type"], n["role"], "yes" if n["uses_llm"] else ""] for n in view["nodes"]],
+        fmt,
+        title=f"{view['name']}: nodes",
+    )
+    render_rows(
+        ["from", "to", "type"],
+        [[e["source"], e["target"], e["type"]] for e in view["edges"]],
+        fmt,
+        title=f"{view['name']}: edges",
+    )
 
 
 @graph_app.command("nodes")
@@ -60,8 +70,18 @@ def nodes(fmt: Format = _FORMAT) -> None:
     from agentlake.cli.output import render_rows
     from agentlake.graph import registered_nodes
 
-    rows = [[i.name, i.role, i.version, ", ".join(i.accepts), ", ".join(i.emits) or "-", "yes" if i.uses_llm else "",
-             i.description] for i in registered_nodes()]  # fmt: skip
+    rows = [
+        [
+            i.name,
+            i.role,
+            i.version,
+            ", ".join(i.accepts),
+            ", ".join(i.emits) or "-",
+            "yes" if i.uses_llm else "",
+            i.description,
+        ]
+        for i in registered_nodes()
+    ]
     render_rows(["type", "role", "version", "accepts", "emits", "model", "description"], rows, fmt)
 
 

@@ -94,10 +94,15 @@ def compare(
         print_json(card.model_dump())
         return
     rows = [
-        [_LABELS.get(r.metric, r.metric), _value(r.metric, r.a, r.a_ci), _value(r.metric, r.b, r.b_ci), _diff(r.metric, r.diff, r.diff_ci),
-         "A" if r.verdict == f"{a} better" else "B" if r.verdict == f"{b} better" else "-"]
+        [
+            _LABELS.get(r.metric, r.metric),
+            _value(r.metric, r.a, r.a_ci),
+            _value(r.metric, r.b, r.b_ci),
+            _diff(r.metric, r.diff, r.diff_ci),
+            "A" if r.verdict == f"{a} better" else "B" if r.verdict == f"{b} better" else "-",
+        ]
         for r in card.rows
-    ]  # fmt: skip
+    ]
     title = f"{path.name}: A = {a}, B = {b}" + (f", batch {batch}" if batch else "")
     if fmt is Format.table:
         _print_card(rows, title)

@@ -47,15 +47,37 @@ def _open(**kwargs: Any) -> LessonStore:
 def _row(lesson: Lesson) -> list[Any]:
     action = lesson.action + (f" [machine: {lesson.machine.describe()}]" if lesson.machine else "")
     scope = lesson.scope if lesson.scope == "global" else f"project:{lesson.project_id}"
-    return [lesson.id, lesson.status, f"{lesson.confidence:.2f}", scope, lesson.domain, lesson.match.describe(),
-            lesson.trigger, action, lesson.helpful, lesson.harmful, lesson.source]  # fmt: skip
+    return [
+        lesson.id,
+        lesson.status,
+        f"{lesson.confidence:.2f}",
+        scope,
+        lesson.domain,
+        lesson.match.describe(),
+        lesson.trigger,
+        action,
+        lesson.helpful,
+        lesson.harmful,
+        lesson.source,
+    ]
 
 
 def _render_events(events: list[LessonEvent], fmt: Format, title: str) -> None:
     from agentlake.cli.output import render_rows
 
-    rows = [[e.lesson_id, e.version, e.kind, e.at.isoformat(timespec="seconds"), e.actor, f"{e.lesson.confidence:.2f}",
-             e.lesson.status, e.reason] for e in events]  # fmt: skip
+    rows = [
+        [
+            e.lesson_id,
+            e.version,
+            e.kind,
+            e.at.isoformat(timespec="seconds"),
+            e.actor,
+            f"{e.lesson.confidence:.2f}",
+            e.lesson.status,
+            e.reason,
+        ]
+        for e in events
+    ]
     cols = ["lesson", "version", "event", "at", "actor", "confidence", "status", "reason"]
     render_rows(cols, rows, fmt, title=title)
 
@@ -117,8 +139,10 @@ def rollback_command(
 
     with _open(embedder=False) as store:
         lesson = store.rollback(lesson_id, version, reason=reason)
-    console.print(f"{lesson.id} is now version {lesson.version} ({lesson.status}, confidence {lesson.confidence:.2f}), "
-                  f"restored from version {version}")  # fmt: skip
+    console.print(
+        f"{lesson.id} is now version {lesson.version} ({lesson.status}, confidence {lesson.confidence:.2f}), "
+        f"restored from version {version}"
+    )
 
 
 @lessons_app.command("export")
@@ -202,9 +226,11 @@ def learn_command(
         print_json(report.model_dump(mode="json"))
         return
     counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(report.counts().items())) or "no deltas"
-    console.print(f"{report.ops_read} op(s) read, {report.ops_new} new; {report.extractor}: {counts}; "
-                  f"{len(report.effects)} lesson(s) measured; {len(report.maintenance)} decay/expiry change(s); "
-                  f"{len(report.promotions)} promotion change(s)")  # fmt: skip
+    console.print(
+        f"{report.ops_read} op(s) read, {report.ops_new} new; {report.extractor}: {counts}; "
+        f"{len(report.effects)} lesson(s) measured; {len(report.maintenance)} decay/expiry change(s); "
+        f"{len(report.promotions)} promotion change(s)"
+    )
     for note, value in report.notes.items():
         console.print(f"  {note}: {value}", highlight=False)
 

@@ -47,8 +47,15 @@ def ask(
     from agentlake.llm.ask import ask as run_ask
     from agentlake.llm.ask import load_schema
 
-    result = run_ask(model, prompt, schema=load_schema(schema) if schema else None, max_tokens=max_tokens,
-                     think=think, system=system, timeout=timeout)  # fmt: skip
+    result = run_ask(
+        model,
+        prompt,
+        schema=load_schema(schema) if schema else None,
+        max_tokens=max_tokens,
+        think=think,
+        system=system,
+        timeout=timeout,
+    )
     if as_json:
         payload = result.model_dump(exclude={"json_value"})
         if schema is not None:

@@ -59,7 +59,7 @@ def _render_configured(rows: list, fmt: Format) -> None:
                 r.detail,
             ]
             for r in rows
-        ],  # fmt: skip
+        ],
         fmt,
         title="models",
     )
@@ -69,8 +69,18 @@ def _render_packaged(settings: object, fmt: Format) -> None:
     from agentlake.cli.output import render_rows
     from agentlake.llm.packaged import packaged_statuses
 
-    columns = ["model", "installed", "assembled", "verified", "name", "parameters", "quantisation", "context",
-               "size_mb", "detail"]  # fmt: skip
+    columns = [
+        "model",
+        "installed",
+        "assembled",
+        "verified",
+        "name",
+        "parameters",
+        "quantisation",
+        "context",
+        "size_mb",
+        "detail",
+    ]
     if fmt is not Format.table:
         columns.append("path")
     rows = []
@@ -82,9 +92,21 @@ def _render_packaged(settings: object, fmt: Format) -> None:
             else (f"{info.parameters / 1e9:.2f}B" if fmt is Format.table else info.parameters)
         )
         size = None if s.size_bytes is None else round(s.size_bytes / 1_000_000, 1)
-        rows.append([s.model, _yes_no(s.installed, fmt), _yes_no(s.assembled, fmt), _yes_no(s.verified, fmt),
-                     info.name if info else s.title, params, info.quantisation if info else None,
-                     info.context_length if info else None, size, s.detail, s.path][: len(columns)])  # fmt: skip
+        rows.append(
+            [
+                s.model,
+                _yes_no(s.installed, fmt),
+                _yes_no(s.assembled, fmt),
+                _yes_no(s.verified, fmt),
+                info.name if info else s.title,
+                params,
+                info.quantisation if info else None,
+                info.context_length if info else None,
+                size,
+                s.detail,
+                s.path,
+            ][: len(columns)]
+        )
     render_rows(columns, rows, fmt, title="packaged models (local:)")
 
 

@@ -28,8 +28,17 @@ _FORMAT = typer.Option(Format.table, "--format", "-f", help="Output format: tabl
 
 def _row(op: Any) -> list[Any]:
     detail = op.error or op.output_summary or op.input_summary
-    return [op.ts.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3], op.source, op.endpoint, "yes" if op.success else "NO",
-            round(op.duration_ms, 1), op.agent_id, op.provenance.staffer_id, op.provenance.run_id, detail[:80]]  # fmt: skip
+    return [
+        op.ts.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3],
+        op.source,
+        op.endpoint,
+        "yes" if op.success else "NO",
+        round(op.duration_ms, 1),
+        op.agent_id,
+        op.provenance.staffer_id,
+        op.provenance.run_id,
+        detail[:80],
+    ]
 
 
 def _when(text: str | None) -> datetime | None:
@@ -140,8 +149,17 @@ def query(
 
     reader = open_reader(url=url)
     try:
-        found = reader.query(source=source, endpoint=endpoint, success=success, since=_when(since), until=_when(until),
-                             staffer_id=staffer, run_id=run, limit=limit, offset=offset)  # fmt: skip
+        found = reader.query(
+            source=source,
+            endpoint=endpoint,
+            success=success,
+            since=_when(since),
+            until=_when(until),
+            staffer_id=staffer,
+            run_id=run,
+            limit=limit,
+            offset=offset,
+        )
     finally:
         reader.close()
     _render(found, fmt)

@@ -39,7 +39,11 @@ def print_json(payload: Any) -> None:
 
 
 def render_rows(
-    columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: Format = Format.table, *, title: str | None = None
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    fmt: Format = Format.table,
+    *,
+    title: str | None = None,
 ) -> None:
     """Print rows as a Rich table, a JSON list of objects, or CSV."""
     if fmt is Format.json:

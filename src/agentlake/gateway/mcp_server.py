@@ -171,34 +171,89 @@ def _model_tool(
 def _twin_tools(services: Services) -> list[Tool]:
     """The MCP twins of the REST routes, each over the route's operation and request model."""
     return [
-        _model_tool(services, "search", "Semantic search over a dataset's indexed text, optionally narrowed "
-                    "first by a SQL WHERE fragment (no 'WHERE'). Mirrors POST /search.",
-                    SearchRequest, SearchResponse, lambda s, r, _: operations.search(s, r)),
-        _model_tool(services, "match", "Hybrid fill search over workers: a SQL WHERE fragment picks who is "
-                    "eligible, the question ranks them. Mirrors POST /match.",
-                    MatchRequest, SearchResponse, lambda s, r, _: operations.match(s, r)),
-        _model_tool(services, "worker_profile", "A worker's record, placements (newest first, with client "
-                    "names), counts by status and the clients where they did not show. Mirrors GET /profile/{id}.",
-                    WorkerRef, WorkerProfile, lambda s, r, _: operations.worker_profile(s, r.worker_id)),
-        _model_tool(services, "ask", "Answer a question over the lake with an LLM: SQL first for structured "
-                    "questions, hybrid search otherwise; the answer cites its sources. Mirrors POST /ask.",
-                    AskRequest, Answer, lambda s, r, _: operations.ask(s, r)),
-        _model_tool(services, "lessons", "Lessons learned from earlier runs, highest confidence first, "
-                    "filtered by status and by what they match, one page at a time. Mirrors GET /playbooks.",
-                    LessonQuery, LessonList, lambda s, r, _: operations.list_lessons(s, r)),
-        _model_tool(services, "lesson", "One lesson and its full history. Mirrors GET /playbooks/{id}.",
-                    LessonRef, LessonDetail, lambda s, r, _: operations.lesson_detail(s, r.lesson_id)),
-        _model_tool(services, "log_outcome", "Record how a run ended so the lessons given to it get "
-                    "measured (needs a write key over HTTP). Mirrors POST /log with kind=outcome.",
-                    LogOutcome, LogResponse, lambda s, r, _: operations.log_outcome(s, r), needs="write"),
-        _model_tool(services, "propose_lesson", "Propose a lesson; curation adds it as pending, merges it, "
-                    "or rejects it with the reason (needs a write key over HTTP; it stays pending unless "
-                    "an admin key proposes it). Mirrors POST /log with kind=lesson.",
-                    LogLesson, LogResponse, operations.propose_lesson, needs="write"),
-        _model_tool(services, "models", "Model providers, reachability, context windows and loaded "
-                    "models. Mirrors GET /models.",
-                    _NoArguments, ModelsResponse, lambda s, _r, _p: operations.models(s)),
-    ]  # fmt: skip
+        _model_tool(
+            services,
+            "search",
+            "Semantic search over a dataset's indexed text, optionally narrowed "
+            "first by a SQL WHERE fragment (no 'WHERE'). Mirrors POST /search.",
+            SearchRequest,
+            SearchResponse,
+            lambda s, r, _: operations.search(s, r),
+        ),
+        _model_tool(
+            services,
+            "match",
+            "Hybrid fill search over workers: a SQL WHERE fragment picks who is "
+            "eligible, the question ranks them. Mirrors POST /match.",
+            MatchRequest,
+            SearchResponse,
+            lambda s, r, _: operations.match(s, r),
+        ),
+        _model_tool(
+            services,
+            "worker_profile",
+            "A worker's record, placements (newest first, with client "
+            "names), counts by status and the clients where they did not show. Mirrors GET /profile/{id}.",
+            WorkerRef,
+            WorkerProfile,
+            lambda s, r, _: operations.worker_profile(s, r.worker_id),
+        ),
+        _model_tool(
+            services,
+            "ask",
+            "Answer a question over the lake with an LLM: SQL first for structured "
+            "questions, hybrid search otherwise; the answer cites its sources. Mirrors POST /ask.",
+            AskRequest,
+            Answer,
+            lambda s, r, _: operations.ask(s, r),
+        ),
+        _model_tool(
+            services,
+            "lessons",
+            "Lessons learned from earlier runs, highest confidence first, "
+            "filtered by status and by what they match, one page at a time. Mirrors GET /playbooks.",
+            LessonQuery,
+            LessonList,
+            lambda s, r, _: operations.list_lessons(s, r),
+        ),
+        _model_tool(
+            services,
+            "lesson",
+            "One lesson and its full history. Mirrors GET /playbooks/{id}.",
+            LessonRef,
+            LessonDetail,
+            lambda s, r, _: operations.lesson_detail(s, r.lesson_id),
+        ),
+        _model_tool(
+            services,
+            "log_outcome",
+            "Record how a run ended so the lessons given to it get "
+            "measured (needs a write key over HTTP). Mirrors POST /log with kind=outcome.",
+            LogOutcome,
+            LogResponse,
+            lambda s, r, _: operations.log_outcome(s, r),
+            needs="write",
+        ),
+        _model_tool(
+            services,
+            "propose_lesson",
+            "Propose a lesson; curation adds it as pending, merges it, "
+            "or rejects it with the reason (needs a write key over HTTP; it stays pending unless "
+            "an admin key proposes it). Mirrors POST /log with kind=lesson.",
+            LogLesson,
+            LogResponse,
+            operations.propose_lesson,
+            needs="write",
+        ),
+        _model_tool(
+            services,
+            "models",
+            "Model providers, reachability, context windows and loaded models. Mirrors GET /models.",
+            _NoArguments,
+            ModelsResponse,
+            lambda s, _r, _p: operations.models(s),
+        ),
+    ]
 
 
 class _NoArguments(BaseModel):

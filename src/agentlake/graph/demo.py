@@ -107,9 +107,19 @@ def _calls(text: str) -> list[dict[str, Any]]:
     if intent == "machine_create":
         return [{"tool": "machine_create", "args": ORDER_MACHINE}]
     if intent == "machine_extend":
-        return [{"tool": "machine_extend", "args": {"name": "order", "states": ["returned"], "transitions": [
-            {"from": "delivered", "to": "returned", "label": "return"},
-            {"from": "returned", "to": "new", "label": "reopen"}]}}]  # fmt: skip
+        return [
+            {
+                "tool": "machine_extend",
+                "args": {
+                    "name": "order",
+                    "states": ["returned"],
+                    "transitions": [
+                        {"from": "delivered", "to": "returned", "label": "return"},
+                        {"from": "returned", "to": "new", "label": "reopen"},
+                    ],
+                },
+            }
+        ]
     if intent in ("machine_reset", "machine_destroy"):
         return [{"tool": intent, "args": {"name": "order"}}]
     if intent == "count":
@@ -123,8 +133,15 @@ def _calls(text: str) -> list[dict[str, Any]]:
     if intent == "list":
         role = find_role(text)
         clause = f" WHERE role = {_quote(role)}" if role else ""
-        return [{"tool": "sql", "args": {"query": "SELECT worker_id, name, role, city, state, reliability FROM workers"
-                                                   f"{clause} ORDER BY reliability DESC LIMIT 10"}}]  # fmt: skip
+        return [
+            {
+                "tool": "sql",
+                "args": {
+                    "query": "SELECT worker_id, name, role, city, state, reliability FROM workers"
+                    f"{clause} ORDER BY reliability DESC LIMIT 10"
+                },
+            }
+        ]
     return [{"tool": "show_controls", "args": {"controls": SUGGESTIONS}}]
 
 
@@ -160,8 +177,10 @@ def _summary(text: str, results: list[dict[str, Any]]) -> str:
                 f"I found {result.get('rows', 0)} matching worker profiles, best first, in the table."
             )
         elif tool == "machine_create":
-            parts.append("I set up the order workflow (new, packed, shipped, delivered). Use its buttons to move "
-                         "it along: they work right in the page, without asking me.")  # fmt: skip
+            parts.append(
+                "I set up the order workflow (new, packed, shipped, delivered). Use its buttons to move "
+                "it along: they work right in the page, without asking me."
+            )
         elif tool == "machine_extend":
             parts.append(
                 "I added a return step to the order workflow: delivered orders can be returned and reopened."
@@ -193,8 +212,13 @@ def demo_reply(messages: list[Any], options: Any) -> str:
     if system.startswith("ROLE: director"):
         calls = _calls(text)
         tool = calls[0]["tool"]
-        return json.dumps({"goal": f"answer: {text[:120]}", "steps": [f"call {tool}", "answer from its result"],
-                           "tools": [tool]})  # fmt: skip
+        return json.dumps(
+            {
+                "goal": f"answer: {text[:120]}",
+                "steps": [f"call {tool}", "answer from its result"],
+                "tools": [tool],
+            }
+        )
     results = [json.loads(m.content) for m in messages[index + 1 :] if m.role == "tool"]
     if results:
         return json.dumps({"say": _summary(text, results), "tool_calls": []})
@@ -224,8 +248,13 @@ class DemoProvider:
         usage = Usage(
             input_tokens=sum(len(m.content) // 4 + 4 for m in messages), output_tokens=max(1, len(text) // 4)
         )
-        return Completion(text=text, usage=usage, latency_ms=(time.perf_counter() - started) * 1000,
-                          provider=self.name, model=self.model)  # fmt: skip
+        return Completion(
+            text=text,
+            usage=usage,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            provider=self.name,
+            model=self.model,
+        )
 
 
 def ensure_demo_model() -> None:

@@ -175,8 +175,13 @@ class GraphRuntime:
         graph = self.graph(name)
         with self._lock:
             previous, self._active = self._active, graph
-        self.trace.emit(session="-", turn=0, node="runtime", event="graph_switched",
-                        data={"from": previous.name, "to": graph.name, "graph": graph.view()})  # fmt: skip
+        self.trace.emit(
+            session="-",
+            turn=0,
+            node="runtime",
+            event="graph_switched",
+            data={"from": previous.name, "to": graph.name, "graph": graph.view()},
+        )
         return graph
 
     # --- events ---------------------------------------------------------------------------
@@ -218,15 +223,30 @@ class GraphRuntime:
         else:
             endpoint, packet = "graph.report", Packet(event.type, event.model_dump(exclude={"type"}))
             summary = event.model_dump_json()
-        turn = Turn(session=session, send=send, trace_log=self.trace, resources=self.resources, number=session.turns,
-                    tag=f"{session.id}:{session.turns}:{secrets.token_hex(4)}", trace_id=secrets.token_hex(16))  # fmt: skip
+        turn = Turn(
+            session=session,
+            send=send,
+            trace_log=self.trace,
+            resources=self.resources,
+            number=session.turns,
+            tag=f"{session.id}:{session.turns}:{secrets.token_hex(4)}",
+            trace_id=secrets.token_hex(16),
+        )
         observer = self.resources.observer
         stop_recording = record_turn_calls(observer, turn.tag)
         try:
-            with observe_context(trace_id=turn.trace_id), observe(
-                endpoint, source="agent", agent_id="graph", input=summary, observer=observer,
-                graph=graph.name, session=session.id,
-            ) as op:  # fmt: skip
+            with (
+                observe_context(trace_id=turn.trace_id),
+                observe(
+                    endpoint,
+                    source="agent",
+                    agent_id="graph",
+                    input=summary,
+                    observer=observer,
+                    graph=graph.name,
+                    session=session.id,
+                ) as op,
+            ):
                 try:
                     events = run_turn(graph, turn, packet)
                 except AgentlakeError as exc:

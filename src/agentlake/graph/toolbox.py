@@ -65,8 +65,16 @@ class ToolOutcome:
         data = self.data
         if isinstance(data, list):
             data = data[:MAX_DATA_ROWS]
-        return {"tool": self.tool, "args": self.args, "ok": self.ok, "rows": self.rows, "error": self.error,
-                "data": data, "changed_workspace": self.changed_workspace, **self.extra}  # fmt: skip
+        return {
+            "tool": self.tool,
+            "args": self.args,
+            "ok": self.ok,
+            "rows": self.rows,
+            "error": self.error,
+            "data": data,
+            "changed_workspace": self.changed_workspace,
+            **self.extra,
+        }
 
 
 class ThinkerTools:
@@ -131,22 +139,39 @@ class ThinkerTools:
         extra: dict[str, Any] = {}
         if tool == "sql":
             extra["query"] = args.get("query")
-        return ToolOutcome(tool, args, result.ok, result.text, data=result.data, rows=result.rows,
-                           error=result.error, extra=extra)  # fmt: skip
+        return ToolOutcome(
+            tool,
+            args,
+            result.ok,
+            result.text,
+            data=result.data,
+            rows=result.rows,
+            error=result.error,
+            extra=extra,
+        )
 
     def _workspace(self, tool: str, args: dict[str, Any]) -> ToolOutcome:
         from agentlake.observe import observe
 
         machines = self.session.machines
-        with observe(f"tool.{tool}", source="agent", agent_id=self.agent_id, input=args,
-                     observer=self.resources.observer) as op:  # fmt: skip
+        with observe(
+            f"tool.{tool}",
+            source="agent",
+            agent_id=self.agent_id,
+            input=args,
+            observer=self.resources.observer,
+        ) as op:
             try:
                 if tool == "machine_create":
                     machine = machine_ops.create(machines, args)
                     text = f"created {machine.name}: states {machine.states}, now at {machine.current}"
                 elif tool == "machine_extend":
-                    machine = machine_ops.extend(machines, str(args.get("name", "")),
-                                                 list(args.get("states") or []), list(args.get("transitions") or []))  # fmt: skip
+                    machine = machine_ops.extend(
+                        machines,
+                        str(args.get("name", "")),
+                        list(args.get("states") or []),
+                        list(args.get("transitions") or []),
+                    )
                     text = f"extended {machine.name}: states {machine.states}, now at {machine.current}"
                 elif tool == "machine_reset":
                     machine = machine_ops.reset(machines, str(args.get("name", "")))

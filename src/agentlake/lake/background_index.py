@@ -142,9 +142,12 @@ class BackgroundIndex:
                 with self._lock:
                     p = self._progress
                     self._progress = p.model_copy(
-                        update={"done": p.done + stats.unique, "embedded": p.embedded + stats.embedded,
-                                "embed_seconds": round(embedding, 3)}
-                    )  # fmt: skip
+                        update={
+                            "done": p.done + stats.unique,
+                            "embedded": p.embedded + stats.embedded,
+                            "embed_seconds": round(embedding, 3),
+                        }
+                    )
             self._set(phase="indexing")
             self._result = ensure_index(self.lake, self.dataset, self.column, embedder=embedder)
             self._set(phase="done")

@@ -258,9 +258,15 @@ def learn_recorded(
     (e.g. ``run_id="<run>:<staffer>:b2:*"``), through one :func:`learn_cycle`."""
     ops = read_ops(source, **filters)
     return learn_cycle(
-        store, ops, extractor=extractor, project_id=project_id, proposals=proposals,
-        measure=measure, maintain=maintain, promote=promote,
-    )  # fmt: skip
+        store,
+        ops,
+        extractor=extractor,
+        project_id=project_id,
+        proposals=proposals,
+        measure=measure,
+        maintain=maintain,
+        promote=promote,
+    )
 
 
 def learn_between_batches(

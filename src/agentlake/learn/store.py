@@ -788,9 +788,24 @@ class LessonStore:
 
 
 _LESSON_COLUMNS = (
-    "id", "status", "domain", "scope", "project_id", "confidence", "task_kind", "role", "client_id",
-    "city", "state", "tool", "source", "version", "updated_at", "last_used_at", "body",
-)  # fmt: skip
+    "id",
+    "status",
+    "domain",
+    "scope",
+    "project_id",
+    "confidence",
+    "task_kind",
+    "role",
+    "client_id",
+    "city",
+    "state",
+    "tool",
+    "source",
+    "version",
+    "updated_at",
+    "last_used_at",
+    "body",
+)
 
 
 @contextmanager

@@ -41,8 +41,16 @@ from agentlake.llm.provider import (
     register_provider,
 )
 
-_HTTP_REASONS = {400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error",
-                 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}  # fmt: skip
+_HTTP_REASONS = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    404: "Not Found",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
 
 
 def _estimate(text: str) -> int:
@@ -82,9 +90,17 @@ class _Recording:
             context_window=context_window,
         )
         # Fakes are free: a known price of 0 keeps cost_usd a number in accounting tests.
-        self.model_info = ModelInfo(provider=self.provider_name, model=model, context_window=context_window,
-                                    supports_thinking=supports_thinking, supports_schema=supports_schema,
-                                    input_usd_per_mtok=0.0, output_usd_per_mtok=0.0, known=True, source="registry")  # fmt: skip
+        self.model_info = ModelInfo(
+            provider=self.provider_name,
+            model=model,
+            context_window=context_window,
+            supports_thinking=supports_thinking,
+            supports_schema=supports_schema,
+            input_usd_per_mtok=0.0,
+            output_usd_per_mtok=0.0,
+            known=True,
+            source="registry",
+        )
         self.history: list[tuple[list[Message], GenerateOptions]] = []
         self.raw_requests: list[dict] = []  # request bodies, appended by the fake servers
         self._lock = threading.Lock()
@@ -202,8 +218,12 @@ class ScriptedProvider(_Recording):
             )
         if reply.error is not None:
             raise reply.error
-        completion = Completion(text=reply.text, thinking=reply.thinking, finish_reason=reply.finish_reason,
-                                usage=reply.usage or Usage())  # fmt: skip
+        completion = Completion(
+            text=reply.text,
+            thinking=reply.thinking,
+            finish_reason=reply.finish_reason,
+            usage=reply.usage or Usage(),
+        )
         return self._finish(completion, messages, started)
 
 

@@ -216,8 +216,9 @@ class LlamaCppProvider:
                 f"llamacpp: no GGUF file at {self.path}: pass an existing file, llamacpp:/path/to/model.gguf"
             )
         self.model_info: ModelInfo = lookup_model("llamacpp", str(self.path), settings)
-        self._capabilities = Capabilities(supports_schema=True, supports_thinking=False,
-                                          context_window=self.model_info.context_window)  # fmt: skip
+        self._capabilities = Capabilities(
+            supports_schema=True, supports_thinking=False, context_window=self.model_info.context_window
+        )
 
     @property
     def capabilities(self) -> Capabilities:

@@ -56,9 +56,13 @@ class LlamaCppEngine:
             try:
                 with _quiet_stderr():
                     self.contexts[slot] = self._llama_cpp.Llama(
-                        model_path=str(self.path), n_ctx=self.window, n_batch=BATCH, n_threads=self.threads,
-                        n_threads_batch=self.threads, verbose=False,
-                    )  # fmt: skip
+                        model_path=str(self.path),
+                        n_ctx=self.window,
+                        n_batch=BATCH,
+                        n_threads=self.threads,
+                        n_threads_batch=self.threads,
+                        verbose=False,
+                    )
             except (ValueError, RuntimeError, OSError) as exc:
                 raise RunError(f"llama.cpp cannot load {self.path}: {exc}") from exc
         return self.contexts[slot]

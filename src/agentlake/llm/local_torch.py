@@ -108,8 +108,12 @@ def _dequantise(packaged: PackagedModel, gguf: Path, directory: Path) -> None:
         for path in sorted(staging.iterdir()):
             if path.is_file():
                 files[path.name] = (path.stat().st_size, file_sha256(path))
-        manifest = {"format": FORMAT, "gguf_sha256": packaged.sha256, "transformers": transformers.__version__,
-                    "files": files}  # fmt: skip
+        manifest = {
+            "format": FORMAT,
+            "gguf_sha256": packaged.sha256,
+            "transformers": transformers.__version__,
+            "files": files,
+        }
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=1), "utf-8")
         if directory.exists():
             shutil.rmtree(directory)

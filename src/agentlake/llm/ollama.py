@@ -79,27 +79,57 @@ class OllamaServer:
         with _shown_lock:
             if key in _shown:
                 return _shown[key]
-        body = request_json(self.client, "POST", "/api/show", what=self.describe(model), hint=HINT,
-                            body={"model": model}, timeout=SHOW_TIMEOUT_S, status_error=self._status(model))  # fmt: skip
+        body = request_json(
+            self.client,
+            "POST",
+            "/api/show",
+            what=self.describe(model),
+            hint=HINT,
+            body={"model": model},
+            timeout=SHOW_TIMEOUT_S,
+            status_error=self._status(model),
+        )
         with _shown_lock:
             _shown[key] = body
         return body
 
     def tags(self, timeout: float = SHOW_TIMEOUT_S) -> list[str]:
         """Names of the installed models."""
-        body = request_json(self.client, "GET", "/api/tags", what=self.describe(), hint=HINT, timeout=timeout,
-                            status_error=self._status(None))  # fmt: skip
+        body = request_json(
+            self.client,
+            "GET",
+            "/api/tags",
+            what=self.describe(),
+            hint=HINT,
+            timeout=timeout,
+            status_error=self._status(None),
+        )
         return [str(m.get("name") or m.get("model")) for m in body.get("models", []) if isinstance(m, dict)]
 
     def ps(self, timeout: float = SHOW_TIMEOUT_S) -> list[str]:
         """Names of the models loaded in memory right now."""
-        body = request_json(self.client, "GET", "/api/ps", what=self.describe(), hint=HINT, timeout=timeout,
-                            status_error=self._status(None))  # fmt: skip
+        body = request_json(
+            self.client,
+            "GET",
+            "/api/ps",
+            what=self.describe(),
+            hint=HINT,
+            timeout=timeout,
+            status_error=self._status(None),
+        )
         return [str(m.get("name") or m.get("model")) for m in body.get("models", []) if isinstance(m, dict)]
 
     def chat(self, model: str, body: dict[str, Any], timeout: float | None) -> dict[str, Any]:
-        return request_json(self.client, "POST", "/api/chat", what=self.describe(model), hint=HINT, body=body,
-                            timeout=timeout, status_error=self._status(model))  # fmt: skip
+        return request_json(
+            self.client,
+            "POST",
+            "/api/chat",
+            what=self.describe(model),
+            hint=HINT,
+            body=body,
+            timeout=timeout,
+            status_error=self._status(model),
+        )
 
     def close(self) -> None:
         self.client.close()

@@ -67,14 +67,29 @@ class OpenAIServer:
 
     def models(self, timeout: float = LIST_TIMEOUT_S) -> list[str]:
         """Model ids the server offers (``GET /models``)."""
-        body = request_json(self.client, "GET", "models", what=self.describe(), hint=HINT, timeout=timeout,
-                            status_error=self._status(None))  # fmt: skip
+        body = request_json(
+            self.client,
+            "GET",
+            "models",
+            what=self.describe(),
+            hint=HINT,
+            timeout=timeout,
+            status_error=self._status(None),
+        )
         data = body.get("data", []) if isinstance(body, dict) else []
         return [str(item.get("id")) for item in data if isinstance(item, dict) and item.get("id")]
 
     def chat(self, model: str, body: dict[str, Any], timeout: float | None) -> dict[str, Any]:
-        return request_json(self.client, "POST", "chat/completions", what=self.describe(model), hint=HINT, body=body,
-                            timeout=timeout, status_error=self._status(model))  # fmt: skip
+        return request_json(
+            self.client,
+            "POST",
+            "chat/completions",
+            what=self.describe(model),
+            hint=HINT,
+            body=body,
+            timeout=timeout,
+            status_error=self._status(model),
+        )
 
     def close(self) -> None:
         self.client.close()

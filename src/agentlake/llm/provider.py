@@ -209,8 +209,15 @@ def timed_completion(
         text, thinking, finish, usage = parse(reply)
     except ValueError as exc:
         raise ProviderError(f"{what} sent an unexpected reply: {exc}") from None
-    return Completion(text=text, thinking=thinking, finish_reason=finish, usage=usage, latency_ms=latency_ms,
-                      provider=provider, model=model)  # fmt: skip
+    return Completion(
+        text=text,
+        thinking=thinking,
+        finish_reason=finish,
+        usage=usage,
+        latency_ms=latency_ms,
+        provider=provider,
+        model=model,
+    )
 
 
 # --- the registry of provider prefixes -------------------------------------------------------

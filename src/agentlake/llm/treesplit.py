@@ -76,9 +76,15 @@ class _TreeSplit:
 
     def _call(self, messages: list[Message], opts: GenerateOptions, expect_json: bool) -> ContinuableResult:
         outcome = _continuable(
-            self.provider, messages, opts, self.settings, self.tally, expect_json,
-            self.settings.llm_max_continuations, self.settings.llm_max_tokens_cap,
-        )  # fmt: skip
+            self.provider,
+            messages,
+            opts,
+            self.settings,
+            self.tally,
+            expect_json,
+            self.settings.llm_max_continuations,
+            self.settings.llm_max_tokens_cap,
+        )
         self.results.append(outcome)
         return outcome
 
@@ -91,8 +97,13 @@ class _TreeSplit:
     def absorb(self, piece: str, label: str, total: int, depth: int = 0) -> None:
         messages = [
             self._system(),
-            Message(role="user", content=MAP_USER.format(scratchpad=self.scratchpad or "(empty)", label=label, total=total, piece=piece)),
-        ]  # fmt: skip
+            Message(
+                role="user",
+                content=MAP_USER.format(
+                    scratchpad=self.scratchpad or "(empty)", label=label, total=total, piece=piece
+                ),
+            ),
+        ]
         if not self._fits(messages, self.map_opts):
             if self.scratchpad and text_tokens(self.scratchpad, self.key) > self.scratch_limit // 2:
                 self.scratchpad = self.condense(self.scratchpad, depth)
@@ -146,7 +157,7 @@ class _TreeSplit:
                     "usage": usage.model_dump(),
                     "latency_ms": sum(o.completion.latency_ms for o in self.results),
                 }
-            ),  # fmt: skip
+            ),
             attempts=sum(o.attempts for o in self.results),
             continuations=sum(o.continuations for o in self.results),
             budget_retries=sum(o.budget_retries for o in self.results),

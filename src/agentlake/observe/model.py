@@ -39,8 +39,25 @@ _SECRET_PATTERNS: list[tuple[re.Pattern[str], str]] = [
 # Each pattern above needs one of these (lower-cased) substrings to match at all. Checking for
 # them first skips the five regex passes for the usual secret-free text (~25x faster), which
 # is what lets ingest validate tens of thousands of ops per second.
-_SECRET_HINTS = ("bearer", "://", "sk-", "pk-", "rk-", "ghp", "gho", "ghs", "github_pat", "xox", "akia",
-                 "key", "token", "secret", "passw", "pwd", "authorization")  # fmt: skip
+_SECRET_HINTS = (
+    "bearer",
+    "://",
+    "sk-",
+    "pk-",
+    "rk-",
+    "ghp",
+    "gho",
+    "ghs",
+    "github_pat",
+    "xox",
+    "akia",
+    "key",
+    "token",
+    "secret",
+    "passw",
+    "pwd",
+    "authorization",
+)
 
 
 def _scrub_all(text: str) -> str:

@@ -175,9 +175,14 @@ class _Recording:
         self.trace_id = self.scope.trace_id or secrets.token_hex(16)
         self.handle = OpHandle(new_op_id(), dict(attributes), {})
         self.token = _scope.set(
-            _Scope(trace_id=self.trace_id, span_id=self.span_id, agent_id=self.agent_id,
-                   provenance=self.scope.provenance, attributes=self.scope.attributes)
-        )  # fmt: skip
+            _Scope(
+                trace_id=self.trace_id,
+                span_id=self.span_id,
+                agent_id=self.agent_id,
+                provenance=self.scope.provenance,
+                attributes=self.scope.attributes,
+            )
+        )
         self.started = time.time()
         self.clock = time.perf_counter()
 

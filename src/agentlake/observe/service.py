@@ -145,8 +145,14 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
         ops = parse_events(await read_body(request.scope, request.receive, max_bytes))
         results = await observer.record_many_async(ops)
         stored = sum(1 for result in results if result.status == "stored")
-        return JSONResponse({"accepted": len(results), "stored": stored, "duplicates": len(results) - stored,
-                             "results": [result.as_dict() for result in results]})  # fmt: skip
+        return JSONResponse(
+            {
+                "accepted": len(results),
+                "stored": stored,
+                "duplicates": len(results) - stored,
+                "results": [result.as_dict() for result in results],
+            }
+        )
 
     @app.post("/v1/traces", summary="OTLP/HTTP trace export (protobuf or JSON); spans become ops.")
     async def post_traces(request: Request) -> Response:
@@ -191,11 +197,28 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
     ) -> JSONResponse:
         # A plain def: DuckDB reads run in the threadpool, not on the event loop.
         allow(request, "read")
-        found = observer.query(source=source, endpoint=endpoint, success=success, since=since, until=until,
-                               staffer_id=staffer_id, run_id=run_id, agent_id=agent_id, trace_id=trace_id,
-                               limit=limit, offset=offset, order=order)  # fmt: skip
-        return JSONResponse({"ops": [op.model_dump(mode="json") for op in found], "limit": limit, "offset": offset,
-                             "next_offset": offset + len(found) if len(found) == limit else None})  # fmt: skip
+        found = observer.query(
+            source=source,
+            endpoint=endpoint,
+            success=success,
+            since=since,
+            until=until,
+            staffer_id=staffer_id,
+            run_id=run_id,
+            agent_id=agent_id,
+            trace_id=trace_id,
+            limit=limit,
+            offset=offset,
+            order=order,
+        )
+        return JSONResponse(
+            {
+                "ops": [op.model_dump(mode="json") for op in found],
+                "limit": limit,
+                "offset": offset,
+                "next_offset": offset + len(found) if len(found) == limit else None,
+            }
+        )
 
     @app.get(
         "/ops/stream",
@@ -243,8 +266,14 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     try:
         app = create_app(observer, settings)
         tune_collector()
-        uvicorn.run(app, host=host or settings.observer_host, port=port or settings.observer_port,
-                    log_level="warning", access_log=False, timeout_graceful_shutdown=5)  # fmt: skip
+        uvicorn.run(
+            app,
+            host=host or settings.observer_host,
+            port=port or settings.observer_port,
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=5,
+        )
     finally:
         set_observer(previous)
         observer.close()
@@ -262,8 +291,14 @@ def running_service(
 
     import uvicorn
 
-    config = uvicorn.Config(create_app(observer, settings), host=host, port=port, log_level="warning",
-                            access_log=False, lifespan="off")  # fmt: skip
+    config = uvicorn.Config(
+        create_app(observer, settings),
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name=f"observer-service-{port}", daemon=True)
     thread.start()

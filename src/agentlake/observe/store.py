@@ -607,9 +607,17 @@ class OpStore:
         if order not in ("asc", "desc"):
             raise UserError("order must be 'asc' or 'desc'")
         where, params = self._filters(
-            source=source, endpoint=endpoint, success=success, since=since, until=until,
-            staffer_id=staffer_id, run_id=run_id, agent_id=agent_id, trace_id=trace_id, after_seq=after_seq,
-        )  # fmt: skip
+            source=source,
+            endpoint=endpoint,
+            success=success,
+            since=since,
+            until=until,
+            staffer_id=staffer_id,
+            run_id=run_id,
+            agent_id=agent_id,
+            trace_id=trace_id,
+            after_seq=after_seq,
+        )
         direction = "DESC" if order == "desc" else "ASC"
         sql = f"SELECT {_SELECT} FROM ops {where} ORDER BY ts {direction}, seq {direction} LIMIT ? OFFSET ?"
         rows = self._cursor().execute(sql, [*params, limit, offset]).fetchall()

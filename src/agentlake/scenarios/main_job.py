@@ -185,10 +185,9 @@ def _index_summary(built: BuildResult | None, dataset: str, column: str) -> str:
 
 
 def _run_summary(summary: Any, staffers: Sequence[str]) -> str:
-    return (
-        f"{', '.join(staffers)}: {summary.results} judged events; fill rate per batch: "
-        + "; ".join(f"{name} {' -> '.join(f'{v:.0%}' for v in curve)}" for name, curve in summary.learning_curve.items())
-    )  # fmt: skip
+    return f"{', '.join(staffers)}: {summary.results} judged events; fill rate per batch: " + "; ".join(
+        f"{name} {' -> '.join(f'{v:.0%}' for v in curve)}" for name, curve in summary.learning_curve.items()
+    )
 
 
 def run_main_job(
@@ -244,8 +243,13 @@ def run_main_job(
     with Lake.open(settings) as lake:
         started = clock()
         generated, rows = ensure_workforce(lake, workers, seed)
-        step("dataset", started, f"generated {generated:,} workers (seed {seed})" if generated
-             else f"workers already in the lake ({rows:,} rows)")  # fmt: skip
+        step(
+            "dataset",
+            started,
+            f"generated {generated:,} workers (seed {seed})"
+            if generated
+            else f"workers already in the lake ({rows:,} rows)",
+        )
         index_started = clock()
         build = BackgroundIndex(lake, SEARCH_DATASET, SEARCH_COLUMN, embedder=embedder).start()
         try:
@@ -272,25 +276,34 @@ def run_main_job(
 
             staffers = [*DEMO_STAFFERS, *llm]
             started = clock()
-            summary = run_scenarios("builtin", staffers, batches=batches, settings=settings, lake=lake,
-                                    on_progress=day)  # fmt: skip
+            summary = run_scenarios(
+                "builtin", staffers, batches=batches, settings=settings, lake=lake, on_progress=day
+            )
             step("scenario pack", started, _run_summary(summary, staffers))
             emit(RunDone(label="scenario pack", summary=summary))
 
             if not build.finished:
                 p = build.progress()
-                emit(Notice(text=(
-                    f"the index is still building ({p.done:,}/{p.total:,} resumes have vectors); finishing it now. "
-                    "Ctrl-C stops it: the vectors made so far stay cached and the next `make demo` goes on from there"
-                )))  # fmt: skip
+                emit(
+                    Notice(
+                        text=(
+                            f"the index is still building ({p.done:,}/{p.total:,} resumes have vectors); finishing it now. "
+                            "Ctrl-C stops it: the vectors made so far stay cached and the next `make demo` goes on from there"
+                        )
+                    )
+                )
             built = _finish(build, emit)
             if built is not None:
                 # The build found every vector cached because the thread had just embedded them:
                 # report the thread's counts, not the cache's.
                 made = build.progress().embedded
                 built = built.model_copy(update={"embedded": made, "cached": built.index.row_count - made})
-            step("index (background)", index_started, _index_summary(built, SEARCH_DATASET, SEARCH_COLUMN),
-                 seconds=build.progress().seconds)  # fmt: skip
+            step(
+                "index (background)",
+                index_started,
+                _index_summary(built, SEARCH_DATASET, SEARCH_COLUMN),
+                seconds=build.progress().seconds,
+            )
 
             started = clock()
             sources = hybrid_search(
@@ -303,8 +316,14 @@ def run_main_job(
             if local_llm:
                 started = clock()
                 pack = reduced_pack()
-                local = run_scenarios(pack, [LOCAL_STAFFER, "rules-learning"], batches=LOCAL_BATCHES,
-                                      settings=settings, lake=lake, on_progress=emit)  # fmt: skip
+                local = run_scenarios(
+                    pack,
+                    [LOCAL_STAFFER, "rules-learning"],
+                    batches=LOCAL_BATCHES,
+                    settings=settings,
+                    lake=lake,
+                    on_progress=emit,
+                )
                 step("local-tiny", started, _run_summary(local, [LOCAL_STAFFER, "rules-learning"]))
                 emit(RunDone(label="local-tiny", summary=local))
         finally:

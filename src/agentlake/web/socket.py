@@ -37,13 +37,15 @@ async def serve_socket(websocket: WebSocket, runtime: Any) -> None:
         loop.call_soon_threadsafe(outbox.put_nowait, event)
 
     stop_trace = runtime.trace.subscribe(lambda record: send({"type": "trace", **record}))
-    await outbox.put({
-        "type": "hello",
-        "session": session.id,
-        "graph": runtime.active.view(),
-        "model": runtime.settings.graph_model,
-        "controls": session.controls_sent,
-    })  # fmt: skip
+    await outbox.put(
+        {
+            "type": "hello",
+            "session": session.id,
+            "graph": runtime.active.view(),
+            "model": runtime.settings.graph_model,
+            "controls": session.controls_sent,
+        }
+    )
 
     async def reader() -> None:
         while True:

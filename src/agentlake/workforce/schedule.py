@@ -117,7 +117,7 @@ class ScheduleBook:
                         client_id=slug,
                         client_name=name,
                         source="lake",
-                    )  # fmt: skip
+                    )
                 )
         with self._lock:
             for worker_id, bookings in loaded.items():

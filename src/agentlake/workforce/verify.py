@@ -29,8 +29,16 @@ if TYPE_CHECKING:
     from agentlake.lake import Lake
     from agentlake.workforce.order import FillOrder
 
-RULES = ("unknown_worker", "duplicate", "excluded", "role_mismatch", "too_far", "missing_requirement", "unavailable",
-         "double_booked")  # fmt: skip
+RULES = (
+    "unknown_worker",
+    "duplicate",
+    "excluded",
+    "role_mismatch",
+    "too_far",
+    "missing_requirement",
+    "unavailable",
+    "double_booked",
+)
 
 
 class Rejection(BaseModel):
@@ -130,14 +138,20 @@ def verify_fill(
             else:
                 miles = haversine_miles(float(row["lat"]), float(row["lon"]), site.lat, site.lon)
                 if miles > order.radius_miles:
-                    reject(f"{who} lives {miles:.1f} miles from {order.city}, {order.state}; limit {order.radius_miles:g}",
-                           "too_far", round(miles, 1))  # fmt: skip
+                    reject(
+                        f"{who} lives {miles:.1f} miles from {order.city}, {order.state}; limit {order.radius_miles:g}",
+                        "too_far",
+                        round(miles, 1),
+                    )
             for requirement in missing_certifications(row.get("certifications"), order.requirements):
                 reject(f"{who} has no {requirement} on file", "missing_requirement", requirement)
             availability = row.get("availability")
             if availability is not None and float(availability) < floor:
-                reject(f"{who} is rarely available (availability {float(availability):.2f} < {floor:g})",
-                       "unavailable", round(float(availability), 3))  # fmt: skip
+                reject(
+                    f"{who} is rarely available (availability {float(availability):.2f} < {floor:g})",
+                    "unavailable",
+                    round(float(availability), 3),
+                )
             if check_shift:
                 for booking in schedule.conflicts(worker_id, order.shift_start, order.shift_end):
                     reject(f"{who} is already booked {booking.describe()}", "double_booked", booking.window())

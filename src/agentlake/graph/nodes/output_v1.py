@@ -64,5 +64,15 @@ class OutputV1(Node):
         ctx.trace("streamed", deltas=len(pieces), chars=len(text), path=path)
         if not ctx.can_reach("memorizer"):
             return []
-        return [Emit("exchange", {"user": packet.payload.get("user", ""), "reply": text, "path": path,
-                                  "facts": packet.payload.get("facts", [])}, to="memorizer")]  # fmt: skip
+        return [
+            Emit(
+                "exchange",
+                {
+                    "user": packet.payload.get("user", ""),
+                    "reply": text,
+                    "path": path,
+                    "facts": packet.payload.get("facts", []),
+                },
+                to="memorizer",
+            )
+        ]

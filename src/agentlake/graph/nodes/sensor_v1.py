@@ -80,8 +80,10 @@ class SensorV1(Node):
                     missing = sorted(set(sent) - set(shown))
                     extra = sorted(set(shown) - set(sent))
                     ctx.trace("audit", kind="controls_mismatch", missing=missing, extra=extra)
-                    ctx.hud(f"controls mismatch: {len(missing)} missing, {len(extra)} unexpected; resending",
-                            flag="controls_mismatch")  # fmt: skip
+                    ctx.hud(
+                        f"controls mismatch: {len(missing)} missing, {len(extra)} unexpected; resending",
+                        flag="controls_mismatch",
+                    )
                     self._note(
                         ctx,
                         "controls_mismatch",

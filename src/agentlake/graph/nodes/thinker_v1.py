@@ -201,8 +201,10 @@ class ThinkerV1(Node):
                 audited.add(kind)
                 ctx.trace("audit", kind=kind, say=step.say[:300])
                 ctx.hud(f"audit: {kind.replace('_', ' ')}; asking again", flag=kind)
-                messages += [Message(role="assistant", content=step.model_dump_json()),
-                             Message(role="user", content=AUDIT_FEEDBACK[kind])]  # fmt: skip
+                messages += [
+                    Message(role="assistant", content=step.model_dump_json()),
+                    Message(role="user", content=AUDIT_FEEDBACK[kind]),
+                ]
                 continue
             if kind is not None:
                 ctx.trace("audit_unresolved", kind=kind)
@@ -211,8 +213,18 @@ class ThinkerV1(Node):
         if not answer:
             answer = "I could not reach an answer within my tool rounds; try asking more narrowly."
         ctx.trace("answer", chars=len(answer), tools=len(outcomes), audits=sorted(audited))
-        emits = [Emit("reply", {"text": answer, "user": text, "path": "director" if plan else "thinker",
-                                "facts": _facts(outcomes)}, to="output")]  # fmt: skip
+        emits = [
+            Emit(
+                "reply",
+                {
+                    "text": answer,
+                    "user": text,
+                    "path": "director" if plan else "thinker",
+                    "facts": _facts(outcomes),
+                },
+                to="output",
+            )
+        ]
         if outcomes and ctx.can_reach("ui"):
             emits.append(Emit("tool_results", {"results": [o.summary() for o in outcomes]}, to="ui"))
         return emits

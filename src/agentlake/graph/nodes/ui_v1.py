@@ -38,11 +38,24 @@ def workspace_controls(session: SessionState) -> list[dict[str, Any]]:
     """Every control the workspace shows now, each with a stable ``id``."""
     controls: list[dict[str, Any]] = []
     for machine in session.machines.values():
-        controls.append({"id": f"m-{machine.name}-state", "kind": "label", "machine": machine.name,
-                         "text": f"{machine.name}: {machine.current}"})  # fmt: skip
+        controls.append(
+            {
+                "id": f"m-{machine.name}-state",
+                "kind": "label",
+                "machine": machine.name,
+                "text": f"{machine.name}: {machine.current}",
+            }
+        )
         for move in machine.moves():
-            controls.append({"id": f"m-{machine.name}-go-{move.target}", "kind": "button", "machine": machine.name,
-                             "label": move.label or move.target, "action": f"go:{machine.name}:{move.target}"})  # fmt: skip
+            controls.append(
+                {
+                    "id": f"m-{machine.name}-go-{move.target}",
+                    "kind": "button",
+                    "machine": machine.name,
+                    "label": move.label or move.target,
+                    "action": f"go:{machine.name}:{move.target}",
+                }
+            )
     for number, control in enumerate(session.requested_controls, start=1):
         controls.append({"id": f"c-{number}", **control})
     if session.table is not None:
@@ -73,8 +86,15 @@ class UiV1(Node):
                 self._send(ctx)  # the browser showed a stale button: give it the real ones
                 return []
             ctx.trace("transition", machine=machine.name, source=previous, target=machine.current, local=True)
-            ctx.send({"type": "transition", "machine": machine.name, "from": previous, "to": machine.current,
-                      "label": transition.label or transition.target})  # fmt: skip
+            ctx.send(
+                {
+                    "type": "transition",
+                    "machine": machine.name,
+                    "from": previous,
+                    "to": machine.current,
+                    "label": transition.label or transition.target,
+                }
+            )
         elif packet.kind == "tool_results":
             for result in packet.payload.get("results", []):
                 shown = _result_table(result)
