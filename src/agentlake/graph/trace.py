@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agentlake.observe.scrub import scrub_value
+
 log = logging.getLogger(__name__)
 
 TRACE_FILE = "graph-trace.jsonl"
@@ -63,7 +65,8 @@ class TraceLog:
             "turn": turn,
             "node": node,
             "event": event,
-            "data": data or {},
+            # What a browser sent reaches the file and every dashboard: scrubbed like any op.
+            "data": scrub_value(data) if data else {},
         }
         line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
         with self._lock:

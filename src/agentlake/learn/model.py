@@ -17,6 +17,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agentlake.observe.model import cap
+from agentlake.observe.scrub import scrub
+
 Status = Literal["pending", "active", "conflict-hold", "retired"]
 Scope = Literal["project", "global"]
 LessonSource = Literal["heuristic", "llm", "overseer", "human"]
@@ -88,7 +91,10 @@ class LessonMatch(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _clean(cls, value: Any) -> Any:
-        return _norm(value) if isinstance(value, str) else value
+        if not isinstance(value, str):
+            return value
+        value = _norm(value)
+        return scrub(value) if value else value
 
     def key(self) -> tuple[str, ...]:
         """The match as a case-folded tuple, for identity and equality of triggers."""
@@ -306,13 +312,11 @@ class Lesson(BaseModel):
     @field_validator("trigger", "action", "domain")
     @classmethod
     def _words(cls, value: str) -> str:
-        return " ".join(value.split())
+        return scrub(" ".join(value.split()))
 
     @field_validator("evidence_excerpts")
     @classmethod
     def _excerpts(cls, value: list[str]) -> list[str]:
-        from agentlake.observe.model import cap, scrub
-
         cleaned = [cap(scrub(" ".join(item.split())), MAX_EXCERPT_CHARS) for item in value if item.strip()]
         return list(dict.fromkeys(cleaned))[-MAX_EXCERPTS:]
 

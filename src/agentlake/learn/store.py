@@ -42,6 +42,7 @@ from agentlake.learn.model import (
     Status,
 )
 from agentlake.migrations import Migration, apply_migrations
+from agentlake.observe.scrub import scrub
 
 if TYPE_CHECKING:
     from agentlake.settings import Settings
@@ -857,6 +858,10 @@ def _lesson_row(lesson: Lesson) -> dict[str, Any]:
     return dict(zip(_LESSON_COLUMNS, values, strict=True))
 
 
+def _scrubbed(value: Any) -> Any:
+    return scrub(value) if isinstance(value, str) else value
+
+
 def _insert_rows(
     conn: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, Any]], conflict: str
 ) -> None:
@@ -867,7 +872,9 @@ def _insert_rows(
     row_marks = "(" + ", ".join("?" * len(columns)) + ")"
     for start in range(0, len(rows), 500):
         chunk = rows[start : start + 500]
-        params = [row[column] for row in chunk for column in columns]
+        # Every text stored here passes the one scrubber: lessons, their history (reasons,
+        # snapshots, data), citations and outcomes (issue 17.8); JSON text stays JSON.
+        params = [_scrubbed(row[column]) for row in chunk for column in columns]
         conn.execute(
             f"INSERT {or_replace}INTO {table} ({', '.join(columns)}) VALUES {', '.join([row_marks] * len(chunk))} {on_conflict}",
             params,

@@ -1,12 +1,19 @@
 """``ObservedOp``: the one record of anything agentlake (or an outside system) did.
 
-This module owns the shape of an op and its hygiene (secrets scrubbed, fields length-capped).
-It does not own storage (``store``), the recording path (``record``) or the HTTP service.
+This module owns the shape of an op and its hygiene: every text field (summaries, error, ids,
+endpoint, provenance, usage names, attribute keys and values) goes through the one scrubber
+(``observe.scrub``) and is length-capped, whatever path the op takes; and every value must fit
+the store (``ops`` columns: INTEGER and BIGINT counts, finite DOUBLEs, timestamps Python and
+DuckDB can both hold after conversion to UTC), so one client's out-of-range value is refused
+with that op (a 400 naming the field) instead of failing the group commit it would share with
+other clients' ops. It does not own storage (``store``), the recording path (``record``) or
+the HTTP service.
 """
 
 from __future__ import annotations
 
-import re
+import json
+import math
 import time
 import uuid
 from datetime import UTC, datetime
@@ -14,66 +21,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agentlake.observe.scrub import any_secret, may_hold_secret, scrub, scrub_value
+
+__all__ = ["LLMUsage", "ObservedOp", "Provenance", "Source", "cap", "new_op_id", "scrub"]
+
 Source = Literal["gateway", "mcp", "scenario", "agent", "llm", "otlp", "external"]
 
 MAX_SUMMARY_CHARS = 2000
 MAX_ERROR_CHARS = 2000
 MAX_ID_CHARS = 128
 MAX_ATTRIBUTES_CHARS = 8000
-
-# Order matters: URL passwords before generic key=value, so the user name survives.
-_SECRET_PATTERNS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 [REDACTED]"),
-    (re.compile(r"(?i)([a-z][a-z0-9+.-]*://[^/\s:@]+):[^@\s/]+@"), r"\1:[REDACTED]@"),
-    (re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{12,}\b"), "[REDACTED]"),
-    (re.compile(r"\b(ghp|gho|ghs|github_pat|xox[abp]|AKIA)[A-Za-z0-9_]{12,}\b"), "[REDACTED]"),
-    (
-        re.compile(
-            r"(?i)((?:api[_-]?key|apikey|token|secret|password|passwd|pwd|authorization|x-api-key)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;&]{4,}"
-        ),
-        r"\1[REDACTED]",
-    ),
-]
-
-
-# Each pattern above needs one of these (lower-cased) substrings to match at all. Checking for
-# them first skips the five regex passes for the usual secret-free text (~25x faster), which
-# is what lets ingest validate tens of thousands of ops per second.
-_SECRET_HINTS = (
-    "bearer",
-    "://",
-    "sk-",
-    "pk-",
-    "rk-",
-    "ghp",
-    "gho",
-    "ghs",
-    "github_pat",
-    "xox",
-    "akia",
-    "key",
-    "token",
-    "secret",
-    "passw",
-    "pwd",
-    "authorization",
-)
-
-
-def _scrub_all(text: str) -> str:
-    for pattern, replacement in _SECRET_PATTERNS:
-        text = pattern.sub(replacement, text)
-    return text
-
-
-def scrub(text: str) -> str:
-    """Remove API keys, bearer tokens and passwords (also inside URLs) from ``text``."""
-    if not text:
-        return text
-    lowered = text.lower()
-    if not any(hint in lowered for hint in _SECRET_HINTS):
-        return text
-    return _scrub_all(text)
+# The store's column types (store.MIGRATIONS): INTEGER and BIGINT.
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+_HEX = "0123456789abcdefABCDEF-"
 
 
 def cap(text: str, limit: int) -> str:
@@ -92,7 +53,7 @@ def new_op_id() -> str:
 class Provenance(BaseModel):
     """Where an op came from in a scenario run; every field optional."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     staffer_id: str | None = None
     run_id: str | None = None
@@ -100,7 +61,7 @@ class Provenance(BaseModel):
     role: str | None = None
     city: str | None = None
     state: str | None = None
-    count: int | None = None
+    count: int | None = Field(None, ge=-INT32_MAX - 1, le=INT32_MAX)
     sig_hash: str | None = None
     rescue_attempted: bool | None = None
     rescue_succeeded: bool | None = None
@@ -109,23 +70,23 @@ class Provenance(BaseModel):
 class LLMUsage(BaseModel):
     """Model-call accounting, named after the OpenTelemetry GenAI conventions."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     provider: str | None = None
     model: str | None = None  # gen_ai.request.model
-    input_tokens: int | None = Field(None, ge=0)  # gen_ai.usage.input_tokens
-    output_tokens: int | None = Field(None, ge=0)  # gen_ai.usage.output_tokens
-    thinking_tokens: int | None = Field(None, ge=0)  # gen_ai.usage.reasoning.output_tokens
+    input_tokens: int | None = Field(None, ge=0, le=INT64_MAX)  # gen_ai.usage.input_tokens
+    output_tokens: int | None = Field(None, ge=0, le=INT64_MAX)  # gen_ai.usage.output_tokens
+    thinking_tokens: int | None = Field(None, ge=0, le=INT64_MAX)  # gen_ai.usage.reasoning.output_tokens
     finish_reason: str | None = None  # gen_ai.response.finish_reasons
-    attempts: int | None = Field(None, ge=0)
-    continuations: int | None = Field(None, ge=0)
-    cost_usd: float | None = Field(None, ge=0)
+    attempts: int | None = Field(None, ge=0, le=INT32_MAX)
+    continuations: int | None = Field(None, ge=0, le=INT32_MAX)
+    cost_usd: float | None = Field(None, ge=0)  # finite: allow_inf_nan=False
 
 
 class ObservedOp(BaseModel):
     """One operation: a tool call, a model call, a task outcome, an HTTP request, a span."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     id: str = Field(default_factory=new_op_id, min_length=1, max_length=MAX_ID_CHARS)
     ts: datetime = Field(default_factory=lambda: datetime.now(UTC))
@@ -149,35 +110,71 @@ class ObservedOp(BaseModel):
     usage: LLMUsage | None = None
     attributes: dict[str, Any] = Field(default_factory=dict)
 
-    @field_validator("input_summary", "output_summary")
-    @classmethod
-    def _clean_summary(cls, value: str) -> str:
-        return cap(scrub(value), MAX_SUMMARY_CHARS)
-
-    @field_validator("error")
-    @classmethod
-    def _clean_error(cls, value: str | None) -> str | None:
-        return None if value is None else cap(scrub(value), MAX_ERROR_CHARS)
-
     @field_validator("ts")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:
+            raise ValueError(
+                "ts is outside the range a timestamp can be stored in once converted to UTC (years 1 to 9999)"
+            ) from None
 
     @model_validator(mode="after")
-    def _clean_attributes(self) -> ObservedOp:
-        if not self.attributes:
-            return self
-        import json
-
-        text = json.dumps(self.attributes, default=str, ensure_ascii=False)
-        cleaned = scrub(text)
-        if cleaned != text or len(cleaned) > MAX_ATTRIBUTES_CHARS:
-            if len(cleaned) > MAX_ATTRIBUTES_CHARS:
-                self.attributes = {"truncated": cap(cleaned, MAX_ATTRIBUTES_CHARS)}
-            else:
-                self.attributes = json.loads(cleaned)
+    def _hygiene(self) -> ObservedOp:
+        # One gate over all the op's texts: the usual op has no secret, and checking its fields
+        # one by one would pay the scrubber's fixed price per field. Ids are nearly always hex
+        # (ours, OTLP's), which no rule of the table matches: they join only when they are not.
+        prov, usage = self.provenance, self.usage
+        texts = [
+            self.endpoint,
+            self.agent_id,
+            self.input_summary,
+            self.output_summary,
+            self.error,
+            prov.staffer_id,
+            prov.run_id,
+            prov.event_kind,
+            prov.role,
+            prov.city,
+            prov.state,
+            prov.sig_hash,
+        ]
+        if usage is not None:
+            texts += (usage.provider, usage.model, usage.finish_reason)
+        for op_id in (self.id, self.trace_id, self.span_id, self.parent_span_id):
+            if op_id and op_id.strip(_HEX):
+                texts.append(op_id)
+        if any_secret(texts):
+            self._scrub_texts()
+        # Assigning through pydantic costs more than the check: assign only what changes.
+        if len(self.input_summary) > MAX_SUMMARY_CHARS:
+            self.input_summary = cap(self.input_summary, MAX_SUMMARY_CHARS)
+        if len(self.output_summary) > MAX_SUMMARY_CHARS:
+            self.output_summary = cap(self.output_summary, MAX_SUMMARY_CHARS)
+        if self.error is not None and len(self.error) > MAX_ERROR_CHARS:
+            self.error = cap(self.error, MAX_ERROR_CHARS)
+        if self.attributes:
+            self.attributes = _clean_attributes(self.attributes)
         return self
+
+    def _scrub_texts(self) -> None:
+        for name in ("endpoint", "input_summary", "output_summary", "error"):
+            value = getattr(self, name)
+            if value:
+                setattr(self, name, scrub(value))
+        for name in ("id", "trace_id", "span_id", "parent_span_id", "agent_id"):
+            value = getattr(self, name)
+            if value:
+                setattr(self, name, cap(scrub(value), MAX_ID_CHARS))
+        for part in (self.provenance, self.usage):
+            if part is None:
+                continue
+            for name, value in part.__dict__.items():
+                if isinstance(value, str) and value:
+                    setattr(part, name, scrub(value))
 
 
 def exception_text(error: BaseException | str) -> str:
@@ -186,3 +183,30 @@ def exception_text(error: BaseException | str) -> str:
         message = str(error)
         return f"{type(error).__name__}: {message}" if message else type(error).__name__
     return error
+
+
+def _finite(value: Any) -> Any:
+    """Non-finite floats (NaN, infinities; JSON cannot carry them) as their text, recursively."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
+def _clean_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
+    """Attributes as they are stored: JSON-safe (non-finite numbers as text), scrubbed (texts,
+    and the whole value under a key naming a secret), at most ``MAX_ATTRIBUTES_CHARS`` of JSON."""
+    try:
+        text = json.dumps(attributes, default=str, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        attributes = _finite(attributes)
+        text = json.dumps(attributes, default=str, ensure_ascii=False)
+    if may_hold_secret(text) or not text.isascii():
+        attributes = scrub_value(json.loads(text))
+        text = json.dumps(attributes, ensure_ascii=False)
+    if len(text) > MAX_ATTRIBUTES_CHARS:
+        return {"truncated": cap(text, MAX_ATTRIBUTES_CHARS)}
+    return attributes

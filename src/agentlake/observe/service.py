@@ -44,6 +44,8 @@ from agentlake.observe.observer import Observer
 from agentlake.settings import Settings
 
 log = logging.getLogger(__name__)
+# DuckDB's OFFSET is a BIGINT; nobody pages through more ops than this.
+MAX_OFFSET = 2**53
 
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -192,7 +194,7 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
         agent_id: str | None = Query(None, description="Agent id."),
         trace_id: str | None = Query(None, description="Trace id."),
         limit: int = Query(100, ge=1, le=1000, description="Page size."),
-        offset: int = Query(0, ge=0, description="Ops to skip."),
+        offset: int = Query(0, ge=0, le=MAX_OFFSET, description="Ops to skip."),
         order: Literal["desc", "asc"] = Query("desc", description="desc: newest first; asc: oldest first."),
     ) -> JSONResponse:
         # A plain def: DuckDB reads run in the threadpool, not on the event loop.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -230,7 +231,13 @@ class Ticket:
 
 
 def _naive_utc(value: datetime) -> datetime:
-    return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
+    """``value`` as naive UTC; ``UserError`` when UTC falls outside years 1-9999."""
+    try:
+        return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
+    except OverflowError:
+        raise UserError(
+            f"{value.isoformat()} is outside the range of timestamps once converted to UTC"
+        ) from None
 
 
 def _to_table(ops: Sequence[ObservedOp], first_seq: int, stored_at: datetime) -> pa.Table:
@@ -280,10 +287,22 @@ def _to_table(ops: Sequence[ObservedOp], first_seq: int, stored_at: datetime) ->
     return pa.Table.from_arrays(arrays, schema=_SCHEMA)
 
 
+def _finite(value: Any) -> Any:
+    """A stored float that JSON can carry: NaN and infinities (stored before ingest refused them)
+    read as None, so one old row cannot break every read that includes it."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
 def _row_to_op(row: Sequence[Any]) -> ObservedOp:
     rec = dict(zip(_COLUMNS, row, strict=True))
-    usage_values = {name: rec[column] for name, column in _USAGE.items()}
-    usage = LLMUsage(**usage_values) if any(v is not None for v in usage_values.values()) else None
+    usage_values = {name: _finite(rec[column]) for name, column in _USAGE.items()}
+    # model_construct: rows were validated on the way in (and rows stored before a rule was
+    # added must still be readable).
+    usage = (
+        LLMUsage.model_construct(**usage_values)
+        if any(v is not None for v in usage_values.values())
+        else None
+    )
     return ObservedOp.model_construct(
         id=rec["id"],
         ts=rec["ts"].replace(tzinfo=UTC),
@@ -296,11 +315,12 @@ def _row_to_op(row: Sequence[Any]) -> ObservedOp:
         input_summary=rec["input_summary"] or "",
         output_summary=rec["output_summary"] or "",
         success=rec["success"],
-        duration_ms=rec["duration_ms"],
+        duration_ms=_finite(rec["duration_ms"]) or 0.0,
         error=rec["error"],
         provenance=Provenance.model_construct(**{name: rec[name] for name in _PROVENANCE}),
         usage=usage,
-        attributes=json.loads(rec["attributes"]) if rec["attributes"] else {},
+        # parse_constant: a NaN or Infinity stored before ingest refused them reads as text.
+        attributes=json.loads(rec["attributes"], parse_constant=str) if rec["attributes"] else {},
     )
 
 
@@ -460,20 +480,11 @@ class OpStore:
             batch = self._take_batch()
             if batch is None:
                 return
-            try:
-                results = self._commit(batch)
-                error: BaseException | None = None
-            except BaseException as exc:  # the waiters must hear about any failure
-                log.exception("observer store commit failed")
-                results, error = (
-                    None,
-                    RunError(f"observer store commit of {sum(len(p.ops) for p in batch)} ops failed: {exc}"),
-                )
+            outcomes = self._commit_isolated(batch)
             with self._cond:
-                for index, pending in enumerate(batch):
+                for pending, (results, error) in zip(batch, outcomes, strict=True):
                     self._queued_ops -= len(pending.ops)
-                    if results is not None:
-                        pending.results = results[index]
+                    pending.results = results
                     pending.error = error
                     pending.done = True
                     if pending.event is not None:
@@ -490,6 +501,29 @@ class OpStore:
                     callback(pending)
                 except Exception:  # a waiter's callback must not kill the writer
                     log.exception("observer ticket callback failed")
+
+    def _commit_isolated(
+        self, batch: list[_Pending]
+    ) -> list[tuple[list[AppendResult] | None, BaseException | None]]:
+        """Commit ``batch`` as one group; if that fails, commit each caller's ops on their own,
+        so one caller's bad op fails that caller alone, never the others sharing the commit
+        (a failed INSERT leaves nothing behind, so retrying the rest stores each op once)."""
+        try:
+            return [(results, None) for results in self._commit(batch)]
+        except BaseException as exc:  # the waiters must hear about any failure
+            if len(batch) == 1:
+                log.exception("observer store commit failed")
+                return [(None, RunError(f"observer store commit of {len(batch[0].ops)} ops failed: {exc}"))]
+        outcomes: list[tuple[list[AppendResult] | None, BaseException | None]] = []
+        for pending in batch:
+            try:
+                outcomes.append((self._commit([pending])[0], None))
+            except BaseException as exc:
+                log.exception("observer store commit failed for one caller's %d ops", len(pending.ops))
+                outcomes.append(
+                    (None, RunError(f"observer store commit of {len(pending.ops)} ops failed: {exc}"))
+                )
+        return outcomes
 
     def _commit(self, batch: list[_Pending]) -> list[list[AppendResult]]:
         seen: set[str] = set()
