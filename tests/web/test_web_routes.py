@@ -140,7 +140,7 @@ def test_the_websocket_streams_a_reply_then_done_and_broadcasts_the_trace(make_w
     provider = ScriptedProvider("graph")
     register_scripted("graph", provider)
     client, _ = make_web_app(graph_model="scripted:graph")
-    with client.websocket_connect("/ws") as ws, client.websocket_connect("/ws") as watcher:
+    with client.websocket_connect("/ws") as ws, client.websocket_connect("/ws?trace=all") as watcher:
         hello = ws.receive_json()
         assert hello["type"] == "hello"
         assert hello["graph"]["name"] == "default"
@@ -156,7 +156,8 @@ def test_the_websocket_streams_a_reply_then_done_and_broadcasts_the_trace(make_w
         assert "".join(e["text"] for e in chat[:-1]) == chat[-1]["text"] == "You're welcome."
         nodes = [e["node"] for e in events if e["type"] == "trace" and e["event"] == "start"]
         assert nodes[:3] == ["input", "sensor", "output"]
-        # Another dashboard sees the same node events (the HUD broadcast).
+        # An admin's dashboard that asks for every session's trace sees them (the operator's HUD;
+        # an open gateway's caller is an admin).
         watched = _receive_until(watcher, "trace")
         assert watched[-1]["session"] == hello["session"]
 
@@ -216,3 +217,41 @@ def test_the_websocket_is_refused_without_a_key_once_keys_are_configured(make_we
     assert closed.value.code == 1008
     with client.websocket_connect("/ws", headers={"X-API-Key": "rk-0123456789"}) as ws:
         assert ws.receive_json()["type"] == "hello"
+
+
+def _hello_and_trace(ws: Any) -> tuple[str, list[dict[str, Any]]]:
+    session = ws.receive_json()["session"]
+    ws.send_json({"type": "message", "text": "thank you"})
+    return session, _receive_until(ws, "done")
+
+
+def test_sessions_and_their_trace_belong_to_the_key_that_opened_them(make_web_app: MakeApp) -> None:
+    # Issue 17.9: every /ws client with any read key received every other session's trace
+    # events, and another key could continue a session by its id.
+    client, _ = make_web_app(keys=KEYS + ",ak-0123456789:admin")
+    read, write, admin = ({"X-API-Key": k} for k in ("rk-0123456789", "wk-0123456789", "ak-0123456789"))
+    with client.websocket_connect("/ws", headers=read) as ws:
+        session, events = _hello_and_trace(ws)
+    assert {e["session"] for e in events if e["type"] == "trace"} == {session}
+    with client.websocket_connect(f"/ws?session={session}", headers=write) as other:
+        assert other.receive_json()["session"] != session
+    with client.websocket_connect(f"/ws?session={session}", headers=read) as same:
+        assert same.receive_json()["session"] == session
+
+
+def test_trace_events_reach_only_their_own_session_unless_an_admin_asks(make_web_app: MakeApp) -> None:
+    client, _ = make_web_app(keys=KEYS + ",ak-0123456789:admin")
+    read, write, admin = ({"X-API-Key": k} for k in ("rk-0123456789", "wk-0123456789", "ak-0123456789"))
+    with (
+        client.websocket_connect("/ws?trace=all", headers=write) as nosy,
+        client.websocket_connect("/ws?trace=all", headers=admin) as operator,
+        client.websocket_connect("/ws", headers=read) as ws,
+    ):
+        nosy_session = nosy.receive_json()["session"]
+        operator.receive_json()
+        session, _ = _hello_and_trace(ws)
+        seen = _receive_until(operator, "trace")
+        nosy.send_json({"type": "message", "text": "thank you"})
+        mine = _receive_until(nosy, "done")
+    assert seen[-1]["session"] == session
+    assert {e["session"] for e in mine if e["type"] == "trace"} == {nosy_session}

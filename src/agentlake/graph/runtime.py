@@ -186,9 +186,11 @@ class GraphRuntime:
 
     # --- events ---------------------------------------------------------------------------
 
-    def session(self, session_id: str | None = None) -> SessionState:
-        """The session ``session_id`` if it is a valid id (kept or created), else a new one."""
-        return self.sessions.get(session_id if session_id and SESSION_ID.match(session_id) else None)
+    def session(self, session_id: str | None = None, *, owner: str | None = None) -> SessionState:
+        """The session ``session_id`` if it is a valid id of ``owner``'s (kept or created), else
+        a new one of ``owner``'s (see ``Sessions.get``)."""
+        valid = session_id if session_id and SESSION_ID.match(session_id) else None
+        return self.sessions.get(valid, owner=owner)
 
     def handle(self, session: SessionState, raw: Any, send: Send) -> list[dict[str, Any]]:
         """Run one browser event as a turn of the active graph; events go to ``send``.

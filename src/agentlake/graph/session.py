@@ -30,6 +30,7 @@ class SessionState:
     """Everything one conversation keeps. Guarded by ``lock``: one turn at a time per session."""
 
     id: str = field(default_factory=new_session_id)
+    owner: str | None = None  # who opened it: an API key's fingerprint (None on an open gateway)
     history: list[dict[str, str]] = field(default_factory=list)
     context: dict[str, dict[str, dict[str, Any]]] = field(
         default_factory=dict
@@ -61,13 +62,20 @@ class Sessions:
         self._items: OrderedDict[str, SessionState] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, session_id: str | None = None) -> SessionState:
-        """The session ``session_id`` (created if unknown or None)."""
+    def get(self, session_id: str | None = None, *, owner: str | None = None) -> SessionState:
+        """The session ``session_id`` of ``owner`` (created if unknown or None).
+
+        A session belongs to whoever opened it: asking for another owner's session id gives a
+        new session with a fresh id, never theirs (nor a second session under their id).
+        """
         with self._lock:
             if session_id and session_id in self._items:
-                self._items.move_to_end(session_id)
-                return self._items[session_id]
-            session = SessionState(id=session_id) if session_id else SessionState()
+                found = self._items[session_id]
+                if found.owner == owner:
+                    self._items.move_to_end(session_id)
+                    return found
+                session_id = None
+            session = SessionState(id=session_id, owner=owner) if session_id else SessionState(owner=owner)
             self._items[session.id] = session
             while len(self._items) > self._limit:
                 self._items.popitem(last=False)

@@ -1,12 +1,16 @@
 """The dashboard's WebSocket: browser events in, the graph runtime's events out.
 
 Owns one connection's pumps. On connect it sends ``hello`` (the session id, the active graph,
-the model), subscribes the connection to the trace broadcast (every node's trace events, of
-every session, arrive as ``trace`` events: the HUD of each open dashboard) and then runs three
+the model), subscribes the connection to the trace broadcast and then runs three
 tasks: a reader (JSON text frames into an inbox; non-JSON is answered with ``error``), a worker
 (one event at a time, each as a turn in a worker thread, so a slow model never blocks the
 event loop and a session's turns stay in order) and a writer (everything queued for the
 browser). Closing either side stops all three. The runtime does the work; this is transport.
+
+Sessions belong to the key (or the signed-in cookie's key) that opened them: ``?session=<id>``
+continues a session only for its owner, anyone else gets a new one. Trace events go to their
+own session's connections (and runtime-wide ones, such as a graph switch, to all); an admin
+may ask for every session's with ``?trace=all``, the dashboards' operator view.
 """
 
 from __future__ import annotations
@@ -27,7 +31,12 @@ INBOX_MAX = 64
 async def serve_socket(websocket: WebSocket, runtime: Any) -> None:
     """Serve one dashboard connection until either side closes it."""
     await websocket.accept()
-    session = runtime.session(websocket.query_params.get("session"))
+    principal = websocket.scope.get("state", {}).get("principal")
+    owner = getattr(principal, "key_id", None)
+    session = runtime.session(websocket.query_params.get("session"), owner=owner)
+    every_session = websocket.query_params.get("trace") == "all" and bool(
+        principal is not None and principal.allows("admin")
+    )
     loop = asyncio.get_running_loop()
     outbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
     inbox: asyncio.Queue[Any] = asyncio.Queue(INBOX_MAX)
@@ -36,7 +45,12 @@ async def serve_socket(websocket: WebSocket, runtime: Any) -> None:
         # Called from turn threads and trace broadcasts: hand over to the loop's thread.
         loop.call_soon_threadsafe(outbox.put_nowait, event)
 
-    stop_trace = runtime.trace.subscribe(lambda record: send({"type": "trace", **record}))
+    def on_trace(record: dict[str, Any]) -> None:
+        # Another session's events (its user's words among them) are not this connection's.
+        if every_session or record.get("session") in (session.id, "-"):
+            send({"type": "trace", **record})
+
+    stop_trace = runtime.trace.subscribe(on_trace)
     await outbox.put(
         {
             "type": "hello",
