@@ -7,6 +7,7 @@ import json
 import pytest
 from agents_support import action
 
+from agentlake.agents import fill
 from agentlake.llm import ScriptedProvider, register_scripted, unregister_scripted
 
 ORDER = "3 x Warehouse Associate in New York, NY at 08:00 on 2026-04-22"
@@ -107,3 +108,34 @@ def test_bad_order_and_missing_lake_exit_2(cli, sink) -> None:
     code, _, err = cli("fill", ORDER)
     assert code == 2
     assert "agentlake data generate" in err
+
+
+# --- issue 17.10: no tracebacks for bad input, and a fill that fails is still an op -------------
+
+
+def test_a_huge_worker_count_is_refused_in_one_line(data_lake, cli) -> None:
+    code, out, err = cli("fill", "99999999999 x Welder in Cleveland, OH")
+    assert code == 2
+    assert "count: Input should be less than or equal to 1000" in err
+    assert "Traceback" not in err + out
+
+
+def test_a_binary_scenario_file_is_refused_in_one_line(cli, tmp_path) -> None:
+    binary = tmp_path / "days.yaml"
+    binary.write_bytes(bytes(range(256)) * 4)
+    code, out, err = cli("run", "--scenarios", str(binary))
+    assert code == 2
+    assert "not UTF-8 text" in err
+    assert "Traceback" not in err + out
+
+
+def test_a_fill_that_fails_part_way_is_recorded_failed(lake, sink, monkeypatch) -> None:
+    def broken(*_: object, **__: object) -> list[dict]:
+        raise RuntimeError("the candidate search broke")
+
+    monkeypatch.setattr("agentlake.agents.rules.find_candidates", broken)
+    with pytest.raises(RuntimeError):
+        fill("3 x Welder in New York, NY", lake=lake, lessons=False)
+    (op,) = sink.endpoint("task.fill")
+    assert op.success is False
+    assert "the candidate search broke" in (op.error or "")

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from agentlake.agents.outcome import TaskOutcome, TurnRecord, new_run_id
 from agentlake.agents.policy import Policy, RunContext, get_policy
+from agentlake.observe import event
+from agentlake.observe.model import exception_text
 from agentlake.workforce.order import FillOrder
 
 if TYPE_CHECKING:
@@ -91,7 +93,22 @@ def fill(
             settings=settings,
             agent_id=agent_id,
         )
-        outcome = chosen.run(order, ctx)
+        try:
+            outcome = chosen.run(order, ctx)
+        except Exception as exc:
+            # A fill that fails part way is still an op: record it failed (the policy records
+            # only fills that end), then let the error reach the caller.
+            event(
+                "task.fill",
+                source="agent",
+                observer=observer,
+                agent_id=agent_id,
+                input_summary=order.describe(),
+                success=False,
+                error=exception_text(exc),
+                provenance={"run_id": run_id},
+            )
+            raise
         if store is not None:
             from agentlake.learn import record_outcome
 

@@ -46,6 +46,10 @@ def slugify(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
+# No staffing order asks for more workers at once; a larger number is a typo, not an order.
+MAX_ORDER_COUNT = 1000
+
+
 class FillOrder(BaseModel):
     """One staffing order. ``count`` workers of ``role`` near ``city, state``."""
 
@@ -54,7 +58,7 @@ class FillOrder(BaseModel):
     role: str = Field(
         ..., min_length=1, description="Role to fill, e.g. 'Welder' (catalogue synonyms accepted)."
     )
-    count: int = Field(..., ge=1, description="How many workers.")
+    count: int = Field(..., ge=1, le=MAX_ORDER_COUNT, description="How many workers.")
     city: str = Field(..., min_length=1)
     state: str = Field(..., description="Two-letter state code.")
     client_id: str | None = None
