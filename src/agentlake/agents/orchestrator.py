@@ -38,6 +38,7 @@ from agentlake.agents.actions import (
 from agentlake.agents.lessons import TaskLessons, cite, lessons_for
 from agentlake.agents.outcome import TaskOutcome, TurnRecord, new_run_id, record_task, task_scope
 from agentlake.agents.overseer import oversee
+from agentlake.agents.policy import register_policy
 from agentlake.errors import RunError, UserError
 from agentlake.workforce.verify import Verification, verify_fill
 
@@ -625,3 +626,6 @@ def _model_name(model: str | Provider) -> str:
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
+
+
+register_policy("llm", LLMPolicy)

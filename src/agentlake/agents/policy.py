@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from agentlake.errors import UserError
+from agentlake.registry import Registry
 
 if TYPE_CHECKING:
     from agentlake.agents.outcome import TaskOutcome, TurnRecord
@@ -112,27 +112,21 @@ class RunContext:
 
 
 PolicyFactory = Callable[..., Policy]
-_POLICIES: dict[str, PolicyFactory] = {}
+
+# The built-ins and the modules that register them, imported on first use (the llm policy
+# pulls in the LLM layer; a rules-only run never loads it).
+policies: Registry[PolicyFactory] = Registry(
+    "policy",
+    "agentlake.policies",
+    builtins={"rules": "agentlake.agents.rules", "llm": "agentlake.agents.orchestrator"},
+)
 
 
-def register_policy(name: str, factory: PolicyFactory) -> None:
-    """Make ``get_policy(name, **kwargs)`` return ``factory(**kwargs)``."""
-    _POLICIES[name] = factory
-
-
-# Built-ins are imported on first use (the llm policy pulls in the LLM layer).
-_BUILTINS = {
-    "rules": ("agentlake.agents.rules", "RulesPolicy"),
-    "llm": ("agentlake.agents.orchestrator", "LLMPolicy"),
-}
-
-
-def _load_builtin(name: str) -> None:
-    if name in _BUILTINS and name not in _POLICIES:
-        import importlib
-
-        module, attribute = _BUILTINS[name]
-        register_policy(name, getattr(importlib.import_module(module), attribute))
+def register_policy(name: str, factory: PolicyFactory, *, replace: bool = False) -> None:
+    """Make ``get_policy(name, **kwargs)`` return ``factory(**kwargs)``; the one door for the
+    built-ins and third parties (who may also declare an ``agentlake.policies`` entry point).
+    ``UserError`` for a name already registered unless ``replace``."""
+    policies.register(name, factory, replace=replace)
 
 
 def get_policy(name: str, **kwargs: Any) -> Policy:
@@ -140,9 +134,4 @@ def get_policy(name: str, **kwargs: Any) -> Policy:
 
     Raises ``UserError`` for an unknown name, listing the known ones.
     """
-    _load_builtin(name)
-    if name not in _POLICIES:
-        raise UserError(
-            f"unknown policy {name!r}; choose one of: {', '.join(sorted(set(_POLICIES) | set(_BUILTINS)))}"
-        )
-    return _POLICIES[name](**kwargs)
+    return policies.get(name)(**kwargs)

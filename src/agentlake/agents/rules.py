@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from agentlake.agents.lessons import cite, lessons_for
 from agentlake.agents.outcome import TaskOutcome, TurnRecord, new_run_id, record_task, task_scope
 from agentlake.agents.overseer import oversee
+from agentlake.agents.policy import register_policy
 from agentlake.workforce.candidates import CandidateQuery, find_candidates
 from agentlake.workforce.tables import resolve_client
 from agentlake.workforce.verify import Verification, verify_fill
@@ -233,3 +234,6 @@ def _shortfall(attempt: _Attempt) -> str:
         f"only {found} of {attempt.order.count} workers found who pass verification "
         f"({attempt.order.role} within {attempt.order.radius_miles:g} miles of {attempt.order.city}, {attempt.order.state})"
     )
+
+
+register_policy("rules", RulesPolicy)

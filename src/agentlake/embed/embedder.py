@@ -7,18 +7,19 @@ content-hash cache (``agentlake.embed.cache``), nor any backend's client (``loca
 
 A third party adds a backend the way the built-ins do: call :func:`register_embedder` with a
 scheme and a factory, or declare an entry point in the ``agentlake.embedders`` group whose
-object is such a factory (it is registered under the entry point's name).
+object is such a factory (it is registered under the entry point's name). The registry is
+``agentlake.registry.Registry``, the shape every extension point shares.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
 from agentlake.errors import RunError, UserError
+from agentlake.registry import Registry
 
 if TYPE_CHECKING:
     from agentlake.settings import Settings
@@ -50,47 +51,21 @@ class Embedder(Protocol):
 EmbedderFactory = Callable[[str, "Settings"], Embedder]
 """``factory(model, settings) -> Embedder``; ``model`` is the part of the spec after ``scheme:``."""
 
-_registry: dict[str, EmbedderFactory] = {}
-_lock = threading.Lock()
-_entry_points_loaded = False
+embedders: Registry[EmbedderFactory] = Registry("embedder scheme", ENTRY_POINT_GROUP)
 
 
 def register_embedder(scheme: str, factory: EmbedderFactory, *, replace: bool = False) -> None:
-    """Make ``scheme:MODEL`` specs resolve through ``factory``.
+    """Make ``scheme:MODEL`` specs resolve through ``factory`` (``agentlake.registry.Registry``).
 
     Raises ``UserError`` if the scheme is taken and ``replace`` is false, so two plugins
     cannot silently shadow each other.
     """
-    if not scheme or ":" in scheme or scheme != scheme.strip():
-        raise UserError(f"invalid embedder scheme {scheme!r}: use a plain word such as 'local' or 'ollama'")
-    with _lock:
-        if scheme in _registry and not replace:
-            raise UserError(
-                f"embedder scheme {scheme!r} is already registered; pass replace=True to override it"
-            )
-        _registry[scheme] = factory
+    embedders.register(scheme, factory, replace=replace)
 
 
 def embedder_schemes() -> list[str]:
     """The registered schemes, sorted (built-ins plus any plugins)."""
-    _load_entry_points()
-    return sorted(_registry)
-
-
-def _load_entry_points() -> None:
-    global _entry_points_loaded
-    if _entry_points_loaded:
-        return
-    _entry_points_loaded = True
-    from importlib.metadata import entry_points
-
-    for point in entry_points(group=ENTRY_POINT_GROUP):
-        if point.name in _registry:
-            continue
-        try:
-            register_embedder(point.name, point.load())
-        except Exception as exc:  # a broken plugin must not take the built-ins down with it
-            raise RunError(f"embedder plugin {point.name!r} ({point.value}) failed to load: {exc}") from exc
+    return embedders.names()
 
 
 def get_embedder(spec: str | None = None, settings: Settings | None = None) -> Embedder:
@@ -110,10 +85,7 @@ def get_embedder(spec: str | None = None, settings: Settings | None = None) -> E
             f"invalid embedder {spec!r}: write SCHEME:MODEL, e.g. local:all-MiniLM-L6-v2, "
             "ollama:nomic-embed-text or openai:text-embedding-3-small (setting embed_model, AGENTLAKE_EMBED_MODEL)"
         )
-    factory = _registry.get(scheme)
-    if factory is None:
-        _load_entry_points()
-        factory = _registry.get(scheme)
+    factory = embedders.find(scheme)
     if factory is None:
         raise UserError(
             f"unknown embedder scheme {scheme!r} in {spec!r}; known: {', '.join(embedder_schemes())}"

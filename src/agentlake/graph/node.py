@@ -20,7 +20,6 @@ any node's behaviour (``nodes``).
 
 from __future__ import annotations
 
-import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentlake.errors import UserError
+from agentlake.registry import Registry
 
 if TYPE_CHECKING:
     from agentlake.graph.session import SessionState
@@ -128,48 +128,45 @@ class Node(ABC):
 
 # --- the registry --------------------------------------------------------------------------
 
-_registry: dict[str, type[Node]] = {}
-_lock = threading.Lock()
-_builtins_loaded = False
 
-
-def register_node(cls: type[Node]) -> type[Node]:
-    """Make ``cls`` available to graph definitions under ``cls.info.name``. Usable as a decorator.
-
-    Registering a name again replaces the class (a plugin may override a built-in). Raises
-    ``UserError`` when ``cls`` is not a ``Node`` subclass with a ``NodeInfo``.
-    """
+def _check_node(name: str, cls: type[Node]) -> None:
     info = getattr(cls, "info", None)
     if not (isinstance(cls, type) and issubclass(cls, Node)) or not isinstance(info, NodeInfo):
         raise UserError(
             f"{cls!r} is not a graph node: subclass agentlake.graph.Node and set info = NodeInfo(...)"
         )
-    with _lock:
-        _registry[info.name] = cls
-    return cls
 
 
-def _load_builtins() -> None:
-    global _builtins_loaded
-    if not _builtins_loaded:
-        import agentlake.graph.nodes  # noqa: F401  (registers the built-ins on import)
+_BUILTIN_NODES = ("director_v1", "input_v1", "memorizer_v1", "output_v1", "sensor_v1", "thinker_v1", "ui_v1")
+# One module per built-in node, imported on first use; each registers its class on import.
+node_types: Registry[type[Node]] = Registry(
+    "node type",
+    "agentlake.graph_nodes",
+    builtins={name: f"agentlake.graph.nodes.{name}" for name in _BUILTIN_NODES},
+    check=_check_node,
+)
 
-        _builtins_loaded = True
+
+def register_node(cls: type[Node], *, replace: bool = False) -> type[Node]:
+    """Make ``cls`` available to graph definitions under ``cls.info.name``. Usable as a decorator.
+
+    The one door for the built-ins and third parties (who may also declare an
+    ``agentlake.graph_nodes`` entry point naming the class). Raises ``UserError`` when ``cls``
+    is not a ``Node`` subclass with a ``NodeInfo``, or when the name is taken and ``replace``
+    is false.
+    """
+    info = getattr(cls, "info", None)
+    name = info.name if isinstance(info, NodeInfo) else repr(cls)
+    if not isinstance(info, NodeInfo):
+        _check_node(name, cls)
+    return node_types.register(name, cls, replace=replace)
 
 
 def node_class(name: str) -> type[Node]:
     """The class registered as ``name``; ``UserError`` listing the known names."""
-    _load_builtins()
-    with _lock:
-        cls = _registry.get(name)
-        known = ", ".join(sorted(_registry))
-    if cls is None:
-        raise UserError(f"unknown node type {name!r}; known: {known}")
-    return cls
+    return node_types.get(name)
 
 
 def registered_nodes() -> list[NodeInfo]:
     """Every registered node's info, sorted by name."""
-    _load_builtins()
-    with _lock:
-        return [cls.info for _, cls in sorted(_registry.items())]
+    return [cls.info for _, cls in sorted(node_types.entries().items())]

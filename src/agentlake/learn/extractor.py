@@ -8,14 +8,12 @@ picks one. This module owns only the contract and the registry.
 
 from __future__ import annotations
 
-import importlib
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from agentlake.errors import UserError
 from agentlake.learn.model import DEFAULT_PROJECT, Delta
+from agentlake.registry import Registry
 
 if TYPE_CHECKING:
     from agentlake.observe.model import ObservedOp
@@ -41,22 +39,24 @@ class Extractor(Protocol):
 
 ExtractorFactory = Callable[["Settings"], Extractor]
 
-_registry: dict[str, ExtractorFactory] = {}
-_lock = threading.Lock()
-_BUILTINS = {"heuristic": "agentlake.learn.heuristic", "llm": "agentlake.learn.llm_extractor"}
+# The built-ins and the modules that register them, imported on first use.
+extractors: Registry[ExtractorFactory] = Registry(
+    "lesson extractor",
+    "agentlake.extractors",
+    builtins={"heuristic": "agentlake.learn.heuristic", "llm": "agentlake.learn.llm_extractor"},
+)
 
 
 def register_extractor(name: str, factory: ExtractorFactory, *, replace: bool = False) -> None:
-    """Make ``name`` resolve to ``factory(settings)``; ``UserError`` if taken (unless ``replace``)."""
-    with _lock:
-        if name in _registry and not replace:
-            raise UserError(f"a lesson extractor named {name!r} is already registered")
-        _registry[name] = factory
+    """Make ``name`` resolve to ``factory(settings)``; the one door for the built-ins and third
+    parties (who may also declare an ``agentlake.extractors`` entry point). ``UserError`` if
+    taken (unless ``replace``)."""
+    extractors.register(name, factory, replace=replace)
 
 
 def extractor_names() -> list[str]:
     """Registered names, built-ins included."""
-    return sorted(set(_registry) | set(_BUILTINS))
+    return extractors.names()
 
 
 def get_extractor(name: str | None = None, settings: Settings | None = None) -> Extractor:
@@ -69,9 +69,4 @@ def get_extractor(name: str | None = None, settings: Settings | None = None) -> 
 
     settings = settings or load_settings()
     name = name or settings.learn_extractor
-    if name not in _registry and name in _BUILTINS:
-        importlib.import_module(_BUILTINS[name])  # registers itself
-    factory = _registry.get(name)
-    if factory is None:
-        raise UserError(f"unknown lesson extractor {name!r}; known: {', '.join(extractor_names())}")
-    return factory(settings)
+    return extractors.get(name)(settings)

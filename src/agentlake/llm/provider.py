@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentlake.errors import RunError, UnavailableError, UserError
+from agentlake.registry import Registry
 
 if TYPE_CHECKING:
     from agentlake.settings import Settings
@@ -224,53 +225,55 @@ def timed_completion(
 
 ProviderFactory = Callable[[str, "Settings"], Provider]
 
-_factories: dict[str, ProviderFactory] = {}
+# The built-in prefixes and the modules that register them (loaded on first use).
+_BUILTINS = {
+    "ollama": "agentlake.llm.ollama",
+    "openai": "agentlake.llm.openai_compat",
+    "scripted": "agentlake.llm.fakes",
+    "function": "agentlake.llm.fakes",
+    "llamacpp": "agentlake.llm.llamacpp",
+    "local": "agentlake.llm.local",
+}
+
+
+def _changed() -> None:
+    with _lock:
+        _cache.clear()
+
+
+providers: Registry[ProviderFactory] = Registry(
+    "provider prefix", "agentlake.providers", builtins=_BUILTINS, on_change=_changed
+)
 _lock = threading.Lock()
-_builtins_loaded = False
-_BUILTIN_MODULES = ("ollama", "openai_compat", "fakes", "llamacpp", "local")
 
 
-def register_provider(prefix: str, factory: ProviderFactory) -> None:
+def register_provider(prefix: str, factory: ProviderFactory, *, replace: bool = False) -> None:
     """Make ``"PREFIX:REST"`` model strings resolve through ``factory(REST, settings)``.
 
-    Registering a prefix again replaces the factory (so a plugin can override a built-in).
-    Raises ``UserError`` for an empty prefix or one containing ``:``.
+    The one door for built-ins and plugins (``agentlake.registry.Registry``; third parties may
+    also declare an ``agentlake.providers`` entry point). Raises ``UserError`` for an empty
+    prefix, one containing ``:``, or one already registered unless ``replace`` (a plugin that
+    overrides a built-in says so).
     """
-    if not prefix or ":" in prefix:
-        raise UserError(f"provider prefix {prefix!r} must be non-empty and contain no ':'")
-    with _lock:
-        _factories[prefix] = factory
-        _cache.clear()
+    providers.register(prefix, factory, replace=replace)
 
 
 def registered_prefixes() -> list[str]:
     """The provider prefixes known right now, built-ins included."""
-    _load_builtins()
-    return sorted(_factories)
-
-
-def _load_builtins() -> None:
-    global _builtins_loaded
-    if _builtins_loaded:
-        return
-    import importlib
-
-    for module in _BUILTIN_MODULES:
-        importlib.import_module(f"agentlake.llm.{module}")
-    _builtins_loaded = True
+    return providers.names()
 
 
 def split_model(model: str) -> tuple[str, str]:
     """``"ollama:qwen3:4b"`` -> ``("ollama", "qwen3:4b")``; raises ``UserError`` naming the
     known prefixes when there is no prefix or an unknown one."""
-    _load_builtins()
     prefix, sep, rest = model.partition(":")
-    known = ", ".join(f"{p}:" for p in sorted(_factories))
     if not sep or not prefix:
+        known = ", ".join(f"{p}:" for p in providers.names())
         raise UserError(
             f"model {model!r} has no provider prefix: write PROVIDER:MODEL with PROVIDER one of {known}"
         )
-    if prefix not in _factories:
+    if prefix not in providers:
+        known = ", ".join(f"{p}:" for p in providers.names())
         raise UserError(
             f"unknown provider prefix {prefix!r} in {model!r}: use one of {known} (or register_provider)"
         )
@@ -363,10 +366,9 @@ def get_provider(model: str, settings: Settings | None = None) -> Provider:
             key = (model, key[1] + "\0" + secret.get_secret_value())
     with _lock:
         cached = _cache.get(key)
-        factory = _factories[prefix]
     if cached is not None and getattr(cached, "cacheable", True):
         return cached
-    provider = factory(rest, settings)
+    provider = providers.get(prefix)(rest, settings)
     if getattr(provider, "cacheable", True):
         with _lock:
             _cache[key] = provider
@@ -378,10 +380,10 @@ def clear_provider_cache() -> None:
     changing configuration in place."""
     global _settings_cache
     with _lock:
-        providers = list(_cache.values())
+        resolved = list(_cache.values())
         _cache.clear()
         _settings_cache = None
-    for provider in providers:
+    for provider in resolved:
         close = getattr(provider, "close", None)
         if callable(close):
             close()
