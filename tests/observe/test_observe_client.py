@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -92,11 +93,14 @@ def test_a_dead_processs_spool_is_adopted(observer: Observer, tmp_path: Path) ->
     pid = int(dead.stdout)
     orphan = spool_dir / f"observer-{pid}-0badc0de.jsonl"
     orphan.write_text("".join(op.model_dump_json() + "\n" for op in _ops("orphan", 3)))
-    alive = spool_dir / f"observer-{os.getpid()}-00000001.jsonl"  # a live process's spool is left alone
-    alive.write_text(_ops("alive", 1)[0].model_dump_json() + "\n")
+    alive = spool_dir / f"observer-{os.getpid()}-00000001.jsonl"  # a live client's spool is left alone
+    holder = ObserverClient("http://127.0.0.1:9", spool_path=alive)
+    holder.send(_ops("alive", 1)[0])  # nothing answers on port 9: spooled, and the spool is locked
     with running_service(observer, load_settings()) as url:
         with ObserverClient(url, spool_path=spool_dir / f"observer-{os.getpid()}-00000002.jsonl") as client:
-            assert client.flush() == 3
+            client.flush()  # the client's own background replay may already have taken it
+            _wait_for(observer, 3)
+    holder._closed = True  # keep its spool: stop its replayer without handing the spool over
     assert [op.id for op in observer.recent()] == ["orphan-000", "orphan-001", "orphan-002"]
     assert not orphan.exists()
     assert alive.exists()
@@ -174,3 +178,38 @@ def test_a_replay_cut_short_by_a_503_resumes_in_order_without_duplicates(tmp_pat
         assert store.count() == 6
     finally:
         observer.close()
+
+
+def _wait_for(observer: Observer, count: int, seconds: float = 15.0) -> None:
+    deadline = time.monotonic() + seconds
+    while observer.stats().total < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_the_spool_replays_by_itself_once_the_observer_answers(observer: Observer, tmp_path: Path) -> None:
+    # Issue 17.14: nothing replayed the spool until the next send or flush.
+    port = _free_port()
+    spool = tmp_path / "spool" / "observer-1-00000001.jsonl"
+    with ObserverClient(f"http://127.0.0.1:{port}", spool_path=spool) as client:
+        client.send_many(_ops("bg", 3))
+        assert client.pending == 3
+        with running_service(observer, load_settings(), port=port):
+            _wait_for(observer, 3)
+        assert client.pending == 0
+    assert [op.id for op in observer.recent()] == [f"bg-{i:03d}" for i in range(3)]
+
+
+def test_another_client_of_the_process_takes_over_a_closed_clients_spool(
+    observer: Observer, tmp_path: Path
+) -> None:
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    spool_dir = tmp_path / "spool"
+    with ObserverClient(url, spool_path=spool_dir / f"observer-{os.getpid()}-0000000b.jsonl") as staying:
+        leaving = ObserverClient(url, spool_path=spool_dir / f"observer-{os.getpid()}-0000000a.jsonl")
+        leaving.send_many(_ops("left", 4))
+        leaving.close()
+        assert staying.pending == 0
+        with running_service(observer, load_settings(), port=port):
+            _wait_for(observer, 4)
+    assert [op.id for op in observer.recent()] == [f"left-{i:03d}" for i in range(4)]

@@ -6,11 +6,15 @@ must not open the DuckDB file: ``observer_sink = "http"``).
 
 The spool: when the service cannot be reached (connection error, timeout) or answers 503 or
 another 5xx, ops are appended to a local JSONL file and fsynced before ``send`` returns. On the
-next ``send`` (after a short back-off) or ``flush`` the spool is replayed IN ORDER before
-anything new; op ids make a replay idempotent, so a crash between "sent" and "spool cleared"
-yields no duplicate. A spool left by a dead process (``observer-<pid>-*.jsonl`` in the same
-directory) is adopted and replayed too. Ops the service rejects as invalid (400) are never
-spooled (they would block it forever); during a replay they go to ``<spool>.rejected``.
+next ``send`` (after a short back-off), on ``flush``, and by itself in the background (a
+thread that retries after each back-off until the spool is empty) the spool is replayed IN
+ORDER before anything new; op ids make a replay idempotent, so a crash between "sent" and
+"spool cleared" yields no duplicate. A spool nobody holds (``observer-*.jsonl`` in the same
+directory, not locked: its process died, or its client was closed with ops still in it) is
+adopted and replayed too; closing a client with a non-empty spool wakes the other clients of
+the process on that directory so one of them takes it over. Ops the service rejects as
+invalid (400) are never spooled (they would block it forever); during a replay they go to
+``<spool>.rejected``.
 """
 
 from __future__ import annotations
@@ -19,10 +23,10 @@ import fcntl
 import json
 import logging
 import os
-import re
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,8 +40,9 @@ from agentlake.observe.store import AppendResult, Stats
 
 log = logging.getLogger(__name__)
 
-_ORPHAN = re.compile(r"^observer-(\d+)-[0-9a-f]+\.jsonl$")
 DEFAULT_BACKOFF_S = 1.0
+# The live clients of this process: closing one with ops still spooled wakes the others.
+_LIVE: weakref.WeakSet[ObserverClient] = weakref.WeakSet()
 
 
 class _Down(Exception):
@@ -46,16 +51,6 @@ class _Down(Exception):
     def __init__(self, reason: str, retry_after: float = DEFAULT_BACKOFF_S) -> None:
         super().__init__(reason)
         self.retry_after = retry_after
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class _Spool:
@@ -163,6 +158,12 @@ class ObserverClient:
         self._down_until = 0.0
         self.spooled_total = 0
         self.replayed_total = 0
+        self._closed = False
+        self._wake = threading.Event()
+        self._replayer: threading.Thread | None = None
+        _LIVE.add(self)
+        if self._spool.pending or self._orphan_paths():
+            self.replay_in_background()
 
     @property
     def spool_path(self) -> Path:
@@ -214,16 +215,44 @@ class ObserverClient:
         with self._lock:
             return self._replay_quietly()
 
-    def _mark_down(self, down: _Down) -> None:
-        log.warning("observer at %s unavailable (%s); spooling to %s", self.url, down, self._spool.path)
+    def _mark_down(self, down: _Down, *, quiet: bool = False) -> None:
+        if not quiet:
+            log.warning("observer at %s unavailable (%s); spooling to %s", self.url, down, self._spool.path)
         self._down_until = time.monotonic() + down.retry_after
 
     def _to_spool(self, lines: list[bytes]) -> list[AppendResult]:
         self._spool.append(lines)
         self.spooled_total += len(lines)
+        self.replay_in_background()
         return [AppendResult(json.loads(line)["id"], "spooled") for line in lines]
 
-    def _replay_quietly(self) -> int:
+    def replay_in_background(self) -> None:
+        """Start (or wake) the thread that replays the spool, and any spool nobody holds in its
+        directory, as soon as the service answers again; it ends once nothing is left."""
+        with self._lock:
+            if self._closed:
+                return
+            self._wake.set()
+            if self._replayer is None or not self._replayer.is_alive():
+                self._replayer = threading.Thread(
+                    target=self._replay_loop, name="observer-spool-replay", daemon=True
+                )
+                self._replayer.start()
+
+    def _replay_loop(self) -> None:
+        while not self._closed:
+            self._wake.wait(max(0.05, self._down_until - time.monotonic()))
+            self._wake.clear()
+            if self._closed:
+                return
+            with self._lock:
+                if time.monotonic() >= self._down_until:
+                    self._replay_quietly(quiet=True)
+                if not self._spool.pending and not self._orphan_paths():
+                    self._replayer = None
+                    return
+
+    def _replay_quietly(self, *, quiet: bool = False) -> int:
         delivered = [0]
         try:
             self._replay(self._spool, delivered)
@@ -234,7 +263,7 @@ class ObserverClient:
                     orphan.close()
             self._down_until = 0.0
         except _Down as down:
-            self._mark_down(down)
+            self._mark_down(down, quiet=quiet)
         return delivered[0]
 
     def _replay(self, spool: _Spool, delivered: list[int]) -> None:
@@ -278,19 +307,26 @@ class ObserverClient:
                 bad.append(line)
         return bad
 
-    def _orphans(self) -> Iterator[_Spool]:
+    def _orphan_paths(self) -> list[Path]:
+        """Non-empty spools in this client's directory other than its own (held or not)."""
         directory = self._spool.path.parent
         if not directory.is_dir():
-            return
-        for path in sorted(directory.glob("observer-*.jsonl")):
-            match = _ORPHAN.match(path.name)
-            if path == self._spool.path or not match or _pid_alive(int(match.group(1))):
-                continue
+            return []
+        return [
+            path
+            for path in sorted(directory.glob("observer-*.jsonl"))
+            if path != self._spool.path and path.stat().st_size
+        ]
+
+    def _orphans(self) -> Iterator[_Spool]:
+        """The spools nobody holds: whoever owns one keeps it locked (flock) while it has ops,
+        and the lock goes with its process or its ``close``."""
+        for path in self._orphan_paths():
             try:
                 spool = _Spool(path)
                 spool._open()
             except (UserError, OSError):
-                continue  # someone else is adopting it
+                continue  # held by a live client, or someone else is adopting it
             yield spool
 
     def _post(self, lines: list[bytes]) -> list[AppendResult]:
@@ -381,10 +417,21 @@ class ObserverClient:
             ) from None
 
     def close(self) -> None:
-        """Close the HTTP client and the spool (an empty spool file is removed)."""
+        """Close the HTTP client and the spool (an empty spool file is removed). Ops still
+        spooled stay in the file, and another client of this process on the same directory
+        is woken to replay them."""
         with self._lock:
+            self._closed = True
+            self._wake.set()
+            left = self._spool.pending
             self._http.close()
             self._spool.close()
+        _LIVE.discard(self)
+        if left:
+            for other in list(_LIVE):
+                if other._spool.path.parent == self._spool.path.parent:
+                    other.replay_in_background()
+                    break
 
     def __enter__(self) -> ObserverClient:
         return self
