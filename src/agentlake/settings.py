@@ -175,7 +175,7 @@ class Settings(BaseSettings):
     # --- security and gateway -----------------------------------------------------------
     api_keys: SecretStr | None = Field(
         None,
-        description="Comma-separated KEY:SCOPE pairs (scopes: read, write, admin). Once set, every endpoint but /health needs a key.",
+        description="Comma-separated KEY:SCOPE pairs (scopes: read, write, admin). Once set, every endpoint needs a key but /health and the dashboard's page, assets and sign-in (/, /static/, /api/session).",
     )
     max_body_bytes: int = Field(
         5 * 1024 * 1024, gt=0, description="Largest request body an HTTP endpoint accepts."

@@ -88,6 +88,36 @@ def test_api_conforms_to_its_own_schema(make_gateway: Any, asker: None) -> None:
         conforms()
 
 
+@pytest.mark.slow
+def test_the_observer_api_conforms_to_its_own_schema(tmp_path: Any) -> None:
+    # The observer's own OpenAPI (the gateway mounts it under /observer): every operation but
+    # the endless SSE stream, with a write key.
+    from agentlake.observe import Observer, OpStore, create_app
+    from agentlake.settings import load_settings
+
+    with Observer(OpStore(tmp_path / "o.duckdb")) as observer:
+        app = create_app(observer, load_settings(api_keys="w-key:write"))
+        headers = {"X-API-Key": "w-key"}
+        schema = schemathesis.openapi.from_asgi("/openapi.json", app, headers=headers)
+        operations = [result.ok() for result in schema.get_all_operations()]
+        operations = [op for op in operations if op.path != "/ops/stream"]
+        assert len(operations) >= 6
+        for operation in operations:
+
+            @given(case=operation.as_strategy())
+            @settings(
+                max_examples=EXAMPLES,
+                deadline=None,
+                database=None,
+                derandomize=True,
+                suppress_health_check=list(HealthCheck),
+            )
+            def conforms(case: Any) -> None:
+                case.call_and_validate(headers=headers, checks=[not_a_server_error, *SCHEMA_CHECKS])
+
+            conforms()
+
+
 def test_each_operation_names_its_scope(make_gateway: Any) -> None:
     client, _ = make_gateway()
     paths = client.get("/openapi.json", headers=ADMIN).json()["paths"]

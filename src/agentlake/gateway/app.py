@@ -28,6 +28,7 @@ from agentlake.gateway.recording import RecordRequests, drain
 from agentlake.gateway.security import Authenticate, KeyRing
 from agentlake.gateway.services import Services
 from agentlake.http.errors import CatchUnexpected, install_error_handlers
+from agentlake.http.methods import MethodFallbacks
 from agentlake.settings import Settings, load_settings
 
 RECORDING_THREADS = 64
@@ -39,12 +40,32 @@ with an LLM, the model servers' status, and the observer under `/observer/`. The
 are served over MCP (streamable HTTP) at `/mcp`.
 
 **Keys.** When `AGENTLAKE_API_KEYS` is set (`KEY:SCOPE` pairs, scopes `read` < `write` <
-`admin`), every endpoint except `/health` (and the dashboard's page and sign-in) needs a key,
-sent as `X-API-Key: <key>` or `Authorization: Bearer <key>`. Reads need `read`, `/log` needs
-`write`. A browser signs in once with `POST /api/session` and is then known by an HttpOnly,
-SameSite=Strict session cookie (never the key itself).
+`admin`), every endpoint needs a key, sent as `X-API-Key: <key>` or `Authorization: Bearer
+<key>`, except these, open by design: `GET /health` (liveness), and the dashboard's page `GET /`,
+its assets `GET /static/{name}` and its sign-in `GET|POST|DELETE /api/session` (they reveal
+nothing: the page asks for a key, and everything it then reads is protected). Reads need
+`read`, `/log` needs `write`, curation needs `admin`. A browser signs in once with
+`POST /api/session` and is then known by an HttpOnly, SameSite=Strict session cookie (never the
+key itself). A lesson sent to `/log` with a write key stays pending (tried, measured, never
+trusted at once); only an admin key's proposal can be active at once. `/ws` sessions belong to
+the key that opened them; trace events go to their own session unless an admin asks for all.
 
-**Errors** always have the shape `{"error": {"type", "status", "message", "details"}}`.
+**Caps.** Every request body is at most `max_body_bytes` (413, before it is parsed). SQL (`/sql`,
+the `where` filters of `/search` and `/match`, lessons' filters) runs under one timeout
+(`sql_timeout_s`, interrupted) and DuckDB's memory limit (`duckdb_memory_limit`); a result is
+cut at `sql_max_rows` rows and about `sql_max_result_bytes` bytes (`truncated: true`). Error
+messages are cut to 2,000 characters and DuckDB's own text in them to 300.
+
+**Refused.** Anything but one read-only SELECT; files, URLs, the lake's internal tables and
+server settings (`current_setting`); values a query builds whose size no interrupt can stop
+(`range(100000000)`, `repeat('x', 1e8)`: literal sizes up to 10,000 only); WHERE fragments that
+close the caller's parentheses. Every text stored (ops, lessons, their history, traces) has its
+secrets masked.
+
+**Methods.** `HEAD` works wherever `GET` does; `OPTIONS` answers 204 with `Allow`.
+
+**Errors** always have the shape `{"error": {"type", "status", "message", "details"}}`, a 500
+included; a 500 leaves the connection usable.
 """
 
 
@@ -109,6 +130,7 @@ def create_app(
         middleware=[
             Middleware(RecordRequests, services=services, pending=recording),
             Middleware(Authenticate, keys=key_ring),
+            Middleware(MethodFallbacks),
             Middleware(BodyLimit, max_bytes=settings.max_body_bytes),
             Middleware(CatchUnexpected),
         ],

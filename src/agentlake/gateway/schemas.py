@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentlake.learn import Lesson, LessonDraft, LessonEvent, TaskSignature
 from agentlake.llm.inventory import ModelStatus
@@ -232,9 +232,16 @@ class SearchRequest(BaseModel):
         description="A dataset with a built index (`agentlake index build`).",
     )
     where: str | None = Field(
-        None, max_length=2000, description="Optional SQL WHERE fragment (no 'WHERE'), checked by the guard."
+        None,
+        max_length=2000,
+        description="Optional SQL WHERE fragment (no 'WHERE'), checked by the guard; empty or blank: no filter.",
     )
     k: int = Field(10, ge=1, le=100, description="How many results.")
+
+    @field_validator("where")
+    @classmethod
+    def _no_filter(cls, value: str | None) -> str | None:
+        return value if value is not None and value.strip() else None
 
 
 class MatchRequest(BaseModel):

@@ -256,6 +256,7 @@ def _doc(description: str) -> dict[str, Any]:
 
 # OpenAPI ``responses`` for the statuses any protected route can answer.
 COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: _doc("Bad input: the message says what to change (e.g. a Content-Length that is not a number)."),
     401: _doc("No API key, or an unknown one (only when keys are configured)."),
     403: _doc("The API key's scope does not allow this endpoint."),
     413: _doc("The request body is larger than max_body_bytes."),

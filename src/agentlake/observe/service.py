@@ -31,12 +31,16 @@ from starlette.types import Scope as ASGIScope
 from agentlake.errors import AgentlakeError, RunError
 from agentlake.http.body import read_body
 from agentlake.http.errors import (
+    BAD_REQUEST,
+    COMMON_ERRORS,
+    UNAVAILABLE,
     CatchUnexpected,
     agentlake_error_response,
     install_error_handlers,
     internal_error_response,
 )
 from agentlake.http.keys import KeyRing, Scope, authorize
+from agentlake.http.methods import MethodFallbacks
 from agentlake.observe import otlp
 from agentlake.observe.ingest import parse_event, parse_events
 from agentlake.observe.model import Source
@@ -122,7 +126,8 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
         title="agentlake observer",
         version="1",
         description="Durable operation log: every acknowledged event is committed to DuckDB first.",
-        middleware=[Middleware(CatchUnexpected)],
+        middleware=[Middleware(MethodFallbacks), Middleware(CatchUnexpected)],
+        responses={**COMMON_ERRORS, **BAD_REQUEST, **UNAVAILABLE},
     )
     app.state.observer = observer
     install_error_handlers(app)
