@@ -101,6 +101,7 @@ def ask(
     ``UserError`` for an empty question or an unknown dataset, ``UnavailableError`` (503) when no
     model is configured, and what ``agentlake.llm`` raises when the model cannot be reached.
     """
+    # Lazy (start-up time): the LLM layer loads on the first model call.
     from agentlake.llm import Message, generate, generate_structured
 
     settings = settings or lake.settings
@@ -171,6 +172,7 @@ def _sql_source(result: Any) -> AskSource:
 def _search(
     lake: Lake, dataset: str, text: str, where: str | None, k: int, embedder: Any
 ) -> tuple[list[AskSource], str | None]:
+    # Lazy (start-up time): search and its embedder load on the first search.
     from agentlake.lake.search import hybrid_search
 
     try:

@@ -46,6 +46,7 @@ def lessons_for(
     """
     if ctx.lessons is None:
         return TaskLessons()
+    # Lazy (start-up time): the learning layer loads on first use.
     from agentlake.learn import retrieve_lessons
 
     retrieved = retrieve_lessons(
@@ -81,6 +82,7 @@ def cite(ctx: RunContext, run_id: str | None, lesson_ids: list[str], given: Task
     known = set(given.ids)
     cited = [lesson_id for lesson_id in dict.fromkeys(lesson_ids) if lesson_id in known]
     if cited and ctx.lessons is not None and run_id:
+        # Lazy (start-up time): the learning layer loads on first use.
         from agentlake.learn import record_citation
 
         try:

@@ -40,6 +40,7 @@ from agentlake.agents.outcome import TaskOutcome, TurnRecord, new_run_id, record
 from agentlake.agents.overseer import oversee
 from agentlake.agents.policy import register_policy
 from agentlake.errors import RunError, UserError
+from agentlake.observe import deferred, observe_context
 from agentlake.workforce.verify import Verification, verify_fill
 
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ class _UsageMeter:
             self.cost_usd += record.cost_usd or 0.0
 
     def __enter__(self) -> _UsageMeter:
+        # Lazy (start-up time): the LLM layer loads on the first model call.
         from agentlake.llm import add_recorder
 
         self._unsubscribe = add_recorder(self._record)
@@ -164,7 +166,6 @@ class LLMPolicy:
         before the next turn starts. Otherwise they wait for the task's scope (``task_scope``)."""
         if self.acknowledge != "turn":
             return nullcontext()
-        from agentlake.observe import deferred
 
         return deferred(raise_errors=False)
 
@@ -413,8 +414,8 @@ class LLMPolicy:
         output_type: Any,
     ) -> _Reply | None:
         """One model call for one action; ``None`` (turn spent, error noted) when it fails."""
+        # Lazy (start-up time): the LLM layer loads on the first model call.
         from agentlake.llm import StructuredOutputError, call_tags, generate_json
-        from agentlake.observe import observe_context
 
         started = time.perf_counter()
         try:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from agentlake.lake.versioned import catalog_snapshot
+from agentlake.observe import LLMUsage, deferred, event, get_observer, observe_context
 from agentlake.workforce.order import FillOrder
 from agentlake.workforce.verify import Verification
 
@@ -144,9 +146,6 @@ def task_scope(order: FillOrder, ctx: RunContext) -> Iterator[None]:
     """
     import secrets
 
-    from agentlake.lake.versioned import catalog_snapshot
-    from agentlake.observe import deferred, observe_context
-
     provenance = ctx.order_provenance(order)
     with (
         deferred(raise_errors=False),
@@ -162,8 +161,6 @@ def record_task(outcome: TaskOutcome, ctx: RunContext) -> str | None:
     Inside ``task_scope`` the op is durable when the scope exits, with the task's other ops.
     A recording failure is logged, never raised: the fill happened either way.
     """
-    from agentlake.observe import LLMUsage, event, get_observer
-
     provenance = {
         **ctx.order_provenance(outcome.order),
         "rescue_attempted": outcome.rescue_attempted,

@@ -25,7 +25,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from agentlake.agents.outcome import Concern, ConcernKind
+from agentlake.agents.outcome import Concern, ConcernKind, TurnRecord
+from agentlake.observe import event, get_observer
 from agentlake.workforce.roles import CERTIFICATIONS, normalize_certification
 from agentlake.workforce.tables import fetch_workers
 
@@ -148,6 +149,7 @@ class Overseer:
         """
         if ctx.lessons is None:
             return []
+        # Lazy (start-up time): the learning layer loads on first use.
         from agentlake.learn import Delta, LessonDraft, LessonMatch, MachineAction
 
         outcomes = list(self.outcomes if outcomes is None else outcomes)
@@ -230,6 +232,7 @@ class Overseer:
             )
         model = getattr(ctx.settings, "overseer_model", None)
         if model:
+            # Lazy (start-up time): only a model-backed overseer loads the LLM layer.
             from agentlake.agents.overseer_model import model_deltas
 
             deltas += model_deltas(model, outcomes, concerns)
@@ -265,7 +268,6 @@ def _record(concerns: list[Concern], outcome: TaskOutcome, ctx: RunContext) -> N
     trace; inside ``task_scope`` they are held and durable with the task's other ops."""
     if not concerns:
         return
-    from agentlake.observe import event, get_observer
 
     try:
         observer = ctx.observer or get_observer(ctx.settings)
@@ -298,7 +300,6 @@ def oversee(outcome: TaskOutcome, ctx: RunContext) -> None:
     the outcome and the transcript (and the live view)."""
     if not ctx.overseer:
         return
-    from agentlake.agents.outcome import TurnRecord
 
     outcome.concerns = Overseer.for_day(ctx.schedule).review_event(outcome, ctx)
     for item in outcome.concerns:

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from agentlake.errors import AgentlakeError
+
 if TYPE_CHECKING:
     from agentlake.agents.outcome import Concern, TaskOutcome
 
@@ -60,7 +62,7 @@ def day_summary(outcomes: Sequence[TaskOutcome], concerns: Sequence[Concern]) ->
 
 def model_deltas(model: str, outcomes: Sequence[TaskOutcome], concerns: Sequence[Concern]) -> list[Any]:
     """Lesson deltas (ADD, pending) the model drafts from the day; ``[]`` when it fails."""
-    from agentlake.errors import AgentlakeError
+    # Lazy (start-up time): the learning layer loads on first use; the LLM layer loads on the first model call.
     from agentlake.learn import Delta, LessonDraft, LessonMatch
     from agentlake.llm import generate_structured
 

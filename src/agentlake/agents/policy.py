@@ -13,7 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from agentlake.agents.tools import default_tools
+from agentlake.observe import Provenance
 from agentlake.registry import Registry
+from agentlake.workforce.schedule import ScheduleBook
 
 if TYPE_CHECKING:
     from agentlake.agents.outcome import TaskOutcome, TurnRecord
@@ -70,12 +73,8 @@ class RunContext:
         if self.settings is None:
             self.settings = self.lake.settings
         if self.schedule is None:
-            from agentlake.workforce.schedule import ScheduleBook
-
             self.schedule = ScheduleBook(self.lake)
         if self.tools is None:
-            from agentlake.agents.tools import default_tools
-
             self.tools = default_tools()
         if self.run_id is not None:
             self.provenance.setdefault("run_id", self.run_id)
@@ -94,8 +93,6 @@ class RunContext:
 
     def op_provenance(self) -> dict[str, Any]:
         """``provenance`` limited to the fields an op's ``Provenance`` has (others are dropped)."""
-        from agentlake.observe import Provenance
-
         return {k: v for k, v in self.provenance.items() if k in Provenance.model_fields and v is not None}
 
     def order_provenance(self, order: FillOrder) -> dict[str, Any]:

@@ -14,8 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from agentlake.agents.outcome import TaskOutcome, TurnRecord, new_run_id
 from agentlake.agents.policy import Policy, RunContext, get_policy
-from agentlake.observe import event
+from agentlake.errors import UserError
+from agentlake.lake import Lake
+from agentlake.observe import event, get_observer
 from agentlake.observe.model import exception_text
+from agentlake.settings import load_settings
 from agentlake.workforce.order import FillOrder
 
 if TYPE_CHECKING:
@@ -59,8 +62,6 @@ def fill(
     Raises ``UserError`` for a bad order, a missing lake, an unknown city or policy, or no
     model for ``llm``; ``RunError`` when running fails.
     """
-    from agentlake.settings import load_settings
-
     settings = settings or (lake.settings if lake is not None else load_settings())
     order = _order(order, client_id, shift_start, shift_end, requirements, radius_miles)
     chosen = get_policy(policy, **policy_options) if isinstance(policy, str) else policy
@@ -68,16 +69,13 @@ def fill(
     uninstall: Callable[[], None] | None = None
     try:
         if lake is None:
-            from agentlake.lake import Lake
-
             lake = Lake.open(settings, read_only=True)
             opened.append(lake)
         store = _lesson_store(lessons, settings, opened)
         if observer is None:
-            from agentlake.observe import get_observer
-
             observer = get_observer(settings)
         if chosen.name == "llm":
+            # Only an LLM policy loads the LLM layer (start-up time of a rules fill).
             from agentlake.observe import install_llm_recording
 
             uninstall = install_llm_recording(observer)
@@ -110,6 +108,7 @@ def fill(
             )
             raise
         if store is not None:
+            # Lazy (start-up time): the learning layer loads on first use.
             from agentlake.learn import record_outcome
 
             record_outcome(store, run_id, order.signature(), outcome.success)
@@ -136,8 +135,6 @@ def _order(
         overrides["shift_start"] = shift_start
         overrides["shift_end"] = shift_end
     elif shift_end is not None:
-        from agentlake.errors import UserError
-
         raise UserError("--shift-end needs --shift-start")
     if radius_miles is not None:
         overrides["radius_miles"] = radius_miles
@@ -150,8 +147,6 @@ def _order(
     if not overrides:
         return parsed
     from pydantic import ValidationError
-
-    from agentlake.errors import UserError
 
     try:
         return FillOrder.model_validate({**parsed.model_dump(), **overrides})
@@ -168,6 +163,7 @@ def _lesson_store(lessons: LessonStore | bool, settings: Settings, opened: list[
     path = settings.data_dir / settings.learn_file
     if not path.exists():
         return None
+    # Lazy (start-up time): the learning layer loads on first use.
     from agentlake.learn import LessonStore
 
     store = LessonStore.open(settings, path=path, embedder=False)

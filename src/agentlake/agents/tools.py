@@ -27,6 +27,7 @@ from agentlake.agents import render
 from agentlake.agents.actions import json_schema
 from agentlake.errors import AgentlakeError, UserError
 from agentlake.lake.versioned import PerLakeCache, dataset_versions
+from agentlake.observe import observe
 from agentlake.workforce.candidates import CandidateQuery, find_candidates
 from agentlake.workforce.geo import gazetteer
 from agentlake.workforce.tables import SEARCH_DATASET, TABLES, fetch_workers
@@ -149,8 +150,6 @@ class ToolRegistry:
         Unknown tools, invalid arguments and ``UserError``/``RunError`` from the tool give a
         result with ``ok=False`` (recorded as a failed op); other exceptions propagate.
         """
-        from agentlake.observe import observe
-
         args = dict(args or {})
         endpoint = f"tool.{name}" if name in self._tools else "tool.unknown"
         started = time.perf_counter()
@@ -447,6 +446,7 @@ class HybridSearch:
 
     def run(self, args: HybridSearchArgs, ctx: RunContext) -> ToolOutput:
         try:
+            # Lazy (start-up time): search and its embedder load on the first search.
             from agentlake.lake.search import hybrid_search
         except ImportError as exc:  # the search package is part of agentlake; a broken install says so
             raise UserError(f"hybrid_search is not available in this installation ({exc})") from None

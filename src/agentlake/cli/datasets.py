@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from agentlake.cli.output import Format
+from agentlake.cli.output import Format, console, err_console, print_json, render_rows
 
 datasets_app = typer.Typer(help="List the lake's datasets, or show one with its schema and ingest history.")
 
@@ -17,7 +17,6 @@ def list_datasets(
     """List every dataset: name, rows, columns, key, last update."""
     if ctx.invoked_subcommand is not None:
         return
-    from agentlake.cli.output import err_console, print_json, render_rows
     from agentlake.lake import Lake
     from agentlake.settings import load_settings
 
@@ -52,7 +51,6 @@ def show(
     ),
 ) -> None:
     """Show one dataset: schema, row count, key, created/updated and every ingest."""
-    from agentlake.cli.output import console, print_json, render_rows
     from agentlake.lake import Lake
 
     with Lake.open(read_only=True) as lake:

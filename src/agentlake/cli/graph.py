@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from agentlake.cli.output import Format
+from agentlake.cli.output import Format, console, print_json, render_rows
 
 graph_app = typer.Typer(
     help="Conversational graphs: list, show and validate definitions; run a message through one.",
@@ -31,7 +31,6 @@ def _load(name_or_path: str) -> Any:
 @graph_app.command("list")
 def list_graphs(fmt: Format = _FORMAT) -> None:
     """The built-in graphs: nodes, edges, edge types, what each is for."""
-    from agentlake.cli.output import render_rows
     from agentlake.graph import builtin_graphs
 
     rows = [
@@ -44,8 +43,6 @@ def list_graphs(fmt: Format = _FORMAT) -> None:
 @graph_app.command("show")
 def show(graph: str = _GRAPH, fmt: Format = _FORMAT) -> None:
     """One graph's nodes (type, role, model use) and typed edges."""
-    from agentlake.cli.output import print_json, render_rows
-
     view = _load(graph).view()
     if fmt is Format.json:
         print_json(view)
@@ -67,7 +64,6 @@ def show(graph: str = _GRAPH, fmt: Format = _FORMAT) -> None:
 @graph_app.command("nodes")
 def nodes(fmt: Format = _FORMAT) -> None:
     """Registered node types and their declared capabilities."""
-    from agentlake.cli.output import render_rows
     from agentlake.graph import registered_nodes
 
     rows = [
@@ -88,7 +84,6 @@ def nodes(fmt: Format = _FORMAT) -> None:
 @graph_app.command("validate")
 def validate(files: list[Path] = typer.Argument(..., help="Graph YAML files to check.")) -> None:
     """Check graph files: node types, edges, edge types, required roles. Exits 2 on the first problem."""
-    from agentlake.cli.output import console
     from agentlake.graph import load_graph_file
 
     for path in files:
@@ -124,8 +119,6 @@ def chat(
 
 
 def _print(sent: list[dict[str, Any]], trace: list[dict[str, Any]]) -> None:
-    from agentlake.cli.output import console, render_rows
-
     for record in trace:
         console.print(f"[dim]{record['node']:>10} {record['event']}[/] {record['data']}", highlight=False)
     for event in sent:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from agentlake.cli.output import Format
+from agentlake.cli.output import Format, console, print_json, render_rows
 
 index_app = typer.Typer(help="Build, check and drop vector indexes for hybrid search.", no_args_is_help=True)
 
@@ -23,7 +23,6 @@ def build(
     ),
 ) -> None:
     """Embed COLUMN of every row (cached by content: unchanged rows are not embedded again) and store the index."""
-    from agentlake.cli.output import console
     from agentlake.embed import get_embedder
     from agentlake.lake import Lake
     from agentlake.lake.index import build_index
@@ -46,7 +45,6 @@ def status(
     fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output: table or json."),
 ) -> None:
     """List indexes and check each against its dataset (re-hashes the texts, so seconds at 500k rows)."""
-    from agentlake.cli.output import print_json, render_rows
     from agentlake.lake import Lake
     from agentlake.lake.index import index_status
 
@@ -75,7 +73,6 @@ def status(
 @index_app.command("drop")
 def drop(dataset: str = typer.Argument(..., help="Dataset whose index to remove.")) -> None:
     """Remove a dataset's vector index (its vectors table and files; the embedding cache stays)."""
-    from agentlake.cli.output import console
     from agentlake.lake import Lake
     from agentlake.lake.index import drop_index
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from agentlake.cli.output import Format
+from agentlake.cli.output import Format, console, print_json, render_rows
 
 _RUN_DIR = typer.Argument(..., help="A run directory (runs/<run_id>) or a run id under the runs_dir setting.")
 _BATCH = typer.Option(
@@ -26,7 +26,6 @@ def print_board(rows: list[list[object]], title: str, *, wide: bool = False) -> 
     from rich import box
     from rich.table import Table
 
-    from agentlake.cli.output import console
     from agentlake.scenarios.metrics import LEADERBOARD_COLUMNS
 
     keep = [i for i, c in enumerate(LEADERBOARD_COLUMNS) if wide or c in _NARROW]
@@ -47,7 +46,6 @@ def leaderboard(
     ),
 ) -> None:
     """Rank the staffers of a run by score; show fill rate, learning gain, pass^k, citations, cost."""
-    from agentlake.cli.output import console, print_json, render_rows
     from agentlake.scenarios.metrics import (
         LEADERBOARD_COLUMNS,
         SCORE_FORMULA,
@@ -83,7 +81,6 @@ def compare(
     fmt: Format = _FORMAT,
 ) -> None:
     """A/B scorecard of two staffers of one run, with confidence intervals (Wilson, paired bootstrap)."""
-    from agentlake.cli.output import console, print_json, render_rows
     from agentlake.scenarios.results import read_results, resolve_run_dir
     from agentlake.scenarios.scorecard import compare as scorecard
     from agentlake.settings import load_settings
@@ -135,8 +132,6 @@ def _print_card(rows: list[list[str]], title: str) -> None:
     from rich import box
     from rich.table import Table
 
-    from agentlake.cli.output import console
-
     table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
     for i, column in enumerate(["metric", "A [CI]", "B [CI]", "B - A [CI]", "win"]):
         table.add_column(column, no_wrap=True, justify="left" if i in (0, 4) else "right")
@@ -169,7 +164,6 @@ def _num(value: float, *, sign: bool = False) -> str:
 
 def report(run_dir: str = _RUN_DIR) -> None:
     """Rewrite report.html and leaderboard.json of a run from its results (offline HTML, no network)."""
-    from agentlake.cli.output import console
     from agentlake.scenarios.results import resolve_run_dir
     from agentlake.scenarios.runner import regenerate_outputs
     from agentlake.settings import load_settings

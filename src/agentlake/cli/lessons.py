@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from agentlake.cli.output import Format
+from agentlake.cli.output import Format, console, print_json, render_rows
 
 if TYPE_CHECKING:
     from agentlake.learn import Lesson, LessonEvent, LessonStore
@@ -63,8 +63,6 @@ def _row(lesson: Lesson) -> list[Any]:
 
 
 def _render_events(events: list[LessonEvent], fmt: Format, title: str) -> None:
-    from agentlake.cli.output import render_rows
-
     rows = [
         [
             e.lesson_id,
@@ -97,8 +95,6 @@ def list_command(
     fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json or csv."),
 ) -> None:
     """List current lessons, most confident first."""
-    from agentlake.cli.output import render_rows
-
     with _open(embedder=False) as store:
         lessons = store.list(
             status=status or None, domain=domain, scope=scope, project_id=project, client_id=client, role=role
@@ -109,8 +105,6 @@ def list_command(
 @lessons_app.command("show")
 def show_command(lesson_id: str = typer.Argument(..., help="Lesson id, e.g. L-3f2a9c01bd.")) -> None:
     """Print one lesson as JSON: match, machine action, evidence, counts, timestamps."""
-    from agentlake.cli.output import print_json
-
     with _open(embedder=False) as store:
         print_json(store.get(lesson_id).model_dump(mode="json"))
 
@@ -135,8 +129,6 @@ def rollback_command(
     reason: str = typer.Option("", "--reason", help="Why; kept in the history."),
 ) -> None:
     """Restore the content of an earlier version, as a new version (history is kept)."""
-    from agentlake.cli.output import console
-
     with _open(embedder=False) as store:
         lesson = store.rollback(lesson_id, version, reason=reason)
     console.print(
@@ -165,8 +157,6 @@ def import_command(
     path: Path = typer.Argument(..., exists=True, dir_okay=False, help="A file from `lessons export`."),
 ) -> None:
     """Import lessons; by id, a project lesson beats a global one, else the higher confidence wins."""
-    from agentlake.cli.output import console
-
     with _open(embedder=False) as store:
         report = store.import_json(path.read_bytes())
     console.print(
@@ -215,7 +205,6 @@ def learn_command(
     as_json: bool = typer.Option(False, "--json", help="Print the whole cycle report as JSON."),
 ) -> None:
     """Learn from recent observer ops now: extract, curate, measure effects, decay, promote."""
-    from agentlake.cli.output import console, print_json
     from agentlake.learn import learn_cycle, read_recent_ops
     from agentlake.learn.loop import parse_since
 

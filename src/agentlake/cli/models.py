@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from agentlake.cli.output import Format
+from agentlake.cli.output import Format, err_console, render_rows
 
 
 def models(
@@ -19,7 +19,6 @@ def models(
 ) -> None:
     """List configured models (settings, AGENTLAKE_LLM_MODELS_FILE, what the servers offer): reachable,
     window, loaded; and the packaged local: models: installed, assembled, verified, GGUF metadata."""
-    from agentlake.cli.output import err_console
     from agentlake.llm.inventory import model_statuses
     from agentlake.settings import load_settings
 
@@ -41,8 +40,6 @@ def _yes_no(value: bool | None, fmt: Format) -> str | bool | None:
 
 
 def _render_configured(rows: list, fmt: Format) -> None:
-    from agentlake.cli.output import render_rows
-
     columns = ["model", "roles", "reachable", "loaded", "window", "source", "thinking", "schema", "detail"]
     render_rows(
         columns,
@@ -66,7 +63,6 @@ def _render_configured(rows: list, fmt: Format) -> None:
 
 
 def _render_packaged(settings: object, fmt: Format) -> None:
-    from agentlake.cli.output import render_rows
     from agentlake.llm.packaged import packaged_statuses
 
     columns = [

@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from agentlake.cli.output import Format
+from agentlake.cli.output import Format, print_json, render_rows
 
 ops_app = typer.Typer(
     help="Read the operation log: recent ops, live tail, stats, filtered queries.", no_args_is_help=True
@@ -60,8 +60,6 @@ def _when(text: str | None) -> datetime | None:
 
 
 def _render(ops: list[Any], fmt: Format) -> None:
-    from agentlake.cli.output import print_json, render_rows
-
     if fmt is Format.json:
         print_json([op.model_dump(mode="json") for op in ops])
     else:
@@ -104,7 +102,6 @@ def tail(
 @ops_app.command("stats")
 def stats(url: str = _URL, fmt: Format = _FORMAT) -> None:
     """Totals, successes, failures, counts by source and endpoint, latency p50/p95."""
-    from agentlake.cli.output import print_json, render_rows
     from agentlake.observe import open_reader
 
     reader = open_reader(url=url)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from agentlake.cli.output import Format
+from agentlake.cli.output import Format, render_rows
 
 
 def search(
@@ -20,7 +20,6 @@ def search(
     fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output: table, json or csv."),
 ) -> None:
     """Rank the rows matching --where (all rows without it) by similarity to QUESTION."""
-    from agentlake.cli.output import render_rows
     from agentlake.lake import Lake
     from agentlake.lake.search import hybrid_search
 

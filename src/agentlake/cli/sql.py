@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from agentlake.cli.output import Format
+from agentlake.cli.output import Format, err_console, render_rows
 
 
 def sql(
@@ -18,7 +18,6 @@ def sql(
     ),
 ) -> None:
     """Run one read-only query. DDL, DML, ATTACH, COPY, PRAGMA, SET and file-reading functions are refused."""
-    from agentlake.cli.output import err_console, render_rows
     from agentlake.lake import Lake
 
     with Lake.open(read_only=True) as lake:

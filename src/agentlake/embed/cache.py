@@ -89,6 +89,7 @@ def cached_vectors(lake: Lake, model: str, hashes: Sequence[str]) -> dict[str, n
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    # Lazy (start-up time): the vector index loads on first use.
     from agentlake.lake.index import has_table
 
     if not hashes:

@@ -75,6 +75,7 @@ def get_embedder(spec: str | None = None, settings: Settings | None = None) -> E
     ``ollama:qwen3-embedding:0.6b`` work. Raises ``UserError`` for a malformed spec or an
     unknown scheme (naming the known ones).
     """
+    # Lazy (start-up time): settings (pydantic-settings) load on first use.
     from agentlake.settings import load_settings
 
     settings = settings or load_settings()
@@ -110,12 +111,14 @@ def normalise_rows(vectors: np.ndarray, *, source: str) -> np.ndarray:
 
 
 def _local_factory(model: str, settings: Settings) -> Embedder:
+    # Lazy (start-up time): embedders (torch) load on first use.
     from agentlake.embed.local import LocalEmbedder
 
     return LocalEmbedder(model)
 
 
 def _ollama_factory(model: str, settings: Settings) -> Embedder:
+    # Lazy (start-up time): embedders (torch) load on first use.
     from agentlake.embed.http import OllamaEmbedder
 
     return OllamaEmbedder(
@@ -127,6 +130,7 @@ def _ollama_factory(model: str, settings: Settings) -> Embedder:
 
 
 def _openai_factory(model: str, settings: Settings) -> Embedder:
+    # Lazy (start-up time): embedders (torch) load on first use.
     from agentlake.embed.http import OpenAIEmbedder
 
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentlake.gateway.app import create_app
+from agentlake.gateway.security import route_scope
 from agentlake.settings import Settings
 
 INTRO = """\
@@ -41,8 +43,8 @@ MCP server (streamable HTTP, stateless JSON) at `/mcp`.
 
 def annotate_scopes(spec: dict[str, Any], routes: Any) -> dict[str, Any]:
     """Mark each operation of ``spec`` with the key scope its route requires (in place)."""
+    # Lazy (start-up time): the app is assembled when it is built.
     from agentlake.gateway.routes import flat_routes
-    from agentlake.gateway.security import route_scope
 
     for route in flat_routes(routes):
         scope = route_scope(route)
@@ -63,8 +65,6 @@ def annotate_scopes(spec: dict[str, Any], routes: Any) -> dict[str, Any]:
 
 def openapi_spec(settings: Settings | None = None) -> dict[str, Any]:
     """The gateway's OpenAPI document, built without opening the lake, the observer or MCP."""
-    from agentlake.gateway.app import create_app
-
     return create_app(settings, mount_observer=False, mount_mcp=False).openapi()
 
 

@@ -88,6 +88,7 @@ def create_app(
     recording: set[Any] = set()  # ops of answered requests still being committed
     mcp_server = None
     if mount_mcp:
+        # Lazy (start-up time): the app is assembled when it is built.
         from agentlake.gateway.mcp_server import build_mcp_server
 
         mcp_server = build_mcp_server(services)
@@ -110,6 +111,8 @@ def create_app(
             # a failing cycle is counted by the scheduler and never reaches the gateway.
             scheduler = None
             if settings.learn_schedule:
+                # Lazy (start-up time): the learning layer loads on first use.
+                # Lazy (start-up time): the learning layer loads on first use.
                 from agentlake.learn import LearningScheduler
 
                 scheduler = LearningScheduler(services.lessons, services.observer).start()
@@ -140,10 +143,12 @@ def create_app(
     app.state.key_ring = key_ring  # the dashboard's sign-in exchanges a key for a session cookie
     install_error_handlers(app)
 
+    # Lazy (start-up time): the app is assembled when it is built.
     from agentlake.gateway.routes import ROUTERS
 
     for router in ROUTERS:
         app.include_router(router)
+    # Lazy (start-up time): the dashboard is assembled when it is built.
     from agentlake.web.routes import mount_web
 
     mount_web(app, services)  # the dashboard: /, /ws, /api/graphs, /api/scenarios (agentlake.web)
@@ -157,6 +162,7 @@ def create_app(
 
 def _document_scopes(app: FastAPI) -> None:
     """Every operation in /openapi.json says which key scope it needs (from its dependency)."""
+    # Lazy (start-up time): the app is assembled when it is built.
     from agentlake.gateway.apidoc import annotate_scopes
 
     generate = app.openapi
@@ -170,6 +176,7 @@ def _document_scopes(app: FastAPI) -> None:
 
 
 def _mount_observer(app: FastAPI, services: Services) -> None:
+    # Lazy (start-up time): the observer loads on the first op.
     from agentlake.observe import create_app as create_observer_app
 
     # The gateway has already authenticated every /observer request (Authenticate with

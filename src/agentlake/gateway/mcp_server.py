@@ -52,6 +52,7 @@ from agentlake.gateway.schemas import (
 from agentlake.gateway.services import Services
 from agentlake.http.keys import OPEN, Principal, Scope, forbid
 from agentlake.observe import observe
+from agentlake.settings import load_settings
 from agentlake.workforce.profile import WorkerProfile
 
 INSTRUCTIONS = """\
@@ -302,8 +303,6 @@ def run_stdio(settings: Any = None) -> None:
     cannot run beside a gateway holding the same data dir (DuckDB allows one writer per file);
     point such a client at the gateway's ``/mcp`` instead.
     """
-    from agentlake.settings import load_settings
-
     services = Services(settings or load_settings())
     server = build_mcp_server(services)
     try:

@@ -32,6 +32,8 @@ from agentlake.gateway.schemas import (
     SQLResponse,
 )
 from agentlake.http.keys import Principal
+from agentlake.learn import record_outcome
+from agentlake.llm.inventory import model_statuses
 
 if TYPE_CHECKING:
     from agentlake.agents.ask import Answer
@@ -52,6 +54,7 @@ def run_sql(services: Services, request: SQLRequest) -> SQLResponse:
 
 def search(services: Services, request: SearchRequest) -> SearchResponse:
     """Rank a dataset's indexed rows by similarity to the question, after the optional filter."""
+    # Lazy (start-up time): search and its embedder load on the first search.
     from agentlake.lake.search import hybrid_search
 
     hits = hybrid_search(services.lake, request.dataset, request.question, where=request.where, k=request.k)
@@ -60,6 +63,7 @@ def search(services: Services, request: SearchRequest) -> SearchResponse:
 
 def match(services: Services, request: MatchRequest) -> SearchResponse:
     """Hybrid fill search: the filter picks eligible workers, the question ranks them."""
+    # Lazy (start-up time): search and its embedder load on the first search; the staffing domain loads on first use.
     from agentlake.lake.search import hybrid_search
     from agentlake.workforce.tables import SEARCH_DATASET
 
@@ -69,6 +73,7 @@ def match(services: Services, request: MatchRequest) -> SearchResponse:
 
 def worker_profile(services: Services, worker_id: int) -> WorkerProfile:
     """A worker's record, placements, counts by status and the clients where they did not show."""
+    # Lazy (start-up time): the staffing domain loads on first use.
     from agentlake.workforce.profile import worker_profile as profile
 
     return profile(services.lake, worker_id)
@@ -79,6 +84,7 @@ def worker_profile(services: Services, worker_id: int) -> WorkerProfile:
 
 def ask(services: Services, request: AskRequest) -> Answer:
     """An answer from a model over the lake, citing its sources."""
+    # Lazy (start-up time): the agents load on first use.
     from agentlake.agents.ask import ask as ask_lake
 
     return ask_lake(
@@ -102,8 +108,6 @@ def call_tool(services: Services, name: str, arguments: dict[str, Any], *, agent
 
 def models(services: Services) -> ModelsResponse:
     """Every configured model, whether its server answers, its window, whether it is loaded."""
-    from agentlake.llm.inventory import model_statuses
-
     return ModelsResponse.from_statuses(model_statuses(services.settings))
 
 
@@ -134,8 +138,6 @@ def lesson_detail(services: Services, lesson_id: str) -> LessonDetail:
 
 def log_outcome(services: Services, request: LogOutcome) -> LogResponse:
     """Record how a run ended, so the lessons given to it get measured."""
-    from agentlake.learn import record_outcome
-
     record_outcome(services.lessons, request.run_id, request.task, request.success, request.score)
     return LogResponse(kind="outcome", run_id=request.run_id)
 

@@ -73,6 +73,7 @@ class RecordRequests:
 
     def _endpoint(self, scope: dict[str, Any]) -> str:
         if self._routes is None:
+            # Lazy (start-up time): the app is assembled when it is built.
             from agentlake.gateway.routes import flat_routes
 
             # Routes by their literal first path segment: a request is matched against the few
@@ -98,6 +99,7 @@ class RecordRequests:
     def _recorder(self, endpoint: str, method: str) -> Callable[[dict[str, Any]], Coroutine[Any, Any, Any]]:
         recorder = self._recorders.get(endpoint)
         if recorder is None:
+            # Lazy (start-up time): the observer loads on the first op.
             from agentlake.observe import wrap_tool
 
             recorder = wrap_tool(

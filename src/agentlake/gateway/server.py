@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 
+from agentlake.errors import UserError
+from agentlake.gateway.app import create_app
 from agentlake.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
@@ -32,8 +34,7 @@ def run(
     """
     import uvicorn
 
-    from agentlake.errors import UserError
-    from agentlake.gateway.app import create_app
+    # Lazy (start-up time): only a server process tunes the collector.
     from agentlake.serving import tune_collector
 
     settings = settings or load_settings(gateway_host=host, gateway_port=port, gateway_access_log=access_log)

@@ -53,6 +53,7 @@ class Services:
         if self._lake is None:
             with self._lock:
                 if self._lake is None:
+                    # Lazy (start-up time): the lake (DuckDB) loads on first use.
                     from agentlake.lake import Lake
 
                     lake = Lake.open(self.settings)
@@ -66,6 +67,7 @@ class Services:
         if self._workers is None:
             with self._lock:
                 if self._workers is None:
+                    # Lazy (start-up time): the app is assembled when it is built.
                     from agentlake.gateway.worker_cache import WorkerCache
 
                     self._workers = WorkerCache(lambda: self.lake)
@@ -77,6 +79,7 @@ class Services:
         if self._lessons is None:
             with self._lock:
                 if self._lessons is None:
+                    # Lazy (start-up time): the learning layer loads on first use.
                     from agentlake.learn import LessonStore
 
                     store = LessonStore.open(self.settings)
@@ -90,6 +93,7 @@ class Services:
         if self._tools is None:
             with self._lock:
                 if self._tools is None:
+                    # Lazy (start-up time): the agents load on first use.
                     from agentlake.agents.tools import default_tools
 
                     self._tools = default_tools()
@@ -101,6 +105,7 @@ class Services:
         if self._observer is None:
             with self._lock:
                 if self._observer is None:
+                    # Lazy (start-up time): the observer loads on the first op.
                     from agentlake.observe import get_observer
 
                     self._observer = get_observer(self.settings)
@@ -112,6 +117,7 @@ class Services:
         Fresh per call because its schedule book caches bookings it has read; a long-lived one
         would serve stale placements after an ingest.
         """
+        # Lazy (start-up time): the agents load on first use.
         from agentlake.agents.policy import RunContext
 
         return RunContext(

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING
 
+from agentlake.errors import AgentlakeError
 from agentlake.workforce.profile import get_workers, unknown_worker
 
 if TYPE_CHECKING:
@@ -148,6 +149,7 @@ class WorkerCache:
         Returns the rendered records by id; unknown ids are left out and not remembered. Raises
         ``UserError`` when the lake has no workers dataset.
         """
+        # Lazy (start-up time): the app is assembled when it is built.
         from agentlake.gateway.schemas import Worker
 
         lake = self._open_lake()
@@ -173,7 +175,6 @@ class WorkerCache:
         # A miss is a point read by worker_id: with the key index it is a lookup, not a scan
         # (6x less CPU at 500k workers). Checked again whenever the lake changed, since a
         # replace-ingest of workers drops the index with the old table.
-        from agentlake.errors import AgentlakeError
         from agentlake.lake.keyindex import ensure_key_index
 
         with self._index_lock:

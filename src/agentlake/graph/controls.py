@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from agentlake.errors import UserError
+from agentlake.graph.machines import parse_go
 
 MAX_CONTROLS = 12
 MAX_TABLE_ROWS = 50
@@ -31,8 +32,6 @@ class Button(BaseModel):
     @classmethod
     def _known_action(cls, value: str) -> str:
         if value.startswith("go:"):
-            from agentlake.graph.machines import parse_go
-
             try:
                 parse_go(value)
             except UserError as exc:

@@ -20,6 +20,7 @@ import re
 import time
 from typing import Any
 
+from agentlake.errors import UserError
 from agentlake.workforce.roles import role_in_text
 
 DEMO_MODEL = "function:graph-demo"
@@ -236,11 +237,13 @@ class DemoProvider:
 
     @property
     def capabilities(self) -> Any:
+        # Lazy (start-up time): the LLM layer loads on the first model call.
         from agentlake.llm import Capabilities
 
         return Capabilities(supports_schema=True, supports_thinking=False, context_window=32768)
 
     def complete(self, messages: list[Any], options: Any) -> Any:
+        # Lazy (start-up time): the LLM layer loads on the first model call.
         from agentlake.llm import Completion, Usage
 
         started = time.perf_counter()
@@ -259,7 +262,7 @@ class DemoProvider:
 
 def ensure_demo_model() -> None:
     """Register the demo under ``function:graph-demo`` unless it is (tests reset the registry)."""
-    from agentlake.errors import UserError
+    # Lazy (start-up time): the LLM layer loads on the first model call.
     from agentlake.llm import get_provider, register_scripted
 
     try:

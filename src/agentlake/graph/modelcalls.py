@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
+from agentlake.observe import event, observe_context
+
 if TYPE_CHECKING:
     from agentlake.observe import Observer
     from agentlake.settings import Settings
@@ -28,6 +30,7 @@ M = TypeVar("M", bound=BaseModel)
 
 def graph_model(settings: Settings) -> str:
     """The model string the graph's nodes call, with the demo model registered if it is that."""
+    # Lazy (start-up time): the graph runtime loads on first use.
     from agentlake.graph.demo import DEMO_MODEL, ensure_demo_model
 
     if settings.graph_model == DEMO_MODEL:
@@ -38,8 +41,8 @@ def graph_model(settings: Settings) -> str:
 def record_turn_calls(observer: Observer, turn_tag: str) -> Callable[[], None]:
     """Record every model call tagged ``graph_turn=turn_tag`` into ``observer`` until the
     returned function is called. Recording failures are logged, never raised."""
+    # Lazy (start-up time): the LLM layer loads on the first model call.
     from agentlake.llm import add_recorder
-    from agentlake.observe import event
     from agentlake.observe.llm_calls import op_from_call
 
     def record(call: Any) -> None:
@@ -66,8 +69,8 @@ class NodeModels:
     def structured(self, messages: list[Any], output_type: type[M], *, max_tokens: int = 1024) -> M:
         """An ``output_type`` from the graph's model (``generate_structured``: schema retries,
         continuations, breaker); raises what the LLM layer raises."""
+        # Lazy (start-up time): the LLM layer loads on the first model call.
         from agentlake.llm import call_tags, generate_structured
-        from agentlake.observe import observe_context
 
         self.calls += 1
         with (

@@ -24,9 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from agentlake.errors import AgentlakeError, NotFoundError, UserError
 from agentlake.graph.definition import GraphDef, builtin_graphs
 from agentlake.graph.engine import Turn, run_turn
+from agentlake.graph.modelcalls import record_turn_calls
 from agentlake.graph.node import Packet
 from agentlake.graph.session import Sessions, SessionState
 from agentlake.graph.trace import TRACE_FILE, TraceLog
+from agentlake.observe import get_observer, observe, observe_context
 from agentlake.settings import Settings, load_settings
 
 SESSION_ID = re.compile(r"^s-[0-9a-f]{12}$")
@@ -95,6 +97,7 @@ class Resources:
     def lake(self) -> Any:
         with self._lock:
             if self._lake is None:
+                # Lazy (start-up time): the lake (DuckDB) loads on first use.
                 from agentlake.lake import Lake
 
                 self._lake = Lake.open(self.settings, read_only=True)
@@ -105,6 +108,7 @@ class Resources:
     def tools(self) -> Any:
         with self._lock:
             if self._tools is None:
+                # Lazy (start-up time): the agents load on first use.
                 from agentlake.agents.tools import default_tools
 
                 self._tools = default_tools()
@@ -114,8 +118,6 @@ class Resources:
     def observer(self) -> Any:
         with self._lock:
             if self._observer is None:
-                from agentlake.observe import get_observer
-
                 self._observer = get_observer(self.settings)
             return self._observer
 
@@ -208,9 +210,6 @@ class GraphRuntime:
             return self._turn(session, event, send)
 
     def _turn(self, session: SessionState, event: Any, send: Send) -> list[dict[str, Any]]:
-        from agentlake.graph.modelcalls import record_turn_calls
-        from agentlake.observe import observe, observe_context
-
         graph = self._active
         if event.type == "message" or (event.type == "action" and event.action.startswith("say:")):
             session.turns += 1

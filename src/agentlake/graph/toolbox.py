@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from agentlake.errors import AgentlakeError, UserError
 from agentlake.graph import machines as machine_ops
 from agentlake.graph.controls import validate_controls
+from agentlake.observe import observe
 
 if TYPE_CHECKING:
     from agentlake.graph.session import SessionState
@@ -104,6 +105,7 @@ class ThinkerTools:
             pass
         lines += [f"- {text}" for text in WORKSPACE_TOOLS.values()]
         try:
+            # Lazy (start-up time): the agents load on first use.
             from agentlake.agents.tools import datasets_text
 
             lines += datasets_text(self.resources.lake)
@@ -123,6 +125,7 @@ class ThinkerTools:
         )
 
     def _lake(self, tool: str, args: dict[str, Any]) -> ToolOutcome:
+        # Lazy (start-up time): the agents load on first use.
         from agentlake.agents.policy import RunContext
 
         try:
@@ -151,8 +154,6 @@ class ThinkerTools:
         )
 
     def _workspace(self, tool: str, args: dict[str, Any]) -> ToolOutcome:
-        from agentlake.observe import observe
-
         machines = self.session.machines
         with observe(
             f"tool.{tool}",

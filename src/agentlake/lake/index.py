@@ -190,6 +190,7 @@ def index_status(lake: Lake, dataset: str | None = None) -> list[IndexState]:
         elif len(keys) != info.row_count:
             fresh, reason = False, f"the dataset has {len(keys)} rows, the index {info.row_count}"
         else:
+            # Lazy (start-up time): embedders (torch) load on first use.
             from agentlake.embed.cache import text_hash
 
             if (
@@ -295,6 +296,7 @@ def build_index(
     Raises ``NotFoundError``/``UserError`` for a bad dataset, column or key (nothing written),
     ``RunError`` when embedding fails or the dataset changes during the build.
     """
+    # Lazy (start-up time): embedders (torch) load on first use.
     from agentlake.embed import embed_texts, get_embedder, text_hash
 
     started = time.perf_counter()
@@ -357,6 +359,7 @@ def ensure_index(
     Fresh means: same text column and embedder, and no ingest into the dataset since the
     build (the check a search makes). Returns the build, or None when nothing was needed.
     """
+    # Lazy (start-up time): embedders (torch) load on first use.
     from agentlake.embed import get_embedder
 
     embedder = embedder or get_embedder(None, lake.settings)
@@ -512,6 +515,7 @@ def write_files(
 def _build_ann(path: Path, keys: np.ndarray, matrix: np.ndarray, *, progress: bool) -> None:
     from usearch.index import Index
 
+    # Lazy (start-up time): embedders (torch) load on first use.
     from agentlake.embed.cache import progress_bar
 
     index = Index(

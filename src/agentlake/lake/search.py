@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import BaseModel, Field
 
+from agentlake.embed import get_embedder
 from agentlake.embed.local import quiet_openmp
 from agentlake.errors import RunError, UserError
 from agentlake.lake.bounds import error_line, excerpt
@@ -291,8 +292,6 @@ def hybrid_search(
     bad k, a stale index with the command that rebuilds it), ``RunError`` (the filter timed
     out, embedding failed, the boost hook failed).
     """
-    from agentlake.embed import get_embedder
-
     if not isinstance(question, str) or not question.strip():
         raise UserError(
             'empty question: say what to look for, e.g. "certified welder with forklift experience"'

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from agentlake.errors import UserError
 from agentlake.learn.curation import CONFIRM_STEP, FAIL_STEP, with_confidence
 from agentlake.learn.model import EffectReport, TaskSignature
+from agentlake.learn.store import _naive
 
 if TYPE_CHECKING:
     from agentlake.learn.store import LessonStore
@@ -35,8 +36,6 @@ def record_outcome(
     store: LessonStore, run_id: str, task: TaskSignature, success: bool, score: float | None = None
 ) -> None:
     """Record how a run ended (recording the same run again replaces its outcome)."""
-    from agentlake.learn.store import _naive
-
     if not run_id:
         raise UserError("record_outcome needs a run_id")
     if score is not None and not (score == score and abs(score) != float("inf")):
@@ -57,8 +56,6 @@ def measure_effects(store: LessonStore, *, min_runs: int | None = None) -> list[
 
     Returns one report per lesson with at least one measured run, sorted by lesson id.
     """
-    from agentlake.learn.store import _naive
-
     min_runs = store.settings.learn_min_runs_for_retire if min_runs is None else min_runs
     if min_runs < 1:
         raise UserError(f"min_runs must be >= 1, got {min_runs}")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agentlake.learn.model import DEFAULT_PROJECT, Delta
 from agentlake.registry import Registry
+from agentlake.settings import load_settings
 
 if TYPE_CHECKING:
     from agentlake.observe.model import ObservedOp
@@ -65,8 +66,6 @@ def get_extractor(name: str | None = None, settings: Settings | None = None) -> 
     Raises ``UserError`` for an unknown name, or when the extractor's configuration is
     missing (e.g. ``llm`` without ``learn_model``).
     """
-    from agentlake.settings import load_settings
-
     settings = settings or load_settings()
     name = name or settings.learn_extractor
     return extractors.get(name)(settings)

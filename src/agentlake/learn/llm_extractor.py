@@ -226,6 +226,7 @@ class LLMExtractor:
 
     def _call(self, log_text: str) -> LessonCandidates:
         """One structured call under a hard deadline (the thread is abandoned on timeout)."""
+        # Lazy (start-up time): the LLM layer loads on the first model call.
         from agentlake.llm import Message, generate_structured
 
         messages = [

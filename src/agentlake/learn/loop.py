@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from agentlake.errors import UserError
 from agentlake.learn.effect import measure_effects, record_outcome
 from agentlake.learn.extractor import ExtractContext, Extractor, get_extractor
 from agentlake.learn.model import (
@@ -42,6 +43,7 @@ from agentlake.learn.model import (
 )
 from agentlake.learn.retrieval import record_citation
 from agentlake.learn.store import LessonStore
+from agentlake.observe import open_reader
 
 if TYPE_CHECKING:
     from agentlake.observe.model import ObservedOp
@@ -62,8 +64,6 @@ def parse_since(text: str | None, now: datetime | None = None) -> datetime | Non
     """
     import re
     from datetime import UTC, timedelta
-
-    from agentlake.errors import UserError
 
     if text is None or not text.strip():
         return None
@@ -211,14 +211,10 @@ def read_recent_ops(
     by default ``agentlake.observe.open_reader`` (the store file read-only, or the running
     observer service when another process holds the file), closed afterwards.
     """
-    from agentlake.errors import UserError
-
     if limit < 1:
         raise UserError(f"limit must be >= 1, got {limit}")
     owned = source is None
     if owned:
-        from agentlake.observe import open_reader
-
         source = open_reader(settings)
     try:
         filters: dict[str, Any] = {"limit": limit}

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agentlake.errors import AgentlakeError
 from agentlake.observe.model import cap
 from agentlake.observe.scrub import scrub
 
@@ -242,9 +243,8 @@ def check_where_fragment(fragment: str) -> None:
 
     The guard is the lake's (``agentlake.lake.guard.check_where``): one definition of safe SQL.
     """
-    from agentlake.errors import AgentlakeError
-
     try:
+        # Lazy (start-up time): the lake (DuckDB) loads on first use.
         from agentlake.lake.guard import check_where
     except ImportError as exc:  # the lake package is optional at import time for pure learn use
         raise ValueError(f"cannot validate extra_where without agentlake.lake.guard ({exc})") from None

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, computed_field
 
+from agentlake.errors import UserError
 from agentlake.learn.model import TASK_FIELDS, Lesson, MachineAction, TaskSignature, estimate_tokens
 
 if TYPE_CHECKING:
@@ -145,8 +146,6 @@ def retrieve_lessons(
     """
     budget = store.settings.lesson_token_budget if budget_tokens is None else budget_tokens
     if budget < 0:
-        from agentlake.errors import UserError
-
         raise UserError(f"budget_tokens must be >= 0, got {budget}")
     chosen: list[Lesson] = []
     lines: list[str] = []

@@ -31,6 +31,7 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from agentlake.errors import NotFoundError, RunError, UserError
+from agentlake.learn.curation import apply_deltas, maintain, promote
 from agentlake.learn.model import (
     AppliedDelta,
     Delta,
@@ -38,11 +39,13 @@ from agentlake.learn.model import (
     Lesson,
     LessonDraft,
     LessonEvent,
+    LessonMatch,
     Scope,
     Status,
 )
 from agentlake.migrations import Migration, apply_migrations
 from agentlake.observe.scrub import scrub
+from agentlake.settings import load_settings
 
 if TYPE_CHECKING:
     from agentlake.settings import Settings
@@ -303,8 +306,6 @@ class LessonStore:
         Raises ``UserError`` when the file is held by another process or missing in read-only
         mode, ``RunError`` when it cannot be migrated.
         """
-        from agentlake.settings import load_settings
-
         settings = settings or load_settings()
         target = Path(path) if path is not None else settings.data_dir / settings.learn_file
         if read_only and not target.exists():
@@ -392,8 +393,6 @@ class LessonStore:
         a filter value matches a lesson whose field equals it (case-insensitive). Sorted by
         confidence, highest first, then id.
         """
-        from agentlake.learn.model import LessonMatch
-
         unknown = set(match) - set(LessonMatch.model_fields)
         if unknown:
             raise UserError(
@@ -524,8 +523,6 @@ class LessonStore:
         writes nothing; the others are written together, with ``learned_op_ids`` marked as
         learned from (see ``unlearned``).
         """
-        from agentlake.learn.curation import apply_deltas
-
         return apply_deltas(self, deltas, learned_op_ids=learned_op_ids)
 
     def add(self, draft: LessonDraft, *, reason: str = "", activate: bool = True) -> AppliedDelta:
@@ -585,14 +582,10 @@ class LessonStore:
 
     def maintain(self) -> list[LessonEvent]:
         """Decay unused lessons and expire stale pending ones (see ``curation.maintain``)."""
-        from agentlake.learn.curation import maintain
-
         return maintain(self)
 
     def promote(self) -> list[LessonEvent]:
         """Promote lessons seen in >= 2 projects with mean confidence >= 0.8 to global."""
-        from agentlake.learn.curation import promote
-
         return promote(self)
 
     # --- export and import ----------------------------------------------------------------
@@ -757,6 +750,7 @@ class LessonStore:
         if self._embedder is False:
             return None
         if self._embedder is None:
+            # Lazy (start-up time): embedders (torch) load on first use.
             from agentlake.embed import get_embedder
 
             self._embedder = get_embedder(settings=self.settings)

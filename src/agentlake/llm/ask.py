@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from agentlake.errors import RunError, UserError
+from agentlake.llm.generate import generate_continuable
 from agentlake.llm.provider import Usage
+from agentlake.llm.structured import StructuredOutputError, generate_json
 
 if TYPE_CHECKING:
     from agentlake.settings import Settings
@@ -94,9 +96,6 @@ def ask(
     """Send ``prompt`` (and ``system``) to ``model``; with ``schema``, the reply must validate
     against it (schema retries included) or ``RunError`` says why. Raises ``UserError`` for bad
     input (unknown provider, unreachable server, missing key, prompt over the window)."""
-    from agentlake.llm.generate import generate_continuable
-    from agentlake.llm.structured import StructuredOutputError, generate_json
-
     if not prompt.strip():
         raise UserError("the prompt is empty: pass the text to send as PROMPT")
     messages = ([{"role": "system", "content": system}] if system else []) + [

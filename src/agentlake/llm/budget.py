@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from agentlake.errors import UserError
-from agentlake.llm.provider import Message, Provider, coerce_messages
+from agentlake.llm.provider import Message, Provider, coerce_messages, get_provider
 
 if TYPE_CHECKING:
     from agentlake.settings import Settings
@@ -137,8 +137,6 @@ def assert_context_budget(
     Returns the :class:`BudgetEstimate`. Raises :class:`ContextOverflowError` (a ``UserError``)
     with the estimate, the window, the safety margin and the overflow, and what to change.
     """
-    from agentlake.llm.provider import get_provider
-
     provider = (
         get_provider(provider_or_model, settings) if isinstance(provider_or_model, str) else provider_or_model
     )

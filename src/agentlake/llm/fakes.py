@@ -29,7 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from agentlake.errors import RunError, UserError
-from agentlake.llm.models import ModelInfo
+from agentlake.llm.budget import reset_calibration
+from agentlake.llm.models import ModelInfo, clear_registry_cache
 from agentlake.llm.provider import (
     Capabilities,
     Completion,
@@ -38,8 +39,10 @@ from agentlake.llm.provider import (
     ProviderHTTPError,
     ProviderTimeoutError,
     Usage,
+    clear_provider_cache,
     register_provider,
 )
+from agentlake.llm.resilience import reset_breakers
 
 _HTTP_REASONS = {
     400: "Bad Request",
@@ -304,11 +307,8 @@ def reset_llm_state() -> None:
     """Forget process-wide LLM state: circuit breakers, budget calibration, cached providers,
     settings, registry and ``/api/show`` answers, registered scripted providers. For test
     fixtures, so one test's failures or calibration never leak into the next."""
-    from agentlake.llm.budget import reset_calibration
-    from agentlake.llm.models import clear_registry_cache
+    # Lazy (start-up time): the LLM layer loads on the first model call.
     from agentlake.llm.ollama import forget_shown
-    from agentlake.llm.provider import clear_provider_cache
-    from agentlake.llm.resilience import reset_breakers
 
     reset_breakers()
     reset_calibration()

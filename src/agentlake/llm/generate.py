@@ -30,6 +30,7 @@ from agentlake.errors import AgentlakeError, RunError
 from agentlake.llm.accounting import Tally, accounting_scope
 from agentlake.llm.budget import assert_context_budget, calibrate, estimate_budget
 from agentlake.llm.jsonparse import scan_json, strip_thinking
+from agentlake.llm.models import cost_usd
 from agentlake.llm.provider import (
     Completion,
     GenerateOptions,
@@ -74,7 +75,6 @@ def _cost(provider: Provider, usage: Usage) -> float | None:
     info = getattr(provider, "model_info", None)
     if info is None:
         return None
-    from agentlake.llm.models import cost_usd
 
     return cost_usd(info, usage.input_tokens, usage.output_tokens)
 

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentlake.errors import AgentlakeError
+from agentlake.llm.models import configured_model_names, lookup_model
+from agentlake.llm.provider import get_provider, split_model
 
 if TYPE_CHECKING:
     from agentlake.settings import Settings
@@ -47,9 +49,6 @@ def model_statuses(settings: Settings, *, include_server_models: bool = True) ->
 
     Never raises for an unreachable server: the row says so in ``detail``.
     """
-    from agentlake.llm.models import configured_model_names, lookup_model
-    from agentlake.llm.provider import split_model
-
     rows: dict[str, ModelStatus] = {}
 
     def row(model: str) -> ModelStatus:
@@ -99,6 +98,7 @@ def _with_hint(exc: AgentlakeError) -> str:
 
 
 def _probe_ollama(settings: Settings) -> dict:
+    # Lazy (start-up time): the LLM layer loads on the first model call.
     from agentlake.llm.ollama import server_from_settings
 
     server = server_from_settings(settings)
@@ -115,6 +115,7 @@ def _probe_ollama(settings: Settings) -> dict:
 
 
 def _probe_openai(settings: Settings) -> dict:
+    # Lazy (start-up time): the LLM layer loads on the first model call.
     from agentlake.llm.openai_compat import server_from_settings
 
     if not settings.openai_base_url and not settings.openai_api_key:
@@ -141,6 +142,7 @@ def _fill_ollama(status: ModelStatus, name: str, probe: dict, settings: Settings
     if not installed:
         status.detail = f"not installed on {probe['host']}: ollama pull {name}"
         return
+    # Lazy (start-up time): the LLM layer loads on the first model call.
     from agentlake.llm.ollama import OllamaProvider
 
     provider = OllamaProvider(name, settings)
@@ -162,14 +164,13 @@ def _fill_openai(status: ModelStatus, name: str, probe: dict, settings: Settings
 
 
 def _fill_local(status: ModelStatus, settings: Settings) -> None:
-    from agentlake.llm.provider import get_provider
-
     try:
         provider = get_provider(status.model, settings)
     except AgentlakeError as exc:
         status.reachable, status.detail = False, exc.message
         return
     if provider.name == "llamacpp":
+        # Lazy (start-up time): llama.cpp is an optional extra.
         from agentlake.llm.llamacpp import _import_llama_cpp
 
         try:

@@ -35,7 +35,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agentlake.errors import RunError, UserError
 from agentlake.llm.llamacpp import cap_schema
 from agentlake.llm.models import ModelInfo, lookup_model
-from agentlake.llm.packaged import GGUFInfo, PackagedModel, ensure_gguf, gguf_info, packaged_model
+from agentlake.llm.packaged import (
+    GGUFInfo,
+    PackagedModel,
+    cache_dir,
+    ensure_gguf,
+    file_sha256,
+    gguf_info,
+    packaged_model,
+    remember_verified,
+    verify_file,
+)
 from agentlake.llm.provider import (
     Capabilities,
     Completion,
@@ -173,8 +183,6 @@ def load_tokenizer(packaged: PackagedModel, gguf: Path, settings: Settings) -> A
     verified hashes; a cache that changed is converted again."""
     import transformers
 
-    from agentlake.llm.packaged import cache_dir, file_sha256, remember_verified, verify_file
-
     directory = cache_dir(settings) / f"{packaged.name}-tokenizer"
     manifest_path = directory / "manifest.json"
     try:
@@ -229,10 +237,12 @@ def load_engine(packaged: PackagedModel, settings: Settings, *, engine: str | No
             path = ensure_gguf(packaged, settings)
             info = gguf_info(path)
             if engine == "llamacpp":
+                # Lazy (start-up time): the local engine loads only when a local model runs (optional extra).
                 from agentlake.llm.local_llamacpp import LlamaCppEngine
 
                 loaded = LlamaCppEngine(packaged, path, info, settings, window=window, slots=CACHE_SLOTS)
             else:
+                # Lazy (start-up time): the local engine loads only when a local model runs (optional extra).
                 from agentlake.llm.local_torch import TorchEngine
 
                 loaded = TorchEngine(packaged, path, info, settings, window=window, slots=CACHE_SLOTS)

@@ -292,6 +292,7 @@ _ENV_NAMES: tuple[str, ...] | None = None
 def _env_names() -> tuple[str, ...]:
     global _ENV_NAMES
     if _ENV_NAMES is None:
+        # Lazy (start-up time): settings (pydantic-settings) load on first use.
         from agentlake.settings import CONFIG_ENV, Settings
 
         ecosystem = ("OLLAMA_HOST", "OLLAMA_API_KEY", "OLLAMA_CLOUD_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY")
@@ -322,6 +323,7 @@ def current_settings() -> Settings:
     time otherwise.
     """
     global _settings_cache
+    # Lazy (start-up time): settings (pydantic-settings) load on first use.
     from agentlake.settings import load_settings
 
     fingerprint = _settings_fingerprint()

@@ -37,6 +37,7 @@ from agentlake.errors import RunError, UnavailableError, UserError
 from agentlake.http.client import error_text
 from agentlake.observe.model import ObservedOp
 from agentlake.observe.store import AppendResult, Stats
+from agentlake.settings import load_settings
 
 log = logging.getLogger(__name__)
 
@@ -139,8 +140,6 @@ class ObserverClient:
         batch_size: int = 1000,
     ) -> None:
         if url is None or spool_path is None or api_key is None:
-            from agentlake.settings import load_settings
-
             settings = load_settings()
             url = url or settings.observer_url
             if api_key is None and settings.observer_api_key is not None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from agentlake.errors import RunError, UserError
 from agentlake.observe.model import ObservedOp
-from agentlake.observe.sink import OpSink
+from agentlake.observe.sink import OpSink, percentile
 from agentlake.observe.store import AppendResult, OpStore, Stats, Ticket
 
 # How long an in-process caller waits for room when the write queue is full: in-process callers
@@ -200,8 +200,8 @@ class Observer:
                 recent_scenario=scenario,
             )
         if durations:
-            stats.latency_p50_ms = _percentile(durations, 0.50)
-            stats.latency_p95_ms = _percentile(durations, 0.95)
+            stats.latency_p50_ms = percentile(durations, 0.50)
+            stats.latency_p95_ms = percentile(durations, 0.95)
         return stats
 
     def health(self) -> dict[str, Any]:
@@ -258,11 +258,3 @@ async def _await_ticket(ticket: Ticket, timeout: float | None = None) -> list[Ap
     except TimeoutError:
         raise RunError(f"observer store did not commit {ticket.size} ops within {timeout} s") from None
     return ticket.result()
-
-
-def _percentile(sorted_values: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks (what DuckDB's quantile_cont does)."""
-    position = (len(sorted_values) - 1) * q
-    low = int(position)
-    high = min(low + 1, len(sorted_values) - 1)
-    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)

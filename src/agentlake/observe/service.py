@@ -42,6 +42,7 @@ from agentlake.http.errors import (
 from agentlake.http.keys import KeyRing, Scope, authorize
 from agentlake.http.methods import MethodFallbacks
 from agentlake.observe import otlp
+from agentlake.observe.default_observer import open_observer, set_observer
 from agentlake.observe.ingest import parse_event, parse_events
 from agentlake.observe.model import Source
 from agentlake.observe.observer import Observer
@@ -265,7 +266,7 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     process becomes the file's one writer) and installs itself as the process observer."""
     import uvicorn
 
-    from agentlake.observe.default_observer import open_observer, set_observer
+    # Lazy (start-up time): only a server process tunes the collector.
     from agentlake.serving import tune_collector
 
     observer = open_observer(settings.model_copy(update={"observer_sink": "embedded"}))

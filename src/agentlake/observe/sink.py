@@ -143,8 +143,6 @@ class MemorySink:
 
     def stats(self) -> Stats:
         """Exact counts by source and endpoint, latency p50/p95 over every op kept."""
-        from agentlake.observe.observer import _percentile
-
         with self._lock:
             ops = list(self.ops)
         successes = sum(op.success for op in ops)
@@ -155,8 +153,8 @@ class MemorySink:
             failures=len(ops) - successes,
             by_source=dict(Counter(op.source for op in ops).most_common()),
             by_endpoint=dict(Counter(op.endpoint for op in ops).most_common()),
-            latency_p50_ms=_percentile(durations, 0.50) if durations else None,
-            latency_p95_ms=_percentile(durations, 0.95) if durations else None,
+            latency_p50_ms=percentile(durations, 0.50) if durations else None,
+            latency_p95_ms=percentile(durations, 0.95) if durations else None,
             latency_window=len(durations),
             recent_scenario=[op for op in reversed(ops) if op.source == "scenario"][:20],
         )
@@ -168,3 +166,11 @@ class MemorySink:
 def _aware(value: datetime) -> datetime:
     # The store takes naive datetimes as UTC; so does this sink.
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (what DuckDB's quantile_cont does)."""
+    position = (len(sorted_values) - 1) * q
+    low = int(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)

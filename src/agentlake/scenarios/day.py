@@ -25,18 +25,22 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentlake.agents import Overseer, RunContext, get_policy
 from agentlake.errors import AgentlakeError, UserError
+from agentlake.lake import Lake
 from agentlake.learn.loop import outcome_attributes
 from agentlake.learn.store import lesson_snapshot
-from agentlake.observe import event
+from agentlake.observe import MemorySink, Observer, event, set_observer
 from agentlake.observe.model import ObservedOp
 from agentlake.scenarios.judge import Judgement, Matching, judge_fill
+from agentlake.scenarios.oracle import OraclePolicy
 from agentlake.scenarios.profile import StafferProfile
 from agentlake.scenarios.results import EventResult, event_run_key
 from agentlake.scenarios.scenario import DEFAULT_SHIFT_HOURS, Client, Event, Scenario
 from agentlake.settings import Settings
 from agentlake.workforce.facts import client_lake_ids, load_facts, load_no_shows, site_of
 from agentlake.workforce.order import FillOrder
+from agentlake.workforce.schedule import Booking, ScheduleBook
 
 if TYPE_CHECKING:
     from agentlake.agents import TaskOutcome
@@ -267,7 +271,8 @@ def collecting_observer() -> Iterator[tuple[Observer, MemorySink]]:
     Model calls are recorded through the LLM accounting hook into the same observer. The
     previous process-wide observer is restored afterwards.
     """
-    from agentlake.observe import MemorySink, Observer, install_llm_recording, set_observer
+    # The LLM layer loads when the first day runs, not when a run is planned (start-up time).
+    from agentlake.observe import install_llm_recording
 
     sink = MemorySink()
     observer = Observer(sink, ring_size=1000)
@@ -285,11 +290,7 @@ def collecting_observer() -> Iterator[tuple[Observer, MemorySink]]:
 
 def build_policy(profile: StafferProfile, settings: Settings, scenario: Scenario | None = None) -> Any:
     """The policy a profile names, with its models per tier (the oracle needs the scenario)."""
-    from agentlake.agents import get_policy
-
     if profile.policy == "oracle":
-        from agentlake.scenarios.oracle import OraclePolicy
-
         if scenario is None:
             raise UserError(
                 "the oracle staffer reads a scenario's hidden rules; it only runs inside a scenario day"
@@ -313,10 +314,6 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
     from ``task.lake_path``. A policy that raises ``AgentlakeError`` for one event is recorded as
     an unfilled event with the error, and the day goes on (one bad turn is not a lost day).
     """
-    from agentlake.agents import RunContext
-    from agentlake.lake import Lake
-    from agentlake.workforce.schedule import Booking, ScheduleBook
-
     started = time.perf_counter()
     settings = task.settings
     own_lake = lake is None
@@ -419,8 +416,6 @@ def _overseer_end_of_day(task: DayTask, schedule: ScheduleBook, ctx: Any) -> lis
     if not task.profile.learning:
         return []
     import dataclasses
-
-    from agentlake.agents import Overseer
 
     collector = _DeltaCollector()
     Overseer.for_day(schedule).end_of_day(dataclasses.replace(ctx, lessons=collector))

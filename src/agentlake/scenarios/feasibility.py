@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from agentlake.lake import Lake
 from agentlake.scenarios.day import DayLedger, lake_client_ids, plan_event
 from agentlake.scenarios.judge import Matching, judge_fill
 from agentlake.scenarios.scenario import Acceptance, Scenario
@@ -103,8 +104,6 @@ def event_pools(
 
 def lake_pools(scenarios: Sequence[Scenario], settings: Settings | None = None) -> list[EventPool]:
     """``event_pools`` on the settings' lake, opened read-only for the call."""
-    from agentlake.lake import Lake
-
     with Lake.open(settings, read_only=True) as lake:
         return event_pools(lake, scenarios)
 

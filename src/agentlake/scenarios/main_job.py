@@ -21,10 +21,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from agentlake.errors import UserError
+from agentlake.lake import Lake
 from agentlake.lake.background_index import BackgroundIndex
-from agentlake.lake.index import BuildResult
+from agentlake.lake.index import BuildResult, ensure_index
 from agentlake.lake.lakehouse import QueryResult
-from agentlake.lake.search import Source
+from agentlake.lake.search import Source, hybrid_search
+from agentlake.scenarios import load_scenarios
+from agentlake.scenarios.profile import load_profile, unreachable_models
+from agentlake.scenarios.runner import run_scenarios
 from agentlake.settings import Settings, load_settings
 from agentlake.workforce.generator import ensure_workforce
 from agentlake.workforce.tables import (
@@ -58,10 +63,6 @@ def run_demo(
     Generates ``workers`` workers (seed ``seed``) only when the lake has no ``workers``
     dataset, so a second run is quick. Raises what the steps raise (``UserError``/``RunError``).
     """
-    from agentlake.lake import Lake
-    from agentlake.lake.index import ensure_index
-    from agentlake.lake.search import hybrid_search
-
     settings = settings or load_settings()
     with Lake.open(settings) as lake:
         generated, _ = ensure_workforce(lake, workers, seed)
@@ -149,8 +150,6 @@ class MainJobResult(BaseModel):
 
 def reachable_llm_staffers(settings: Settings) -> tuple[list[str], dict[str, list[str]]]:
     """The built-in LLM staffers whose models answer now, and why the others cannot run."""
-    from agentlake.scenarios.profile import load_profile, unreachable_models
-
     ready: list[str] = []
     skipped: dict[str, list[str]] = {}
     for name in LLM_STAFFERS:
@@ -164,8 +163,6 @@ def reachable_llm_staffers(settings: Settings) -> tuple[list[str], dict[str, lis
 
 def reduced_pack() -> list[Any]:
     """The pack for the local model: each client's first day, first event only (none refers back)."""
-    from agentlake.scenarios import load_scenarios
-
     days = [s for s in load_scenarios("builtin") if s.scenario.endswith("-day1")]
     return [s.model_copy(update={"events": [e for e in s.events if e.ref is None][:1]}) for s in days]
 
@@ -215,11 +212,6 @@ def run_main_job(
     builds stops it after the current chunk; the vectors made so far stay cached. ``embedder``
     (default: the ``embed_model`` setting) embeds the resumes and the example question.
     """
-    from agentlake.errors import UserError
-    from agentlake.lake import Lake
-    from agentlake.lake.search import hybrid_search
-    from agentlake.scenarios.profile import load_profile, unreachable_models
-    from agentlake.scenarios.runner import run_scenarios
 
     settings = settings or load_settings()
     emit = on_event or (lambda event: None)

@@ -12,10 +12,11 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from agentlake.agents import TaskOutcome
 from agentlake.scenarios.judge import Matching, judge_fill
 from agentlake.scenarios.scenario import Client
 from agentlake.workforce.candidates import CandidateQuery, find_candidates
-from agentlake.workforce.facts import load_facts, load_no_shows, site_of
+from agentlake.workforce.facts import client_lake_ids, load_facts, load_no_shows, site_of
 from agentlake.workforce.verify import verify_fill
 
 if TYPE_CHECKING:
@@ -38,8 +39,6 @@ class OraclePolicy:
         self.matching = matching or Matching.default()
 
     def run(self, order: FillOrder, ctx: RunContext) -> TaskOutcome:
-        from agentlake.agents import TaskOutcome
-        from agentlake.scenarios.day import lake_client_ids
 
         started = time.perf_counter()
         query = CandidateQuery(
@@ -64,7 +63,14 @@ class OraclePolicy:
                 acceptance=self.client.acceptance,
                 site=site_of(ctx.lake, order.city, order.state),
                 facts=load_facts(ctx.lake, ids),
-                no_shows=load_no_shows(ctx.lake, lake_client_ids(ctx.lake, self.client), ids, self.day),
+                no_shows=load_no_shows(
+                    ctx.lake,
+                    client_lake_ids(
+                        ctx.lake, lake_id=self.client.lake_id, slug=self.client.id, name=self.client.name
+                    ),
+                    ids,
+                    self.day,
+                ),
                 schedule=ctx.schedule,
                 matching=self.matching,
             )

@@ -185,6 +185,7 @@ def _model_problem(model: str, settings: Settings, timeout_s: float) -> str | No
         return None
     # scripted:, function:, llamacpp: and third-party prefixes: the LLM layer knows best.
     try:
+        # Lazy (start-up time): the LLM layer loads on the first model call.
         from agentlake.llm import get_provider
 
         get_provider(model, settings)

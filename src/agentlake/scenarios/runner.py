@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentlake.errors import NotFoundError, UserError
+from agentlake.lake import Lake
 from agentlake.learn.loop import learn_between_batches
+from agentlake.observe import get_observer
 from agentlake.scenarios.backends import BACKENDS, make_backend
 from agentlake.scenarios.day import DayResult, DayTask
 from agentlake.scenarios.metrics import leaderboard_document
@@ -37,6 +39,7 @@ from agentlake.scenarios.results import (
     PLAN_FILE,
     append_results,
     batch_run_prefix,
+    read_plan,
     read_results,
     write_json,
 )
@@ -199,8 +202,6 @@ def prepare_run(
     models reachable, in-process fakes only on the inline backend, the lake's workers and
     placements datasets, and every event's city/state known.
     """
-    from agentlake.lake import Lake
-
     settings = settings or load_settings()
     if batches < 1 or repeat < 1:
         raise UserError("--batches and --repeat must be at least 1")
@@ -301,8 +302,6 @@ def execute_run(
     on_progress: Callable[[Progress], None] | None = None,
 ) -> RunSummary:
     """Run a prepared plan into ``run_dir`` (see :func:`run_scenarios`)."""
-    from agentlake.lake import Lake
-
     started = time.perf_counter()
     run_id = run_dir.name
     own_lake = lake is None
@@ -325,8 +324,6 @@ def execute_run(
         }
         write_json(run_dir / PLAN_FILE, header)
         if observer is None:
-            from agentlake.observe import get_observer
-
             observer = get_observer(settings)
         engine = make_backend(
             plan.backend,
@@ -471,8 +468,6 @@ def _lessons_path(run_dir: Path, profile: StafferProfile, settings: Settings) ->
 
 def regenerate_outputs(run_dir: Path) -> tuple[Path, Path]:
     """Recompute ``leaderboard.json`` and ``report.html`` from a run's results file."""
-    from agentlake.scenarios.results import read_plan
-
     if not (run_dir / "results.jsonl").is_file():
         raise NotFoundError(f"{run_dir}: not a run directory")
     results = read_results(run_dir)

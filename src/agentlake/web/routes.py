@@ -27,7 +27,8 @@ from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 
 from agentlake.errors import NotFoundError
-from agentlake.gateway.security import require
+from agentlake.gateway.security import require, same_origin
+from agentlake.gateway.sessions import clear_cookie_header
 from agentlake.http.errors import BAD_REQUEST, COMMON_ERRORS, NOT_FOUND
 from agentlake.web.schemas import (
     GraphList,
@@ -66,6 +67,7 @@ def asset(name: str) -> FileResponse:
 
 @router.websocket("/ws")
 async def socket(websocket: WebSocket) -> None:
+    # Lazy (start-up time): the dashboard is assembled when it is built.
     from agentlake.web.socket import serve_socket
 
     await serve_socket(websocket, websocket.app.state.graph_runtime)
@@ -127,6 +129,7 @@ def show_graph(
     summary="The newest scenario run: leaderboard and learning curve.",
 )
 def latest_scenarios(request: Request) -> ScenarioRun:
+    # Lazy (start-up time): the dashboard is assembled when it is built.
     from agentlake.web.panels import latest_scenario_run
 
     return ScenarioRun(**latest_scenario_run(request.app.state.settings.runs_dir))
@@ -166,7 +169,7 @@ def sign_in(body: SignIn, request: Request) -> JSONResponse:
     """Sets `agentlake_session` (HttpOnly, SameSite=Strict, 12 h; the key never leaves the
     request). 401 for an unknown key; 400 when the gateway has no keys configured; 403 when a
     page of another origin posts it."""
-    from agentlake.gateway.security import same_origin
+    # Inside: the route function is itself named sign_in.
     from agentlake.gateway.sessions import set_cookie_header, sign_in
 
     same_origin(request.scope, request.headers.get("origin"), request.headers.get("host"))
@@ -179,8 +182,6 @@ def sign_in(body: SignIn, request: Request) -> JSONResponse:
 
 @router.delete("/api/session", status_code=204, summary="Sign out: remove the session cookie.")
 def sign_out(request: Request) -> Response:
-    from agentlake.gateway.sessions import clear_cookie_header
-
     return Response(
         status_code=204, headers={"Set-Cookie": clear_cookie_header(secure=request.url.scheme == "https")}
     )
@@ -188,6 +189,7 @@ def sign_out(request: Request) -> Response:
 
 def mount_web(app: FastAPI, services: Any) -> None:
     """Serve the dashboard from ``app``: a ``GraphRuntime`` over ``services`` and the routes above."""
+    # Lazy (start-up time): the graph runtime loads on first use.
     from agentlake.graph import GraphRuntime
 
     app.state.graph_runtime = GraphRuntime(services.settings, resources=services)

@@ -154,6 +154,7 @@ class FillOrder(BaseModel):
 
     def signature(self) -> TaskSignature:
         """The task signature lessons are retrieved and measured by."""
+        # Lazy (start-up time): the learning layer loads on first use.
         from agentlake.learn import TaskSignature
 
         return TaskSignature(
