@@ -20,6 +20,8 @@ from schemathesis.specs.openapi.checks import (
 from agentlake.gateway.security import OPEN_PATHS
 from agentlake.llm import FunctionProvider, GenerateOptions, Message, register_scripted
 from agentlake.llm.fakes import unregister_scripted
+from agentlake.observe import Observer, OpStore, create_app
+from agentlake.settings import load_settings
 
 ADMIN = {"X-API-Key": "ak-0123456789"}
 EXAMPLES = 12  # per operation: bounded so the run stays well under a minute
@@ -67,6 +69,19 @@ def test_api_conforms_to_its_own_schema(make_gateway: Any, asker: None) -> None:
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 15
 
+    def call(case: Any) -> None:
+        if case.path == "/ask":
+            # A model named in the request may be down: that is the documented 503, not a bug.
+            response = case.call_and_validate(headers=ADMIN, checks=SCHEMA_CHECKS)
+            assert response.status_code != 500, response.text
+        else:
+            case.call_and_validate(headers=ADMIN, checks=[not_a_server_error, *SCHEMA_CHECKS])
+
+    _each_conforms(operations, call)
+
+
+def _each_conforms(operations: list[Any], call: Any) -> None:
+    """Run ``call(case)`` on a bounded, derandomized set of generated cases per operation."""
     for operation in operations:
 
         @given(case=operation.as_strategy())
@@ -78,12 +93,7 @@ def test_api_conforms_to_its_own_schema(make_gateway: Any, asker: None) -> None:
             suppress_health_check=list(HealthCheck),
         )
         def conforms(case: Any) -> None:
-            if case.path == "/ask":
-                # A model named in the request may be down: that is the documented 503, not a bug.
-                response = case.call_and_validate(headers=ADMIN, checks=SCHEMA_CHECKS)
-                assert response.status_code != 500, response.text
-            else:
-                case.call_and_validate(headers=ADMIN, checks=[not_a_server_error, *SCHEMA_CHECKS])
+            call(case)
 
         conforms()
 
@@ -92,9 +102,6 @@ def test_api_conforms_to_its_own_schema(make_gateway: Any, asker: None) -> None:
 def test_the_observer_api_conforms_to_its_own_schema(tmp_path: Any) -> None:
     # The observer's own OpenAPI (the gateway mounts it under /observer): every operation but
     # the endless SSE stream, with a write key.
-    from agentlake.observe import Observer, OpStore, create_app
-    from agentlake.settings import load_settings
-
     with Observer(OpStore(tmp_path / "o.duckdb")) as observer:
         app = create_app(observer, load_settings(api_keys="w-key:write"))
         headers = {"X-API-Key": "w-key"}
@@ -102,20 +109,10 @@ def test_the_observer_api_conforms_to_its_own_schema(tmp_path: Any) -> None:
         operations = [result.ok() for result in schema.get_all_operations()]
         operations = [op for op in operations if op.path != "/ops/stream"]
         assert len(operations) >= 6
-        for operation in operations:
-
-            @given(case=operation.as_strategy())
-            @settings(
-                max_examples=EXAMPLES,
-                deadline=None,
-                database=None,
-                derandomize=True,
-                suppress_health_check=list(HealthCheck),
-            )
-            def conforms(case: Any) -> None:
-                case.call_and_validate(headers=headers, checks=[not_a_server_error, *SCHEMA_CHECKS])
-
-            conforms()
+        _each_conforms(
+            operations,
+            lambda case: case.call_and_validate(headers=headers, checks=[not_a_server_error, *SCHEMA_CHECKS]),
+        )
 
 
 def test_each_operation_names_its_scope(make_gateway: Any) -> None:

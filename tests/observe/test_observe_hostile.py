@@ -191,3 +191,15 @@ def _exchange(sock: socket.socket, path: str) -> str:
             break
         body += chunk
     return (head + b"\r\n\r\n" + body).decode("latin-1")
+
+
+def test_a_batch_is_scrubbed_like_single_events_and_before_any_cap(
+    client: TestClient, observer: Observer
+) -> None:
+    secret = "ghp_" + "a1B2" * 9
+    batch = [{"id": f"c-{i}", "endpoint": "x"} for i in range(50)]
+    batch.append({"id": "s-1", "endpoint": "x", "input_summary": "x" * 1995 + " " + secret})
+    assert client.post("/events", json=batch).status_code == 200
+    summaries = [op.input_summary for op in observer.query(endpoint="x", limit=100)]
+    assert len(summaries) == 51
+    assert not any("ghp_a1B2" in summary for summary in summaries)

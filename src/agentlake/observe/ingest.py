@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from agentlake.errors import UserError
-from agentlake.observe.model import ObservedOp
+from agentlake.observe.model import BATCH_HYGIENE, ObservedOp, clean_ops
 
 
 class InvalidEventsError(UserError):
@@ -34,6 +34,8 @@ class EventBatch(BaseModel):
 _ONE = TypeAdapter(ObservedOp)
 _MANY = TypeAdapter(list[ObservedOp])
 _BATCH = TypeAdapter(EventBatch)
+# Ops of a body are scrubbed together after validation, behind one gate (model.clean_ops).
+_CONTEXT = {BATCH_HYGIENE: True}
 
 
 def _problems(exc: ValidationError, *, batch: bool) -> InvalidEventsError:
@@ -62,7 +64,7 @@ def _problems(exc: ValidationError, *, batch: bool) -> InvalidEventsError:
 def parse_event(body: bytes) -> ObservedOp:
     """One op from a JSON object. Raises ``InvalidEventsError`` (400) naming each bad field."""
     try:
-        return _ONE.validate_json(body)
+        return clean_ops([_ONE.validate_json(body, context=_CONTEXT)])[0]
     except ValidationError as exc:
         raise _problems(exc, batch=False) from None
 
@@ -73,11 +75,11 @@ def parse_events(body: bytes) -> list[ObservedOp]:
     head = body.lstrip()[:1]
     try:
         if head == b"[":
-            ops = _MANY.validate_json(body)
+            ops = _MANY.validate_json(body, context=_CONTEXT)
         elif head == b"{":
-            ops = _BATCH.validate_json(body).events
+            ops = _BATCH.validate_json(body, context=_CONTEXT).events
         else:
-            ops = _MANY.validate_json(body)  # produces the JSON error for garbage
+            ops = _MANY.validate_json(body, context=_CONTEXT)  # produces the JSON error for garbage
     except ValidationError as exc:
         if head == b"{" and any(
             err["type"] == "missing" and tuple(err["loc"]) == ("events",) for err in exc.errors()
@@ -89,4 +91,4 @@ def parse_events(body: bytes) -> list[ObservedOp]:
         raise _problems(exc, batch=True) from None
     if not ops:
         raise InvalidEventsError("the batch is empty: send at least one event", [])
-    return ops
+    return clean_ops(ops)

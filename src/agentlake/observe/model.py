@@ -19,7 +19,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from agentlake.observe.scrub import any_secret, may_hold_secret, scrub, scrub_value
 
@@ -35,6 +35,8 @@ MAX_ATTRIBUTES_CHARS = 8000
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 _HEX = "0123456789abcdefABCDEF-"
+# Validation context key: the caller runs clean_ops() on what it validated (see ObservedOp._hygiene).
+BATCH_HYGIENE = "agentlake_batch_hygiene"
 
 
 def cap(text: str, limit: int) -> str:
@@ -123,10 +125,16 @@ class ObservedOp(BaseModel):
             ) from None
 
     @model_validator(mode="after")
-    def _hygiene(self) -> ObservedOp:
-        # One gate over all the op's texts: the usual op has no secret, and checking its fields
-        # one by one would pay the scrubber's fixed price per field. Ids are nearly always hex
-        # (ours, OTLP's), which no rule of the table matches: they join only when they are not.
+    def _hygiene(self, info: ValidationInfo) -> ObservedOp:
+        # A parser of many ops at once (ingest) asks to scrub them together afterwards, with
+        # one gate over the whole batch: it then calls hygiene(); see clean_ops.
+        if not (info.context and info.context.get(BATCH_HYGIENE)):
+            self.hygiene()
+        return self
+
+    def texts(self) -> list[str | None]:
+        """Every text of the op the scrubber must see (ids only when they are not hex: ours and
+        OTLP's are, and no rule of the table matches hex)."""
         prov, usage = self.provenance, self.usage
         texts = [
             self.endpoint,
@@ -147,7 +155,14 @@ class ObservedOp(BaseModel):
         for op_id in (self.id, self.trace_id, self.span_id, self.parent_span_id):
             if op_id and op_id.strip(_HEX):
                 texts.append(op_id)
-        if any_secret(texts):
+        return texts
+
+    def hygiene(self, *, may_hold_secret: bool = True) -> None:
+        """Scrub, then cap: in that order, so a cap never cuts a secret short of what its rule
+        recognises. ``may_hold_secret=False``: the caller's gate already found the op clean."""
+        # One gate over all the op's texts: the usual op has no secret, and checking its fields
+        # one by one would pay the scrubber's fixed price per field.
+        if may_hold_secret and any_secret(self.texts()):
             self._scrub_texts()
         # Assigning through pydantic costs more than the check: assign only what changes.
         if len(self.input_summary) > MAX_SUMMARY_CHARS:
@@ -158,7 +173,6 @@ class ObservedOp(BaseModel):
             self.error = cap(self.error, MAX_ERROR_CHARS)
         if self.attributes:
             self.attributes = _clean_attributes(self.attributes)
-        return self
 
     def _scrub_texts(self) -> None:
         for name in ("endpoint", "input_summary", "output_summary", "error"):
@@ -210,3 +224,13 @@ def _clean_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
     if len(text) > MAX_ATTRIBUTES_CHARS:
         return {"truncated": cap(text, MAX_ATTRIBUTES_CHARS)}
     return attributes
+
+
+def clean_ops(ops: list[ObservedOp]) -> list[ObservedOp]:
+    """Scrub and cap ops validated with ``context={BATCH_HYGIENE: True}``: one gate over every
+    text of the batch (a thousand clean ops cost one scan, not a thousand), then each op's own
+    gate only when the batch's found something."""
+    suspect = any_secret(text for op in ops for text in op.texts())
+    for op in ops:
+        op.hygiene(may_hold_secret=suspect)
+    return ops
