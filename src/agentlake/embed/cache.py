@@ -89,14 +89,14 @@ def cached_vectors(lake: Lake, model: str, hashes: Sequence[str]) -> dict[str, n
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    # Lazy (start-up time): the vector index loads on first use.
-    from agentlake.lake.index import has_table
+    # Lazy (start-up time): the lake (DuckDB) loads on first use.
+    from agentlake.lake.catalog import table_exists
 
     if not hashes:
         return {}
     wanted = pa.table({"text_hash": pa.array(list(hashes), pa.string())})
     with lake.cursor() as cur:
-        if not has_table(cur, CACHE_TABLE):
+        if not table_exists(cur, CACHE_TABLE):
             return {}
         cur.register("_wanted_hashes", wanted)
         found = cur.sql(

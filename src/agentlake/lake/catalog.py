@@ -104,10 +104,13 @@ class DatasetInfo(BaseModel):
 
 
 def table_exists(conn: duckdb.DuckDBPyConnection, name: str) -> bool:
-    row = conn.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?", [name]
-    ).fetchone()
-    return bool(row and row[0])
+    """Whether the main schema has table ``name``. The result is fetched to the end, so the
+    cursor stays usable for the caller's next statement."""
+    return bool(
+        conn.execute(
+            "SELECT 1 FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?", [name]
+        ).fetchall()
+    )
 
 
 def table_columns(conn: duckdb.DuckDBPyConnection, name: str) -> list[tuple[str, str]]:

@@ -40,7 +40,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from agentlake.errors import NotFoundError, RunError, UserError
-from agentlake.lake.catalog import check_dataset_name, quote_ident, utc_now
+from agentlake.lake.catalog import check_dataset_name, quote_ident, table_exists, utc_now
 
 if TYPE_CHECKING:
     import duckdb
@@ -64,15 +64,6 @@ ANN_DTYPE = "i8"
 # and the fingerprint's (bumped only if what it hashes changes: it is stored in the lake).
 _FILES_VERSION = 2
 _FINGERPRINT_VERSION = 1
-
-
-def has_table(cur: duckdb.DuckDBPyConnection, name: str) -> bool:
-    """Whether the main schema has table ``name`` (results fully fetched, so the cursor stays usable)."""
-    return bool(
-        cur.execute(
-            "SELECT 1 FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?", [name]
-        ).fetchall()
-    )
 
 
 def first_row(
@@ -145,7 +136,7 @@ def _info_from_row(row: tuple[Any, ...]) -> IndexInfo:
 def list_indexes(lake: Lake) -> list[IndexInfo]:
     """Every vector index in the lake, by dataset name."""
     with lake.cursor() as cur:
-        if not has_table(cur, INDEX_TABLE):
+        if not table_exists(cur, INDEX_TABLE):
             return []
         rows = cur.execute(f"SELECT {_INFO_COLUMNS} FROM {INDEX_TABLE} ORDER BY dataset").fetchall()
     return [_info_from_row(row) for row in rows]
@@ -157,7 +148,7 @@ def index_info(lake: Lake, dataset: str) -> IndexInfo:
     check_dataset_name(dataset)
     with lake.cursor() as cur:
         row = None
-        if has_table(cur, INDEX_TABLE):
+        if table_exists(cur, INDEX_TABLE):
             row = first_row(cur, f"SELECT {_INFO_COLUMNS} FROM {INDEX_TABLE} WHERE dataset = ?", [dataset])
     if row is None:
         lake.dataset(dataset)  # NotFoundError listing the known datasets
@@ -174,7 +165,7 @@ def index_status(lake: Lake, dataset: str | None = None) -> list[IndexState]:
     states = []
     for info in infos:
         with lake.cursor() as cur:
-            if not has_table(cur, info.dataset):
+            if not table_exists(cur, info.dataset):
                 states.append(
                     IndexState(
                         index=info, fresh=False, reason="the dataset no longer exists", dataset_rows=None
@@ -203,7 +194,7 @@ def index_status(lake: Lake, dataset: str | None = None) -> list[IndexState]:
 
 
 def _catalog_updated_at(cur: duckdb.DuckDBPyConnection, dataset: str) -> datetime | None:
-    if not has_table(cur, "_catalog"):
+    if not table_exists(cur, "_catalog"):
         return None
     row = first_row(cur, "SELECT updated_at FROM _catalog WHERE name = ?", [dataset])
     return row[0] if row else None
@@ -365,7 +356,7 @@ def ensure_index(
     embedder = embedder or get_embedder(None, lake.settings)
     current = None
     with lake.cursor() as cur:
-        if has_table(cur, INDEX_TABLE):
+        if table_exists(cur, INDEX_TABLE):
             row = first_row(cur, f"SELECT {_INFO_COLUMNS} FROM {INDEX_TABLE} WHERE dataset = ?", [dataset])
             current = _info_from_row(row) if row else None
         updated = _catalog_updated_at(cur, dataset)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 import duckdb
 import numpy as np
@@ -48,6 +48,7 @@ from agentlake.observe.scrub import scrub
 from agentlake.settings import load_settings
 
 if TYPE_CHECKING:
+    from agentlake.embed import Embedder
     from agentlake.settings import Settings
 
 EXPORT_FORMAT = "agentlake-lessons"
@@ -121,12 +122,6 @@ MIGRATIONS = [
         """,
     ),
 ]
-
-
-class Embedder(Protocol):
-    """What dedup and semantic retrieval need: unit-length float32 rows, one per text."""
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 def _utc_now() -> datetime:

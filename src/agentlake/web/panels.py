@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agentlake.errors import NotFoundError, RunError
-
-LEADERBOARD_FILE = "leaderboard.json"
+from agentlake.scenarios.results import LEADERBOARD_FILE
 
 
 def latest_run_dir(runs_dir: Path) -> Path:
