@@ -134,7 +134,9 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
     install_error_handlers(app)
 
     def allow(request: Request, needed: Scope) -> None:
-        authorize(request.headers, ring, needed, f"{request.method} {request.url.path}")
+        # No keys, nothing to check: the ingest hot path reads no header and builds no URL.
+        if ring:
+            authorize(request.headers, ring, needed, f"{request.method} {request.scope['path']}")
 
     @app.post("/event", summary="Record one op; answered once it is durable.")
     @app.ingest_route("/event")
