@@ -171,6 +171,12 @@ class Settings(BaseSettings):
         None,
         description="API key (write scope) that ObserverClient sends when the observer service requires keys.",
     )
+    otlp_grpc_port: int = Field(
+        4317,
+        ge=0,
+        lt=65536,
+        description="Port of the OTLP/gRPC receiver that `agentlake serve` and `agentlake observer serve` start beside their HTTP routes, on the same host; 0: none. A port in use is logged and skipped.",
+    )
 
     # --- security and gateway -----------------------------------------------------------
     api_keys: SecretStr | None = Field(

@@ -28,11 +28,19 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+GRPC_PORT = _free_port()
+
+
 def _env(data_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTLAKE_")}
     return (
         env
-        | {"AGENTLAKE_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1", "OLLAMA_HOST": "http://127.0.0.1:9"}
+        | {
+            "AGENTLAKE_DATA_DIR": str(data_dir),
+            "HF_HUB_OFFLINE": "1",
+            "OLLAMA_HOST": "http://127.0.0.1:9",
+            "AGENTLAKE_OTLP_GRPC_PORT": "0",
+        }
         | extra
     )
 
@@ -44,7 +52,7 @@ def server(data_dir: Path, tmp_path: Path) -> Iterator[str]:
     log = (tmp_path / "serve.log").open("w")
     process = subprocess.Popen(
         [AGENTLAKE, "serve", "--port", str(port), "--log-level", "warning"],
-        env=_env(data_dir, AGENTLAKE_API_KEYS=KEYS),
+        env=_env(data_dir, AGENTLAKE_API_KEYS=KEYS, AGENTLAKE_OTLP_GRPC_PORT=str(GRPC_PORT)),
         stdout=log,
         stderr=subprocess.STDOUT,
     )
@@ -98,6 +106,32 @@ def test_served_gateway_authenticates_and_answers(server: str) -> None:
         "/tools",
         "/tools/{name}/call",
     } <= set(spec["paths"])
+
+
+def test_served_gateway_receives_otlp_grpc(server: str) -> None:
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(
+        SimpleSpanProcessor(
+            OTLPSpanExporter(
+                endpoint=f"127.0.0.1:{GRPC_PORT}",
+                insecure=True,
+                headers={"x-api-key": "srv-write-key-1"},
+                timeout=10,
+            )
+        )
+    )
+    with provider.get_tracer("grpc-client").start_as_current_span("execute_tool lookup") as span:
+        span.set_attribute("gen_ai.operation.name", "execute_tool")
+        span.set_attribute("gen_ai.tool.name", "lookup")
+    provider.shutdown()
+    ops = httpx.get(
+        f"{server}/observer/ops", params={"source": "otlp"}, headers={"X-API-Key": "srv-read-key-1"}
+    ).json()["ops"]
+    assert [op["endpoint"] for op in ops] == ["tool.lookup"]
 
 
 def test_serve_on_a_taken_port_says_so(data_dir: Path) -> None:

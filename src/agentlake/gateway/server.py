@@ -58,6 +58,11 @@ def run(
         timeout_keep_alive=30,
     )
     server = uvicorn.Server(config)
+    # Lazy (start-up time): grpcio loads only in a server process.
+    from agentlake.observe.otlp_grpc import start_receiver
+
+    # OTLP/gRPC beside the observer's OTLP/HTTP routes (mounted under /observer).
+    receiver = start_receiver(app.state.services.observer, settings, settings.gateway_host)
     tune_collector()
     try:
         server.run()
@@ -69,3 +74,6 @@ def run(
                 "(is the port already in use? choose another --port)"
             ) from None
         raise
+    finally:
+        if receiver is not None:
+            receiver.stop()

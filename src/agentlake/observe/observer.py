@@ -110,6 +110,7 @@ class Observer:
         self._successes = 0
         self._by_source: Counter[str] = Counter()
         self._by_endpoint: Counter[str] = Counter()
+        self._acknowledged: Counter[str] = Counter()
         if sink.local:
             # A restart rebuilds the ring and the counters from the store.
             self._ring.extend(sink.recent(ring_size))
@@ -127,12 +128,19 @@ class Observer:
         self.record_many([op], timeout=timeout)
         return op
 
-    def record_many(self, ops: Sequence[ObservedOp], *, timeout: float | None = None) -> list[AppendResult]:
-        """Make ``ops`` durable; one :class:`AppendResult` per op, in order."""
+    def record_many(
+        self,
+        ops: Sequence[ObservedOp],
+        *,
+        timeout: float | None = None,
+        wait_for_space: float = IN_PROCESS_WAIT_FOR_SPACE_S,
+    ) -> list[AppendResult]:
+        """Make ``ops`` durable; one :class:`AppendResult` per op, in order. A full write queue
+        is waited on for up to ``wait_for_space`` seconds, then ``QueueFullError``."""
         ops = list(ops)
         if not ops:
             return []
-        results = self.sink.append(ops, timeout=timeout, wait_for_space=IN_PROCESS_WAIT_FOR_SPACE_S)
+        results = self.sink.append(ops, timeout=timeout, wait_for_space=wait_for_space)
         self._stored(ops, results)
         return results
 
@@ -164,6 +172,12 @@ class Observer:
         for subscriber in subscribers:
             for op in fresh:
                 subscriber._offer(op)
+
+    def acknowledge(self, signal: str, count: int) -> None:
+        """Count ``count`` records of a signal that is answered but not stored (OTLP logs and
+        metrics); shown in :meth:`stats` as ``acknowledged``."""
+        with self._lock:
+            self._acknowledged[signal] += count
 
     # --- reading ------------------------------------------------------------------------
 
@@ -198,6 +212,7 @@ class Observer:
                 by_endpoint=dict(self._by_endpoint.most_common()),
                 latency_window=len(durations),
                 recent_scenario=scenario,
+                acknowledged=dict(self._acknowledged),
             )
         if durations:
             stats.latency_p50_ms = percentile(durations, 0.50)

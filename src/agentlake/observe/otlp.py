@@ -1,12 +1,17 @@
-"""OTLP/HTTP trace export -> ops: decoding (protobuf or JSON, optionally gzip) and mapping.
+"""OTLP export requests -> ops: decoding (protobuf or JSON, optionally gzip) and mapping.
 
-Owns how a span becomes an ``ObservedOp``. GenAI spans (OpenTelemetry semantic conventions:
-``gen_ai.operation.name``, ``gen_ai.request.model``, ``gen_ai.usage.*``, ``gen_ai.tool.name``,
-``gen_ai.agent.name``) become ``llm.<operation>``, ``tool.<tool name>`` or
+Owns how a span becomes an ``ObservedOp``. Model calls, tool calls and agents are recognised
+in three conventions, read beside each other (GenAI first): the OpenTelemetry GenAI semantic
+conventions (``gen_ai.operation.name``, ``gen_ai.request.model``, ``gen_ai.usage.*``,
+``gen_ai.tool.name``, ``gen_ai.agent.name``), OpenInference (``openinference.span.kind``,
+``llm.model_name``, ``llm.token_count.*``, ``input.value``, ``tool.name``) and Langfuse
+(``langfuse.observation.*``); they become ``llm.<operation>``, ``tool.<tool name>`` or
 ``agent.<operation>`` ops with usage filled; any other span keeps its name as the endpoint.
 Every op gets ``source="otlp"`` and the id ``otlp-<trace id>-<span id>``, so a re-sent export
-is stored once. Span attributes ``agentlake.<provenance field>`` (``agentlake.run_id`` ...)
-fill the provenance. It does not own the HTTP route (``service``) nor storage.
+is stored once. Attributes ``agentlake.<provenance field>`` (``agentlake.run_id`` ...) of the
+span, else of its resource, fill the provenance. Logs and metrics are decoded and counted
+(``count_export``), not stored. It does not own the routes (``service``, ``otlp_grpc``) nor
+storage.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -55,19 +60,24 @@ def decode_body(
     """Spans of one OTLP/HTTP export request. ``content_type`` picks protobuf or JSON; gzip and
     deflate bodies are inflated up to ``max_bytes``. Raises ``UserError`` (400) with what is
     wrong, or ``UserError`` (413/415) for an oversized inflated body or an unknown type."""
-    encoding = (content_encoding or "").strip().lower()
-    if encoding in ("gzip", "deflate"):
-        body = _inflate(body, encoding, max_bytes)
-    elif encoding not in ("", "identity"):
-        raise UserError(
-            f"unsupported Content-Encoding {encoding!r}: send gzip, deflate or none", http_status=415
-        )
+    body = _decoded_body(body, content_encoding, max_bytes)
     media = (content_type or JSON).split(";")[0].strip().lower()
     if media == PROTOBUF:
         return list(_from_protobuf(body))
     if media == JSON:
         return list(_from_json(body))
     raise UserError(f"unsupported Content-Type {media!r}: send {PROTOBUF} or {JSON}", http_status=415)
+
+
+def _decoded_body(body: bytes, content_encoding: str | None, max_bytes: int) -> bytes:
+    encoding = (content_encoding or "").strip().lower()
+    if encoding in ("gzip", "deflate"):
+        return _inflate(body, encoding, max_bytes)
+    if encoding not in ("", "identity"):
+        raise UserError(
+            f"unsupported Content-Encoding {encoding!r}: send gzip, deflate or none", http_status=415
+        )
+    return body
 
 
 def _inflate(body: bytes, encoding: str, max_bytes: int) -> bytes:
@@ -109,6 +119,11 @@ def _from_protobuf(body: bytes) -> Iterator[Span]:
         request = ExportTraceServiceRequest.FromString(body)
     except DecodeError as exc:
         raise UserError(f"malformed OTLP protobuf body: {exc}") from None
+    return spans_of_request(request)
+
+
+def spans_of_request(request: Any) -> Iterator[Span]:
+    """The spans of a decoded ``ExportTraceServiceRequest`` (the HTTP and gRPC receivers')."""
     for resource_spans in request.resource_spans:
         resource = {kv.key: _any_value(kv.value) for kv in resource_spans.resource.attributes}
         for scope_spans in resource_spans.scope_spans:
@@ -135,6 +150,21 @@ def _from_protobuf(body: bytes) -> Iterator[Span]:
 
 
 # --- JSON (OTLP/JSON: hex ids, lowerCamelCase, 64-bit integers may be strings) -------------
+
+
+# OTLP/JSON may spell enums by name (the protobuf JSON mapping) as well as by number.
+_KIND_NAMES = {f"SPAN_KIND_{name.upper()}": number for number, name in _SPAN_KINDS.items()}
+_STATUS_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
+
+
+def _enum(value: Any, names: dict[str, int]) -> int:
+    """An OTLP/JSON enum given by number, numeric text or name; unknown names are 0 (unset)."""
+    if value is None or value == "":
+        return 0
+    if isinstance(value, str):
+        text = value.strip()
+        return int(text) if text.lstrip("-").isdigit() else names.get(text.upper(), 0)
+    return int(value)
 
 
 def _json_value(value: Any) -> Any:
@@ -187,11 +217,6 @@ def _from_json(body: bytes) -> Iterator[Span]:
                 scope = (scope_spans.get("scope") or {}).get("name") or None
                 for span in _json_list(scope_spans, "spans"):
                     status = span.get("status") or {}
-                    code = status.get("code", 0)
-                    if isinstance(code, str):  # enum names are valid OTLP/JSON too
-                        code = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}.get(
-                            code, 0
-                        )
                     trace_id, span_id = span.get("traceId"), span.get("spanId")
                     if not trace_id or not span_id:
                         raise UserError(f"span {span.get('name')!r} has no traceId or spanId")
@@ -200,11 +225,11 @@ def _from_json(body: bytes) -> Iterator[Span]:
                         span_id=str(span_id).lower(),
                         parent_span_id=str(span.get("parentSpanId") or "").lower() or None,
                         name=str(span.get("name") or ""),
-                        kind=int(span.get("kind") or 0) if not isinstance(span.get("kind"), str) else 0,
+                        kind=_enum(span.get("kind"), _KIND_NAMES),
                         start_ns=int(span.get("startTimeUnixNano") or 0),
                         end_ns=int(span.get("endTimeUnixNano") or 0),
                         attributes=_json_attributes(span.get("attributes", [])),
-                        status_code=int(code),
+                        status_code=_enum(status.get("code"), _STATUS_NAMES),
                         status_message=str(status.get("message") or ""),
                         events=[
                             (str(e.get("name", "")), _json_attributes(e.get("attributes", [])))
@@ -218,12 +243,63 @@ def _from_json(body: bytes) -> Iterator[Span]:
 
 
 # --- mapping ----------------------------------------------------------------------------
+#
+# Three conventions name the same facts; each fact is read from the first name present, in
+# this order: OpenTelemetry GenAI, then OpenInference (Phoenix, Arize), then Langfuse.
+
+# What kind of operation a span is: GenAI's gen_ai.operation.name, or the operation implied by
+# OpenInference's span kind or Langfuse's observation type.
+_OPENINFERENCE_KINDS = {
+    "LLM": "chat",
+    "EMBEDDING": "embeddings",
+    "TOOL": "execute_tool",
+    "AGENT": "invoke_agent",
+}
+_LANGFUSE_TYPES = {
+    "generation": "chat",
+    "embedding": "embeddings",
+    "tool": "execute_tool",
+    "agent": "invoke_agent",
+}
+_TOOL_NAME = ("gen_ai.tool.name", "tool.name")
+_AGENT_NAME = ("gen_ai.agent.name", "gen_ai.agent.id", "agent.name")
+_MODEL = (
+    "gen_ai.request.model",
+    "gen_ai.response.model",
+    "llm.model_name",
+    "embedding.model_name",
+    "langfuse.observation.model.name",
+)
+_PROVIDER = ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system")
+_INPUT_TOKENS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt")
+_OUTPUT_TOKENS = (
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.completion_tokens",
+    "llm.token_count.completion",
+)
+_REASONING_TOKENS = (
+    "gen_ai.usage.reasoning.output_tokens",
+    "gen_ai.usage.reasoning_tokens",
+    "llm.token_count.completion_details.reasoning",
+)
+# Langfuse's usage_details is a JSON object; these are the keys its SDKs write.
+_LANGFUSE_USAGE = {
+    "input": ("input", "prompt_tokens", "input_tokens"),
+    "output": ("output", "completion_tokens", "output_tokens"),
+    "reasoning": ("reasoning", "output_reasoning", "reasoning_tokens"),
+}
+_TOOL_INPUT = ("gen_ai.tool.call.arguments", "tool.parameters", "input.value", "langfuse.observation.input")
+_TOOL_OUTPUT = ("gen_ai.tool.call.result", "output.value", "langfuse.observation.output")
+_INPUT = ("gen_ai.input.messages", "gen_ai.prompt", "input.value", "langfuse.observation.input")
+_OUTPUT = ("gen_ai.output.messages", "gen_ai.completion", "output.value", "langfuse.observation.output")
+# Resource attributes kept on every op of the resource (the rest describe the host).
+_RESOURCE_KEPT = ("service.name", "service.version", "service.namespace", "deployment.environment.name")
 
 
 def _first(attributes: dict[str, Any], *names: str) -> Any:
     for name in names:
         value = attributes.get(name)
-        if value is not None:
+        if value is not None and value != "":
             return value
     return None
 
@@ -241,57 +317,105 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
 
 
-def span_to_op(span: Span) -> ObservedOp:
-    """The op for one span (see the module docstring for the mapping). Raises ``UserError``
-    naming the span when its fields cannot make a valid op."""
-    attrs = span.attributes
+def _operation(attrs: dict[str, Any]) -> str | None:
     operation = _first(attrs, "gen_ai.operation.name")
-    tool = _first(attrs, "gen_ai.tool.name")
-    agent = _first(attrs, "gen_ai.agent.name", "gen_ai.agent.id")
+    if operation is not None:
+        return str(operation)
+    kind = _first(attrs, "openinference.span.kind")
+    if kind is not None and str(kind).upper() in _OPENINFERENCE_KINDS:
+        return _OPENINFERENCE_KINDS[str(kind).upper()]
+    observation = _first(attrs, "langfuse.observation.type")
+    if observation is not None:
+        return _LANGFUSE_TYPES.get(str(observation).lower())
+    return None
+
+
+def _langfuse_usage(attrs: dict[str, Any]) -> dict[str, int | None]:
+    details = attrs.get("langfuse.observation.usage_details")
+    if isinstance(details, str):
+        try:
+            details = json.loads(details)
+        except ValueError:
+            details = None
+    if not isinstance(details, dict):
+        return {}
+    return {what: _int(_first(details, *keys)) for what, keys in _LANGFUSE_USAGE.items()}
+
+
+def _usage(attrs: dict[str, Any]) -> LLMUsage:
+    langfuse = _langfuse_usage(attrs)
+    finish = _first(attrs, "gen_ai.response.finish_reasons")
+
+    def tokens(names: tuple[str, ...], langfuse_key: str) -> int | None:
+        value = _int(_first(attrs, *names))
+        return value if value is not None else langfuse.get(langfuse_key)
+
+    return LLMUsage(
+        provider=_first(attrs, *_PROVIDER),
+        model=_first(attrs, *_MODEL),
+        input_tokens=tokens(_INPUT_TOKENS, "input"),
+        output_tokens=tokens(_OUTPUT_TOKENS, "output"),
+        thinking_tokens=tokens(_REASONING_TOKENS, "reasoning"),
+        finish_reason=",".join(map(str, finish)) if isinstance(finish, list) else finish,
+    )
+
+
+def _failure(span: Span) -> str | None:
+    """The op's error: the span's ERROR status, or a Langfuse observation at level ERROR."""
+    attrs = span.attributes
+    langfuse_error = str(attrs.get("langfuse.observation.level", "")).upper() == "ERROR"
+    if span.status_code != _STATUS_ERROR and not langfuse_error:
+        return None
+    return (
+        span.status_message
+        or _text(attrs.get("langfuse.observation.status_message"))
+        or _exception_text(span.events)
+        or _text(attrs.get("error.type"))
+        or ("span status ERROR" if span.status_code == _STATUS_ERROR else "observation level ERROR")
+    )
+
+
+def span_to_op(span: Span) -> ObservedOp:
+    """The op for one span (see the module docstring and ``docs/observer.md`` for the mapping).
+    Raises ``UserError`` naming the span when its fields cannot make a valid op."""
+    attrs = span.attributes
+    operation = _operation(attrs)
+    tool = _first(attrs, *_TOOL_NAME)
+    agent = _first(attrs, *_AGENT_NAME)
     usage = None
     if operation == "execute_tool" or (operation is None and tool):
-        endpoint = f"tool.{tool}" if tool else (span.name or "tool")
-        input_summary = _text(_first(attrs, "gen_ai.tool.call.arguments"))
-        output_summary = _text(_first(attrs, "gen_ai.tool.call.result"))
+        tool = tool or span.name or None
+        endpoint = f"tool.{tool}" if tool else "tool"
+        input_summary = _text(_first(attrs, *_TOOL_INPUT))
+        output_summary = _text(_first(attrs, *_TOOL_OUTPUT))
     elif operation is not None:
-        kind = "llm" if operation in _LLM_OPERATIONS else "agent" if "agent" in str(operation) else "gen_ai"
+        kind = "llm" if operation in _LLM_OPERATIONS else "agent" if "agent" in operation else "gen_ai"
         endpoint = f"{kind}.{operation}"
-        input_summary = _text(_first(attrs, "gen_ai.input.messages", "gen_ai.prompt"))
-        output_summary = _text(_first(attrs, "gen_ai.output.messages", "gen_ai.completion"))
-        finish = _first(attrs, "gen_ai.response.finish_reasons")
-        usage = LLMUsage(
-            provider=_first(attrs, "gen_ai.provider.name", "gen_ai.system"),
-            model=_first(attrs, "gen_ai.request.model", "gen_ai.response.model"),
-            input_tokens=_int(_first(attrs, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")),
-            output_tokens=_int(_first(attrs, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")),
-            thinking_tokens=_int(
-                _first(attrs, "gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens")
-            ),
-            finish_reason=",".join(map(str, finish)) if isinstance(finish, list) else finish,
-        )
+        if kind == "agent" and agent is None:
+            agent = span.name or None
+        input_summary = _text(_first(attrs, *_INPUT))
+        output_summary = _text(_first(attrs, *_OUTPUT))
+        usage = _usage(attrs)
     else:
         endpoint = span.name or "span"
-        input_summary = output_summary = ""
-    error = None
-    if span.status_code == _STATUS_ERROR:
-        error = (
-            span.status_message
-            or _exception_text(span.events)
-            or _text(attrs.get("error.type"))
-            or "span status ERROR"
-        )
+        input_summary = _text(_first(attrs, "input.value", "langfuse.observation.input"))
+        output_summary = _text(_first(attrs, "output.value", "langfuse.observation.output"))
+    error = _failure(span)
+    # The resource describes the sender (agentlake.run_id on the resource covers every span of
+    # the process); a span's own attribute wins.
     provenance = {
-        field: attrs[f"agentlake.{field}"]
+        field: value
         for field in Provenance.model_fields
-        if f"agentlake.{field}" in attrs
+        if (value := attrs.get(f"agentlake.{field}", span.resource.get(f"agentlake.{field}"))) is not None
     }
     extra = {key: value for key, value in attrs.items() if not key.startswith("agentlake.")}
     extra["otel.span.name"] = span.name
     extra["otel.span.kind"] = _SPAN_KINDS.get(span.kind, str(span.kind))
     if span.scope:
         extra["otel.scope.name"] = span.scope
-    if "service.name" in span.resource:
-        extra["service.name"] = span.resource["service.name"]
+    for key in _RESOURCE_KEPT:
+        if key in span.resource:
+            extra[key] = span.resource[key]
     start = span.start_ns or span.end_ns
     try:
         return ObservedOp(
@@ -305,7 +429,7 @@ def span_to_op(span: Span) -> ObservedOp:
             agent_id=cap(str(agent), 128) if agent is not None else None,
             input_summary=input_summary,
             output_summary=output_summary,
-            success=span.status_code != _STATUS_ERROR,
+            success=error is None,
             duration_ms=max(0.0, (span.end_ns - span.start_ns) / 1e6)
             if span.end_ns and span.start_ns
             else 0.0,
@@ -335,10 +459,70 @@ def ops_from_export(
     return [span_to_op(span) for span in decode_body(body, content_type, content_encoding, max_bytes)]
 
 
-def export_response(content_type: str | None) -> tuple[bytes, str]:
+# --- logs and metrics: acknowledged and counted, not stored ---------------------------------
+
+Signal = Literal["traces", "logs", "metrics"]
+
+
+def _messages(signal: Signal) -> tuple[type, type]:
+    """(request, response) protobuf classes of ``signal``'s export service."""
+    if signal == "logs":
+        from opentelemetry.proto.collector.logs.v1 import logs_service_pb2 as logs
+
+        return logs.ExportLogsServiceRequest, logs.ExportLogsServiceResponse
+    if signal == "metrics":
+        from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2 as metrics
+
+        return metrics.ExportMetricsServiceRequest, metrics.ExportMetricsServiceResponse
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as trace
+
+    return trace.ExportTraceServiceRequest, trace.ExportTraceServiceResponse
+
+
+def count_records(request: Any, signal: Signal) -> int:
+    """Log records of a decoded logs export, or data points of a metrics export."""
+    if signal == "logs":
+        return sum(
+            len(scope.log_records) for resource in request.resource_logs for scope in resource.scope_logs
+        )
+    points = 0
+    for resource in request.resource_metrics:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                data = metric.WhichOneof("data")
+                points += len(getattr(metric, data).data_points) if data else 0
+    return points
+
+
+def count_export(
+    body: bytes, content_type: str | None, content_encoding: str | None, max_bytes: int, signal: Signal
+) -> int:
+    """How many log records (``signal="logs"``) or metric data points (``"metrics"``) an OTLP/HTTP
+    export holds. They are acknowledged and counted, not stored: agentlake learns from spans.
+    Raises ``UserError`` (400/413/415) as :func:`decode_body` does."""
+    from google.protobuf import json_format
+    from google.protobuf.message import DecodeError
+
+    body = _decoded_body(body, content_encoding, max_bytes)
+    media = (content_type or JSON).split(";")[0].strip().lower()
+    request_class, _ = _messages(signal)
+    try:
+        if media == PROTOBUF:
+            request = request_class.FromString(body)
+        elif media == JSON:
+            # Ids are hex in OTLP/JSON (the protobuf JSON mapping reads them as base64): they are
+            # not kept, so the difference does not matter for counting.
+            request = json_format.Parse(body, request_class(), ignore_unknown_fields=True)
+        else:
+            raise UserError(f"unsupported Content-Type {media!r}: send {PROTOBUF} or {JSON}", http_status=415)
+    except (DecodeError, json_format.ParseError, UnicodeDecodeError) as exc:
+        raise UserError(f"malformed OTLP {signal} export: {str(exc)[:300]}") from None
+    return count_records(request, signal)
+
+
+def export_response(content_type: str | None, signal: Signal = "traces") -> tuple[bytes, str]:
     """The success body for an export, in the request's encoding: (body, media type)."""
     if (content_type or "").split(";")[0].strip().lower() == PROTOBUF:
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
-
-        return ExportTraceServiceResponse().SerializeToString(), PROTOBUF
+        _, response_class = _messages(signal)
+        return response_class().SerializeToString(), PROTOBUF
     return b"{}", JSON

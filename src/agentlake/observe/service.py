@@ -118,6 +118,7 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
     """The ingest service over ``observer`` (which the caller owns and closes).
 
     ``POST /event``, ``POST /events``, ``POST /v1/traces`` (OTLP/HTTP protobuf or JSON),
+    ``POST /v1/logs`` and ``/v1/metrics`` (decoded, acknowledged and counted, not stored),
     ``GET /health`` (open), ``GET /stats``, ``GET /ops``, ``GET /ops/stream`` (SSE). With
     ``settings.api_key_scopes`` set, writes need a write/admin key and reads any valid key.
     """
@@ -174,6 +175,31 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
             await observer.record_many_async(ops)
         payload, media = otlp.export_response(content_type)
         return Response(payload, media_type=media)
+
+    async def acknowledge(request: Request, signal: otlp.Signal) -> Response:
+        allow(request, "write")
+        content_type = request.headers.get("content-type")
+        body = await read_body(request.scope, request.receive, max_bytes)
+        count = otlp.count_export(
+            body, content_type, request.headers.get("content-encoding"), max_bytes, signal
+        )
+        observer.acknowledge(signal, count)
+        payload, media = otlp.export_response(content_type, signal)
+        return Response(payload, media_type=media)
+
+    @app.post(
+        "/v1/logs",
+        summary="OTLP/HTTP logs export: decoded, acknowledged and counted (GET /stats), not stored.",
+    )
+    async def post_logs(request: Request) -> Response:
+        return await acknowledge(request, "logs")
+
+    @app.post(
+        "/v1/metrics",
+        summary="OTLP/HTTP metrics export: decoded, acknowledged and counted (GET /stats), not stored.",
+    )
+    async def post_metrics(request: Request) -> Response:
+        return await acknowledge(request, "metrics")
 
     @app.get("/health", summary="Status, ring depth and store lag (no key needed).")
     async def health() -> dict[str, Any]:
@@ -268,13 +294,16 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     process becomes the file's one writer) and installs itself as the process observer."""
     import uvicorn
 
-    # Lazy (start-up time): only a server process tunes the collector.
+    # Lazy (start-up time): grpcio loads and the collector is tuned only in a server process.
+    from agentlake.observe.otlp_grpc import start_receiver
     from agentlake.serving import tune_collector
 
     observer = open_observer(settings.model_copy(update={"observer_sink": "embedded"}))
     previous = set_observer(observer)
+    receiver = None
     try:
         app = create_app(observer, settings)
+        receiver = start_receiver(observer, settings, host or settings.observer_host)
         tune_collector()
         uvicorn.run(
             app,
@@ -285,6 +314,8 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
             timeout_graceful_shutdown=5,
         )
     finally:
+        if receiver is not None:
+            receiver.stop()
         set_observer(previous)
         observer.close()
 

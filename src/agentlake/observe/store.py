@@ -161,6 +161,11 @@ class Stats(BaseModel):
     latency_p95_ms: float | None = None
     latency_window: int = Field(0, description="How many ops the latency percentiles were computed over.")
     recent_scenario: list[ObservedOp] = Field(default_factory=list)
+    acknowledged: dict[str, int] = Field(
+        default_factory=dict,
+        description="OTLP log records ('logs') and metric data points ('metrics') acknowledged and "
+        "counted since the process started; they are not stored (ops come from spans).",
+    )
 
 
 class QueueFullError(UnavailableError):
