@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 
+import pytest
+from pydantic import ValidationError
+
 from agentlake.agents import FillOrder
 from agentlake.scenarios.judge import Matching, WorkerFacts, judge_fill
 from agentlake.scenarios.scenario import Acceptance
@@ -169,3 +172,30 @@ def test_only_the_requested_count_is_judged_and_exclusions_hold() -> None:
     assert empty.filled == 0
     assert not empty.success
     assert empty.rejections == []
+
+
+def test_a_client_can_hold_a_minimum_on_any_score_column() -> None:
+    strict = Acceptance(min_scores={"compliance": 0.8})
+    facts = {
+        1: WorkerFacts(1, "Welder", 41.5, -81.7, ("AWS D1.1",), 0.9, scores={"compliance": 0.85}),
+        2: WorkerFacts(2, "Welder", 41.5, -81.7, ("AWS D1.1",), 0.9, scores={"compliance": 0.62}),
+    }
+    judged = judge_fill(_order(2), [1, 2], acceptance=strict, site=SITE, facts=facts)
+    assert judged.accepted == [1]
+    (rejection,) = judged.rejections
+    assert (rejection.rule, rejection.value, rejection.reason) == (
+        "min_compliance",
+        0.8,
+        "compliance 0.62 below 0.80",
+    )
+
+
+def test_score_minimums_name_known_scores_once() -> None:
+    with pytest.raises(ValidationError, match="unknown score 'speed'"):
+        Acceptance(min_scores={"speed": 0.5})
+    with pytest.raises(ValidationError, match="min_reliability or min_scores.reliability"):
+        Acceptance(min_reliability=0.7, min_scores={"reliability": 0.8})
+    assert Acceptance(min_reliability=0.7, min_scores={"compliance": 0.6}).score_minimums() == {
+        "compliance": 0.6,
+        "reliability": 0.7,
+    }

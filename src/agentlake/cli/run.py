@@ -57,6 +57,13 @@ def run(
         "--semantic-lessons",
         help="Also rank lessons by embedding similarity (loads the local embedding model).",
     ),
+    feedback: list[str] = typer.Option(
+        [],
+        "--feedback",
+        help="What clients say when they refuse someone: explicit (the rule and value), vague (their own "
+        "words) or silent (accepted or not); comma-separate for one arm per mode. Default: each "
+        "scenario's own feedback key (explicit when unset).",
+    ),
     check: bool = typer.Option(
         False,
         "--check",
@@ -78,6 +85,7 @@ def run(
         ray_address=ray_address,
         workers=workers,
         semantic_lessons=semantic_lessons,
+        feedback=_split(feedback) or None,
     )
     if check:
         from agentlake.scenarios.feasibility import lake_pools

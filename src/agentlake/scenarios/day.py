@@ -35,12 +35,15 @@ from agentlake.observe.model import ObservedOp
 from agentlake.scenarios.judge import Judgement, Matching, judge_fill
 from agentlake.scenarios.oracle import OraclePolicy
 from agentlake.scenarios.profile import StafferProfile
-from agentlake.scenarios.results import EventResult, event_run_key
-from agentlake.scenarios.scenario import DEFAULT_SHIFT_HOURS, Client, Event, Scenario
+from agentlake.scenarios.results import EventResult, arm_name, event_run_key
+from agentlake.scenarios.scenario import DEFAULT_SHIFT_HOURS, Client, Event, FeedbackMode, Scenario
+from agentlake.scenarios.voice import client_says, summary
 from agentlake.settings import Settings
+from agentlake.workforce.evidence import judged_evidence
 from agentlake.workforce.facts import client_lake_ids, load_facts, load_no_shows, site_of
 from agentlake.workforce.order import FillOrder
 from agentlake.workforce.schedule import Booking, ScheduleBook
+from agentlake.workforce.verify import verify_fill
 
 if TYPE_CHECKING:
     from agentlake.agents import TaskOutcome
@@ -68,6 +71,12 @@ class DayTask(BaseModel):
     semantic_lessons: bool = Field(
         False, description="Rank lessons by embedding similarity too (loads the embedder)."
     )
+    feedback: FeedbackMode = Field("explicit", description="What the client says when it refuses someone.")
+
+    @property
+    def arm(self) -> str:
+        """The staffer under this feedback mode: its name on the leaderboard and its lesson store."""
+        return arm_name(self.profile.staffer, self.feedback)
 
 
 class DayResult(BaseModel):
@@ -84,9 +93,7 @@ class DayResult(BaseModel):
 
 def event_run_id(task: DayTask, event_id: str) -> str:
     """The run id one event's policy call, citations and outcome are keyed by."""
-    return event_run_key(
-        task.run_id, task.profile.staffer, task.batch, task.scenario.scenario, task.repetition, event_id
-    )
+    return event_run_key(task.run_id, task.arm, task.batch, task.scenario.scenario, task.repetition, event_id)
 
 
 # --- events -> orders -------------------------------------------------------------------
@@ -201,25 +208,67 @@ def record_judged(
     *,
     error: str | None,
     observer: Observer,
+    evidence: dict[str, Any] | None = None,
 ) -> str | None:
-    """Record the ``fill.judged`` op (exactly per the op convention the heuristic extractor
-    reads, and stating the run's outcome for the learning loop) in ``observer``; its id."""
+    """Record the ``fill.judged`` op in ``observer``; its id.
+
+    The op carries only what the client said in the task's feedback mode (``voice``): the
+    judge's rules and values in explicit mode, the client's words in vague mode, nothing but
+    who was refused in silent mode; plus ``evidence`` (``workforce.evidence``: the submitted
+    workers' facts, which the staffer can read for itself) and the run's outcome stated for
+    the learning loop. The judge's verdicts stay with the results, for evaluation.
+    """
     order = planned.order
     scenario = task.scenario
-    rejections = [r.model_dump(mode="json") for r in judgement.rejections[:MAX_REJECTIONS_IN_OP]]
-    summary = f"filled {judgement.filled}/{judgement.requested}"
-    if judgement.rejections:
-        rules = ", ".join(f"{rule} x{n}" for rule, n in sorted(judgement.rules_broken().items()))
-        summary += f"; client rejected: {rules}"
+    said = client_says(
+        judgement.rejections[:MAX_REJECTIONS_IN_OP],
+        task.feedback,
+        key=f"{scenario.client.id}|{scenario.scenario}|{planned.event.id}|b{task.batch}|r{task.repetition}",
+    )
+    refused = judgement.rejected_workers
+    text = summary(
+        judgement.requested, judgement.filled, judgement.rules_broken(), len(refused), task.feedback
+    )
     if error:
-        summary += f"; staffer failed: {error}"
+        text += f"; staffer failed: {error}"
+    attributes: dict[str, Any] = {
+        "client_id": scenario.client.id,
+        "task_kind": planned.event.kind,
+        "requested": judgement.requested,
+        "filled": judgement.filled,
+        "accepted": judgement.accepted,
+        "refused": refused,
+        "feedback": task.feedback,
+    }
+    if task.feedback != "silent":
+        attributes["rejections"] = said
+    attributes.update(
+        {
+            "lessons_given": outcome.lessons_given if outcome else [],
+            "lessons_cited": outcome.lessons_cited if outcome else [],
+            "scenario": scenario.scenario,
+            "event_id": planned.event.id,
+            "scenario_run_id": task.run_id,
+            "batch": task.batch,
+            "repetition": task.repetition,
+            "buffer": len(outcome.candidates) if outcome else 0,
+            # How the run ended, stated for the learning loop (learn.record_outcomes).
+            **outcome_attributes(
+                order.signature(),
+                judgement.success,
+                score=judgement.filled / judgement.requested if judgement.requested else 0.0,
+            ),
+        }
+    )
+    if evidence is not None and evidence.get("items"):
+        attributes["judged"] = evidence
     op = event(
         "fill.judged",
         source="scenario",
         observer=observer,
         agent_id=task.profile.staffer,
         input_summary=order.describe(),
-        output_summary=summary,
+        output_summary=text,
         success=judgement.success,
         error=error,
         duration_ms=outcome.latency_ms if outcome else 0.0,
@@ -235,28 +284,7 @@ def record_judged(
             rescue_attempted=outcome.rescue_attempted if outcome else None,
             rescue_succeeded=outcome.rescue_succeeded if outcome else None,
         ),
-        attributes={
-            "client_id": scenario.client.id,
-            "task_kind": planned.event.kind,
-            "requested": judgement.requested,
-            "filled": judgement.filled,
-            "accepted": judgement.accepted,
-            "rejections": rejections,
-            "lessons_given": outcome.lessons_given if outcome else [],
-            "lessons_cited": outcome.lessons_cited if outcome else [],
-            "scenario": scenario.scenario,
-            "event_id": planned.event.id,
-            "scenario_run_id": task.run_id,
-            "batch": task.batch,
-            "repetition": task.repetition,
-            "buffer": len(outcome.candidates) if outcome else 0,
-            # How the run ended, stated for the learning loop (learn.record_outcomes).
-            **outcome_attributes(
-                order.signature(),
-                judgement.success,
-                score=judgement.filled / judgement.requested if judgement.requested else 0.0,
-            ),
-        },
+        attributes=attributes,
     )
     return op.id if op is not None else None
 
@@ -355,17 +383,21 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
                 )
                 outcome, error = _attempt(policy, order, ctx)
                 proposed = outcome.proposed if outcome else []
+                site = site_of(lake, order.city, order.state)
+                facts = load_facts(lake, proposed)
+                no_shows = load_no_shows(lake, client_ids, proposed, scenario.date)
                 judgement = judge_fill(
                     order,
                     proposed,
                     acceptance=scenario.client.acceptance,
-                    site=site_of(lake, order.city, order.state),
-                    facts=load_facts(lake, proposed),
-                    no_shows=load_no_shows(lake, client_ids, proposed, scenario.date),
+                    site=site,
+                    facts=facts,
+                    no_shows=no_shows,
                     schedule=schedule,
                     matching=matching,
                     exclusion_reason=planned.exclusion_reason,
                 )
+                evidence = _evidence(lake, scenario, order, judgement, facts, site, no_shows, schedule)
                 for worker_id in judgement.accepted:
                     schedule.add(
                         Booking(
@@ -385,7 +417,9 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
                     ledger.buffers[event.ref] = [
                         w for w in ledger.buffers.get(event.ref, []) if w not in judgement.accepted
                     ]
-                op_id = record_judged(task, planned, judgement, outcome, error=error, observer=observer)
+                op_id = record_judged(
+                    task, planned, judgement, outcome, error=error, observer=observer, evidence=evidence
+                )
                 results.append(_event_result(task, planned, judgement, outcome, error, op_id))
                 last_ctx = ctx
             deltas = _overseer_end_of_day(task, schedule, last_ctx) if task.profile.overseer else []
@@ -395,6 +429,35 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
             lake.close()
     return DayResult(
         results=results, ops=ops, overseer_deltas=deltas, seconds=round(time.perf_counter() - started, 3)
+    )
+
+
+def _evidence(
+    lake: Lake,
+    scenario: Scenario,
+    order: FillOrder,
+    judgement: Judgement,
+    facts: dict[int, Any],
+    site: tuple[float, float],
+    no_shows: dict[int, Any],
+    schedule: ScheduleBook,
+) -> dict[str, Any] | None:
+    """The submitted workers' facts as evidence for learning (``workforce.evidence``), with the
+    refusals the staffer's own verification explains (checked before the day books anyone)."""
+    if not judgement.submitted:
+        return None
+    check = verify_fill(lake, order, judgement.submitted, schedule=schedule, requested=0)
+    # The availability floor is the staffer's own setting, not a term of the order.
+    explained = {r.worker_id for r in check.rejections if r.rule != "unavailable"}
+    return judged_evidence(
+        scope=scenario.client.id,
+        shape=f"{order.role} in {order.city}, {order.state}",
+        submitted=judgement.submitted,
+        accepted=set(judgement.accepted),
+        facts=facts,
+        site=site,
+        no_shows=no_shows,
+        explained=explained,
     )
 
 
@@ -441,6 +504,7 @@ def _event_result(
     return EventResult(
         run_id=task.run_id,
         staffer=task.profile.staffer,
+        feedback=task.feedback,
         batch=task.batch,
         scenario=task.scenario.scenario,
         client_id=task.scenario.client.id,

@@ -10,7 +10,8 @@ read by the domain (``agentlake.workforce.facts``). It does not own the day's sc
 Rule names (``ClientRejection.rule``), in the order a worker is checked:
 unknown_worker, duplicate, excluded, role_mismatch, double_booked, missing_requirement,
 too_far (the order's stated radius), then the hidden ones: required_certification,
-min_reliability, max_distance_miles, exclude_prior_no_show. A worker gets one entry per rule
+min_<score> (min_reliability, min_compliance, ... one per score minimum), max_distance_miles,
+exclude_prior_no_show. A worker gets one entry per rule
 broken, so a single rejection can teach several of a client's rules at once.
 """
 
@@ -234,14 +235,11 @@ def _worker_reasons(
             out.append(
                 reject(f"no {certification} on file; site policy", "required_certification", certification)
             )
-    if acceptance.min_reliability is not None and facts.reliability < acceptance.min_reliability:
-        out.append(
-            reject(
-                f"reliability {facts.reliability:.2f} below {acceptance.min_reliability:.2f}",
-                "min_reliability",
-                acceptance.min_reliability,
+    for score, minimum in acceptance.score_minimums().items():
+        if facts.score(score) < minimum:
+            out.append(
+                reject(f"{score} {facts.score(score):.2f} below {minimum:.2f}", f"min_{score}", minimum)
             )
-        )
     if acceptance.max_distance_miles is not None and miles > acceptance.max_distance_miles:
         out.append(
             reject(

@@ -30,9 +30,14 @@ SCORE_FORMULA = "score = 100 * (0.6 * fill_rate + 0.3 * pass^k + 0.1 * precision
 
 
 class Metrics(BaseModel):
-    """Aggregates over a set of event results (one staffer, one batch or all batches)."""
+    """Aggregates over a set of event results (one arm, one batch or all batches).
+
+    ``staffer`` is the arm: the staffer's name, with ``@vague``/``@silent`` under those
+    feedback modes (``results.arm_name``).
+    """
 
     staffer: str
+    feedback: str = "explicit"
     batch: int | None = None
     events: int
     days: int
@@ -81,7 +86,7 @@ def pass_at_k(results: Iterable[EventResult]) -> tuple[float, int]:
     """
     solved: dict[tuple[str, int, str, str], bool] = {}
     for result in results:
-        key = (result.staffer, result.batch, result.scenario, result.event_id)
+        key = (result.arm, result.batch, result.scenario, result.event_id)
         solved[key] = solved.get(key, True) and result.success
     if not solved:
         return 0.0, 0
@@ -109,6 +114,7 @@ def compute_metrics(results: Sequence[EventResult], *, staffer: str, batch: int 
     output_tokens = sum(r.output_tokens for r in results)
     return Metrics(
         staffer=staffer,
+        feedback=results[0].feedback if results else "explicit",
         batch=batch,
         events=len(results),
         days=len(days),
@@ -139,7 +145,7 @@ def compute_metrics(results: Sequence[EventResult], *, staffer: str, batch: int 
 
 
 def staffers_in_order(results: Iterable[EventResult]) -> list[str]:
-    return list(dict.fromkeys(r.staffer for r in results))
+    return list(dict.fromkeys(r.arm for r in results))
 
 
 def batches_of(results: Iterable[EventResult]) -> list[int]:
@@ -150,7 +156,7 @@ def per_batch(results: Sequence[EventResult]) -> list[Metrics]:
     """Metrics for each (staffer, batch), staffers in first-seen order, batches ascending."""
     groups: dict[tuple[str, int], list[EventResult]] = defaultdict(list)
     for result in results:
-        groups[(result.staffer, result.batch)].append(result)
+        groups[(result.arm, result.batch)].append(result)
     return [
         compute_metrics(groups[(staffer, batch)], staffer=staffer, batch=batch)
         for staffer in staffers_in_order(results)
@@ -160,11 +166,22 @@ def per_batch(results: Sequence[EventResult]) -> list[Metrics]:
 
 
 def learning_curve(results: Sequence[EventResult]) -> dict[str, list[float]]:
-    """Fill rate per batch for each staffer: the learning curve."""
+    """Fill rate per batch for each arm: the learning curve."""
     curve: dict[str, list[float]] = {}
     for metrics in per_batch(results):
         curve.setdefault(metrics.staffer, []).append(metrics.fill_rate)
     return curve
+
+
+def curves_by_feedback(results: Sequence[EventResult]) -> dict[str, dict[str, list[float]]]:
+    """The learning curve per feedback mode: {mode: {staffer: fill rate per batch}}."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for mode in dict.fromkeys(r.feedback for r in results):
+        mine = [r for r in results if r.feedback == mode]
+        for arm, values in learning_curve(mine).items():
+            staffer = next(r.staffer for r in mine if r.arm == arm)
+            out.setdefault(mode, {})[staffer] = values
+    return out
 
 
 class LeaderboardRow(BaseModel):
@@ -188,7 +205,7 @@ def leaderboard(results: Sequence[EventResult], *, batch: int | None = None) -> 
     chosen = [r for r in results if batch is None or r.batch == batch]
     rows = []
     for staffer in staffers_in_order(chosen):
-        mine = [r for r in chosen if r.staffer == staffer]
+        mine = [r for r in chosen if r.arm == staffer]
         rows.append((compute_metrics(mine, staffer=staffer, batch=batch), curve.get(staffer, [0.0])))
     rows.sort(key=lambda item: (-item[0].score, -item[0].fill_rate, item[0].staffer))
     return [
@@ -201,7 +218,7 @@ def event_outcomes(results: Sequence[EventResult]) -> list[dict[str, Any]]:
     """Per (staffer, batch, scenario, event): filled/requested summed over repetitions, and pass^k."""
     groups: dict[tuple[str, int, str, str], list[EventResult]] = defaultdict(list)
     for result in results:
-        groups[(result.staffer, result.batch, result.scenario, result.event_id)].append(result)
+        groups[(result.arm, result.batch, result.scenario, result.event_id)].append(result)
     out = []
     for (staffer, batch, scenario, event_id), items in groups.items():
         rules: dict[str, int] = defaultdict(int)
@@ -246,6 +263,7 @@ def leaderboard_document(results: Sequence[EventResult], *, run_id: str | None =
         ],
         "per_batch": [m.model_dump() for m in per_batch(results)],
         "learning_curve": learning_curve(results),
+        "learning_curve_by_feedback": curves_by_feedback(results),
         "events": event_outcomes(results),
     }
 

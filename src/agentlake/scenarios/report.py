@@ -17,6 +17,7 @@ from typing import Any
 from agentlake.scenarios.metrics import (
     SCORE_FORMULA,
     batches_of,
+    curves_by_feedback,
     event_outcomes,
     leaderboard,
     learning_curve,
@@ -28,6 +29,12 @@ from agentlake.scenarios.results import REPORT_FILE, EventResult
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
 HIDDEN_RULES = ("required_certification", "min_reliability", "max_distance_miles", "exclude_prior_no_show")
+
+
+def _hidden(rule: str) -> bool:
+    """A client's unwritten rule (every ``min_<score>`` is one), as opposed to the order's terms."""
+    return rule in HIDDEN_RULES or rule.startswith("min_")
+
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1180px;color:#1b1f24;padding:0 16px}
@@ -188,9 +195,10 @@ def rejections_svg(results: Sequence[EventResult]) -> str:
     counts: dict[tuple[str, int, str], int] = defaultdict(int)
     for r in results:
         for x in r.rejections:
-            counts[(r.staffer, r.batch, x.rule)] += 1
+            counts[(r.arm, r.batch, x.rule)] += 1
     rules = [rule for rule in HIDDEN_RULES if any(counts[(s, b, rule)] for s in staffers for b in batches)]
-    rules += sorted({k[2] for k in counts if k[2] not in HIDDEN_RULES and counts[k]})
+    rules += sorted({k[2] for k in counts if _hidden(k[2]) and k[2] not in HIDDEN_RULES and counts[k]})
+    rules += sorted({k[2] for k in counts if not _hidden(k[2]) and counts[k]})
     if not rules:
         return '<p class="note">The clients accepted every submitted worker.</p>'
     groups = [(s, b) for s in staffers for b in batches]
@@ -302,6 +310,11 @@ def render_report(
         ]
         for m in per_batch(results)
     ]
+    mode_rows = [
+        [mode, staffer, " > ".join(f"{100 * v:.0f}%" for v in values)]
+        for mode, curves in curves_by_feedback(results).items()
+        for staffer, values in curves.items()
+    ]
     scenarios = list(dict.fromkeys(r.scenario for r in results))
     reps = max((r.repetition for r in results), default=0)
     title = title or f"agentlake run {run_id}"
@@ -322,6 +335,9 @@ def render_report(
 <h2>Learning curve</h2>
 <div class="chart">{learning_curve_svg(curve, batches)}</div>
 <p class="note">Fill rate per batch. Staffers with learning on learn the clients' unwritten rules from rejections between batches.</p>
+<h2>Learning curve per feedback mode</h2>
+{_table(["feedback", "staffer", "fill rate by batch"], mode_rows, left=2)}
+<p class="note">What the clients said when they refused someone: explicit (the rule and its value), vague (their own words, no rule, no number) or silent (accepted or not). Each staffer under each mode is its own arm, with its own lessons.</p>
 <h2>Per batch</h2>
 {_table(["staffer", "batch", "fill rate", "filled", "pass^k", "precision", "citations/run", "lessons given/run", "errors"], batch_rows, left=1)}
 <h2 id="per-event">Per-event outcomes</h2>

@@ -6,7 +6,7 @@ Owns the result record, the run directory's layout and reading/writing it:
     runs/<run_id>/results.jsonl      one EventResult per line, appended as days finish
     runs/<run_id>/leaderboard.json   metrics per staffer and per batch (``metrics``)
     runs/<run_id>/report.html        the offline report (``report``)
-    runs/<run_id>/lessons/<staffer>.duckdb   each learning staffer's own lesson store
+    runs/<run_id>/lessons/<arm>.duckdb   each learning arm's own lesson store (arm_name)
 
 It does not compute metrics nor run days.
 """
@@ -32,16 +32,22 @@ REPORT_FILE = "report.html"
 LESSONS_DIR = "lessons"
 
 
-def batch_run_prefix(run_id: str, staffer: str, batch: int) -> str:
-    """What every event run id of one staffer's batch starts with (see ``event_run_key``)."""
-    return f"{run_id}:{staffer}:b{batch}:"
+def arm_name(staffer: str, feedback: str = "explicit") -> str:
+    """A staffer under a feedback mode: ``rules-learning`` (explicit) or ``rules-learning@silent``.
+
+    Each arm has its own lesson store and its own rows on the leaderboard.
+    """
+    return staffer if feedback == "explicit" else f"{staffer}@{feedback}"
 
 
-def event_run_key(
-    run_id: str, staffer: str, batch: int, scenario: str, repetition: int, event_id: str
-) -> str:
+def batch_run_prefix(run_id: str, arm: str, batch: int) -> str:
+    """What every event run id of one arm's batch starts with (see ``event_run_key``)."""
+    return f"{run_id}:{arm}:b{batch}:"
+
+
+def event_run_key(run_id: str, arm: str, batch: int, scenario: str, repetition: int, event_id: str) -> str:
     """One event's run id (lesson citations and outcomes are keyed by it)."""
-    return f"{batch_run_prefix(run_id, staffer, batch)}{scenario}:r{repetition}:{event_id}"
+    return f"{batch_run_prefix(run_id, arm, batch)}{scenario}:r{repetition}:{event_id}"
 
 
 class EventResult(TaskEffort):
@@ -50,6 +56,7 @@ class EventResult(TaskEffort):
 
     run_id: str
     staffer: str
+    feedback: str = Field("explicit", description="What the client said: explicit, vague or silent.")
     batch: int = Field(..., ge=1)
     scenario: str
     client_id: str
@@ -83,15 +90,18 @@ class EventResult(TaskEffort):
     sig_hash: str | None = None
 
     @property
+    def arm(self) -> str:
+        """The staffer under its feedback mode (``arm_name``): what metrics group by."""
+        return arm_name(self.staffer, self.feedback)
+
+    @property
     def event_run_id(self) -> str:
         """The run id this event's policy call, citations and outcome were keyed by."""
-        return event_run_key(
-            self.run_id, self.staffer, self.batch, self.scenario, self.repetition, self.event_id
-        )
+        return event_run_key(self.run_id, self.arm, self.batch, self.scenario, self.repetition, self.event_id)
 
     @property
     def day_key(self) -> tuple[str, int, str, int]:
-        return (self.staffer, self.batch, self.scenario, self.repetition)
+        return (self.arm, self.batch, self.scenario, self.repetition)
 
     @property
     def event_key(self) -> tuple[str, str]:

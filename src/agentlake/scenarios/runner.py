@@ -38,12 +38,13 @@ from agentlake.scenarios.results import (
     LESSONS_DIR,
     PLAN_FILE,
     append_results,
+    arm_name,
     batch_run_prefix,
     read_plan,
     read_results,
     write_json,
 )
-from agentlake.scenarios.scenario import BUILTIN, Scenario, load_scenarios
+from agentlake.scenarios.scenario import BUILTIN, FeedbackMode, Scenario, load_scenarios, parse_feedback
 from agentlake.settings import Settings, load_settings
 from agentlake.workforce.facts import site_of
 from agentlake.workforce.tables import missing_tables
@@ -161,26 +162,54 @@ class RunPlan(BaseModel):
     ray_address: str | None = None
     workers: int | None = None
     semantic_lessons: bool = False
+    feedback: list[FeedbackMode] | None = Field(
+        None, description="Feedback modes every scenario runs under; None: each scenario's own."
+    )
+
+    @property
+    def arms(self) -> list[Arm]:
+        """Each staffer under each feedback mode, with the scenarios it runs (see ``arm_name``)."""
+        out = []
+        for profile in self.profiles:
+            for mode in self.feedback or list(dict.fromkeys(s.feedback for s in self.scenarios)):
+                chosen = [s for s in self.scenarios if self.feedback is not None or s.feedback == mode]
+                out.append(Arm(profile=profile, feedback=mode, scenarios=chosen))
+        return out
 
     @property
     def days_per_batch(self) -> int:
-        return len(self.profiles) * len(self.scenarios) * self.repeat
+        return self.repeat * sum(len(arm.scenarios) for arm in self.arms)
 
     @property
     def events_per_batch(self) -> int:
-        return len(self.profiles) * self.repeat * sum(len(s.events) for s in self.scenarios)
+        return self.repeat * sum(len(s.events) for arm in self.arms for s in arm.scenarios)
 
     def describe(self) -> str:
         """One paragraph for ``agentlake run --check`` and logs."""
         staffers = ", ".join(
             f"{p.staffer} ({p.policy}, learning {'on' if p.learning else 'off'})" for p in self.profiles
         )
+        modes = ", ".join(dict.fromkeys(arm.feedback for arm in self.arms))
         return (
             f"{len(self.scenarios)} scenarios ({sum(len(s.events) for s in self.scenarios)} events) x "
-            f"{len(self.profiles)} staffers [{staffers}] x {self.repeat} repetition(s), {self.batches} batches: "
-            f"{self.days_per_batch * self.batches} days, {self.events_per_batch * self.batches} judged events, "
-            f"backend {self.backend}"
+            f"{len(self.profiles)} staffers [{staffers}] x {self.repeat} repetition(s), {self.batches} batches, "
+            f"feedback {modes}: {self.days_per_batch * self.batches} days, "
+            f"{self.events_per_batch * self.batches} judged events, backend {self.backend}"
         )
+
+
+class Arm(BaseModel):
+    """One staffer under one feedback mode: its own leaderboard rows and lesson store."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    profile: StafferProfile
+    feedback: FeedbackMode
+    scenarios: list[Scenario]
+
+    @property
+    def name(self) -> str:
+        return arm_name(self.profile.staffer, self.feedback)
 
 
 def prepare_run(
@@ -193,16 +222,19 @@ def prepare_run(
     ray_address: str | None = None,
     workers: int | None = None,
     semantic_lessons: bool = False,
+    feedback: Sequence[str] | str | None = None,
     settings: Settings | None = None,
     lake: Lake | None = None,
 ) -> RunPlan:
     """Load and check everything a run needs; ``UserError`` lists every problem. Runs nothing.
 
-    Checks: scenario and profile files, batches/repeat, the backend, every LLM staffer's
-    models reachable, in-process fakes only on the inline backend, the lake's workers and
-    placements datasets, and every event's city/state known.
+    Checks: scenario and profile files, batches/repeat, the backend, the feedback modes
+    (``None``: each scenario's own ``feedback``), every LLM staffer's models reachable,
+    in-process fakes only on the inline backend, the lake's workers and placements datasets,
+    and every event's city/state known.
     """
     settings = settings or load_settings()
+    modes = parse_feedback(feedback)
     if batches < 1 or repeat < 1:
         raise UserError("--batches and --repeat must be at least 1")
     if backend not in BACKENDS:
@@ -232,6 +264,7 @@ def prepare_run(
         ray_address=ray_address,
         workers=workers,
         semantic_lessons=semantic_lessons,
+        feedback=modes,
     )
 
 
@@ -245,6 +278,7 @@ def run_scenarios(
     ray_address: str | None = None,
     workers: int | None = None,
     semantic_lessons: bool = False,
+    feedback: Sequence[str] | str | None = None,
     run_id: str | None = None,
     settings: Settings | None = None,
     lake: Lake | None = None,
@@ -256,6 +290,8 @@ def run_scenarios(
 
     ``scenarios``: files, directories or ``builtin`` (or already-loaded ``Scenario`` objects).
     ``staffers``: built-in names, profile files or ``StafferProfile`` objects.
+    ``feedback``: modes every scenario runs under (``explicit``, ``vague``, ``silent``; several
+    make one arm per staffer and mode); ``None``: each scenario's own ``feedback`` key.
     Everything is validated (``prepare_run``) before the run directory is created. Results go
     to ``settings.runs_dir / run_id``. ``lake`` reuses an open lake (read-write only with the
     inline backend); otherwise the lake is opened read-only. ``observer`` defaults to the
@@ -271,6 +307,7 @@ def run_scenarios(
         ray_address=ray_address,
         workers=workers,
         semantic_lessons=semantic_lessons,
+        feedback=feedback,
         settings=settings,
         lake=lake,
     )
@@ -320,6 +357,12 @@ def execute_run(
             "ray_address": plan.ray_address,
             "workers": plan.workers,
             "semantic_lessons": plan.semantic_lessons,
+            "feedback": plan.feedback,
+            "scenario_feedback": {s.scenario: s.feedback for s in plan.scenarios},
+            "arms": [
+                {"arm": arm.name, "staffer": arm.profile.staffer, "feedback": arm.feedback}
+                for arm in plan.arms
+            ],
             "lake": str(lake.path),
         }
         write_json(run_dir / PLAN_FILE, header)
@@ -376,14 +419,15 @@ def _run_batch(
             batch=batch,
             repetition=rep,
             scenario=scenario,
-            profile=profile,
+            profile=arm.profile,
             settings=settings,
             lake_path=lake_path,
-            lessons_path=str(_lessons_path(run_dir, profile, settings)) if profile.lessons else None,
+            lessons_path=str(_lessons_path(run_dir, arm, settings)) if arm.profile.lessons else None,
             semantic_lessons=plan.semantic_lessons,
+            feedback=arm.feedback,
         )
-        for profile in plan.profiles
-        for scenario in plan.scenarios
+        for arm in plan.arms
+        for scenario in arm.scenarios
         for rep in range(1, plan.repeat + 1)
     ]
     finished: dict[str, list[DayResult]] = defaultdict(list)
@@ -394,13 +438,13 @@ def _run_batch(
         if not day.results:
             continue
         first = day.results[0]
-        finished[first.staffer].append(day)
+        finished[first.arm].append(day)
         if on_progress is not None:
             on_progress(
                 Progress(
                     batch=batch,
                     batches=plan.batches,
-                    staffer=first.staffer,
+                    staffer=first.arm,
                     scenario=first.scenario,
                     repetition=first.repetition,
                     filled=sum(r.filled for r in day.results),
@@ -411,33 +455,33 @@ def _run_batch(
                 )
             )
     return [
-        _learn(plan, p, batch, run_dir, settings, observer, finished[p.staffer])
-        for p in plan.profiles
-        if p.learning
+        _learn(plan, arm, batch, run_dir, settings, observer, finished[arm.name])
+        for arm in plan.arms
+        if arm.profile.learning
     ]
 
 
 def _learn(
     plan: RunPlan,
-    profile: StafferProfile,
+    arm: Arm,
     batch: int,
     run_dir: Path,
     settings: Settings,
     observer: Observer,
     days: Sequence[DayResult],
 ) -> BatchLearning:
-    """The staffer learns its batch from what the observer recorded (its ops, outcomes and
+    """The arm learns its batch from what the observer recorded (its ops, outcomes and
     citations, by run-id prefix) plus the overseer's proposals, into its own store."""
     report = learn_between_batches(
-        _lessons_path(run_dir, profile, settings),
+        _lessons_path(run_dir, arm, settings),
         observer,
-        run_id=batch_run_prefix(run_dir.name, profile.staffer, batch) + "*",
+        run_id=batch_run_prefix(run_dir.name, arm.name, batch) + "*",
         settings=settings,
         proposals=[delta for day in days for delta in day.overseer_deltas],
         semantic=plan.semantic_lessons,
     )
     return BatchLearning(
-        staffer=profile.staffer,
+        staffer=arm.name,
         batch=batch,
         applied=len(report.applied),
         active=report.lessons.get("active", 0),
@@ -459,10 +503,10 @@ def _profiles(staffers: Sequence[str | StafferProfile] | str) -> list[StafferPro
     return profiles
 
 
-def _lessons_path(run_dir: Path, profile: StafferProfile, settings: Settings) -> Path:
-    """A learning staffer's own store in the run; a lessons-only staffer reads the project's store."""
-    if profile.learning:
-        return run_dir / LESSONS_DIR / f"{profile.staffer}.duckdb"
+def _lessons_path(run_dir: Path, arm: Arm, settings: Settings) -> Path:
+    """A learning arm's own store in the run; a lessons-only staffer reads the project's store."""
+    if arm.profile.learning:
+        return run_dir / LESSONS_DIR / f"{arm.name}.duckdb"
     return settings.data_dir / settings.learn_file
 
 

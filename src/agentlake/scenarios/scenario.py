@@ -18,12 +18,16 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agentlake.errors import UserError
+from agentlake.workforce.tables import SCORE_COLUMNS
 
 PACK_DIR = Path(__file__).parent / "pack"
 BUILTIN = "builtin"
 
 EventKind = Literal["baseline_fill", "recurring", "expansion", "emergency", "misplacement"]
 EVENT_KINDS: tuple[str, ...] = ("baseline_fill", "recurring", "expansion", "emergency", "misplacement")
+# What a client says when it refuses someone (docs/scenarios.md, "Feedback modes").
+FeedbackMode = Literal["explicit", "vague", "silent"]
+FEEDBACK_MODES: tuple[str, ...] = ("explicit", "vague", "silent")
 DEFAULT_SHIFT_HOURS = 8
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -61,6 +65,10 @@ class Acceptance(_Strict):
         None, gt=0, description="Farthest a worker may live from the site."
     )
     exclude_prior_no_show: bool = Field(False, description="Refuse workers with a no-show at this client.")
+    min_scores: dict[str, float] = Field(
+        default_factory=dict,
+        description="Lowest accepted value of other score columns, e.g. {compliance: 0.8}.",
+    )
     role_synonyms: dict[str, list[str]] = Field(
         default_factory=dict,
         description="Roles the client treats as the same job, e.g. Forklift Operator: [Forklift Driver].",
@@ -72,6 +80,29 @@ class Acceptance(_Strict):
         if any(not item.strip() for item in value):
             raise ValueError("certification names may not be blank")
         return [item.strip() for item in value]
+
+    @field_validator("min_scores")
+    @classmethod
+    def _scores(cls, value: dict[str, float]) -> dict[str, float]:
+        for name, minimum in value.items():
+            if name not in SCORE_COLUMNS:
+                raise ValueError(f"unknown score {name!r}; scores are {', '.join(SCORE_COLUMNS)}")
+            if not 0 <= minimum <= 1:
+                raise ValueError(f"min_scores.{name} must be between 0 and 1, got {minimum}")
+        return value
+
+    @model_validator(mode="after")
+    def _one_reliability(self) -> Acceptance:
+        if self.min_reliability is not None and "reliability" in self.min_scores:
+            raise ValueError("give the reliability minimum once: min_reliability or min_scores.reliability")
+        return self
+
+    def score_minimums(self) -> dict[str, float]:
+        """Every score minimum the client holds, ``min_reliability`` included."""
+        floors = dict(self.min_scores)
+        if self.min_reliability is not None:
+            floors["reliability"] = self.min_reliability
+        return floors
 
 
 class Client(_Strict):
@@ -182,6 +213,11 @@ class Scenario(_Strict):
     description: str = ""
     client: Client
     date: date
+    feedback: FeedbackMode = Field(
+        "explicit",
+        description="What the client says when it refuses someone: explicit (the rule and its value), "
+        "vague (its own words only) or silent (accepted or not). `agentlake run --feedback` overrides it.",
+    )
     events: list[Event] = Field(..., min_length=1)
 
     @field_validator("scenario")
@@ -216,6 +252,23 @@ class Scenario(_Strict):
         """Start and end of a shift on this day; an end at or before the start runs past midnight."""
         start, end = self.at(shift.start), self.at(shift.end)
         return start, end if end > start else end + timedelta(days=1)
+
+
+def parse_feedback(values: str | Iterable[str] | None) -> list[str] | None:
+    """Feedback modes from ``--feedback`` (comma-separated, repeatable); ``None`` stays ``None``.
+
+    Raises ``UserError`` naming the modes for an unknown one.
+    """
+    if values is None:
+        return None
+    items = [values] if isinstance(values, str) else list(values)
+    modes = [part.strip().lower() for item in items for part in str(item).split(",") if part.strip()]
+    unknown = [mode for mode in modes if mode not in FEEDBACK_MODES]
+    if unknown:
+        raise UserError(f"unknown feedback mode {unknown[0]!r}; the modes are {', '.join(FEEDBACK_MODES)}")
+    if not modes:
+        raise UserError(f"no feedback mode given; the modes are {', '.join(FEEDBACK_MODES)}")
+    return list(dict.fromkeys(modes))
 
 
 def _state_code(value: str) -> str:

@@ -137,9 +137,9 @@ def compare(
     if not 0.5 <= confidence < 1:
         raise UserError("confidence must be in [0.5, 1), e.g. 0.95")
     chosen = [r for r in results if batch is None or r.batch == batch]
-    known = sorted({r.staffer for r in results})
-    arm_a = [r for r in chosen if r.staffer == a]
-    arm_b = [r for r in chosen if r.staffer == b]
+    known = sorted({r.arm for r in results})
+    arm_a = [r for r in chosen if r.arm == a]
+    arm_b = [r for r in chosen if r.arm == b]
     for name, arm in ((a, arm_a), (b, arm_b)):
         if not arm:
             where = f" in batch {batch}" if batch is not None else ""

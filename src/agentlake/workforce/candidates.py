@@ -22,14 +22,14 @@ from agentlake.lake import check_where
 from agentlake.lake.versioned import has_dataset
 from agentlake.workforce.geo import Place, bounding_box, gazetteer, haversine_sql
 from agentlake.workforce.roles import missing_certifications, role_names
-from agentlake.workforce.tables import PLACEMENTS, trusted_read
+from agentlake.workforce.tables import PLACEMENTS, SCORE_COLUMNS, trusted_read
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
 
 SCORE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 # Scores a lesson's min_scores may name; anything else is refused rather than spliced into SQL.
-KNOWN_SCORES = ("reliability", "responsiveness", "engagement", "communications", "compliance", "availability")
+KNOWN_SCORES = SCORE_COLUMNS
 
 
 @dataclass

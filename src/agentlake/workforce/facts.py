@@ -1,7 +1,7 @@
 """What a client sees when it judges a fill: the workers' facts, its no-shows, the site.
 
 Owns the reads the scenarios' judge and its feasibility check make of the lake:
-``load_facts`` (the proposed workers' role, place, certifications and reliability as
+``load_facts`` (the proposed workers' role, place, certifications and score columns as
 ``WorkerFacts``), ``client_lake_ids`` (a scenario client's ids in the ``clients`` dataset),
 ``load_no_shows`` (each worker's earlier no-shows at that client), ``site_of`` (the
 coordinates distances are measured from, by the same gazetteer the agents use) and
@@ -11,17 +11,20 @@ own the judgement itself (``agentlake.scenarios.judge``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from agentlake.lake.versioned import has_dataset
 from agentlake.workforce.geo import bounding_box, gazetteer
-from agentlake.workforce.tables import CLIENTS, resolve_client
+from agentlake.workforce.tables import CLIENTS, SCORE_COLUMNS, resolve_client
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
+
+
+_SCORES = "^(" + "|".join(SCORE_COLUMNS) + ")$"
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,11 @@ class WorkerFacts:
     certifications: tuple[str, ...]
     reliability: float
     name: str = ""
+    scores: Mapping[str, float] = field(default_factory=dict, compare=False)
+
+    def score(self, name: str) -> float:
+        """A score column's value (0 when the lake has no such column or no value)."""
+        return self.reliability if name == "reliability" else float(self.scores.get(name, 0.0))
 
 
 def load_facts(lake: Lake, worker_ids: Sequence[int]) -> dict[int, WorkerFacts]:
@@ -42,21 +50,25 @@ def load_facts(lake: Lake, worker_ids: Sequence[int]) -> dict[int, WorkerFacts]:
     ids = sorted({int(w) for w in worker_ids if isinstance(w, int) or str(w).lstrip("-").isdigit()})
     if not ids:
         return {}
+    # COLUMNS(regex) selects the score columns this lake has (an ingested workers table may
+    # lack some); reliability is required.
     table = lake.read_arrow(
-        "SELECT worker_id, role, lat, lon, certifications, reliability, name FROM workers WHERE worker_id IN "
-        "(SELECT unnest(?::BIGINT[]))",
+        f"SELECT worker_id, role, lat, lon, certifications, name, COLUMNS('{_SCORES}') FROM workers "
+        "WHERE worker_id IN (SELECT unnest(?::BIGINT[]))",
         [ids],
     )
     out = {}
     for row in table.to_pylist():
+        scores = {name: float(row[name]) for name in SCORE_COLUMNS if row.get(name) is not None}
         out[int(row["worker_id"])] = WorkerFacts(
             worker_id=int(row["worker_id"]),
             role=str(row["role"] or ""),
             lat=float(row["lat"]),
             lon=float(row["lon"]),
             certifications=tuple(_certifications(row["certifications"])),
-            reliability=float(row["reliability"] if row["reliability"] is not None else 0.0),
+            reliability=scores.get("reliability", 0.0),
             name=str(row["name"] or ""),
+            scores=scores,
         )
     return out
 

@@ -32,6 +32,15 @@ TABLES = (WORKERS, PLACEMENTS, CLIENTS)
 # What hybrid search ranks: the workers, by their resumes.
 SEARCH_DATASET, SEARCH_COLUMN = WORKERS, "resume_text"
 WORKER_COLUMNS = ("worker_id", "name", "role", "city", "state", "lat", "lon", "certifications")
+# The workers' score columns (0-1, higher is better): what a lesson's min_scores may name.
+SCORE_COLUMNS = (
+    "reliability",
+    "responsiveness",
+    "engagement",
+    "communications",
+    "compliance",
+    "availability",
+)
 # One question of each kind over the workforce, which the first-run demo answers.
 EXAMPLE_SQL = (
     "SELECT role, count(*) AS workers, round(avg(reliability), 2) AS avg_reliability "
