@@ -40,9 +40,9 @@ _AMBIENT = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST", "OLLAMA_API_KEY"
 
 @pytest.fixture(autouse=True)
 def _isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test gets its own data dir and no config file or ambient keys."""
+    """Every test gets its own data dir and no config file, ambient keys or OTEL_* export."""
     for name in list(os.environ):
-        if name.startswith("AGENTLAKE_") or name in _AMBIENT:
+        if name.startswith(("AGENTLAKE_", "OTEL_")) or name in _AMBIENT:
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AGENTLAKE_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("AGENTLAKE_CONFIG", str(tmp_path / "agentlake.toml"))

@@ -150,7 +150,11 @@ def task_scope(order: FillOrder, ctx: RunContext) -> Iterator[None]:
     with (
         deferred(raise_errors=False),
         catalog_snapshot(),
-        observe_context(provenance=provenance, agent_id=ctx.agent_id, trace_id=secrets.token_hex(16)),
+        # The task's own span (its task.fill op, recorded at the end, closes it): the tool and
+        # model calls inside are its children, one trace per task.
+        observe_context(
+            provenance=provenance, agent_id=ctx.agent_id, trace_id=secrets.token_hex(16), span=True
+        ),
     ):
         yield
 
@@ -184,6 +188,7 @@ def record_task(outcome: TaskOutcome, ctx: RunContext) -> str | None:
         "task.fill",
         source="agent",
         observer=observer,
+        closes_span=True,
         agent_id=ctx.agent_id,
         input_summary=outcome.order.describe(),
         output_summary=f"{outcome.filled}/{outcome.order.count} filled {outcome.proposed} by {outcome.policy}",

@@ -18,6 +18,7 @@ from typing import Any
 
 from agentlake.errors import UnavailableError
 from agentlake.observe.observer import Observer
+from agentlake.observe.otel_env import export_configured
 from agentlake.observe.sink import OpSink
 from agentlake.observe.store import OpStore
 from agentlake.settings import Settings, load_settings
@@ -47,7 +48,15 @@ def open_observer(settings: Settings | None = None) -> Observer:
         queue_max=settings.observer_queue_max,
         checkpoint_mb=settings.observer_checkpoint_mb,
     )
-    return Observer(store, ring_size=settings.observer_ring_size)
+    observer = Observer(store, ring_size=settings.observer_ring_size)
+    if export_configured():
+        # Lazy (start-up time): the OpenTelemetry SDK loads only when export is configured.
+        # Only the process that owns the store exports: ops sent to it over HTTP by worker
+        # processes are exported once, there.
+        from agentlake.observe.otlp_export import attach_configured_export
+
+        attach_configured_export(observer)
+    return observer
 
 
 def open_reader(settings: Settings | None = None, *, url: str | None = None) -> OpSink:

@@ -9,6 +9,7 @@ acknowledgement (``deferred``), storage (``store``) or HTTP (``service``, ``clie
 from __future__ import annotations
 
 import asyncio
+import logging
 import queue
 import threading
 from collections import Counter, deque
@@ -19,6 +20,8 @@ from agentlake.errors import RunError, UserError
 from agentlake.observe.model import ObservedOp
 from agentlake.observe.sink import OpSink, percentile
 from agentlake.observe.store import AppendResult, OpStore, Stats, Ticket
+
+log = logging.getLogger(__name__)
 
 # How long an in-process caller waits for room when the write queue is full: in-process callers
 # get backpressure, not a 503 (the HTTP service answers 503 instead, see ``service``).
@@ -36,9 +39,11 @@ class Subscription:
         self._queue: queue.Queue[ObservedOp] = queue.Queue(maxsize)
         self._aqueue: asyncio.Queue[ObservedOp] | None = asyncio.Queue(maxsize) if loop is not None else None
         self.dropped = 0
+        self.offered = 0  # ops offered so far (taken, waiting or dropped)
         self.closed = False
 
     def _offer(self, op: ObservedOp) -> None:
+        self.offered += 1
         if self._aqueue is not None and self._loop is not None:
             try:
                 self._loop.call_soon_threadsafe(self._offer_async, op)
@@ -111,6 +116,7 @@ class Observer:
         self._by_source: Counter[str] = Counter()
         self._by_endpoint: Counter[str] = Counter()
         self._acknowledged: Counter[str] = Counter()
+        self._attached: list[Any] = []
         if sink.local:
             # A restart rebuilds the ring and the counters from the store.
             self._ring.extend(sink.recent(ring_size))
@@ -245,8 +251,20 @@ class Observer:
             if subscription in self._subscribers:
                 self._subscribers.remove(subscription)
 
+    def attach(self, part: Any) -> None:
+        """Keep ``part`` (a subscriber such as ``otlp_export.OtlpExport``) for the observer's
+        lifetime: its ``close()`` is called when the observer closes, before the sink."""
+        self._attached.append(part)
+
     def close(self) -> None:
-        """Close the sink if this observer owns it (queued ops are committed first)."""
+        """Close what is attached, then the sink if this observer owns it (queued ops are
+        committed first)."""
+        for part in reversed(self._attached):
+            try:
+                part.close()
+            except Exception:  # a subscriber's failure must not keep the store open
+                log.exception("closing %r failed", part)
+        self._attached.clear()
         if self._owns_sink:
             self.sink.close()
 

@@ -49,6 +49,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 class _Scope:
     trace_id: str | None = None
     span_id: str | None = None
+    parent_span_id: str | None = None  # of span_id: set when observe_context(span=True) opened it
     agent_id: str | None = None
     provenance: Mapping[str, Any] = field(default_factory=dict)
     attributes: Mapping[str, Any] = field(default_factory=dict)
@@ -71,16 +72,21 @@ def observe_context(
     provenance: Provenance | Mapping[str, Any] | None = None,
     agent_id: str | None = None,
     trace_id: str | None = None,
+    span: bool = False,
     **attributes: Any,
 ) -> Iterator[None]:
     """Set defaults inherited by every op recorded inside (across threads only if the context is
     copied): provenance fields (e.g. a scenario's ``run_id``/``staffer_id``), an agent id, a trace
-    id and extra attributes. Nested contexts merge, inner values win."""
+    id and extra attributes. Nested contexts merge, inner values win.
+
+    ``span=True`` opens a span for work whose op is recorded only at its end (an agent's task:
+    ``event(..., closes_span=True)`` records it): ops recorded inside become its children."""
     current = current_scope()
     fields = _provenance_fields(provenance)
     scope = _Scope(
         trace_id=trace_id or current.trace_id,
-        span_id=current.span_id,
+        span_id=_span_id() if span else current.span_id,
+        parent_span_id=current.span_id if span else current.parent_span_id,
         agent_id=agent_id or current.agent_id,
         provenance={**current.provenance, **fields},
         attributes={**current.attributes, **attributes},
@@ -178,6 +184,7 @@ class _Recording:
             _Scope(
                 trace_id=self.trace_id,
                 span_id=self.span_id,
+                parent_span_id=self.scope.span_id,
                 agent_id=self.agent_id,
                 provenance=self.scope.provenance,
                 attributes=self.scope.attributes,
@@ -251,6 +258,7 @@ def event(
     *,
     source: Source = "agent",
     observer: Observer | None = None,
+    closes_span: bool = False,
     **fields: Any,
 ) -> ObservedOp | None:
     """Record one op that the caller describes, with the observe context applied.
@@ -264,14 +272,20 @@ def event(
     Recorded through :func:`record_op` (held in an open ``deferred`` scope, else durable on
     return) into ``observer`` (default: the process-wide one). Never raises: returns the op, or
     ``None`` when it could not be built or recorded (logged).
+
+    ``closes_span=True``: the op is the span the context opened (``observe_context(span=True)``):
+    it takes that span's id and its parent, so the ops recorded inside are its children.
     """
     scope = current_scope()
     values = dict(fields)
+    if closes_span:
+        values.setdefault("span_id", scope.span_id)
+        values.setdefault("parent_span_id", scope.parent_span_id)
     values["provenance"] = {**scope.provenance, **_provenance_fields(values.get("provenance"))}
     values["attributes"] = {**scope.attributes, **(values.get("attributes") or {})}
     for name, default in (
         ("trace_id", scope.trace_id),
-        ("parent_span_id", scope.span_id),
+        ("parent_span_id", None if closes_span else scope.span_id),
         ("agent_id", scope.agent_id),
     ):
         if values.get(name) is None:
