@@ -28,12 +28,17 @@ def test_health_is_open_and_everything_else_needs_a_key(gateway: Any) -> None:
         ("get", "/no/such/path"),
         ("get", "/tools"),
         ("get", "/observer/stats"),
-        ("post", "/mcp"),
     ]:
         response = getattr(gateway, method)(path)
         error = assert_error(response, 401, "unauthorized")
         assert "X-API-Key" in error["message"]
         assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_mcp_is_refused_as_a_json_rpc_error(gateway: Any) -> None:
+    response = gateway.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert response.status_code == 401
+    assert "X-API-Key" in response.json()["error"]["message"]
 
 
 def test_a_wrong_key_is_refused(gateway: Any) -> None:

@@ -155,7 +155,8 @@ async def _mcp_session(url: str, key: str, scenario: Any) -> Any:
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    async with httpx2.AsyncClient(headers={"X-API-Key": key}, timeout=60) as http:
+    headers = {"X-API-Key": key} if key else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
         async with Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
             return await scenario(client)
 
@@ -213,14 +214,50 @@ def test_mcp_over_http_lists_and_calls_tools_with_key_scopes(server: str) -> Non
     assert shown.json()["lesson"]["status"] == "pending"
 
 
-def test_mcp_over_http_needs_a_key(server: str) -> None:
-    response = httpx.post(
-        f"{server}/mcp",
-        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-        headers={"Accept": "application/json, text/event-stream"},
-    )
-    assert response.status_code == 401
-    assert response.json()["error"]["type"] == "unauthorized"
+def test_mcp_over_http_without_a_valid_key_says_why(server: str) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    async def list_tools(client: Any) -> Any:
+        return await client.list_tools()
+
+    def messages(error: BaseException) -> list[str]:
+        # anyio's task groups deliver the client's MCPError inside an ExceptionGroup.
+        if isinstance(error, BaseExceptionGroup):
+            return [text for inner in error.exceptions for text in messages(inner)]
+        return [str(error)] if isinstance(error, MCPError) else []
+
+    failures = []
+    for key in ("", "not-a-key"):
+        with pytest.raises(BaseException) as refused:
+            anyio.run(_mcp_session, server, key, list_tools)
+        failures.append(" | ".join(messages(refused.value)))
+    assert "API key is required" in failures[0]
+    assert "unknown API key" in failures[1]
+
+
+def test_unknown_well_known_paths_are_404_not_401(server: str) -> None:
+    answer = httpx.get(f"{server}/.well-known/oauth-protected-resource")
+    assert answer.status_code == 404
+
+
+def test_mcp_over_stdio_answers_bad_calls_in_one_line_without_a_traceback(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=AGENTLAKE, args=["mcp"], env=_env(data_dir))
+    calls = [("search", {"question": "welder", "k": -1}), ("match", {"where": "", "question": "x"})]
+
+    async def scenario() -> Any:
+        with (tmp_path / "stderr.log").open("w") as errlog:
+            async with Client(stdio_client(params, errlog=errlog)) as client:
+                return [await client.call_tool(name, arguments) for name, arguments in calls]
+
+    results = anyio.run(scenario)
+    assert [result.is_error for result in results] == [True, True]
+    assert ["\n" in result.content[0].text for result in results] == [False, False]
+    assert "Traceback" not in (tmp_path / "stderr.log").read_text()
 
 
 def test_mcp_over_stdio(data_dir: Path) -> None:

@@ -9,9 +9,13 @@ registry as ``GET /tools``) plus tools mirroring the other gateway routes (``sea
 and over streamable HTTP at the gateway's ``/mcp`` (mounted by ``gateway.app``).
 
 Every tool call is observed as one op with source "mcp" and endpoint ``mcp.<tool>`` (a registry
-tool's own ``tool.<name>`` op nests inside it). A ``UserError``/``RunError`` becomes the tool's
-error result, with its message. It does not own any of the logic behind the tools, nor the key
-check of the HTTP transport (``gateway.security`` runs before a request reaches MCP).
+tool's own ``tool.<name>`` op nests inside it). Every failure (arguments the schema refuses, a
+``UserError``/``RunError``, a missing scope, a bug) is the tool's error result: ``isError`` and
+one line of text, never a traceback. A tool's input schema is its request model's JSON schema
+(the REST route's, with the same bounds and descriptions), and each tool carries annotations
+(``readOnlyHint``, ``destructiveHint``, ``idempotentHint``, ``openWorldHint``) saying what it
+really does. It does not own any of the logic behind the tools, nor the key check of the HTTP
+transport (``gateway.security`` runs before a request reaches MCP).
 
 Scopes over HTTP: any valid key may use the read tools; ``log_outcome`` and ``propose_lesson``
 need a write key. Over stdio the client launched the process itself and holds every scope.
@@ -20,15 +24,16 @@ need a write key. Over stdio the client launched the process itself and holds ev
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp_types import CallToolResult, TextContent
-from pydantic import BaseModel, ConfigDict
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agentlake import __version__
 from agentlake.agents.ask import Answer
@@ -55,6 +60,9 @@ from agentlake.observe import observe
 from agentlake.settings import load_settings
 from agentlake.workforce.profile import WorkerProfile
 
+log = logging.getLogger(__name__)
+MAX_ERROR_CHARS = 2000
+
 INSTRUCTIONS = """\
 agentlake: operational data (workers, clients, placements) in a DuckDB lakehouse, and lessons
 learned from earlier agent runs. Use `sql` for counts and exact filters (one read-only SELECT),
@@ -77,10 +85,47 @@ def _principal(ctx: Any) -> Principal:
     return principal if isinstance(principal, Principal) else OPEN
 
 
+# Annotations are hints a client may show or act on; each says what the tool really does.
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+# Reads that ask a model server (possibly a hosted one): an answer may differ next time.
+READ_VIA_MODELS = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=True
+)
+# Writes that only add (an outcome replaces the same run's outcome; nothing is deleted).
+RECORDS_OUTCOME = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+# A proposal may add a lesson or confirm (raise) an existing one: additive, not idempotent.
+PROPOSES = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+
+
+def _failure(text: str) -> CallToolResult:
+    """A tool failure as the client sees it: ``isError`` and one line of text."""
+    line = " ".join(text.split())
+    return CallToolResult(content=[TextContent(type="text", text=line[:MAX_ERROR_CHARS])], is_error=True)
+
+
+def _bad_arguments(name: str, exc: ValidationError) -> CallToolResult:
+    """Arguments the tool's schema refuses, named field by field on one line."""
+    problems = []
+    for error in exc.errors(include_url=False)[:5]:
+        where = ".".join(str(part) for part in error["loc"]) or "arguments"
+        given = error.get("input")
+        shown = f" (got {given!r})" if isinstance(given, (int, float, str)) and len(repr(given)) <= 40 else ""
+        problems.append(f"{where}: {error['msg']}{shown}")
+    more = f" (and {len(exc.errors()) - 5} more)" if len(exc.errors()) > 5 else ""
+    return _failure(f"bad arguments for {name}: {'; '.join(problems)}{more}")
+
+
 def _run(
     name: str, arguments: dict[str, Any], body: Callable[[], Any], *, ctx: Any = None, needs: Scope = "read"
 ) -> Any:
-    """One tool call: scope check, observed as ``mcp.<name>``, our errors as the tool's error."""
+    """One tool call: scope check, observed as ``mcp.<name>``; any failure becomes the tool's
+    error result (``isError``, one line), never an exception the SDK would log or wrap."""
     try:
         with observe(f"mcp.{name}", source="mcp", input=arguments) as op:
             if ctx is not None:
@@ -89,33 +134,40 @@ def _run(
             op.set_output(result)
             return result
     except AgentlakeError as exc:
-        raise ToolError(exc.message) from None
+        return _failure(exc.message)
+    except ValidationError as exc:
+        return _bad_arguments(name, exc)
+    except Exception as exc:
+        log.warning("the MCP tool %s failed", name, exc_info=True)
+        return _failure(f"{name} failed unexpectedly ({type(exc).__name__}); the server log has the details")
+
+
+class _Arguments(ArgModelBase):
+    """Whatever the client sent, passed through unvalidated: each tool validates it with its own
+    model and answers a one-line error (the SDK's own validation would answer pydantic's text).
+    The advertised input schema is the model's, so clients see the real bounds."""
+
+    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
+
+    def model_dump_one_level(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
 
 
 def _registry_tools(services: Services) -> list[Any]:
     """The agents' registry as MCP tools, with the registry's own JSON schemas."""
-
-    class Arguments(ArgModelBase):
-        # Any arguments pass through: the registry validates them against the tool's own model
-        # and answers a readable error, which the advertised schema already describes.
-        model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
-
-        def model_dump_one_level(self) -> dict[str, Any]:
-            return dict(self.model_extra or {})
 
     def runner(name: str) -> Callable[..., Any]:
         def call(**arguments: Any) -> Any:
             def body() -> Any:
                 result = operations.call_tool(services, name, arguments, agent_id="mcp")
                 if not result.ok:
-                    raise ToolError(result.error or result.text)
-                return result
+                    return _failure(result.error or result.text)
+                structured = result.model_dump(mode="json", exclude={"args", "text"})
+                return CallToolResult(
+                    content=[TextContent(type="text", text=result.text)], structured_content=structured
+                )
 
-            result = _run(name, arguments, body)
-            structured = result.model_dump(mode="json", exclude={"args", "text"})
-            return CallToolResult(
-                content=[TextContent(type="text", text=result.text)], structured_content=structured
-            )
+            return _run(name, arguments, body)
 
         return call
 
@@ -125,8 +177,10 @@ def _registry_tools(services: Services) -> list[Any]:
             name=schema["name"],
             description=schema["description"],
             parameters=schema["parameters"],
-            fn_metadata=FuncMetadata(arg_model=Arguments),
+            fn_metadata=FuncMetadata(arg_model=_Arguments),
             is_async=False,
+            # The registry's tools read the lake (POST /tools/{name}/call needs a read key).
+            annotations=READ_ONLY,
         )
         for schema in services.tools.schemas()
     ]
@@ -140,32 +194,34 @@ def _model_tool(
     output_model: type[BaseModel],
     operation: Callable[[Services, Any, Principal], Any],
     *,
+    annotations: ToolAnnotations,
     needs: Scope = "read",
 ) -> Tool:
     """An MCP tool whose arguments are exactly ``request_model`` (the REST route's body or
-    query), so both doors share one definition of defaults and bounds, and which runs
-    ``operation(services, request, principal)``, the REST route's own function."""
-    arguments_model = type(f"{request_model.__name__}Arguments", (request_model, ArgModelBase), {})
+    query): its input schema is the model's JSON schema, so both doors share one definition of
+    defaults, bounds and descriptions; it runs ``operation(services, request, principal)``, the
+    REST route's own function."""
 
     def call(ctx: Any = None, **arguments: Any) -> Any:
-        request = request_model.model_validate(arguments)
-        principal = _principal(ctx)
-        return _run(
-            name,
-            request.model_dump(mode="json"),
-            lambda: operation(services, request, principal),
-            ctx=ctx,
-            needs=needs,
-        )
+        def body() -> Any:
+            request = request_model.model_validate(arguments)
+            result = operation(services, request, _principal(ctx))
+            return CallToolResult(
+                content=[TextContent(type="text", text=result.model_dump_json())],
+                structured_content=result.model_dump(mode="json"),
+            )
+
+        return _run(name, arguments, body, ctx=ctx, needs=needs)
 
     return Tool(
         fn=call,
         name=name,
         description=description,
         parameters=request_model.model_json_schema(),
-        fn_metadata=FuncMetadata(arg_model=arguments_model, output_model=output_model),
+        fn_metadata=FuncMetadata(arg_model=_Arguments, output_model=output_model),
         is_async=False,
         context_kwarg="ctx",
+        annotations=annotations,
     )
 
 
@@ -180,6 +236,7 @@ def _twin_tools(services: Services) -> list[Tool]:
             SearchRequest,
             SearchResponse,
             lambda s, r, _: operations.search(s, r),
+            annotations=READ_ONLY,
         ),
         _model_tool(
             services,
@@ -189,6 +246,7 @@ def _twin_tools(services: Services) -> list[Tool]:
             MatchRequest,
             SearchResponse,
             lambda s, r, _: operations.match(s, r),
+            annotations=READ_ONLY,
         ),
         _model_tool(
             services,
@@ -198,6 +256,7 @@ def _twin_tools(services: Services) -> list[Tool]:
             WorkerRef,
             WorkerProfile,
             lambda s, r, _: operations.worker_profile(s, r.worker_id),
+            annotations=READ_ONLY,
         ),
         _model_tool(
             services,
@@ -207,6 +266,7 @@ def _twin_tools(services: Services) -> list[Tool]:
             AskRequest,
             Answer,
             lambda s, r, _: operations.ask(s, r),
+            annotations=READ_VIA_MODELS,
         ),
         _model_tool(
             services,
@@ -216,6 +276,7 @@ def _twin_tools(services: Services) -> list[Tool]:
             LessonQuery,
             LessonList,
             lambda s, r, _: operations.list_lessons(s, r),
+            annotations=READ_ONLY,
         ),
         _model_tool(
             services,
@@ -224,6 +285,7 @@ def _twin_tools(services: Services) -> list[Tool]:
             LessonRef,
             LessonDetail,
             lambda s, r, _: operations.lesson_detail(s, r.lesson_id),
+            annotations=READ_ONLY,
         ),
         _model_tool(
             services,
@@ -233,6 +295,7 @@ def _twin_tools(services: Services) -> list[Tool]:
             LogOutcome,
             LogResponse,
             lambda s, r, _: operations.log_outcome(s, r),
+            annotations=RECORDS_OUTCOME,
             needs="write",
         ),
         _model_tool(
@@ -244,6 +307,7 @@ def _twin_tools(services: Services) -> list[Tool]:
             LogLesson,
             LogResponse,
             operations.propose_lesson,
+            annotations=PROPOSES,
             needs="write",
         ),
         _model_tool(
@@ -253,6 +317,8 @@ def _twin_tools(services: Services) -> list[Tool]:
             _NoArguments,
             ModelsResponse,
             lambda s, _r, _p: operations.models(s),
+            # It asks every configured model server whether it answers (possibly a hosted one).
+            annotations=READ_VIA_MODELS,
         ),
     ]
 

@@ -101,14 +101,18 @@ class LessonQuery(BaseModel):
     status: list[LessonStatus] = Field(
         default_factory=list, description="Any of these statuses (repeat the parameter); default: all."
     )
-    domain: str | None = Field(None, max_length=64)
-    scope: Literal["project", "global"] | None = None
-    task_kind: str | None = Field(None, max_length=64)
-    role: str | None = Field(None, max_length=128)
-    client_id: str | None = Field(None, max_length=128)
-    city: str | None = Field(None, max_length=128)
-    state: str | None = Field(None, max_length=32)
-    tool: str | None = Field(None, max_length=128)
+    domain: str | None = Field(
+        None, max_length=64, description="Only lessons of this domain (staffing, tools, playbook, ...)."
+    )
+    scope: Literal["project", "global"] | None = Field(
+        None, description="Only project lessons, or only global ones (learned in several projects)."
+    )
+    task_kind: str | None = Field(None, max_length=64, description="Only lessons for this kind of task.")
+    role: str | None = Field(None, max_length=128, description="Only lessons for this role.")
+    client_id: str | None = Field(None, max_length=128, description="Only lessons for this client.")
+    city: str | None = Field(None, max_length=128, description="Only lessons for this city.")
+    state: str | None = Field(None, max_length=32, description="Only lessons for this state.")
+    tool: str | None = Field(None, max_length=128, description="Only lessons about this tool.")
     limit: int = Field(100, ge=1, le=1000, description="Page size.")
     offset: int = Field(0, ge=0, le=1_000_000, description="Lessons to skip.")
 
@@ -147,7 +151,7 @@ class RollbackRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     version: int = Field(..., ge=1, description="The version whose content becomes the new current version.")
-    reason: str = Field("", max_length=500)
+    reason: str = Field("", max_length=500, description="Why (kept in the lesson's history).")
 
 
 class LogOutcome(BaseModel):
@@ -155,10 +159,10 @@ class LogOutcome(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["outcome"] = "outcome"
+    kind: Literal["outcome"] = Field("outcome", description="Always 'outcome' for this request.")
     run_id: str = Field(..., min_length=1, max_length=128, description="The run the lessons were given to.")
-    task: TaskSignature
-    success: bool
+    task: TaskSignature = Field(..., description="The task the run did, as lessons are matched against it.")
+    success: bool = Field(..., description="Whether the run did what it was asked.")
     score: float | None = Field(
         None, ge=-1e9, le=1e9, allow_inf_nan=False, description="Optional graded result."
     )
@@ -169,9 +173,9 @@ class LogLesson(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["lesson"] = "lesson"
-    lesson: LessonDraft
-    reason: str = Field("", max_length=500)
+    kind: Literal["lesson"] = Field("lesson", description="Always 'lesson' for this request.")
+    lesson: LessonDraft = Field(..., description="The lesson proposed; curation decides its id and status.")
+    reason: str = Field("", max_length=500, description="Why it is proposed (kept in its history).")
 
 
 LogRequest = Annotated[LogOutcome | LogLesson, Field(discriminator="kind")]
@@ -223,7 +227,11 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(
-        ..., min_length=1, max_length=2000, examples=["certified welder with pipe experience"]
+        ...,
+        min_length=1,
+        max_length=2000,
+        description="What to look for, in words; rows are ranked by similarity to it.",
+        examples=["certified welder with pipe experience"],
     )
     dataset: str = Field(
         "workers",
@@ -257,9 +265,13 @@ class MatchRequest(BaseModel):
         examples=["role = 'Welder' AND state = 'OH' AND reliability >= 0.7"],
     )
     question: str = Field(
-        ..., min_length=1, max_length=2000, examples=["MIG and TIG welding, structural steel"]
+        ...,
+        min_length=1,
+        max_length=2000,
+        description="What the job needs, in words; the eligible workers are ranked by similarity to it.",
+        examples=["MIG and TIG welding, structural steel"],
     )
-    k: int = Field(10, ge=1, le=100)
+    k: int = Field(10, ge=1, le=100, description="How many workers to return.")
 
 
 class SearchHit(BaseModel):
@@ -326,7 +338,13 @@ class AskRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(..., min_length=1, max_length=2000, examples=["How many welders live in Ohio?"])
+    question: str = Field(
+        ...,
+        min_length=1,
+        max_length=2000,
+        description="A question about the data, in words.",
+        examples=["How many welders live in Ohio?"],
+    )
     model: str | None = Field(
         None, max_length=300, description="e.g. ollama:qwen3:4b; default: the server's executor_model."
     )

@@ -27,7 +27,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 
 from agentlake.errors import UserError
 from agentlake.gateway.sessions import cookie_from_header, session_principal
-from agentlake.http.errors import error_response
+from agentlake.http.errors import error_response, jsonrpc_error_response
 from agentlake.http.keys import (
     OPEN,
     RANK,
@@ -44,7 +44,10 @@ __all__ = ["OPEN", "OPEN_PATHS", "Authenticate", "KeyRing", "Principal", "Scope"
 # Never need a key: liveness, and the dashboard's page, assets and sign-in, which reveal nothing
 # (the page asks for a key and everything it then reads is protected).
 OPEN_PATHS = frozenset({"/health", "/", "/api/session"})
-OPEN_PREFIXES = ("/static/",)
+# /.well-known/ serves nothing here: a client probing for OAuth metadata (an MCP client does,
+# after a 401) must learn that with a 404, not with another 401.
+OPEN_PREFIXES = ("/static/", "/.well-known/")
+MCP_PATH = "/mcp"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 api_key_header = APIKeyHeader(
@@ -131,6 +134,8 @@ class Authenticate:
     Once any key is configured, every path except the open ones (:func:`is_open_path`) needs a
     valid key or session cookie (401), including ``/docs``, ``/openapi.json``, unknown paths and
     the mounted apps; mounted apps also get their scope checked here (403) via ``scope_for``.
+    A refused ``/mcp`` request is answered as a JSON-RPC error (same status), whose message an
+    MCP client shows its user.
     On an open path the caller is resolved when it sent credentials, and ``None`` otherwise.
     """
 
@@ -172,7 +177,12 @@ class Authenticate:
         except UserError as exc:
             state["error_message"] = exc.message
             extra = {"WWW-Authenticate": 'Bearer realm="agentlake"'} if exc.http_status == 401 else None
-            response = error_response(exc.http_status, exc.message, headers=extra)
+            if path == MCP_PATH:
+                # An MCP client shows a JSON-RPC error's message; any other body it reports
+                # only as "Server returned an error response".
+                response = jsonrpc_error_response(exc.http_status, exc.message, headers=extra)
+            else:
+                response = error_response(exc.http_status, exc.message, headers=extra)
             if scope["type"] == "http":
                 await response(scope, receive, send)
             else:  # a websocket: refuse the handshake

@@ -117,6 +117,24 @@ def error_response(
     return JSONResponse(body, status_code=status, headers=headers or None)
 
 
+# JSON-RPC error codes for a refused request (the server-defined range).
+_JSONRPC_CODES = {401: -32001, 403: -32003}
+
+
+def jsonrpc_error_response(
+    status: int, message: str, *, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    """The same error for a JSON-RPC client (MCP over HTTP), at the same status: a JSON-RPC
+    client shows an error's ``message``, while any other body it reports only as a failed
+    request."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": _JSONRPC_CODES.get(status, -32000), "message": _cut(message, MAX_MESSAGE_CHARS)},
+    }
+    return JSONResponse(body, status_code=status, headers=headers or None)
+
+
 def error_type(exc: AgentlakeError) -> str:
     """The ``type`` of an agentlake error: the most specific kind we document."""
     if isinstance(exc, NotFoundError):

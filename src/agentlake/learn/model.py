@@ -81,13 +81,15 @@ class LessonMatch(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    task_kind: str | None = None
-    role: str | None = None
-    client_id: str | None = None
-    city: str | None = None
-    state: str | None = None
-    tool: str | None = None
-    error_signature: str | None = Field(None, max_length=300)
+    task_kind: str | None = Field(None, description="Kind of task, e.g. baseline_fill; empty: any.")
+    role: str | None = Field(None, description="Role, e.g. Welder; empty: any.")
+    client_id: str | None = Field(None, description="Client id; empty: any client.")
+    city: str | None = Field(None, description="City; empty: anywhere.")
+    state: str | None = Field(None, description="State (2-letter code); empty: anywhere.")
+    tool: str | None = Field(None, description="A tool the lesson is about, e.g. sql; empty: none.")
+    error_signature: str | None = Field(
+        None, max_length=300, description="The normalised error a tool lesson is about."
+    )
 
     @field_validator("*", mode="before")
     @classmethod
@@ -127,12 +129,20 @@ class MachineAction(BaseModel):
     require_certifications: list[str] = Field(
         default_factory=list, description="Canonical names, e.g. 'OSHA 30'."
     )
-    min_scores: dict[str, float] = Field(default_factory=dict, description="e.g. {'reliability': 0.7}.")
-    max_distance_miles: float | None = Field(None, gt=0)
-    exclude_prior_no_show_at_client: bool = False
+    min_scores: dict[str, float] = Field(
+        default_factory=dict, description="Minimum worker scores, e.g. {'reliability': 0.7}."
+    )
+    max_distance_miles: float | None = Field(None, gt=0, description="Only workers living this close.")
+    exclude_prior_no_show_at_client: bool = Field(
+        False, description="Skip workers who did not show at this client before."
+    )
     exclude_double_booked: bool = Field(False, description="Skip workers already booked over the shift.")
-    min_candidate_buffer: int | None = Field(None, ge=1, le=100)
-    widen_radius_miles: float | None = Field(None, gt=0, le=500)
+    min_candidate_buffer: int | None = Field(
+        None, ge=1, le=100, description="Spare candidates to verify beyond the requested count."
+    )
+    widen_radius_miles: float | None = Field(
+        None, gt=0, le=500, description="Search this far when the default radius runs short."
+    )
     extra_where: str | None = Field(
         None, max_length=500, description="A WHERE fragment; must pass lake.guard.check_where."
     )
@@ -352,11 +362,11 @@ class TaskSignature(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    task_kind: str
-    role: str | None = None
-    client_id: str | None = None
-    city: str | None = None
-    state: str | None = None
+    task_kind: str = Field(..., description="Kind of task, e.g. baseline_fill or emergency_fill.")
+    role: str | None = Field(None, description="Role filled, e.g. Welder.")
+    client_id: str | None = Field(None, description="Client id, e.g. riverfront-steel.")
+    city: str | None = Field(None, description="City of the job.")
+    state: str | None = Field(None, description="State of the job (2-letter code).")
 
     @field_validator("*", mode="before")
     @classmethod
@@ -385,18 +395,30 @@ class LessonDraft(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    trigger: str = Field(..., min_length=1, max_length=MAX_TRIGGER_CHARS)
-    action: str = Field(..., min_length=1, max_length=MAX_ACTION_CHARS)
-    match: LessonMatch = Field(default_factory=LessonMatch)
-    machine: MachineAction | None = None
-    domain: str = Field("general", min_length=1, max_length=64)
-    scope: Scope = "project"
-    project_id: str | None = None
-    confidence: float = Field(0.5, ge=0, le=1)
-    evidence_op_ids: list[str] = Field(default_factory=list)
-    evidence_excerpts: list[str] = Field(default_factory=list)
-    source: LessonSource = "heuristic"
-    id: str | None = Field(None, pattern=r"^L-[A-Za-z0-9_-]{1,64}$")
+    trigger: str = Field(
+        ..., min_length=1, max_length=MAX_TRIGGER_CHARS, description="When the lesson applies, in words."
+    )
+    action: str = Field(..., min_length=1, max_length=MAX_ACTION_CHARS, description="What to do, in words.")
+    match: LessonMatch = Field(
+        default_factory=LessonMatch, description="The tasks it applies to; empty fields match any."
+    )
+    machine: MachineAction | None = Field(
+        None, description="What a policy without an LLM applies (filters, limits); optional."
+    )
+    domain: str = Field("general", min_length=1, max_length=64, description="staffing, tools, playbook, ...")
+    scope: Scope = Field("project", description="project (this project only) or global.")
+    project_id: str | None = Field(None, description="The project of a project lesson; empty: the default.")
+    confidence: float = Field(0.5, ge=0, le=1, description="How sure the proposer is (curation may cap it).")
+    evidence_op_ids: list[str] = Field(
+        default_factory=list, description="Ids of the ops it was learned from."
+    )
+    evidence_excerpts: list[str] = Field(default_factory=list, description="Short quotes of that evidence.")
+    source: LessonSource = Field(
+        "heuristic", description="Who proposes it: heuristic, llm, overseer or human."
+    )
+    id: str | None = Field(
+        None, pattern=r"^L-[A-Za-z0-9_-]{1,64}$", description="An existing lesson's id to confirm or edit."
+    )
 
 
 class Delta(BaseModel):
