@@ -203,7 +203,11 @@ class Settings(BaseSettings):
         gt=0,
         description="Timeout of one llm lesson-extractor call; on expiry the heuristic extractor takes over.",
     )
-    learn_extractor: str = Field("heuristic", description="Lesson extractor backend: heuristic or llm.")
+    learn_extractor: str = Field(
+        "induction",
+        description="Lesson extractor backend: induction (the heuristic's lessons plus client rules induced "
+        "from judged evidence), heuristic or llm.",
+    )
     learn_model: str | None = Field(
         None, description="Model for the llm lesson extractor, e.g. ollama:qwen3:4b."
     )
@@ -267,8 +271,8 @@ class Settings(BaseSettings):
     @field_validator("learn_extractor")
     @classmethod
     def _known_extractor(cls, value: str) -> str:
-        if value not in ("heuristic", "llm"):
-            raise ValueError("must be 'heuristic' or 'llm'")
+        if value not in ("induction", "heuristic", "llm"):
+            raise ValueError("must be 'induction', 'heuristic' or 'llm'")
         return value
 
     @field_validator("api_keys")

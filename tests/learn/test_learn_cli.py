@@ -81,13 +81,13 @@ def listed(*args: str) -> list[dict]:
 def test_learn_reads_recent_ops_and_lists_lessons() -> None:
     seed_ops()
     out = invoke("lessons", "learn", "--since", "1d", "--no-similarity")
-    assert "1 op(s) read, 1 new; heuristic: 2 added" in out
+    assert "1 op(s) read, 1 new; induction: 2 added" in out
     lessons = listed()
     assert {row["status"] for row in lessons} == {"active"}
     assert {row["match"] for row in lessons} == {"client_id=riverfront-steel"}
     assert any("OSHA 30" in row["action"] for row in lessons)
     again = invoke("lessons", "learn", "--since", "1d", "--no-similarity")
-    assert "1 op(s) read, 0 new; heuristic: no deltas" in again
+    assert "1 op(s) read, 0 new; induction: no deltas" in again
     everything = invoke("lessons", "learn", "--no-similarity", "--json")
     report = json.loads(everything)
     assert report["ops_read"] == 2

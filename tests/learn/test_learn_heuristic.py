@@ -305,7 +305,7 @@ def test_registry_resolves_builtins_and_rejects_unknown(settings) -> None:  # no
     from agentlake.errors import UserError
 
     assert isinstance(get_extractor("heuristic", settings), HeuristicExtractor)
-    with pytest.raises(UserError, match="known: heuristic, llm"):
+    with pytest.raises(UserError, match="known: heuristic, induction, llm"):
         get_extractor("oracle", settings)
     with pytest.raises(UserError, match="learn_model"):
         get_extractor("llm", settings)

@@ -259,7 +259,7 @@ def test_scheduler_reads_only_new_ops(store: LessonStore, settings) -> None:  # 
 def test_scheduler_interval_comes_from_settings_by_default(store: LessonStore) -> None:
     scheduler = LearningScheduler(store, None)
     assert scheduler.interval_s == store.settings.learn_interval_s == 300.0
-    assert scheduler.extractor.name == "heuristic"
+    assert scheduler.extractor.name == "induction"
 
 
 def _stating_outcomes(ops: list[ObservedOp], given: list[str]) -> list[ObservedOp]:

@@ -3,7 +3,8 @@
 Owns ``RulesPolicy``: it builds the candidate search from the order (role and synonyms,
 distance within the radius, stated certifications, the availability floor) plus the machine
 actions of the lessons it is given (required certifications, minimum scores, a tighter
-distance, no prior no-show at this client, an extra WHERE fragment, a larger buffer), ranks by
+distance, no prior no-show at this client, an extra WHERE fragment, workers to leave out, a
+larger buffer), ranks by
 reliability then distance, verifies in code, proposes ``count`` workers and keeps verified
 spares in the ledger. Candidates handed over in ``RunContext.buffer`` (an earlier event's
 spares, for an emergency) are verified again and placed first; the search fills the rest.
@@ -205,6 +206,7 @@ def _query(
     if machine is None:
         return query
     query.requirements += [c for c in machine.require_certifications if c not in query.requirements]
+    query.exclude_ids += [w for w in machine.exclude_ids if w not in query.exclude_ids]
     query.min_scores = dict(machine.min_scores)
     query.max_distance_miles = machine.max_distance_miles
     query.extra_where = machine.extra_where

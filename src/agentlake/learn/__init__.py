@@ -2,8 +2,8 @@
 
 ``model`` (the Lesson vocabulary) -> ``store`` (DuckDB, append-only history) -> ``curation``
 (the rules that change lessons) -> ``retrieval`` (lessons for a task, citations) -> ``effect``
-(outcomes, measured helpful/harmful). Extractors (``extract``: heuristic, llm) turn ops into
-deltas; ``loop`` is the one learning loop: it reads what the observer recorded (outcomes,
+(outcomes, measured helpful/harmful). Extractors (``extract``: heuristic, induction, llm) turn ops into
+deltas (``evidence``: the judged items an op states, kept for induction); ``loop`` is the one learning loop: it reads what the observer recorded (outcomes,
 citations, rejections) and runs on demand, between scenario batches and on a schedule.
 """
 
@@ -16,6 +16,7 @@ from agentlake.learn.extractor import (
     register_extractor,
 )
 from agentlake.learn.heuristic import HeuristicExtractor
+from agentlake.learn.induction import InductionExtractor
 from agentlake.learn.llm_extractor import LLMExtractor
 from agentlake.learn.loop import (
     CycleReport,
@@ -53,6 +54,7 @@ __all__ = [
     "Extractor",
     "HeuristicExtractor",
     "ImportReport",
+    "InductionExtractor",
     "LLMExtractor",
     "LearningScheduler",
     "Lesson",

@@ -1,7 +1,7 @@
 """The lesson-extractor extension point: the ``Extractor`` contract and its registry.
 
 An extractor reads observed ops and proposes deltas; it never writes lessons itself (code
-curates: ``LessonStore.propose``). Built-ins (``heuristic``, ``llm``) register through
+curates: ``LessonStore.propose``). Built-ins (``heuristic``, ``induction``, ``llm``) register through
 :func:`register_extractor`, the same door a third party uses; ``settings.learn_extractor``
 picks one. This module owns only the contract and the registry.
 """
@@ -12,21 +12,50 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from agentlake.learn.model import DEFAULT_PROJECT, Delta
+from agentlake.learn.model import DEFAULT_PROJECT, Delta, Lesson, MachineAction
 from agentlake.registry import Registry
 from agentlake.settings import load_settings
 
 if TYPE_CHECKING:
+    from agentlake.learn.evidence import EvidenceItem
     from agentlake.observe.model import ObservedOp
     from agentlake.settings import Settings
 
 
+@dataclass(frozen=True)
+class PoolCheck:
+    """What a filter leaves of a scope's candidate pool (the domain counts; learn never reads
+    a domain's tables): candidates before and after, and the orders left with none."""
+
+    before: int
+    after: int
+    emptied: tuple[str, ...] = ()
+
+
+# (scope, filter) -> what it leaves, or None when the domain cannot tell.
+PoolChecker = Callable[[str, "MachineAction"], "PoolCheck | None"]
+
+
+class LessonReader(Protocol):
+    """Read access to the lesson store for extractors (they propose deltas, never write)."""
+
+    def list(self, **filters: Any) -> list[Lesson]: ...
+
+    def evidence(
+        self, scope: str, *, project_id: str | None = None
+    ) -> tuple[dict[str, dict[str, str]], list[EvidenceItem]]: ...
+
+
 @dataclass
 class ExtractContext:
-    """What an extractor knows besides the ops: the project its lessons belong to."""
+    """What an extractor knows besides the ops: the project its lessons belong to, the store
+    as it stands (read only: lessons and the judged evidence kept so far) and, from the domain,
+    a check of what a filter would leave of a scope's candidates."""
 
     project_id: str = DEFAULT_PROJECT
     notes: dict[str, Any] = field(default_factory=dict)  # diagnostics an extractor may fill in
+    store: LessonReader | None = None
+    pool_check: PoolChecker | None = None
 
 
 @runtime_checkable
@@ -44,7 +73,11 @@ ExtractorFactory = Callable[["Settings"], Extractor]
 extractors: Registry[ExtractorFactory] = Registry(
     "lesson extractor",
     "agentlake.extractors",
-    builtins={"heuristic": "agentlake.learn.heuristic", "llm": "agentlake.learn.llm_extractor"},
+    builtins={
+        "heuristic": "agentlake.learn.heuristic",
+        "induction": "agentlake.learn.induction",
+        "llm": "agentlake.learn.llm_extractor",
+    },
 )
 
 

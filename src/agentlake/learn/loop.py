@@ -2,7 +2,7 @@
 
 There is one loop, and it reads what the witness recorded. ``learn_cycle`` is one turn of it
 over given ops: the outcomes and citations the ops state (``record_outcomes``, the op
-convention below), extraction (``learn_from_ops``, idempotent by op id), deltas proposed
+convention below), the judged evidence they state (``evidence.record_evidence``), extraction (``learn_from_ops``, idempotent by op id), deltas proposed
 directly (the overseer's), measured effects, decay/expiry and promotion. ``learn_recorded``
 is "learn now from these recorded ops": it reads them from the observer (``read_ops``, by
 provenance filters such as a run-id prefix) and runs the cycle; ``learn_between_batches``
@@ -16,7 +16,7 @@ fields>, "success": bool, "score": float | None}`` states how run ``provenance.r
 ended; its ``attributes.lessons_given`` and ``lessons_cited`` are the lessons the run was
 given and said it used (``outcome_attributes`` builds it). Citations of lessons the store
 does not hold are skipped. It does not own the rules (``curation``), the extractors
-(``extract``/``heuristic``/``llm_extractor``) or the op store (``observe``).
+(``extractor``/``heuristic``/``induction``/``llm_extractor``) or the op store (``observe``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from pydantic import BaseModel, Field
 
 from agentlake.errors import UserError
 from agentlake.learn.effect import measure_effects, record_outcome
-from agentlake.learn.extractor import ExtractContext, Extractor, get_extractor
+from agentlake.learn.evidence import record_evidence
+from agentlake.learn.extractor import ExtractContext, Extractor, PoolChecker, get_extractor
 from agentlake.learn.model import (
     DEFAULT_PROJECT,
     AppliedDelta,
@@ -175,15 +176,21 @@ def learn_cycle(
     measure: bool = True,
     maintain: bool = True,
     promote: bool = True,
+    pool_check: PoolChecker | None = None,
 ) -> CycleReport:
-    """One full cycle over ``ops``: record the outcomes and citations they state, extract and
-    curate lessons, apply ``proposals`` (deltas proposed directly, e.g. by the overseer), then
-    measure effects, decay/expire and promote (each switchable)."""
+    """One full cycle over ``ops``: record the outcomes, citations and judged evidence they
+    state, extract and curate lessons, apply ``proposals`` (deltas proposed directly, e.g. by
+    the overseer), then measure effects, decay/expire and promote (each switchable).
+    ``pool_check`` is the domain's count of what a filter leaves of a scope's candidates
+    (``ExtractContext.pool_check``)."""
     instance = _resolve(extractor, store.settings)
-    context = ExtractContext(project_id=project_id or DEFAULT_PROJECT)
+    project = project_id or DEFAULT_PROJECT
+    context = ExtractContext(project_id=project, store=store, pool_check=pool_check)
     report = CycleReport(ops_read=len(ops), extractor=instance.name)
-    # Outcomes first, so measurement sees this cycle's runs.
+    # Outcomes first, so measurement sees this cycle's runs; evidence before extraction, so
+    # induction sees everything judged so far.
     report.outcomes = record_outcomes(store, ops)
+    record_evidence(store, ops, project)
     report.ops_new = len(store.unlearned([op.id for op in ops]))
     report.applied = learn_from_ops(store, ops, extractor=instance, context=context)
     if proposals:
@@ -248,6 +255,7 @@ def learn_recorded(
     measure: bool = True,
     maintain: bool = True,
     promote: bool = True,
+    pool_check: PoolChecker | None = None,
     **filters: Any,
 ) -> CycleReport:
     """Learn now from what the witness recorded: the ops of ``source`` matching ``filters``
@@ -262,6 +270,7 @@ def learn_recorded(
         measure=measure,
         maintain=maintain,
         promote=promote,
+        pool_check=pool_check,
     )
 
 
@@ -273,6 +282,7 @@ def learn_between_batches(
     settings: Settings,
     proposals: Sequence[Delta] = (),
     semantic: bool = False,
+    pool_check: PoolChecker | None = None,
 ) -> CycleReport:
     """Learn a staffer's batch into its own lesson store at ``path`` (opened and closed here).
 
@@ -284,7 +294,13 @@ def learn_between_batches(
     """
     with LessonStore.open(settings, path=path, embedder=None if semantic else False) as store:
         report = learn_recorded(
-            store, source, proposals=proposals, maintain=False, promote=False, run_id=run_id
+            store,
+            source,
+            proposals=proposals,
+            maintain=False,
+            promote=False,
+            pool_check=pool_check,
+            run_id=run_id,
         )
         counts: dict[str, int] = {}
         for lesson in store.list():

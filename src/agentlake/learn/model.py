@@ -23,7 +23,7 @@ from agentlake.observe.scrub import scrub
 
 Status = Literal["pending", "active", "conflict-hold", "retired"]
 Scope = Literal["project", "global"]
-LessonSource = Literal["heuristic", "llm", "overseer", "human"]
+LessonSource = Literal["heuristic", "induction", "llm", "overseer", "human"]
 EventKind = Literal[
     "add",
     "edit",
@@ -44,6 +44,7 @@ MAX_ACTION_CHARS = 500
 MAX_EXCERPT_CHARS = 200
 MAX_EXCERPTS = 3
 MAX_EVIDENCE_IDS = 50
+MAX_EXCLUDE_IDS = 500
 DEFAULT_PROJECT = "default"
 
 # The fields of a match that describe the task (and so can be compared with a TaskSignature);
@@ -146,6 +147,16 @@ class MachineAction(BaseModel):
     extra_where: str | None = Field(
         None, max_length=500, description="A WHERE fragment; must pass lake.guard.check_where."
     )
+    exclude_ids: list[int] = Field(
+        default_factory=list,
+        max_length=MAX_EXCLUDE_IDS,
+        description="Items (workers) to leave out: ones a judge refused for reasons no other rule explains.",
+    )
+
+    @field_validator("exclude_ids")
+    @classmethod
+    def _ids(cls, value: list[int]) -> list[int]:
+        return sorted(set(value))
 
     @field_validator("require_certifications")
     @classmethod
@@ -195,6 +206,7 @@ class MachineAction(BaseModel):
             extra_where=" AND ".join(f"({w})" for w in wheres)
             if len(wheres) > 1
             else (wheres[0] if wheres else None),
+            exclude_ids=sorted(set(self.exclude_ids) | set(other.exclude_ids))[-MAX_EXCLUDE_IDS:],
         )
 
     def conflicts_with(self, other: MachineAction) -> str | None:
@@ -217,6 +229,8 @@ class MachineAction(BaseModel):
             data["min_candidate_buffer"] = "set"
         if "widen_radius_miles" in data:
             data["widen_radius_miles"] = "set"
+        if "exclude_ids" in data:  # the list grows with evidence; the lesson stays the same one
+            data["exclude_ids"] = "set"
         if "require_certifications" in data:
             data["require_certifications"] = [c.casefold() for c in data["require_certifications"]]
         return data
@@ -240,6 +254,8 @@ class MachineAction(BaseModel):
             parts.append(f"widen the search radius to {self.widen_radius_miles:g} miles")
         if self.extra_where:
             parts.append(f"filter WHERE {self.extra_where}")
+        if self.exclude_ids:
+            parts.append(f"leave out {len(self.exclude_ids)} refused worker(s)")
         return "; ".join(parts)
 
 

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentlake.errors import NotFoundError, RunError, UserError
 from agentlake.learn.curation import apply_deltas, maintain, promote
+from agentlake.learn.evidence import MAX_ITEMS_PER_SCOPE, EvidenceItem, JudgedOp
 from agentlake.learn.model import (
     AppliedDelta,
     Delta,
@@ -118,6 +119,28 @@ MIGRATIONS = [
         CREATE TABLE learned_ops (
             op_id VARCHAR PRIMARY KEY,
             learned_at TIMESTAMP NOT NULL
+        );
+        """,
+    ),
+    Migration(
+        "002_evidence",
+        """
+        CREATE TABLE evidence_ops (
+            op_id VARCHAR PRIMARY KEY,
+            project_id VARCHAR,
+            scope VARCHAR NOT NULL,
+            shape VARCHAR NOT NULL,
+            features VARCHAR NOT NULL,
+            recorded_at TIMESTAMP NOT NULL
+        );
+        CREATE TABLE evidence (
+            op_id VARCHAR NOT NULL,
+            item_id BIGINT NOT NULL,
+            accepted BOOLEAN NOT NULL,
+            explained BOOLEAN NOT NULL,
+            said VARCHAR NOT NULL,
+            item_values VARCHAR NOT NULL,
+            PRIMARY KEY (op_id, item_id)
         );
         """,
     ),
@@ -738,6 +761,72 @@ class LessonStore:
             ).fetchall()
         return set(op_ids) - {row[0] for row in rows}
 
+    # --- judged evidence (learn.evidence) ----------------------------------------------------
+
+    def record_evidence(self, judged: Sequence[JudgedOp], *, project_id: str | None) -> None:
+        """Keep the items of ``judged`` ops (idempotent by op and item)."""
+        with self.transaction() as txn:
+            at = _naive(txn.now)
+            for op in judged:
+                txn.insert(
+                    "evidence_ops",
+                    {
+                        "op_id": op.op_id,
+                        "project_id": project_id,
+                        "scope": op.scope,
+                        "shape": op.shape,
+                        "features": _dumps(op.features),
+                        "recorded_at": at,
+                    },
+                    conflict="ON CONFLICT DO NOTHING",
+                )
+                for item in op.items:
+                    txn.insert(
+                        "evidence",
+                        {
+                            "op_id": op.op_id,
+                            "item_id": item.item_id,
+                            "accepted": item.accepted,
+                            "explained": item.explained,
+                            "said": _dumps(list(item.said)),
+                            "item_values": _dumps(dict(item.values)),
+                        },
+                        conflict="ON CONFLICT DO NOTHING",
+                    )
+
+    def evidence(
+        self, scope: str, *, project_id: str | None = None, limit: int = MAX_ITEMS_PER_SCOPE
+    ) -> tuple[dict[str, dict[str, str]], list[EvidenceItem]]:
+        """The features (the newest op's) and the newest ``limit`` items judged for ``scope``,
+        oldest first."""
+        where = "o.scope = ?" + (" AND o.project_id IS NOT DISTINCT FROM ?" if project_id is not None else "")
+        params: list[Any] = [scope] + ([project_id] if project_id is not None else [])
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT * FROM (SELECT o.op_id, o.shape, o.features, o.recorded_at, e.item_id, e.accepted, "
+                "e.explained, e.said, e.item_values FROM evidence e JOIN evidence_ops o USING (op_id) "
+                f"WHERE {where} ORDER BY o.recorded_at DESC, o.op_id DESC, e.item_id LIMIT ?) "
+                "ORDER BY recorded_at, op_id, item_id",
+                [*params, limit],
+            ).fetchall()
+        features: dict[str, dict[str, str]] = {}
+        items = []
+        for op_id, shape, schema, _, item_id, accepted, explained, said, values in rows:
+            features = json.loads(schema) or features
+            items.append(
+                EvidenceItem(
+                    op_id=op_id,
+                    item_id=int(item_id),
+                    scope=scope,
+                    shape=shape,
+                    accepted=bool(accepted),
+                    explained=bool(explained),
+                    values=json.loads(values),
+                    said=tuple(json.loads(said)),
+                )
+            )
+        return features, items
+
     # --- similarity ------------------------------------------------------------------------
 
     def embedder(self) -> Embedder | None:
@@ -882,4 +971,4 @@ def _latest(a: datetime | None, b: datetime | None) -> datetime | None:
 
 
 def _actor(actor: str) -> Any:
-    return actor if actor in ("heuristic", "llm", "overseer", "human") else "human"
+    return actor if actor in ("heuristic", "induction", "llm", "overseer", "human") else "human"

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from agentlake.lake import Lake
-from agentlake.scenarios.day import DayLedger, lake_client_ids, plan_event
-from agentlake.scenarios.judge import Matching, judge_fill
-from agentlake.scenarios.scenario import Acceptance, Scenario
-from agentlake.workforce.facts import load_facts, load_no_shows, site_of, workers_near
+from agentlake.scenarios.day import DayLedger, plan_event
+from agentlake.scenarios.judge import Matching
+from agentlake.scenarios.pools import ClientPools
+from agentlake.scenarios.scenario import Scenario
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
@@ -55,38 +55,14 @@ def event_pools(
     Emergencies and misplacements use the order they repeat (nobody is placed in this
     analysis, so nobody is excluded). Bookings are ignored: pools are upper bounds.
     """
-    matching = matching or Matching.default()
     out = []
     for scenario in scenarios:
         ledger = DayLedger()
-        client_ids = lake_client_ids(lake, scenario.client)
+        pools = ClientPools(lake, scenario.client, scenario.date, matching=matching)
         for event in scenario.events:
             order = plan_event(scenario, event, ledger).order
             ledger.orders[event.id] = order
-            site = site_of(lake, order.city, order.state)
-            ids = workers_near(lake, site[0], site[1], order.radius_miles)
-            facts = load_facts(lake, ids)
-            stated_judged = judge_fill(
-                order.model_copy(update={"count": max(1, len(ids))}),
-                ids,
-                acceptance=Acceptance(),
-                site=site,
-                facts=facts,
-                matching=matching,
-            )
-            stated = stated_judged.accepted
-            acceptable = 0
-            if stated:
-                hidden = judge_fill(
-                    order.model_copy(update={"count": len(stated)}),
-                    stated,
-                    acceptance=scenario.client.acceptance,
-                    site=site,
-                    facts=facts,
-                    no_shows=load_no_shows(lake, client_ids, stated, scenario.date),
-                    matching=matching,
-                )
-                acceptable = hidden.filled
+            pool = pools.add(order)
             out.append(
                 EventPool(
                     scenario=scenario.scenario,
@@ -95,8 +71,8 @@ def event_pools(
                     role=order.role,
                     place=f"{order.city}, {order.state} +{order.radius_miles:g} mi",
                     count=event.count,
-                    stated=len(stated),
-                    acceptable=acceptable,
+                    stated=len(pool.workers),
+                    acceptable=len(pools.acceptable(pool, scenario.client.acceptance)),
                 )
             )
     return out

@@ -29,8 +29,9 @@ from agentlake.lake import Lake
 from agentlake.learn.loop import learn_between_batches
 from agentlake.observe import get_observer
 from agentlake.scenarios.backends import BACKENDS, make_backend
-from agentlake.scenarios.day import DayResult, DayTask
+from agentlake.scenarios.day import DayLedger, DayResult, DayTask, plan_event
 from agentlake.scenarios.metrics import leaderboard_document
+from agentlake.scenarios.pools import ClientPools, PoolChecks
 from agentlake.scenarios.profile import StafferProfile, load_profiles, unreachable_models
 from agentlake.scenarios.report import write_report
 from agentlake.scenarios.results import (
@@ -376,10 +377,11 @@ def execute_run(
             matching=matching,
         )
         learning: list[BatchLearning] = []
+        pools = client_pools(lake, plan.scenarios) if any(a.profile.learning for a in plan.arms) else None
         try:
             for batch in range(1, plan.batches + 1):
                 learning += _run_batch(
-                    plan, batch, run_dir, engine, settings, str(lake.path), observer, on_progress
+                    plan, batch, run_dir, engine, settings, str(lake.path), observer, on_progress, pools
                 )
         finally:
             engine.close()
@@ -412,6 +414,7 @@ def _run_batch(
     lake_path: str,
     observer: Observer,
     on_progress: Callable[[Progress], None] | None,
+    pools: PoolChecks | None = None,
 ) -> list[BatchLearning]:
     tasks = [
         DayTask(
@@ -455,7 +458,7 @@ def _run_batch(
                 )
             )
     return [
-        _learn(plan, arm, batch, run_dir, settings, observer, finished[arm.name])
+        _learn(plan, arm, batch, run_dir, settings, observer, finished[arm.name], pools)
         for arm in plan.arms
         if arm.profile.learning
     ]
@@ -469,6 +472,7 @@ def _learn(
     settings: Settings,
     observer: Observer,
     days: Sequence[DayResult],
+    pools: PoolChecks | None = None,
 ) -> BatchLearning:
     """The arm learns its batch from what the observer recorded (its ops, outcomes and
     citations, by run-id prefix) plus the overseer's proposals, into its own store."""
@@ -479,6 +483,7 @@ def _learn(
         settings=settings,
         proposals=[delta for day in days for delta in day.overseer_deltas],
         semantic=plan.semantic_lessons,
+        pool_check=pools,
     )
     return BatchLearning(
         staffer=arm.name,
@@ -488,6 +493,21 @@ def _learn(
         pending=report.lessons.get("pending", 0),
         measured=len(report.effects),
     )
+
+
+def client_pools(lake: Lake, scenarios: Sequence[Scenario]) -> PoolChecks:
+    """Every client's order pools over ``scenarios`` (the pool check learning uses): what a
+    learned filter would leave of the candidates for each order the client gives."""
+    by_client: dict[str, ClientPools] = {}
+    for scenario in sorted(scenarios, key=lambda s: s.date):
+        pools = by_client.get(scenario.client.id)
+        if pools is None:
+            pools = by_client[scenario.client.id] = ClientPools(lake, scenario.client, scenario.date)
+        ledger = DayLedger()
+        for event in scenario.events:
+            ledger.orders[event.id] = plan_event(scenario, event, ledger).order
+            pools.add(ledger.orders[event.id])
+    return PoolChecks(by_client.values())
 
 
 def _profiles(staffers: Sequence[str | StafferProfile] | str) -> list[StafferProfile]:

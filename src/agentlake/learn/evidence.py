@@ -1,0 +1,152 @@
+"""Judged evidence: the items a judge accepted or refused, with their features, as ops state them.
+
+Owns the op convention (docs/learning.md, "Judged evidence") and reading it: an op whose
+``attributes.judged`` is ``{"scope", "shape", "features", "items"}`` states, for each item
+(``{"id", "accepted", "explained"?, "values"}``), whether the judge took it and the item's
+features; ``features`` says, per feature, the ``MachineAction`` filter that acts on it
+(``min_scores.<name>``: keep at or above; ``max_distance_miles``: keep at or below;
+``require_certifications``: keep holders; ``exclude_prior_no_show_at_client``: keep those
+without the flag) and the words people use for it. The judge's own words for a refused item
+are the op's ``attributes.rejections[].said`` of that item (vague feedback).
+
+An op whose rejections name their rule (``rule``: the judge said why, explicit feedback) does
+not count as evidence to induce from: the heuristic extractor copies what was said.
+
+``record_evidence`` keeps the items in the lesson store (idempotent by op and item), so rules
+can be induced from everything judged so far, across batches and inside a day's private copy
+of the store. It does not own induction (``induction``) nor any domain's features.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentlake.learn.store import LessonStore
+    from agentlake.observe.model import ObservedOp
+
+JUDGED = "judged"
+FILTERS = ("max_distance_miles", "require_certifications", "exclude_prior_no_show_at_client")
+SCORE_FILTER = "min_scores."
+# Evidence kept per scope: the oldest items beyond this are not read (a long-lived service).
+MAX_ITEMS_PER_SCOPE = 5000
+
+
+@dataclass(frozen=True)
+class EvidenceItem:
+    """One judged item of one op."""
+
+    op_id: str
+    item_id: int
+    scope: str
+    shape: str
+    accepted: bool
+    explained: bool
+    values: Mapping[str, Any]
+    said: tuple[str, ...] = ()
+
+
+@dataclass
+class JudgedOp:
+    """What one op states: its scope, the features' filters and words, its items."""
+
+    op_id: str
+    scope: str
+    shape: str
+    features: dict[str, dict[str, str]]
+    items: list[EvidenceItem] = field(default_factory=list)
+
+
+def known_filter(name: str) -> bool:
+    """Whether ``name`` is a MachineAction filter induction can state (see the module docstring)."""
+    return name in FILTERS or (name.startswith(SCORE_FILTER) and len(name) > len(SCORE_FILTER))
+
+
+def states_rules(op: ObservedOp) -> bool:
+    """The judge named the rule of a refusal (explicit feedback): nothing to induce."""
+    rejections = op.attributes.get("rejections")
+    return isinstance(rejections, list) and any(isinstance(r, dict) and r.get("rule") for r in rejections)
+
+
+def read_judged(op: ObservedOp) -> JudgedOp | None:
+    """The evidence ``op`` states, or ``None`` (no evidence, rules stated, or unreadable)."""
+    judged = op.attributes.get(JUDGED)
+    if not isinstance(judged, dict) or states_rules(op):
+        return None
+    scope = judged.get("scope")
+    items = judged.get("items")
+    features = judged.get("features")
+    if not isinstance(scope, str) or not scope.strip() or not isinstance(items, list):
+        return None
+    schema: dict[str, dict[str, str]] = {}
+    if isinstance(features, dict):
+        for name, spec in features.items():
+            if isinstance(spec, dict) and known_filter(str(spec.get("filter", ""))):
+                schema[str(name)] = {"filter": str(spec["filter"]), "words": str(spec.get("words", ""))}
+    said: dict[int, list[str]] = {}
+    for rejection in op.attributes.get("rejections") or []:
+        if isinstance(rejection, dict) and isinstance(rejection.get("said"), str):
+            worker = _int(rejection.get("worker_id"))
+            if worker is not None:
+                said.setdefault(worker, []).append(rejection["said"][:300])
+    out = JudgedOp(op_id=op.id, scope=scope.strip(), shape=str(judged.get("shape") or ""), features=schema)
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("values"), dict):
+            continue
+        item_id = _int(item.get("id"))
+        if item_id is None or not isinstance(item.get("accepted"), bool):
+            continue
+        out.items.append(
+            EvidenceItem(
+                op_id=op.id,
+                item_id=item_id,
+                scope=out.scope,
+                shape=out.shape,
+                accepted=item["accepted"],
+                explained=bool(item.get("explained")),
+                values=_clean_values(item["values"]),
+                said=tuple(said.get(item_id, ())),
+            )
+        )
+    return out if out.items else None
+
+
+def record_evidence(store: LessonStore, ops: Sequence[ObservedOp], project_id: str | None) -> int:
+    """Keep the evidence ``ops`` state in ``store``; returns how many items were read.
+
+    Recording the same op again adds nothing (keyed by op and item).
+    """
+    judged = [found for op in ops if (found := read_judged(op)) is not None]
+    if judged:
+        store.record_evidence(judged, project_id=project_id)
+    return sum(len(j.items) for j in judged)
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _clean_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Numbers (finite), booleans and lists of strings; anything else is dropped."""
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        if isinstance(value, bool):
+            out[str(name)] = value
+        elif isinstance(value, (int, float)) and math.isfinite(float(value)):
+            out[str(name)] = float(value)
+        elif isinstance(value, list):
+            out[str(name)] = sorted({str(v).strip() for v in value if str(v).strip()})
+    return out
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)

@@ -1,0 +1,525 @@
+"""The induction extractor: a judge's unwritten rules, inferred from what it accepted and refused.
+
+Where a judge does not say why it refused an item (vague or silent feedback; ``evidence``
+has the op convention), the rules are read off the evidence: the items' features, accepted
+against refused, across everything judged so far for the scope (kept in the lesson store).
+A rule is a conjunction of simple filters, each a ``MachineAction`` the rules policy applies:
+a score floor (``min_scores``), a distance limit, a certification held, no prior no-show.
+
+- **Candidates.** A filter is a candidate only if every accepted item passes it (the judge
+  took them: a rule it holds cannot refuse them) and some refused item fails it. A
+  certification is a candidate only if every accepted item holds it.
+- **Evidence.** Candidates are taken greedily over the refusals not yet explained: the
+  strongest first, where strength is the chance that labels unrelated to the feature would put
+  only refused items on its wrong side (a hypergeometric tail, ``p``; smaller is stronger).
+  A candidate is kept when ``p`` is at most ``ALPHA`` (silent), or ``ALPHA_NAMED`` when the
+  judge's own words for a refusal it explains name the feature (``features[].words``: a hint,
+  never proof). Ties go to the filter that leaves the most candidates. A refused item no kept
+  filter explains is left out by id (``exclude_ids``): the judge would refuse it again.
+- **Thresholds** sit halfway between the evidence: between the lowest accepted value and the
+  highest value refused for this reason (distance: the farthest accepted and the nearest
+  refused), so they never refuse an accepted item nor admit one refused for this reason.
+- **Confidence** grows with the evidence: 0.8 at ``p = ALPHA``, +0.05 per tenfold less, at
+  most 0.95; a lesson confirmed by new evidence gains the usual +0.05.
+- **Revised, not stacked.** Each filter family (a score, the distance, one certification, the
+  no-show flag, the refused ids) of a scope has one lesson; new evidence that moves a
+  threshold EDITs it, evidence that no longer supports it (an accepted item that fails it)
+  RETIREs it, with the reason in its history.
+- **Never an empty pool.** With the domain's ``ExtractContext.pool_check``, a filter that
+  would leave some order of the scope without a single candidate is withheld, and said so.
+- **Contradictions.** The same item accepted and refused for the same order shape is dropped
+  from the evidence (no lesson comes from it) and reported in ``context.notes``.
+
+The heuristic extractor's deltas come first (``InductionExtractor`` = heuristic + induction),
+so a judge that states its rules (explicit feedback) is learned exactly as before. It does not
+own curation (``curation``) nor the domain's features (the op states them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agentlake.learn.evidence import SCORE_FILTER, EvidenceItem, read_judged
+from agentlake.learn.extractor import ExtractContext, PoolChecker, register_extractor
+from agentlake.learn.heuristic import HeuristicExtractor
+from agentlake.learn.model import (
+    MAX_EVIDENCE_IDS,
+    MAX_EXCLUDE_IDS,
+    Delta,
+    Lesson,
+    LessonDraft,
+    LessonMatch,
+    MachineAction,
+)
+
+if TYPE_CHECKING:
+    from agentlake.observe.model import ObservedOp
+    from agentlake.settings import Settings
+
+ALPHA = 0.02
+ALPHA_NAMED = 0.5
+BASE_CONFIDENCE = 0.8
+MAX_CONFIDENCE = 0.95
+SOURCE = "induction"
+DOMAIN = "staffing"
+EXCLUDE_FAMILY = "exclude_ids"
+MAX_IDS_IN_WORDS = 12
+
+_WORD = re.compile(r"[a-z]+")
+
+
+def stem(word: str) -> str:
+    """A crude stem, the same on both sides: 'burned' ~ 'burn', 'shows' ~ 'show'."""
+    for suffix in ("ing", "ed", "es", "ly", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def words(text: str) -> set[str]:
+    return {stem(w) for w in _WORD.findall(text.casefold())}
+
+
+def hypergeometric_tail(refused: int, accepted: int, covered: int) -> float:
+    """The chance that ``covered`` items drawn from ``refused + accepted`` are all refused."""
+    if covered <= 0:
+        return 1.0
+    return math.comb(refused, covered) / math.comb(refused + accepted, covered)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One item judged for one order shape (repeated judgements of it folded together)."""
+
+    item_id: int
+    shape: str
+    accepted: bool
+    values: Mapping[str, Any]
+    said: tuple[str, ...]
+    op_ids: tuple[str, ...]
+
+
+@dataclass
+class Candidate:
+    """A filter on one feature that every accepted point passes."""
+
+    feature: str
+    filter: str
+    bound: float | None = None  # the lowest (floors) / highest (limits) accepted value
+    tag: str | None = None  # the certification
+
+    @property
+    def family(self) -> str:
+        return f"{self.filter}:{self.tag.casefold()}" if self.tag else self.filter
+
+    def fails(self, point: Point) -> bool:
+        value = point.values.get(self.feature)
+        if self.filter.startswith(SCORE_FILTER):
+            return isinstance(value, float) and self.bound is not None and value < self.bound
+        if self.filter == "max_distance_miles":
+            return isinstance(value, float) and self.bound is not None and value > self.bound
+        if self.filter == "require_certifications":
+            return self.tag is not None and self.tag.casefold() not in _tags(value)
+        return value is True  # exclude_prior_no_show_at_client
+
+    def machine(self, explained: Sequence[Point]) -> MachineAction:
+        """The filter, with a threshold halfway between the evidence."""
+        if self.filter.startswith(SCORE_FILTER) or self.filter == "max_distance_miles":
+            assert self.bound is not None
+            values = [float(p.values[self.feature]) for p in explained]
+            if self.filter == "max_distance_miles":
+                return MachineAction(max_distance_miles=_between(self.bound, min(values), 1))
+            threshold = _between(max(values), self.bound, 3)
+            return MachineAction(min_scores={self.filter[len(SCORE_FILTER) :]: threshold})
+        if self.filter == "require_certifications":
+            return MachineAction(require_certifications=[self.tag or ""])
+        return MachineAction(exclude_prior_no_show_at_client=True)
+
+
+@dataclass
+class Rule:
+    """A kept candidate: the refusals it explains and how strongly."""
+
+    candidate: Candidate
+    explained: list[Point]
+    p: float
+    named: bool
+
+    @property
+    def confidence(self) -> float:
+        alpha = ALPHA_NAMED if self.named else ALPHA
+        gain = 0.05 * math.log10(alpha / max(self.p, 1e-12))
+        return round(min(MAX_CONFIDENCE, BASE_CONFIDENCE + max(0.0, gain)), 3)
+
+
+@dataclass
+class Induction:
+    """What the evidence of one scope supports."""
+
+    scope: str
+    accepted: int = 0
+    refused: int = 0
+    rules: list[Rule] = field(default_factory=list)
+    exclude: list[Point] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _between(low: float, high: float, digits: int) -> float:
+    """Halfway, rounded, kept strictly above ``low`` and at most ``high``."""
+    step = 10.0**-digits
+    value = round((low + high) / 2, digits)
+    if value <= low:
+        value = round(low + step, digits)
+    return min(value, high) if value > high else value
+
+
+def _tags(value: Any) -> set[str]:
+    return {str(v).casefold() for v in value} if isinstance(value, list) else set()
+
+
+def fold_points(items: Sequence[EvidenceItem], notes: list[str]) -> list[Point]:
+    """One point per (item, shape). Refusals the item's own check explains are left out; an
+    item both accepted and refused for one shape is contradictory and left out, with a note."""
+    groups: dict[tuple[int, str], list[EvidenceItem]] = defaultdict(list)
+    for item in items:
+        groups[(item.item_id, item.shape)].append(item)
+    points = []
+    for (item_id, shape), group in groups.items():
+        labels = {i.accepted for i in group if i.accepted or not i.explained}
+        if not labels:
+            continue
+        if len(labels) == 2:
+            notes.append(
+                f"worker {item_id} was accepted and refused for {shape or 'the same order'}: "
+                "contradictory evidence, no lesson from it"
+            )
+            continue
+        said = tuple(dict.fromkeys(s for i in group for s in i.said))
+        points.append(
+            Point(
+                item_id=item_id,
+                shape=shape,
+                accepted=labels.pop(),
+                values=group[-1].values,
+                said=said,
+                op_ids=tuple(dict.fromkeys(i.op_id for i in group)),
+            )
+        )
+    return points
+
+
+def candidates(features: Mapping[str, Mapping[str, str]], accepted: Sequence[Point]) -> list[Candidate]:
+    """Every filter all ``accepted`` points pass (none without an accepted point)."""
+    if not accepted:
+        return []
+    out: list[Candidate] = []
+    for name, spec in sorted(features.items()):
+        kind = spec.get("filter", "")
+        values = [p.values.get(name) for p in accepted]
+        if kind.startswith(SCORE_FILTER) or kind == "max_distance_miles":
+            numbers = [v for v in values if isinstance(v, float)]
+            if len(numbers) != len(values):
+                continue
+            bound = min(numbers) if kind.startswith(SCORE_FILTER) else max(numbers)
+            out.append(Candidate(feature=name, filter=kind, bound=bound))
+        elif kind == "require_certifications":
+            held = [_tags(v) for v in values]
+            common = set.intersection(*held) if held else set()
+            display = {str(t).casefold(): str(t) for v in values if isinstance(v, list) for t in v}
+            out += [Candidate(feature=name, filter=kind, tag=display[t]) for t in sorted(common)]
+        elif kind == "exclude_prior_no_show_at_client" and not any(v is True for v in values):
+            out.append(Candidate(feature=name, filter=kind))
+    return out
+
+
+def induce(
+    scope: str,
+    features: Mapping[str, Mapping[str, str]],
+    items: Sequence[EvidenceItem],
+    *,
+    pool_check: PoolChecker | None = None,
+) -> Induction:
+    """The rules the evidence of ``scope`` supports (see the module docstring)."""
+    result = Induction(scope=scope)
+    points = fold_points(items, result.notes)
+    accepted = [p for p in points if p.accepted]
+    refused = [p for p in points if not p.accepted]
+    result.accepted, result.refused = len(accepted), len(refused)
+    if not refused:
+        return result
+    hints = {id(p): _hinted(p, features) for p in refused}
+    residual = list(refused)
+    open_candidates = candidates(features, accepted)
+    action = MachineAction()
+    while residual and open_candidates:
+        scored = []
+        for candidate in open_candidates:
+            covered = [p for p in residual if candidate.fails(p)]
+            if not covered:
+                continue
+            p = hypergeometric_tail(len(residual), len(accepted), len(covered))
+            named = any(candidate.feature in hints[id(point)] for point in covered)
+            if p <= (ALPHA_NAMED if named else ALPHA):
+                scored.append(((not named, round(p, 12), -len(covered)), candidate, covered, p, named))
+        if not scored:
+            break
+        scored.sort(key=lambda entry: (entry[0], entry[1].family))
+        best = [entry for entry in scored if entry[0] == scored[0][0]]
+        chosen = None
+        for _key, candidate, covered, p, named in best:
+            check = pool_check(scope, action.merged(candidate.machine(covered))) if pool_check else None
+            if check is not None and check.emptied:
+                result.notes.append(
+                    f"{scope}: {_describe(candidate, covered)} withheld: it would leave no candidate for "
+                    + ", ".join(check.emptied[:3])
+                )
+                open_candidates.remove(candidate)
+                continue
+            after = check.after if check is not None else 0
+            if chosen is None or after > chosen[0]:
+                chosen = (after, Rule(candidate, covered, p, named))
+        if chosen is None:
+            continue
+        rule = chosen[1]
+        result.rules.append(rule)
+        action = action.merged(rule.candidate.machine(rule.explained))
+        open_candidates.remove(rule.candidate)
+        residual = [p for p in residual if p not in rule.explained]
+    accepted_ids = {p.item_id for p in accepted}
+    result.exclude = [p for p in residual if p.item_id not in accepted_ids]
+    return result
+
+
+def _hinted(point: Point, features: Mapping[str, Mapping[str, str]]) -> set[str]:
+    """The features the judge's words for ``point`` name (by shared word stems)."""
+    said = set().union(*(words(text) for text in point.said)) if point.said else set()
+    return {name for name, spec in features.items() if said & words(spec.get("words", ""))}
+
+
+def _describe(candidate: Candidate, explained: Sequence[Point]) -> str:
+    return candidate.machine(explained).describe() if explained else candidate.family
+
+
+# --- lessons --------------------------------------------------------------------------------
+
+
+def lesson_id(project_id: str, scope: str, family: str, generation: int) -> str:
+    """One lesson per (project, scope, filter family); a retired one's successor is the next
+    generation (a retired id cannot be added again)."""
+    digest = hashlib.sha256(f"{SOURCE}|{project_id}|{scope.casefold()}|{family}|{generation}".encode())
+    return "L-" + digest.hexdigest()[:10]
+
+
+def family_of(machine: MachineAction | None) -> str | None:
+    """The filter family an induced lesson's action belongs to."""
+    if machine is None:
+        return None
+    if machine.exclude_ids:
+        return EXCLUDE_FAMILY
+    if machine.min_scores:
+        return SCORE_FILTER + next(iter(machine.min_scores))
+    if machine.max_distance_miles is not None:
+        return "max_distance_miles"
+    if machine.require_certifications:
+        return "require_certifications:" + machine.require_certifications[0].casefold()
+    if machine.exclude_prior_no_show_at_client:
+        return "exclude_prior_no_show_at_client"
+    return None
+
+
+@dataclass
+class _Wanted:
+    family: str
+    machine: MachineAction
+    action: str
+    confidence: float
+    op_ids: list[str]
+    excerpts: list[str]
+    why: str
+
+
+def _wanted(found: Induction) -> list[_Wanted]:
+    """The lessons the evidence supports, in words and as filters."""
+    scope = found.scope
+    judged = found.accepted + found.refused
+    out = []
+    for rule in found.rules:
+        c, machine = rule.candidate, rule.candidate.machine(rule.explained)
+        refused = len(rule.explained)
+        basis = f"{refused} refused, {found.accepted} accepted of {judged} judged workers; induced"
+        if c.filter.startswith(SCORE_FILTER):
+            name, value = next(iter(machine.min_scores.items()))
+            edge = max(float(p.values[c.feature]) for p in rule.explained)
+            action = (
+                f"Only propose workers with {name} >= {value:g}: {scope} refused every worker below "
+                f"{c.bound:g} it was shown as low as {edge:g} ({basis})"
+            )
+        elif c.filter == "max_distance_miles":
+            edge = min(float(p.values[c.feature]) for p in rule.explained)
+            action = (
+                f"Only propose workers living within {machine.max_distance_miles:g} miles of the site: "
+                f"{scope} took workers up to {c.bound:g} miles away and refused them from {edge:g} ({basis})"
+            )
+        elif c.filter == "require_certifications":
+            action = (
+                f"Only propose workers with {c.tag} on file: {scope} refused workers without it ({basis})"
+            )
+        else:
+            action = f"Exclude workers who were ever a no-show at {scope}: {scope} refused them ({basis})"
+        out.append(
+            _Wanted(
+                family=c.family,
+                machine=machine,
+                action=action,
+                confidence=rule.confidence,
+                op_ids=_op_ids(rule.explained),
+                excerpts=_excerpts(scope, rule.explained),
+                why=f"p={rule.p:.3g}{', named by the client' if rule.named else ''}",
+            )
+        )
+    ids = sorted({p.item_id for p in found.exclude})[-MAX_EXCLUDE_IDS:]
+    if ids:
+        shown = ", ".join(f"#{i}" for i in ids[:MAX_IDS_IN_WORDS])
+        more = f" and {len(ids) - MAX_IDS_IN_WORDS} more" if len(ids) > MAX_IDS_IN_WORDS else ""
+        out.append(
+            _Wanted(
+                family=EXCLUDE_FAMILY,
+                machine=MachineAction(exclude_ids=ids),
+                action=f"Do not propose these workers to {scope} again; it refused them for reasons "
+                f"no rule explains yet: {shown}{more}",
+                confidence=BASE_CONFIDENCE,
+                op_ids=_op_ids(found.exclude),
+                excerpts=_excerpts(scope, found.exclude),
+                why=f"{len(ids)} refused worker(s)",
+            )
+        )
+    return out
+
+
+def _op_ids(points: Sequence[Point]) -> list[str]:
+    return list(dict.fromkeys(op for p in points for op in p.op_ids))[-MAX_EVIDENCE_IDS:]
+
+
+def _excerpts(scope: str, points: Sequence[Point]) -> list[str]:
+    out = []
+    for p in points[-3:]:
+        words_said = f': "{p.said[0]}"' if p.said else ""
+        out.append(f"{scope} refused worker {p.item_id} ({p.shape}){words_said}")
+    return out
+
+
+def reconcile(found: Induction, existing: Sequence[Lesson], project_id: str) -> list[Delta]:
+    """Deltas that bring the scope's induced lessons to what the evidence supports: ADD a new
+    family (or confirm an unchanged one with new evidence), EDIT a moved threshold or list,
+    RETIRE what is no longer supported. One lesson per family: revised, never stacked."""
+    current: dict[str, Lesson] = {}
+    retired: dict[str, int] = defaultdict(int)
+    for lesson in existing:
+        family = family_of(lesson.machine)
+        if family is None:
+            continue
+        if lesson.status == "retired":
+            retired[family] += 1
+        else:
+            current[family] = lesson
+    match = LessonMatch(client_id=found.scope)
+    trigger = f"Filling any role for {found.scope}"
+    deltas: list[Delta] = []
+    wanted = {w.family: w for w in _wanted(found)}
+    for family, want in wanted.items():
+        lesson = current.get(family)
+        draft = LessonDraft(
+            trigger=trigger,
+            action=want.action,
+            match=match,
+            machine=want.machine,
+            domain=DOMAIN,
+            confidence=want.confidence,
+            evidence_op_ids=want.op_ids,
+            evidence_excerpts=want.excerpts,
+            source=SOURCE,
+            project_id=project_id,
+            id=lesson.id
+            if lesson is not None
+            else lesson_id(project_id, found.scope, family, retired[family] + 1),
+        )
+        reason = f"induction: {want.machine.describe()} ({want.why})"
+        if lesson is not None and lesson.machine != want.machine:
+            deltas.append(
+                Delta(
+                    op="EDIT",
+                    target_id=lesson.id,
+                    changes={"machine": want.machine.model_dump(), "action": want.action},
+                    actor=SOURCE,
+                    reason=f"revised by new evidence: {lesson.machine.describe() if lesson.machine else ''} "
+                    f"-> {want.machine.describe()} ({want.why})",
+                )
+            )
+        else:
+            deltas.append(Delta(op="ADD", lesson=draft, actor=SOURCE, reason=reason))
+    for family, lesson in current.items():
+        if family not in wanted:
+            deltas.append(
+                Delta(
+                    op="RETIRE",
+                    target_id=lesson.id,
+                    actor=SOURCE,
+                    reason="the evidence no longer supports it (an accepted worker fails it, the refusals "
+                    "it explained are explained otherwise, or it would empty the candidate pool)",
+                )
+            )
+    return deltas
+
+
+class InductionExtractor:
+    """The heuristic's lessons plus the rules induced from judged evidence (module docstring)."""
+
+    name = "induction"
+
+    def __init__(self) -> None:
+        self.heuristic = HeuristicExtractor()
+
+    def extract(self, ops: Sequence[ObservedOp], context: ExtractContext) -> list[Delta]:
+        deltas = self.heuristic.extract(ops, context)
+        fresh: dict[str, list[EvidenceItem]] = defaultdict(list)
+        schema: dict[str, dict[str, dict[str, str]]] = {}
+        for op in ops:
+            judged = read_judged(op)
+            if judged is not None:
+                fresh[judged.scope] += judged.items
+                schema[judged.scope] = judged.features
+        notes: list[str] = []
+        summary: dict[str, Any] = {}
+        for scope in sorted(fresh):
+            features, items = schema[scope], fresh[scope]
+            existing: list[Lesson] = []
+            if context.store is not None:
+                stored_features, items = context.store.evidence(scope, project_id=context.project_id)
+                features = stored_features or features
+                existing = context.store.list(source=SOURCE, project_id=context.project_id, client_id=scope)
+            found = induce(scope, features, items, pool_check=context.pool_check)
+            deltas += reconcile(found, existing, context.project_id)
+            notes += found.notes
+            summary[scope] = {
+                "accepted": found.accepted,
+                "refused": found.refused,
+                "rules": [r.candidate.machine(r.explained).describe() for r in found.rules],
+                "excluded": len(found.exclude),
+            }
+        if summary:
+            context.notes["induction"] = summary
+            context.notes["induction_notes"] = notes
+        return deltas
+
+
+def _factory(settings: Settings) -> InductionExtractor:
+    return InductionExtractor()
+
+
+register_extractor("induction", _factory, replace=True)
