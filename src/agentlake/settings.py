@@ -217,6 +217,14 @@ class Settings(BaseSettings):
     learn_schedule: bool = Field(
         True, description="Learn lessons from new ops every learn_interval_s inside `agentlake serve`."
     )
+    learn_sources: str = Field(
+        "scenario,agent,llm",
+        description="Comma-separated op sources the learner learns lessons from (scenario, agent, llm, gateway, mcp, otlp, external). An op recorded inside a gateway or MCP request counts as that door's (its attributes.origin), so outside traces and bad requests teach nothing unless listed here.",
+    )
+    learn_endpoints: str = Field(
+        "fill.*,task.*,tool.*,llm.*,overseer.*",
+        description="Comma-separated endpoints (a trailing * matches a prefix) whose ops the learner learns from: the ones that describe the agents' work.",
+    )
     learn_dedup_threshold: float = Field(
         0.9, gt=0, le=1, description="Embedding similarity above which a new lesson merges into an old one."
     )

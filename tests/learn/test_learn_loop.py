@@ -16,6 +16,7 @@ from agentlake.learn import (
     learn_cycle,
     learn_from_ops,
     learn_recorded,
+    learnable_ops,
     measure_effects,
     outcome_attributes,
     record_outcome,
@@ -23,6 +24,7 @@ from agentlake.learn import (
 )
 from agentlake.observe import ObservedOp, Observer, OpStore
 from agentlake.observe.model import Provenance
+from agentlake.settings import load_settings
 
 CLIENTS = ("riverfront-steel", "acme-foods")
 
@@ -310,3 +312,26 @@ def test_the_outcomes_and_citations_ops_state_are_recorded_once(store: LessonSto
     assert sorted({lesson for lesson, _ in given}) == sorted(known), "an unknown lesson id is skipped"
     assert len(given) == len(known) * len(ops[::2]), "a second cycle over the same ops cites nothing twice"
     assert report.effects, "the outcomes were in before measuring"
+
+
+def test_only_staffing_sources_and_endpoints_teach_by_default() -> None:
+    ops = {
+        "scenario": ObservedOp(endpoint="fill.judged", source="scenario"),
+        "agent tool": ObservedOp(endpoint="tool.sql", source="agent"),
+        "outside span": ObservedOp(endpoint="tool.get_weather", source="otlp"),
+        "posted event": ObservedOp(endpoint="fill.judged", source="external"),
+        "via mcp": ObservedOp(endpoint="tool.sql", source="agent", attributes={"origin": "mcp"}),
+        "gateway request": ObservedOp(endpoint="POST /sql", source="gateway", success=False),
+        "other endpoint": ObservedOp(endpoint="GET /workers", source="agent"),
+    }
+    kept = learnable_ops(list(ops.values()), load_settings())
+    assert [name for name, op in ops.items() if op in kept] == ["scenario", "agent tool"]
+
+
+def test_learning_sources_and_endpoints_are_settings() -> None:
+    ops = [
+        ObservedOp(endpoint="tool.get_weather", source="otlp"),
+        ObservedOp(endpoint="fill.judged", source="scenario"),
+    ]
+    settings = load_settings(learn_sources="otlp", learn_endpoints="tool.get_weather")
+    assert [op.endpoint for op in learnable_ops(ops, settings)] == ["tool.get_weather"]

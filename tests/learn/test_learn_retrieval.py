@@ -193,8 +193,19 @@ def test_sig_hash_ignores_case_and_spacing() -> None:
 
 
 @pytest.mark.slow
-def test_semantic_stage_brings_close_lessons_of_another_task_kind(open_store, embedder) -> None:  # noqa: ANN001
+def test_semantic_stage_brings_close_lessons_of_another_city_never_of_another_task_kind(
+    open_store, embedder
+) -> None:  # noqa: ANN001
     store = open_store(embedder=embedder)
+    elsewhere = store.add(
+        draft(
+            "Emergency fills of Welder for riverfront-steel in Akron",
+            "Shortlist spare welders: several rejected at the gate",
+            LessonMatch(
+                task_kind="emergency_fill", client_id="riverfront-steel", role="Welder", city="Akron"
+            ),
+        )
+    ).lesson_id
     baseline = store.add(
         draft(
             "Baseline fills of Welder for riverfront-steel",
@@ -202,20 +213,29 @@ def test_semantic_stage_brings_close_lessons_of_another_task_kind(open_store, em
             LessonMatch(task_kind="baseline_fill", client_id="riverfront-steel", role="Welder"),
         )
     ).lesson_id
-    far = store.add(
-        draft(
-            "Night audits for riverfront-steel",
-            "Export payroll CSV before midnight",
-            LessonMatch(task_kind="payroll_audit", client_id="riverfront-steel"),
-        )
-    ).lesson_id
     emergency = TaskSignature(
         task_kind="emergency_fill", role="Welder", client_id="riverfront-steel", city="Cleveland", state="OH"
     )
     assert retrieve_lessons(store, emergency, budget_tokens=1000, semantic=False).ids == []
     got = retrieve_lessons(store, emergency, budget_tokens=1000)
-    assert got.ids == [baseline]
-    assert far not in got.ids
+    assert got.ids == [elsewhere]
+    assert baseline not in got.ids
+
+
+def test_a_tool_lesson_is_given_only_to_a_task_that_has_the_tool(open_store) -> None:  # noqa: ANN001
+    store = open_store()
+    sql = store.add(
+        draft("When tool.sql fails with Binder Error", "Check the column names", LessonMatch(tool="sql"))
+    ).lesson_id
+    store.add(draft("When tool.get_weather times out", "Narrow the call", LessonMatch(tool="get_weather")))
+    given = retrieve_lessons(store, WELDER, budget_tokens=1000, semantic=False, tools=["sql", "find_workers"])
+    assert given.ids == [sql]
+
+
+def test_no_tools_named_no_tool_lessons(open_store) -> None:  # noqa: ANN001
+    store = open_store()
+    store.add(draft("When tool.sql fails", "Check the column names", LessonMatch(tool="sql")))
+    assert retrieve_lessons(store, WELDER, budget_tokens=1000, semantic=False).ids == []
 
 
 def test_use_survives_reopen(open_store, clock) -> None:  # noqa: ANN001

@@ -55,6 +55,7 @@ def lessons_for(
         run_id=run_id,
         agent_id=agent_id or ctx.agent_id,
         project_id=ctx.project_id,
+        tools=ctx.tools.names() if ctx.tools is not None else (),
     )
     combined: MachineAction | None = None
     machine_ids: list[str] = []

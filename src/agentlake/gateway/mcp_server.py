@@ -56,7 +56,7 @@ from agentlake.gateway.schemas import (
 )
 from agentlake.gateway.services import Services
 from agentlake.http.keys import OPEN, Principal, Scope, forbid
-from agentlake.observe import observe
+from agentlake.observe import observe, observe_context
 from agentlake.settings import load_settings
 from agentlake.workforce.profile import WorkerProfile
 
@@ -127,7 +127,9 @@ def _run(
     """One tool call: scope check, observed as ``mcp.<name>``; any failure becomes the tool's
     error result (``isError``, one line), never an exception the SDK would log or wrap."""
     try:
-        with observe(f"mcp.{name}", source="mcp", input=arguments) as op:
+        # The tool's nested ops (a registry tool's tool.<name>, model calls) came through MCP:
+        # the learner tells them from the agents' own work by this origin.
+        with observe_context(origin="mcp"), observe(f"mcp.{name}", source="mcp", input=arguments) as op:
             if ctx is not None:
                 forbid(_principal(ctx), needs, f"the MCP tool {name}")
             result = body()

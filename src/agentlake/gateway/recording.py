@@ -25,6 +25,8 @@ from typing import Any
 
 from starlette.routing import BaseRoute, Match
 
+from agentlake.observe import observe_context
+
 log = logging.getLogger(__name__)
 
 _EXCERPT_BYTES = 600
@@ -127,7 +129,10 @@ class RecordRequests:
             await exchange.send(message)
 
         try:
-            await self.app(exchange.scope, recording_receive, recording_send)
+            # Ops recorded while the route runs (tool calls, model calls) came through the
+            # gateway: the learner tells them from the agents' own work by this origin.
+            with observe_context(origin="gateway"):
+                await self.app(exchange.scope, recording_receive, recording_send)
         except BaseException as exc:  # recorded as the op's error, then handed back to the server
             exchange.failure = exc
             raise

@@ -88,6 +88,25 @@ def _resolve(extractor: str | Extractor | None, settings: Settings) -> Extractor
     return extractor
 
 
+def learnable_ops(ops: Sequence[ObservedOp], settings: Settings) -> list[ObservedOp]:
+    """The ops lessons may be learned from: those whose origin (``ObservedOp.origin``: the door
+    an op came through, else its source) is in ``learn_sources`` and whose endpoint matches
+    ``learn_endpoints`` (a trailing ``*`` matches a prefix). Outside traces (``otlp``), events
+    posted from outside (``external``) and everything recorded while serving a gateway or MCP
+    request, bad requests included, teach nothing unless those settings name them."""
+    sources = {part.strip() for part in settings.learn_sources.split(",") if part.strip()}
+    exact, prefixes = set(), []
+    for part in (part.strip() for part in settings.learn_endpoints.split(",")):
+        if part.endswith("*"):
+            prefixes.append(part[:-1])
+        elif part:
+            exact.add(part)
+    starts = tuple(prefixes)
+    return [
+        op for op in ops if op.origin in sources and (op.endpoint in exact or op.endpoint.startswith(starts))
+    ]
+
+
 def learn_from_ops(
     store: LessonStore,
     ops: Sequence[ObservedOp],
@@ -146,6 +165,9 @@ class CycleReport(BaseModel):
     """What one learning cycle did."""
 
     ops_read: int = 0
+    ops_ignored: int = Field(
+        0, description="Ops read but not learned from: their source or endpoint is not a learning one."
+    )
     ops_new: int = 0
     outcomes: int = Field(0, description="Runs whose outcome the ops stated.")
     extractor: str = ""
@@ -182,11 +204,15 @@ def learn_cycle(
     state, extract and curate lessons, apply ``proposals`` (deltas proposed directly, e.g. by
     the overseer), then measure effects, decay/expire and promote (each switchable).
     ``pool_check`` is the domain's count of what a filter leaves of a scope's candidates
-    (``ExtractContext.pool_check``)."""
+    (``ExtractContext.pool_check``). Only the ops :func:`learnable_ops` admits are read (the
+    others are counted in ``ops_ignored``)."""
     instance = _resolve(extractor, store.settings)
     project = project_id or DEFAULT_PROJECT
     context = ExtractContext(project_id=project, store=store, pool_check=pool_check)
     report = CycleReport(ops_read=len(ops), extractor=instance.name)
+    read = len(ops)
+    ops = learnable_ops(ops, store.settings)
+    report.ops_ignored = read - len(ops)
     # Outcomes first, so measurement sees this cycle's runs; evidence before extraction, so
     # induction sees everything judged so far.
     report.outcomes = record_outcomes(store, ops)

@@ -8,19 +8,22 @@ Ranking, in order, until the budget is spent (a lesson that does not fit is skip
 shorter one after it may still fit):
 
 1. active lessons whose match pins at least one task field and agrees on every field it pins;
-2. active lessons that apply to any task, and active lessons that agree on client and role
-   but disagree on a soft field (task kind, city, state) yet whose text is semantically close
-   to the task (cosine >= ``SEMANTIC_FLOOR``): an emergency fill still finds the lessons
-   learned on the client's baseline fills;
+2. active lessons that apply to any task, and active lessons that agree on client, role and
+   task kind but disagree on a soft field (city, state) yet whose text is semantically close
+   to the task (cosine >= ``SEMANTIC_FLOOR``): a fill in Akron still finds the lessons learned
+   on the same client's fills in Cleveland;
 3. the same two stages for pending lessons, marked "(trial)" so their effect can be measured.
 
-A lesson pinned to another client or role is never given: a client's rules are that client's,
-and a role's certification is that role's (a Welder's cert must not filter Electricians).
+A lesson's scope must match the task for it to be given: a lesson pinned to another client,
+role or task kind is never given (a client's rules are that client's, a Welder's cert must not
+filter Electricians, an emergency's buffer is for emergencies), and a lesson about a tool is
+given only to a task that has that tool (``tools``; none given: no tool lessons).
 Tokens are estimated without a tokenizer (characters / 4, see ``model.estimate_tokens``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, computed_field
@@ -33,7 +36,7 @@ if TYPE_CHECKING:
 
 HEADER = "Lessons from earlier runs (cite the [L-...] ids you rely on):"
 SEMANTIC_FLOOR = 0.5
-HARD_FIELDS = ("client_id", "role")
+HARD_FIELDS = ("client_id", "role", "task_kind")
 
 
 class RetrievedLessons(BaseModel):
@@ -80,6 +83,10 @@ def _agrees(lesson: Lesson, task: TaskSignature, fields: tuple[str, ...]) -> boo
     return True
 
 
+def _has_tool(lesson: Lesson, tools: frozenset[str]) -> bool:
+    return lesson.match.tool is None or lesson.match.tool.casefold() in tools
+
+
 def rank_lessons(
     store: LessonStore,
     task: TaskSignature,
@@ -87,15 +94,19 @@ def rank_lessons(
     project_id: str | None = None,
     include_pending: bool = True,
     semantic: bool = True,
+    tools: Collection[str] = (),
 ) -> list[Lesson]:
-    """Eligible lessons for ``task`` in the order they are given (no budget applied)."""
+    """Eligible lessons for ``task`` in the order they are given (no budget applied).
+    ``tools``: the tools the task can call; a lesson about another tool is not eligible."""
     statuses = ("active", "pending") if include_pending else ("active",)
+    known = frozenset(tool.casefold() for tool in tools)
     pool = [
         lesson
         for lesson in store.retrievable(task.client_id)
         if lesson.status in statuses
         and (project_id is None or lesson.scope == "global" or lesson.project_id == project_id)
         and _agrees(lesson, task, HARD_FIELDS)
+        and _has_tool(lesson, known)
     ]
     ordered: list[Lesson] = []
     for status in statuses:
@@ -136,8 +147,12 @@ def retrieve_lessons(
     project_id: str | None = None,
     include_pending: bool = True,
     semantic: bool = True,
+    tools: Collection[str] = (),
 ) -> RetrievedLessons:
     """The lessons for ``task`` that fit ``budget_tokens`` (default ``settings.lesson_token_budget``).
+
+    ``tools``: the tools the task can call (lessons about a tool are given only to tasks that
+    have it).
 
     With ``run_id``, records a citation (lesson given to run) for each returned lesson, which
     also marks them used for decay. ``project_id`` limits project lessons to that project
@@ -150,7 +165,7 @@ def retrieve_lessons(
     chosen: list[Lesson] = []
     lines: list[str] = []
     for lesson in rank_lessons(
-        store, task, project_id=project_id, include_pending=include_pending, semantic=semantic
+        store, task, project_id=project_id, include_pending=include_pending, semantic=semantic, tools=tools
     ):
         line = lesson.prompt_line()
         if estimate_tokens("\n".join([HEADER, *lines, line])) <= budget:

@@ -112,6 +112,14 @@ class ObservedOp(BaseModel):
     usage: LLMUsage | None = None
     attributes: dict[str, Any] = Field(default_factory=dict)
 
+    @property
+    def origin(self) -> str:
+        """Where the op came from: the door it was recorded through (``attributes.origin``:
+        ``gateway`` or ``mcp``, set by the doors for every op recorded while they serve a
+        request) or else its ``source``."""
+        origin = self.attributes.get("origin")
+        return origin if isinstance(origin, str) and origin else self.source
+
     @field_validator("ts")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
