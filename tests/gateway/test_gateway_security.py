@@ -60,6 +60,7 @@ def test_write_needs_a_write_key(gateway: Any, keys: dict[str, dict[str, str]]) 
     assert "'read'" in error["message"]
     assert gateway.post("/log", json=outcome, headers=keys["write"]).json() == {
         "kind": "outcome",
+        "op_id": None,
         "run_id": "run-1",
         "outcome": None,
         "lesson_id": None,

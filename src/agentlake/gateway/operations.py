@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentlake.errors import NotFoundError
+from agentlake.errors import NotFoundError, RunError
 from agentlake.gateway.schemas import (
     AskRequest,
     LessonDetail,
     LessonList,
     LessonQuery,
     LogLesson,
+    LogNote,
     LogOutcome,
     LogResponse,
     MatchRequest,
@@ -30,10 +31,12 @@ from agentlake.gateway.schemas import (
     SearchResponse,
     SQLRequest,
     SQLResponse,
+    VramResponse,
 )
 from agentlake.http.keys import Principal
 from agentlake.learn import record_outcome
-from agentlake.llm.inventory import model_statuses
+from agentlake.llm.inventory import memory_report, model_statuses
+from agentlake.observe import event
 
 if TYPE_CHECKING:
     from agentlake.agents.ask import Answer
@@ -111,6 +114,11 @@ def models(services: Services) -> ModelsResponse:
     return ModelsResponse.from_statuses(model_statuses(services.settings))
 
 
+def vram(services: Services) -> VramResponse:
+    """What the model hosts report about loaded models and memory."""
+    return VramResponse(hosts=memory_report(services.settings))
+
+
 # --- learn --------------------------------------------------------------------------------
 
 
@@ -140,6 +148,22 @@ def log_outcome(services: Services, request: LogOutcome) -> LogResponse:
     """Record how a run ended, so the lessons given to it get measured."""
     record_outcome(services.lessons, request.run_id, request.task, request.success, request.score)
     return LogResponse(kind="outcome", run_id=request.run_id)
+
+
+def log_note(services: Services, request: LogNote) -> LogResponse:
+    """Record a free-text note of how an operation went as one op (``note.outcome``, source
+    ``external``): shown with the other ops, not learned from unless ``learn_sources`` says so."""
+    op = event(
+        "note.outcome",
+        source="external",
+        observer=services.observer,
+        input_summary=f"{request.operation}: {request.approach}" if request.approach else request.operation,
+        output_summary=request.result,
+        attributes={"note": request.model_dump(exclude={"kind"})},
+    )
+    if op is None:
+        raise RunError("the note could not be recorded: the observer refused it (see the server log)")
+    return LogResponse(kind="note", op_id=op.id)
 
 
 def propose_lesson(services: Services, request: LogLesson, principal: Principal) -> LogResponse:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 from agentlake.learn import Lesson, LessonDraft, LessonEvent, TaskSignature
-from agentlake.llm.inventory import ModelStatus
+from agentlake.llm.inventory import ModelHost, ModelStatus
 
 
 class Health(BaseModel):
@@ -178,13 +178,45 @@ class LogLesson(BaseModel):
     reason: str = Field("", max_length=500, description="Why it is proposed (kept in its history).")
 
 
-LogRequest = Annotated[LogOutcome | LogLesson, Field(discriminator="kind")]
+class LogNote(BaseModel):
+    """A free-text note of how an operation went (the body the system agentlake grew from sent
+    to /log): recorded as one op (``note.outcome``, source ``external``), shown with the other
+    ops; not learned from unless ``learn_sources`` names ``external``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["note"] = Field("note", description="'note' (optional: a body with `operation` is a note).")
+    operation: str = Field(..., min_length=1, max_length=500, description="What was done, in words.")
+    approach: str = Field("", max_length=2000, description="How it was done.")
+    result: str = Field("", max_length=2000, description="What came of it.")
+    context: str = Field("", max_length=2000, description="Anything else worth knowing.")
+
+
+def _log_kind(body: Any) -> str | None:
+    """The kind of a /log body: its ``kind``, else ``note`` when it names an ``operation``."""
+    if isinstance(body, dict):
+        return body.get("kind") or ("note" if "operation" in body else None)
+    return getattr(body, "kind", None)
+
+
+LogRequest = Annotated[
+    Annotated[LogOutcome, Tag("outcome")]
+    | Annotated[LogLesson, Tag("lesson")]
+    | Annotated[LogNote, Tag("note")],
+    Discriminator(
+        _log_kind,
+        custom_error_type="log_kind",
+        custom_error_message="a /log body is an outcome (kind: outcome), a lesson (kind: lesson) "
+        "or a note (operation, approach, result, context)",
+    ),
+]
 
 
 class LogResponse(BaseModel):
     """What was recorded. For a lesson: what curation did with it."""
 
-    kind: Literal["outcome", "lesson"]
+    kind: Literal["outcome", "lesson", "note"]
+    op_id: str | None = Field(None, description="Notes: the op the note was recorded as.")
     run_id: str | None = None
     outcome: str | None = Field(
         None, description="Lessons: added, confirmed, merged, edited, contradiction, unchanged."
@@ -331,6 +363,13 @@ class ModelsResponse(BaseModel):
             for name, group in sorted(by_prefix.items())
         ]
         return cls(providers=providers, models=rows)
+
+
+class VramResponse(BaseModel):
+    """What the model hosts report about loaded models and memory (for clients of the system
+    agentlake grew from; GET /models is the documented route)."""
+
+    hosts: list[ModelHost]
 
 
 class AskRequest(BaseModel):

@@ -8,6 +8,7 @@ timeout. This module only reads; it does not pull, load or call models.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -182,3 +183,99 @@ def _fill_local(status: ModelStatus, settings: Settings) -> None:
     status.reachable, status.detail = True, "in process"
     status.context_window, status.window_source = capabilities.context_window, "provider"
     status.thinking, status.schema_ = capabilities.supports_thinking, capabilities.supports_schema
+
+
+# --- memory: what the model hosts report (GET /vram) ---------------------------------------
+
+
+class LoadedModel(BaseModel):
+    """A model loaded in memory now, as its host reports it. Sizes in bytes; ``None``: the host
+    does not say."""
+
+    model: str
+    size_bytes: int | None = Field(None, description="Memory the loaded model takes (Ollama's size).")
+    vram_bytes: int | None = Field(None, description="Of that, in GPU memory (Ollama's size_vram).")
+    context_window: int | None = Field(None, description="The context it was loaded with.")
+    expires_at: str | None = Field(None, description="When the host unloads it if unused (Ollama).")
+    detail: str = ""
+
+
+class ModelHost(BaseModel):
+    """One place models run: an Ollama server, or this process (``local:`` models)."""
+
+    host: str
+    reachable: bool
+    loaded: list[LoadedModel] = Field(default_factory=list)
+    process_rss_bytes: int | None = Field(
+        None, description="In process: the resident memory of the whole process, models included."
+    )
+    detail: str = ""
+
+
+def memory_report(settings: Settings) -> list[ModelHost]:
+    """What the model hosts report about loaded models and memory: the Ollama server
+    (``/api/ps``) and this process's ``local:`` models. Never raises for an unreachable host."""
+    return [_ollama_memory(settings), _local_memory()]
+
+
+def _ollama_memory(settings: Settings) -> ModelHost:
+    # Lazy (start-up time): the LLM layer loads on the first model call.
+    from agentlake.llm.ollama import server_from_settings
+
+    server = server_from_settings(settings)
+    where = f"ollama {server.host}"
+    try:
+        running = server.running(PROBE_TIMEOUT_S)
+    except AgentlakeError as exc:
+        return ModelHost(host=where, reachable=False, detail=_with_hint(exc))
+    finally:
+        server.close()
+    return ModelHost(
+        host=where,
+        reachable=True,
+        loaded=[
+            LoadedModel(
+                model=f"ollama:{entry.get('name') or entry.get('model')}",
+                size_bytes=_bytes(entry.get("size")),
+                vram_bytes=_bytes(entry.get("size_vram")),
+                context_window=_bytes(entry.get("context_length")),
+                expires_at=str(entry["expires_at"]) if entry.get("expires_at") else None,
+            )
+            for entry in running
+        ],
+    )
+
+
+def _local_memory() -> ModelHost:
+    # Lazy (start-up time): the local engines load only when a local model runs.
+    from agentlake.llm.local import loaded_models
+    from agentlake.llm.packaged import PACKAGED_MODELS
+
+    loaded = []
+    for name, engine, window in loaded_models():
+        packaged = PACKAGED_MODELS.get(name)
+        loaded.append(
+            LoadedModel(
+                model=f"local:{name}",
+                context_window=window,
+                detail=f"{engine} engine; GGUF {packaged.size} bytes" if packaged else f"{engine} engine",
+            )
+        )
+    return ModelHost(host="in process", reachable=True, loaded=loaded, process_rss_bytes=_rss_bytes())
+
+
+def _bytes(value: object) -> int | None:
+    try:
+        return int(value) if value is not None else None  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return None
+
+
+def _rss_bytes() -> int | None:
+    """Resident memory of this process (Linux ``/proc``; ``None`` elsewhere)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            pages = int(statm.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE")

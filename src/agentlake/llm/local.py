@@ -250,6 +250,12 @@ def load_engine(packaged: PackagedModel, settings: Settings, *, engine: str | No
     return loaded
 
 
+def loaded_models() -> list[tuple[str, str, int]]:
+    """The ``local:`` models loaded in this process: (name, engine, context window) each."""
+    with _engines_lock:
+        return sorted(_engines)
+
+
 def unload_engines() -> None:
     """Drop every loaded model (the next call loads again)."""
     with _engines_lock:

@@ -106,8 +106,9 @@ class OllamaServer:
         )
         return [str(m.get("name") or m.get("model")) for m in body.get("models", []) if isinstance(m, dict)]
 
-    def ps(self, timeout: float = SHOW_TIMEOUT_S) -> list[str]:
-        """Names of the models loaded in memory right now."""
+    def running(self, timeout: float = SHOW_TIMEOUT_S) -> list[dict[str, Any]]:
+        """The models loaded in memory right now, as ``/api/ps`` reports them (``name``,
+        ``size``, ``size_vram``, ``expires_at``, ``context_length``, ...)."""
         body = request_json(
             self.client,
             "GET",
@@ -117,7 +118,11 @@ class OllamaServer:
             timeout=timeout,
             status_error=self._status(None),
         )
-        return [str(m.get("name") or m.get("model")) for m in body.get("models", []) if isinstance(m, dict)]
+        return [m for m in body.get("models", []) if isinstance(m, dict)]
+
+    def ps(self, timeout: float = SHOW_TIMEOUT_S) -> list[str]:
+        """Names of the models loaded in memory right now."""
+        return [str(m.get("name") or m.get("model")) for m in self.running(timeout)]
 
     def chat(self, model: str, body: dict[str, Any], timeout: float | None) -> dict[str, Any]:
         return request_json(

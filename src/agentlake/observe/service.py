@@ -145,7 +145,8 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
         allow(request, "write")
         op = parse_event(await read_body(request.scope, request.receive, max_bytes))
         (result,) = await observer.record_many_async([op])
-        return JSONResponse(result.as_dict())
+        # ring_size: ops in the live ring now (the reply of the system agentlake grew from).
+        return JSONResponse({**result.as_dict(), "ring_size": observer.ring_depth})
 
     @app.post(
         "/events", summary="Record a batch of ops (JSON array or {events: [...]}); one result per item."

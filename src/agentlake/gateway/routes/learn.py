@@ -78,8 +78,11 @@ def log(body: LogRequest, request: Request, principal: Principal = Depends(requi
     """`kind: outcome` records how a run ended (lessons given to it get measured); `kind: lesson`
     proposes a lesson, which curation adds as pending, merges, or answers 400 when it rejects it.
     A lesson proposed with a write key stays pending whatever its confidence; only an admin
-    key's proposal can become active at once."""
+    key's proposal can become active at once. A free-text note `{operation, approach, result,
+    context}` (`kind: note`, or no kind) is recorded as one op, `note.outcome`."""
     services = request.app.state.services
     if body.kind == "outcome":
         return operations.log_outcome(services, body)
+    if body.kind == "note":
+        return operations.log_note(services, body)
     return operations.propose_lesson(services, body, principal)

@@ -1,4 +1,5 @@
-"""System routes: ``GET /health`` (always open) and ``GET /models`` (model servers' status)."""
+"""System routes: ``GET /health`` (always open), ``GET /models`` (model servers' status) and
+``GET /vram`` (loaded models and memory, for clients of the system agentlake grew from)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from fastapi import APIRouter, Depends, Request
 
 from agentlake import __version__
 from agentlake.gateway import operations
-from agentlake.gateway.schemas import Health, ModelsResponse
+from agentlake.gateway.schemas import Health, ModelsResponse, VramResponse
 from agentlake.gateway.security import require
 from agentlake.http.errors import COMMON_ERRORS
 
@@ -38,3 +39,18 @@ def models(request: Request) -> ModelsResponse:
     """Every configured model (settings, models file, what the servers offer), whether its server
     answers, its context window, and whether it is loaded now (Ollama's /api/ps). Replaces /vram."""
     return operations.models(request.app.state.services)
+
+
+@router.get(
+    "/vram",
+    response_model=VramResponse,
+    summary="Loaded models and memory, as the model hosts report them (use /models).",
+    dependencies=[Depends(require("read"))],
+    responses=COMMON_ERRORS,
+    deprecated=True,
+)
+def vram(request: Request) -> VramResponse:
+    """For clients of the system agentlake grew from: the models loaded now and their memory,
+    as the Ollama server (/api/ps: size, size_vram) and this process (local: models, its
+    resident memory) report them. GET /models is the documented route."""
+    return operations.vram(request.app.state.services)
