@@ -30,6 +30,13 @@ export class Hud {
     else if (event.node === "director") this.flag("plan", event.message, "plan");
   }
 
+  // A turn ended (its reply or its error arrived): what was under way is over. The plan chip
+  // and "thinker: calling ..." described that turn only; audit flags stay until pushed out.
+  turnEnded() {
+    this.status.textContent = "idle";
+    for (const chip of this.flags.querySelectorAll(".flag.plan")) chip.remove();
+  }
+
   flag(kind, message, cls = "") {
     const chip = el("span", { class: `flag ${cls}`, title: message, dataset: { flag: kind }, text: `${kind.replace(/_/g, " ")}: ${message}` });
     this.flags.prepend(chip);

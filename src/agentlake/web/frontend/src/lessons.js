@@ -24,7 +24,9 @@ export class Lessons {
     return el("li", { dataset: { lessonId: lesson.id }, onclick: (event) => this.show(lesson.id, event.currentTarget) },
       el("span", { class: `badge ${lesson.status}`, text: lesson.status }),
       el("b", { text: lesson.id }), ` · ${(lesson.confidence * 100).toFixed(0)}% · v${lesson.version}`,
-      el("div", { text: `When ${lesson.trigger}: ${lesson.action}` }));
+      // As the agents' prompts show it (Lesson.text): a trigger is already worded ("When
+      // tool.x times out", "Doing a fill task"), so nothing is prefixed to it.
+      el("div", { text: `${lesson.trigger}: ${lesson.action}` }));
   }
 
   async show(id, row) {

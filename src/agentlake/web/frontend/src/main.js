@@ -41,6 +41,7 @@ const socket = new RuntimeSocket((event) => {
     return;
   }
   chat.handle(event);
+  if (event.type === "done" || event.type === "error") hud.turnEnded();
 }, (connection) => {
   $("#conn").dataset.state = connection;
   $("#conn-text").textContent = connection === "open" ? "connected" : connection;
