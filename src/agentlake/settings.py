@@ -211,6 +211,12 @@ class Settings(BaseSettings):
     learn_model: str | None = Field(
         None, description="Model for the llm lesson extractor, e.g. ollama:qwen3:4b."
     )
+    learn_temperature: float | None = Field(
+        0.0,
+        ge=0,
+        le=2,
+        description="Sampling temperature of the llm lesson extractor's calls; empty: the server's default.",
+    )
     learn_interval_s: float = Field(
         300.0, gt=0, description="Seconds between scheduled lesson extraction runs."
     )
@@ -241,6 +247,24 @@ class Settings(BaseSettings):
     overseer_model: str | None = Field(
         None,
         description="Model that also drafts the overseer tier's end-of-day lessons, e.g. local:qwen2.5-coder-1.5b; empty (default): the overseer is code only.",
+    )
+    executor_temperature: float | None = Field(
+        None,
+        ge=0,
+        le=2,
+        description="Sampling temperature of the executor's model calls (0: greedy); empty: the model server's default (Ollama 0.8, vLLM the model's own, local: greedy).",
+    )
+    reviewer_temperature: float | None = Field(
+        None,
+        ge=0,
+        le=2,
+        description="Sampling temperature of the reviewer's model calls; empty: the model server's default.",
+    )
+    overseer_temperature: float | None = Field(
+        None,
+        ge=0,
+        le=2,
+        description="Sampling temperature of the overseer model's calls; empty: the model server's default.",
     )
     agent_turn_budget: int = Field(
         12, gt=0, description="Executor+reviewer turns before a task ends as failed."

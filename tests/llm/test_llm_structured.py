@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel, Field
@@ -49,9 +50,14 @@ def test_validation_errors_go_back_to_the_model(ollama: ScriptedProvider) -> Non
     assert ollama.raw_requests[0]["format"]["title"] == "Fill"  # Ollama's native format
 
 
-def test_prompted_json_where_the_model_has_no_native_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prompted_json_where_the_model_has_no_native_schema(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     from agentlake.llm.fakeserver import serve_fake_openai
 
+    models = tmp_path / "models.toml"  # a server that refuses response_format: the models file says so
+    models.write_text('[models."openai:some-local-model"]\nschema = false\n')
+    monkeypatch.setenv("AGENTLAKE_LLM_MODELS_FILE", str(models))
     local = ScriptedProvider("some-local-model")
     local.enqueue(
         "{'worker_ids': [3], 'reason': 'only one',}"

@@ -434,6 +434,9 @@ class LLMPolicy:
                     label=f"{agent} action",
                     settings=ctx.settings,
                     max_tokens=MAX_TOKENS,
+                    temperature=ctx.settings.executor_temperature
+                    if agent == "executor"
+                    else ctx.settings.reviewer_temperature,
                 )
         except StructuredOutputError as exc:
             raw = " ".join((exc.raw_text or "").split())[:200]

@@ -235,7 +235,7 @@ class Overseer:
             # Lazy (start-up time): only a model-backed overseer loads the LLM layer.
             from agentlake.agents.overseer_model import model_deltas
 
-            deltas += model_deltas(model, outcomes, concerns)
+            deltas += model_deltas(model, outcomes, concerns, temperature=ctx.settings.overseer_temperature)
         return ctx.lessons.propose(deltas) if deltas else []
 
 

@@ -60,8 +60,15 @@ def day_summary(outcomes: Sequence[TaskOutcome], concerns: Sequence[Concern]) ->
     return "\n".join(lines)
 
 
-def model_deltas(model: str, outcomes: Sequence[TaskOutcome], concerns: Sequence[Concern]) -> list[Any]:
-    """Lesson deltas (ADD, pending) the model drafts from the day; ``[]`` when it fails."""
+def model_deltas(
+    model: str,
+    outcomes: Sequence[TaskOutcome],
+    concerns: Sequence[Concern],
+    *,
+    temperature: float | None = None,
+) -> list[Any]:
+    """Lesson deltas (ADD, pending) the model drafts from the day; ``[]`` when it fails.
+    ``temperature``: the ``overseer_temperature`` setting (``None``: the server's default)."""
     # Lazy (start-up time): the learning layer loads on first use; the LLM layer loads on the first model call.
     from agentlake.learn import Delta, LessonDraft, LessonMatch
     from agentlake.llm import generate_structured
@@ -73,7 +80,9 @@ def model_deltas(model: str, outcomes: Sequence[TaskOutcome], concerns: Sequence
         {"role": "user", "content": day_summary(outcomes, concerns)},
     ]
     try:
-        advice = generate_structured(model, messages, OverseerAdvice, max_tokens=600, retries=1)
+        advice = generate_structured(
+            model, messages, OverseerAdvice, max_tokens=600, retries=1, temperature=temperature
+        )
     except AgentlakeError as exc:
         log.warning("overseer model %s gave no advice: %s", model, exc.message)
         return []

@@ -248,7 +248,7 @@ class LLMExtractor:
                     settings=self.settings,
                     timeout=self.timeout_s,
                     max_tokens=1024,
-                    temperature=0.0,
+                    temperature=self.settings.learn_temperature,
                 )
             except BaseException as exc:  # handed to the caller's thread
                 box["error"] = exc

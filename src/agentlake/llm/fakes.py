@@ -305,15 +305,18 @@ register_provider("function", _resolve("function"))  # type: ignore[arg-type]
 
 def reset_llm_state() -> None:
     """Forget process-wide LLM state: circuit breakers, budget calibration, cached providers,
-    settings, registry and ``/api/show`` answers, registered scripted providers. For test
-    fixtures, so one test's failures or calibration never leak into the next."""
+    settings, registry, ``/api/show`` answers and what OpenAI-compatible servers said about
+    their models, registered scripted providers. For test fixtures, so one test's failures or
+    calibration never leak into the next."""
     # Lazy (start-up time): the LLM layer loads on the first model call.
     from agentlake.llm.ollama import forget_shown
+    from agentlake.llm.openai_compat import forget_model_facts
 
     reset_breakers()
     reset_calibration()
     clear_provider_cache()
     clear_registry_cache()
     forget_shown()
+    forget_model_facts()
     with _scripted_lock:
         _scripted.clear()

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -275,13 +275,21 @@ def serve_fake_ollama(
 
 @contextmanager
 def serve_fake_openai(
-    provider: Any, *, api_key: str | None = None, models: Sequence[str] | None = None
+    provider: Any,
+    *,
+    api_key: str | None = None,
+    models: Sequence[str] | None = None,
+    cards: Mapping[str, Mapping[str, Any]] | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> Iterator[str]:
     """Serve ``provider`` as an OpenAI-compatible server on 127.0.0.1:<free port>; yields its
     base URL, ending in ``/v1``.
 
     ``api_key``: require ``Authorization: Bearer <api_key>`` (401 otherwise). ``models``: the
-    model ids it has (others answer 404); default: any id is served.
+    model ids it has (others answer 404); default: any id is served. ``cards``: fields a
+    model's ``/v1/models`` entry carries beside its id (vLLM's ``max_model_len``, llama.cpp's
+    ``meta``, OpenRouter's ``supported_parameters``...). ``metadata``: more GET routes, path to
+    the JSON they answer (llama.cpp's ``/props``, LM Studio's ``/api/v0/models/ID``).
     """
     _require_provider(provider)
     counter = iter(range(1, 1 << 62))
@@ -358,14 +366,27 @@ def serve_fake_openai(
         if not authorised(handler):
             return unauthorised
         data = [
-            {"id": n, "object": "model", "created": 0, "owned_by": "agentlake-fake"}
+            {
+                "id": n,
+                "object": "model",
+                "created": 0,
+                "owned_by": "agentlake-fake",
+                **(cards or {}).get(n, {}),
+            }
             for n in _model_names(provider, models)
         ]
         return 200, {"object": "list", "data": data}, {}
 
+    def answer(document: Any) -> Route:
+        def route(handler: _Handler, body: dict) -> tuple[int, Any, dict[str, str]]:
+            return (200, document, {}) if authorised(handler) else unauthorised
+
+        return route
+
     routes: dict[tuple[str, str], Route] = {
         ("POST", "/v1/chat/completions"): chat,
         ("GET", "/v1/models"): list_models,
+        **{("GET", path.rstrip("/")): answer(document) for path, document in (metadata or {}).items()},
     }
     with _serve(routes) as port:
         yield f"http://127.0.0.1:{port}/v1"

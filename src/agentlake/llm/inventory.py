@@ -161,7 +161,20 @@ def _fill_openai(status: ModelStatus, name: str, probe: dict, settings: Settings
         status.reachable, status.detail = False, probe["error"]
         return
     status.reachable = name in probe["installed"]
-    status.detail = f"on {probe['host']}" if status.reachable else f"{probe['host']} does not list it"
+    if not status.reachable:
+        status.detail = f"{probe['host']} does not list it"
+        return
+    # Lazy (start-up time): the LLM layer loads on the first model call.
+    from agentlake.llm.openai_compat import OpenAIProvider
+
+    provider = OpenAIProvider(name, settings)
+    try:
+        info = provider.model_info  # what the server says about it, under the models file
+        status.context_window, status.window_source = info.context_window, info.source
+        status.thinking, status.schema_ = info.supports_thinking, info.supports_schema
+    finally:
+        provider.close()
+    status.detail = f"on {probe['host']}"
 
 
 def _fill_local(status: ModelStatus, settings: Settings) -> None:

@@ -2,13 +2,18 @@
 
 Base URL from the ``openai_base_url`` setting (``OPENAI_BASE_URL``; default
 ``https://api.openai.com/v1``, which needs ``OPENAI_API_KEY``); any OpenAI-compatible server
-works. Schema-constrained output (``response_format`` json_schema) is sent only for models the
-registry marks ``schema = true``; others get prompted JSON from ``generate_structured``.
-Wire format in ``openai_wire.py``.
+works. What a model is (context window, whether it takes ``response_format``) comes from, in
+order: the models file (``llm_models_file``), what the server says about it (vLLM's
+``max_model_len``, llama.cpp's ``/props``, LM Studio's ``/api/v0/models``, OpenRouter's
+``context_length`` and ``supported_parameters``; asked once per server and model), the
+built-in registry, then ``[defaults.openai]``: json_schema on, 4,096 tokens. A model marked
+``schema = false`` gets prompted JSON from ``generate_structured`` instead. Wire format in
+``openai_wire.py``.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -22,6 +27,8 @@ from agentlake.llm.provider import (
     Completion,
     GenerateOptions,
     Message,
+    ProviderError,
+    ProviderHTTPError,
     register_provider,
     timed_completion,
 )
@@ -33,6 +40,10 @@ if TYPE_CHECKING:
 OFFICIAL_URL = "https://api.openai.com/v1"
 HINT = "start the server or set OPENAI_BASE_URL to it (e.g. http://127.0.0.1:8000/v1)"
 LIST_TIMEOUT_S = 5.0
+FACTS_TIMEOUT_S = 3.0
+
+_facts_lock = threading.Lock()
+_facts: dict[tuple[str, str], dict[str, Any]] = {}
 
 
 class OpenAIServer:
@@ -79,6 +90,53 @@ class OpenAIServer:
         data = body.get("data", []) if isinstance(body, dict) else []
         return [str(item.get("id")) for item in data if isinstance(item, dict) and item.get("id")]
 
+    def model_facts(self, model: str) -> dict[str, Any]:
+        """What the server says about ``model`` (``openai_wire.model_facts``), cached per process
+        per server: ``{}`` when it says nothing. Raises ``ProviderError`` when it cannot be
+        reached (not cached: it may come up)."""
+        key = (self.base_url, model)
+        with _facts_lock:
+            if key in _facts:
+                return _facts[key]
+        facts = self._ask_facts(model)
+        with _facts_lock:
+            _facts[key] = facts
+        return facts
+
+    def _ask_facts(self, model: str) -> dict[str, Any]:
+        try:
+            listed = self._get("models")
+        except ProviderHTTPError:
+            return {}  # no /models: it says nothing
+        data = listed.get("data") if isinstance(listed, dict) else None
+        cards = [item for item in data or [] if isinstance(item, dict) and item.get("id") == model]
+        card = cards[0] if cards else {}
+        root = self.base_url.removesuffix("/v1")
+        extra: Any = None
+        if openai_wire.is_llamacpp(card):
+            extra = self._get_quietly(f"{root}/props")
+        elif not openai_wire.model_facts(card).get("context_window"):
+            extra = self._get_quietly(f"{root}/api/v0/models/{model}")  # LM Studio's own API
+        return openai_wire.model_facts(card, extra if isinstance(extra, dict) else None)
+
+    def _get(self, path: str) -> Any:
+        return request_json(
+            self.client,
+            "GET",
+            path,
+            what=self.describe(),
+            hint=HINT,
+            timeout=FACTS_TIMEOUT_S,
+            status_error=self._status(None),
+        )
+
+    def _get_quietly(self, url: str) -> Any:
+        """A metadata route only some servers have: ``None`` when this one answers an error."""
+        try:
+            return self._get(url)
+        except ProviderHTTPError:
+            return None
+
     def chat(self, model: str, body: dict[str, Any], timeout: float | None) -> dict[str, Any]:
         return request_json(
             self.client,
@@ -118,24 +176,47 @@ class OpenAIProvider:
         self.model = model
         self.server = server_from_settings(settings)
         self.breaker_key = f"openai:{model}@{self.server.base_url}"
-        self.model_info: ModelInfo = lookup_model("openai", model, settings)
-        self._capabilities = Capabilities(
-            supports_schema=self.model_info.supports_schema,
-            supports_thinking=self.model_info.supports_thinking,
-            context_window=self.model_info.context_window,
-        )
+        self._registry = lookup_model("openai", model, settings)
+        self._info: ModelInfo | None = None
+
+    @property
+    def model_info(self) -> ModelInfo:
+        """The models file's entry when it has one; else what the server says over the
+        registry's facts (``source="server"`` when it gave the window)."""
+        if self._info is not None:
+            return self._info
+        if self._registry.source == "config" or self.server.official:
+            self._info = self._registry  # the user's word; OpenAI's /models says nothing
+            return self._info
+        try:
+            facts = self.server.model_facts(self.model)
+        except (ProviderError, UserError):
+            return self._registry  # unreachable: the chat call will say so
+        update: dict[str, Any] = {}
+        if facts.get("context_window"):
+            update.update(context_window=facts["context_window"], source="server")
+        if "schema" in facts:
+            update["supports_schema"] = facts["schema"]
+        self._info = self._registry.model_copy(update=update)
+        return self._info
 
     @property
     def capabilities(self) -> Capabilities:
-        return self._capabilities
+        info = self.model_info
+        return Capabilities(
+            supports_schema=info.supports_schema,
+            supports_thinking=info.supports_thinking,
+            context_window=info.context_window,
+        )
 
     def complete(self, messages: list[Message], options: GenerateOptions) -> Completion:
+        capabilities = self.capabilities
         body = openai_wire.chat_request(
             self.model,
             messages,
             options,
-            native_schema=self._capabilities.supports_schema,
-            thinking_model=self._capabilities.supports_thinking,
+            native_schema=capabilities.supports_schema,
+            thinking_model=capabilities.supports_thinking,
             official=self.server.official,
         )
         return timed_completion(
@@ -148,6 +229,13 @@ class OpenAIProvider:
 
     def close(self) -> None:
         self.server.close()
+
+
+def forget_model_facts() -> None:
+    """Drop cached answers of what servers say about their models (tests, or after a restart
+    of the server with another context length)."""
+    with _facts_lock:
+        _facts.clear()
 
 
 register_provider("openai", OpenAIProvider)
