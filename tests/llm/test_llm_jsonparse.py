@@ -40,6 +40,12 @@ json_values = st.recursive(
         ('{"msg": "it\'s fine"}', {"msg": "it's fine"}),
         ('The result is {"a": 1} and nothing else.', {"a": 1}),
         ("[1, 2, 3]", [1, 2, 3]),
+        # A small model's function-call habit: a stray ")" before the closing brace.
+        (
+            '{"kind": "tool_call", "args": {"role": "Welder"})}',
+            {"kind": "tool_call", "args": {"role": "Welder"}},
+        ),
+        ('{"approve": true, "notes": "fine (really)")}', {"approve": True, "notes": "fine (really)"}),
     ],
 )
 def test_fixes_cheap_mistakes(text: str, expected: object) -> None:

@@ -107,3 +107,44 @@ def test_generate_json_with_a_validator_of_your_own() -> None:
     assert result.native_schema
     assert "n must be even" in provider.history[1][0][-1].content
     assert json.loads(result.text) == {"n": 2}
+
+
+def test_a_model_without_native_schema_sees_the_callers_example_not_the_schema() -> None:
+    model = ScriptedProvider("small", supports_schema=False)
+    model.enqueue('{"worker_ids": [3], "reason": "closest"}')
+
+    result = generate_json(
+        model,
+        [{"role": "user", "content": "fill"}],
+        Fill.model_json_schema(),
+        validate=Fill.model_validate,
+        example='{"worker_ids": [12], "reason": "why"}',
+    )
+
+    assert result.value.worker_ids == [3]
+    (prompt,) = [m.content for m in model.history[0][0] if m.role == "system"]
+    assert 'shaped like:\n{"worker_ids": [12], "reason": "why"}' in prompt
+    assert "properties" not in prompt
+
+
+def test_a_model_that_keeps_failing_opens_its_structured_output_breaker() -> None:
+    from agentlake.llm import CircuitOpenError
+    from agentlake.settings import load_settings
+
+    settings = load_settings(llm_breaker_failures=2)
+    model = ScriptedProvider("garbage")
+    for _ in range(2):
+        model.enqueue_many("no json", "still none")
+        with pytest.raises(StructuredOutputError):
+            generate_json(
+                model,
+                "fill",
+                Fill.model_json_schema(),
+                validate=Fill.model_validate,
+                retries=1,
+                settings=settings,
+            )
+
+    with pytest.raises(CircuitOpenError, match=r"\(structured output\) is open after 2 consecutive failures"):
+        generate_json(model, "fill", Fill.model_json_schema(), settings=settings)
+    assert model.calls == 4  # the third call never reached the model

@@ -3,7 +3,7 @@
 :func:`parse_json_tolerant` strips what models wrap around JSON (``<think>`` blocks, code
 fences, prose before and after) and fixes only the cheap, unambiguous mistakes (trailing
 commas, comments, Python's ``True``/``False``/``None``, single quotes, bare keys, raw newlines
-inside strings). It never completes a truncated reply: that raises :class:`JSONParseError`
+inside strings, a stray ``)`` from a function-call habit: never valid outside a string). It never completes a truncated reply: that raises :class:`JSONParseError`
 with ``incomplete=True`` so the caller can continue the generation instead. Whatever the input,
 it raises nothing but :class:`JSONParseError`.
 
@@ -118,8 +118,8 @@ def _spans(text: str) -> tuple[list[tuple[int, int]], bool]:
 
 
 def _fix_cheap(text: str) -> str:
-    """One pass outside strings: drop comments and trailing commas, quote bare keys, map
-    Python literals, turn single-quoted strings into JSON strings."""
+    """One pass outside strings: drop comments, trailing commas and stray ``)``, quote bare
+    keys, map Python literals, turn single-quoted strings into JSON strings."""
     out: list[str] = []
     index, length = 0, len(text)
     while index < length:
@@ -148,6 +148,8 @@ def _fix_cheap(text: str) -> str:
         elif char == "/" and text.startswith("/*", index):
             close = text.find("*/", index + 2)
             index = length if close == -1 else close + 2
+        elif char == ")":
+            index += 1  # "...})": a closing parenthesis is never JSON outside a string
         elif char == ",":
             rest = index + 1
             while rest < length and text[rest] in " \t\r\n":

@@ -43,6 +43,8 @@ INSTALL_HINT = (
     "or: pip install 'agentlake[local-llm]'"
 )
 STRING_CAP = 200
+# Items of any list a grammar-constrained reply may hold.
+ARRAY_CAP = 16
 MAX_EXAMPLE_DEPTH = 6
 TEXT_EXAMPLE = ("Name the capital of France.", "Paris")
 SCHEMA_EXAMPLE_INPUT = "Produce the requested record."
@@ -82,10 +84,32 @@ def default_gguf() -> Path:
     return Path(assemble())
 
 
-def cap_schema(schema: dict, max_length: int = STRING_CAP) -> dict:
+def cap_schema(schema: dict, max_length: int = STRING_CAP, max_items: int = ARRAY_CAP) -> dict:
     """A copy of ``schema`` in which every string without an enum/const has ``maxLength`` at
-    most ``max_length`` (``$defs`` and nested schemas included)."""
+    most ``max_length``, every array ``maxItems`` at most ``max_items``, and an object of any
+    values (``additionalProperties`` unconstrained, no properties) holds only scalars, capped
+    lists of scalars and flat objects of scalars (``$defs`` and nested schemas included): so
+    under a grammar no string, list or free-form argument can run to the token limit."""
     capped = copy.deepcopy(schema)
+    # Free-form arguments, bounded: scalars, capped lists (of scalars, lists of scalars or flat
+    # objects) and flat objects (of scalars and capped lists); enough for tool arguments such as
+    # transitions [{from, to}] or a table's rows [[...]], never an endless structure.
+    scalar: list[dict[str, Any]] = [
+        {"type": "string", "maxLength": max_length},
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "null"},
+    ]
+    short_list = {"type": "array", "items": {"anyOf": scalar}, "maxItems": max_items}
+    nested_list = {"type": "array", "items": {"anyOf": [*scalar, short_list]}, "maxItems": max_items}
+    flat_object = {"type": "object", "additionalProperties": {"anyOf": [*scalar, nested_list]}}
+    bounded_value = {
+        "anyOf": [
+            *scalar,
+            {"type": "array", "items": {"anyOf": [*scalar, short_list, flat_object]}, "maxItems": max_items},
+            flat_object,
+        ]
+    }
 
     def visit(node: Any) -> None:
         if isinstance(node, dict):
@@ -94,6 +118,16 @@ def cap_schema(schema: dict, max_length: int = STRING_CAP) -> dict:
             if is_string and "enum" not in node and "const" not in node:
                 node["maxLength"] = min(int(node.get("maxLength", max_length)), max_length)
                 node["minLength"] = min(int(node.get("minLength", 0)), node["maxLength"])
+            if kind == "array":
+                node["maxItems"] = min(int(node.get("maxItems", max_items)), max_items)
+                node["minItems"] = min(int(node.get("minItems", 0)), node["maxItems"])
+            if (
+                kind == "object"
+                and not node.get("properties")
+                and node.get("additionalProperties", True) is True
+            ):
+                node["additionalProperties"] = copy.deepcopy(bounded_value)
+                return
             for value in node.values():
                 visit(value)
         elif isinstance(node, list):

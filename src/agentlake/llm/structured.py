@@ -2,11 +2,16 @@
 (any JSON schema, with a validator of your own).
 
 Native schema-constrained decoding where the provider supports it (``capabilities
-.supports_schema``), else the schema in the prompt and the tolerant parser. Each reply goes
-through ``generate_continuable`` (so truncated JSON is continued first); a parse or validation
-error goes back to the model, with the errors, for a bounded number of retries. Gives up with
-:class:`StructuredOutputError` carrying the raw text. This module does not define what agents
-ask for: callers bring the model or schema.
+.supports_schema``), else the tolerant parser and, in the prompt, the caller's short example of
+the reply when it gives one (small models answer a raw schema with the schema itself), the
+schema otherwise. Each reply goes through ``generate_continuable`` (so truncated JSON is
+continued first); a parse or validation error goes back to the model, with the errors, for a
+bounded number of retries. Gives up with :class:`StructuredOutputError` carrying the raw text.
+A model that keeps giving no valid reply opens a breaker of its own (``<provider:model>
+(structured output)``, the ``llm_breaker_*`` settings): while it is open, structured calls to
+that model fail at once with ``CircuitOpenError`` instead of spending minutes on replies that
+will not parse. This module does not define what agents ask for: callers bring the model or
+schema.
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ MAX_ERRORS_SHOWN = 6
 
 NATIVE_INSTRUCTION = "Reply with one JSON value matching the required JSON schema: no prose, no code fences."
 PROMPTED_INSTRUCTION = "Reply with one JSON value and nothing else (no prose, no code fences), matching this JSON schema:\n{schema}"
+EXAMPLE_INSTRUCTION = (
+    "Reply with one JSON value and nothing else (no prose, no code fences), shaped like:\n{example}"
+)
 FEEDBACK = (
     "Your reply did not match the required JSON schema:\n{errors}\n"
     "Reply again with only the corrected JSON value."
@@ -86,15 +94,53 @@ def _structured(
     settings: Settings,
     tally: Tally,
     label: str,
+    example: str | None = None,
+) -> StructuredResult:
+    from agentlake.llm.resilience import breaker_for
+
+    breaker = breaker_for(
+        f"{getattr(provider, 'breaker_key', None) or f'{provider.name}:{provider.model}'} (structured output)",
+        failures=settings.llm_breaker_failures,
+        cooldown_s=settings.llm_breaker_cooldown_s,
+    )
+    breaker.before_call()
+    try:
+        result = _structured_attempts(
+            provider, msgs, opts, schema, validate, retries, settings, tally, label, example
+        )
+    except StructuredOutputError:
+        breaker.on_failure()
+        raise
+    except BaseException:
+        breaker.on_neutral()  # the model call itself failed: its own breaker counts that
+        raise
+    breaker.on_success()
+    return result
+
+
+def _structured_attempts(
+    provider: Provider,
+    msgs: list[Message],
+    opts: GenerateOptions,
+    schema: dict,
+    validate: Callable[[Any], Any],
+    retries: int,
+    settings: Settings,
+    tally: Tally,
+    label: str,
+    example: str | None,
 ) -> StructuredResult:
     native = provider.capabilities.supports_schema
     if native:
         conversation = with_instruction(msgs, NATIVE_INSTRUCTION)
         opts = opts.model_copy(update={"schema_": schema})
     else:
-        conversation = with_instruction(
-            msgs, PROMPTED_INSTRUCTION.format(schema=json.dumps(schema, separators=(",", ":")))
+        instruction = (
+            EXAMPLE_INSTRUCTION.format(example=example)
+            if example
+            else PROMPTED_INSTRUCTION.format(schema=json.dumps(schema, separators=(",", ":")))
         )
+        conversation = with_instruction(msgs, instruction)
         opts = opts.model_copy(update={"schema_": None})
     started = time.perf_counter()
     attempts_before, continuations_before = tally.attempts, tally.continuations
@@ -167,21 +213,33 @@ def generate_json(
     validate: Callable[[Any], Any] | None = None,
     retries: int = 2,
     label: str = "JSON",
+    example: str | None = None,
     settings: Settings | None = None,
     options: GenerateOptions | None = None,
     **option_values: object,
 ) -> StructuredResult:
     """A JSON reply matching ``schema``, checked by ``validate(value) -> value`` (which raises
-    ``ValueError``/``ValidationError`` to send the errors back to the model).
+    ``ValueError``/``ValidationError`` to send the errors back to the model). ``example``: a short
+    sample of the reply, shown instead of the schema to a model without native schema support.
 
     Returns a :class:`StructuredResult` with the value and the call's accounting. Raises
-    :class:`StructuredOutputError` after ``retries`` failed retries, plus what ``generate`` raises.
+    :class:`StructuredOutputError` after ``retries`` failed retries, ``CircuitOpenError`` while
+    the model's structured-output breaker is open, plus what ``generate`` raises.
     """
     with accounting_scope("generate_json") as tally:
         provider, msgs, opts, settings = _prepare(model, messages, settings, options, option_values)
         tally.provider, tally.model = provider.name, provider.model
         return _structured(
-            provider, msgs, opts, schema, validate or (lambda value: value), retries, settings, tally, label
+            provider,
+            msgs,
+            opts,
+            schema,
+            validate or (lambda value: value),
+            retries,
+            settings,
+            tally,
+            label,
+            example,
         )
 
 
