@@ -142,6 +142,10 @@ class Settings(BaseSettings):
         description="Context window (tokens) local: models are run with, at most what the model was trained on; each cached prompt costs KV memory in proportion.",
     )
     local_threads: int = Field(0, ge=0, description="CPU threads of the local: engines; 0: every core.")
+    default_model: str = Field(
+        "auto",
+        description="Model of every LLM door whose own setting is empty (fill --policy llm and ask: executor_model; the graph's thinker: graph_model; the llm lesson extractor: learn_model): auto = the largest packaged local: model installed (local:qwen2.5-coder-1.5b, else local:qwen2.5-coder-0.5b; `make models`), none = no default, or a model string.",
+    )
     local_torch_dtype: str = Field(
         "int8",
         pattern="^(int8|bfloat16)$",
@@ -209,7 +213,8 @@ class Settings(BaseSettings):
         "from judged evidence), heuristic or llm.",
     )
     learn_model: str | None = Field(
-        None, description="Model for the llm lesson extractor, e.g. ollama:qwen3:4b."
+        None,
+        description="Model for the llm lesson extractor, e.g. ollama:qwen3:4b; empty: default_model (the embedded model).",
     )
     learn_temperature: float | None = Field(
         0.0,
@@ -240,7 +245,10 @@ class Settings(BaseSettings):
     lesson_token_budget: int = Field(400, gt=0, description="Token budget for lessons put into one prompt.")
 
     # --- agents and scenarios -----------------------------------------------------------
-    executor_model: str | None = Field(None, description="Model of the executor agent, e.g. ollama:qwen3:4b.")
+    executor_model: str | None = Field(
+        None,
+        description="Model of the executor agent and of ask, e.g. ollama:qwen3:4b; empty: default_model (the embedded model). Staffer profiles do not fall back to default_model.",
+    )
     reviewer_model: str | None = Field(
         None, description="Model of the reviewer agent (defaults to the executor's)."
     )
@@ -279,8 +287,8 @@ class Settings(BaseSettings):
 
     # --- graph runtime and dashboard ----------------------------------------------------
     graph_model: str = Field(
-        "function:graph-demo",
-        description="Model of the graph's thinker and director, e.g. ollama:qwen3:4b; the default is a scripted demo shipped in the package (no LLM needed).",
+        "",
+        description="Model of the graph's thinker and director, e.g. ollama:qwen3:4b; empty: default_model (the embedded model). function:graph-demo is a scripted demo shipped in the package (no LLM needed).",
     )
     graph_trace_max_bytes: int = Field(
         5 * 1024 * 1024,

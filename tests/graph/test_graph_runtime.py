@@ -104,6 +104,21 @@ def test_a_data_request_is_planned_then_answered_with_read_only_sql(
     assert {op.trace_id for op in [turn, *llm, sql]} == {turn.trace_id}
 
 
+def test_with_no_graph_model_the_default_model_answers(
+    make_runtime: MakeRuntime, lake_dir: Path, model: ScriptedProvider
+) -> None:
+    # default_model is the embedded model on an installation; here it names the scripted one.
+    runtime = make_runtime(data_dir=lake_dir, graph_model="", default_model="scripted:graph")
+    model.enqueue(plan("count workers", "sql"))
+    model.enqueue(step("", ("sql", {"query": "SELECT count(*) AS n FROM workers"})))
+    model.enqueue(step("There are 200 workers."))
+
+    _, sent = runtime.chat("how many workers are there?")
+
+    assert reply_text(sent) == "There are 200 workers."
+    assert len(model.history) == 3
+
+
 def test_refused_sql_comes_back_to_the_thinker_as_a_tool_error(
     make_runtime: MakeRuntime, lake_dir: Path, model: ScriptedProvider
 ) -> None:

@@ -270,3 +270,29 @@ def test_models_says_how_to_install_a_missing_model(
     fake = {row["model"]: row for row in json.loads(capsys.readouterr().out)}["local:fake-0.1b"]
     assert (fake["installed"], fake["assembled"]) == (False, False)
     assert "make models-fake" in fake["detail"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"executor_model": "ollama:qwen3:4b", "default_model": "auto"}, "ollama:qwen3:4b"),
+        ({"default_model": "openai:gpt-4o-mini"}, "openai:gpt-4o-mini"),
+        ({"default_model": "none"}, None),
+    ],
+)
+def test_an_explicitly_configured_model_always_wins(overrides: dict, expected: str | None) -> None:
+    from agentlake.llm import default_model
+    from agentlake.settings import load_settings
+
+    assert default_model(load_settings(**overrides), "executor_model") == expected
+
+
+def test_auto_is_the_largest_packaged_model_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentlake.llm import default_model
+    from agentlake.llm import packaged as module
+    from agentlake.settings import load_settings
+
+    monkeypatch.setattr(module, "installed", lambda model: model.name == "qwen2.5-coder-0.5b")
+    assert default_model(load_settings(default_model="auto"), "executor_model") == "local:qwen2.5-coder-0.5b"
+    monkeypatch.setattr(module, "installed", lambda model: False)
+    assert default_model(load_settings(default_model="auto"), "executor_model") is None

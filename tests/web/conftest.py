@@ -98,6 +98,9 @@ def _serve(root: Path, template: Path, *args: str, **env_extra: str) -> Iterator
         AGENTLAKE_DATA_DIR=str(data_dir),
         AGENTLAKE_CONFIG=str(root / "none.toml"),
         AGENTLAKE_RUNS_DIR=str(root / "runs"),
+        # The dashboard's model is the scripted demo, named: the default is the embedded model.
+        AGENTLAKE_GRAPH_MODEL="function:graph-demo",
+        AGENTLAKE_DEFAULT_MODEL="none",
         HF_HUB_OFFLINE="1",
         OLLAMA_HOST="http://127.0.0.1:9",
         **env_extra,

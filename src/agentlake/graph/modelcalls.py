@@ -1,7 +1,7 @@
 """Model calls of graph nodes: through the LLM layer, tagged with the node, observed as ops.
 
-Owns resolving the graph's model (``settings.graph_model``; the shipped demo model is
-registered on first use), :class:`NodeModels` (what a node uses to ask for a typed reply), and
+Owns resolving the graph's model (``settings.graph_model``, else ``default_model``: the
+embedded model; the shipped demo model ``function:graph-demo`` is registered on first use), :class:`NodeModels` (what a node uses to ask for a typed reply), and
 :func:`record_turn_calls`, which records the model calls of one turn as ``llm.*`` ops (agent
 ``graph.<node>``, the turn's trace id) by subscribing to the LLM layer's accounting and keeping
 only the calls tagged with that turn. So each call is recorded once, by the same mapping every
@@ -29,13 +29,22 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def graph_model(settings: Settings) -> str:
-    """The model string the graph's nodes call, with the demo model registered if it is that."""
+    """The model string the graph's nodes call (``graph_model``, else ``default_model``), with
+    the demo model registered if it is that. ``UnavailableError`` when there is none."""
     # Lazy (start-up time): the graph runtime loads on first use.
+    from agentlake.errors import UnavailableError
     from agentlake.graph.demo import DEMO_MODEL, ensure_demo_model
+    from agentlake.llm import default_model
 
-    if settings.graph_model == DEMO_MODEL:
+    model = default_model(settings, "graph_model")
+    if not model:
+        raise UnavailableError(
+            "the graph has no model: install the embedded models (`make models`), set AGENTLAKE_GRAPH_MODEL "
+            f"(e.g. ollama:qwen3:4b), or use the scripted demo ({DEMO_MODEL})"
+        )
+    if model == DEMO_MODEL:
         ensure_demo_model()
-    return settings.graph_model
+    return model
 
 
 def record_turn_calls(observer: Observer, turn_tag: str) -> Callable[[], None]:

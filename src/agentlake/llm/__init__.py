@@ -21,6 +21,7 @@ from agentlake.llm.fakes import (
 )
 from agentlake.llm.generate import Attempt, ContinuableResult, generate, generate_continuable
 from agentlake.llm.jsonparse import JSONParseError, parse_json_tolerant
+from agentlake.llm.packaged import default_model
 from agentlake.llm.provider import (
     Capabilities,
     CircuitOpenError,
@@ -70,6 +71,7 @@ __all__ = [
     "add_recorder",
     "assert_context_budget",
     "call_tags",
+    "default_model",
     "generate",
     "generate_continuable",
     "generate_json",

@@ -21,6 +21,10 @@ setting, by default ``$XDG_CACHE_HOME/agentlake/models`` (``~/.cache/agentlake/m
 files are derived data that can be rebuilt from the installed packages at any time, and one copy
 serves every project, data directory and test run on the machine.
 
+:func:`default_model` is the one rule for which model an LLM door uses when none is
+configured: the door's own setting, else ``default_model`` (``auto``: the largest packaged
+model installed).
+
 This module does not load models (``local.py`` and its engines do).
 """
 
@@ -172,6 +176,30 @@ def default_cache_dir() -> Path:
     """``$XDG_CACHE_HOME/agentlake/models``, else ``~/.cache/agentlake/models``."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "agentlake" / "models"
+
+
+# Largest first: ``default_model = auto`` takes the first one installed.
+EMBEDDED_PREFERENCE = ("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b")
+
+
+def default_model(settings: Settings, setting: str | None = None) -> str | None:
+    """The model an LLM door uses: the setting named ``setting`` (``executor_model``,
+    ``learn_model``, ``graph_model``) when it is set, else the ``default_model`` setting: a model
+    string as is, ``auto`` the largest packaged model installed (``local:NAME``), ``none`` or
+    an empty value ``None``. ``None`` also when ``auto`` finds no packaged model installed."""
+    if setting is not None:
+        configured = getattr(settings, setting)
+        if configured:
+            return configured
+    choice = (settings.default_model or "").strip()
+    if choice.lower() in ("", "none"):
+        return None
+    if choice.lower() != "auto":
+        return choice
+    for name in EMBEDDED_PREFERENCE:
+        if installed(PACKAGED_MODELS[name]):
+            return f"local:{name}"
+    return None
 
 
 def cache_dir(settings: Settings | None) -> Path:

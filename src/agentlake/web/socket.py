@@ -23,6 +23,8 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from agentlake.llm import default_model
+
 log = logging.getLogger(__name__)
 
 INBOX_MAX = 64
@@ -56,7 +58,7 @@ async def serve_socket(websocket: WebSocket, runtime: Any) -> None:
             "type": "hello",
             "session": session.id,
             "graph": runtime.active.view(),
-            "model": runtime.settings.graph_model,
+            "model": default_model(runtime.settings, "graph_model") or "",
             "controls": session.controls_sent,
         }
     )
