@@ -93,6 +93,57 @@ def test_find_workers_and_get_worker(make_ctx, order, qualified) -> None:
     assert "no worker with worker_id 123456789" in missing.error
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (
+            {"requirements": ["certifications: 'Certified Warehouse Pro'"]},
+            "\"certifications: 'Certified Warehouse Pro'\" is not a known certification",
+        ),
+        ({"requirements": ["Warehouse Associate"]}, "it names the role, not a certification"),
+        ({"role": "Warehous Asociate"}, "the closest known roles are Warehouse Associate"),
+        ({"requirements": ["ASME Section IX"]}, "The filter 'holding ASME Section IX' left no one"),
+    ],
+)
+def test_find_workers_says_why_it_found_no_one(make_ctx, args, says) -> None:
+    ctx = make_ctx()
+    found = ctx.tools.call(
+        "find_workers", {"role": "Warehouse Associate", "city": "New York", "state": "NY", **args}, ctx=ctx
+    )
+    assert found.ok
+    assert found.rows == 0
+    assert says in found.text
+
+
+def test_an_unknown_certification_names_what_the_role_holds(make_ctx) -> None:
+    ctx = make_ctx()
+    found = ctx.tools.call(
+        "find_workers",
+        {"role": "Welder", "city": "New York", "state": "NY", "requirements": ["Certified Welder"]},
+        ctx=ctx,
+    )
+    assert "Welder workers hold: AWS D1.1, OSHA 10, OSHA 30, ASME Section IX" in found.text
+
+
+def test_find_workers_takes_what_small_models_write(make_ctx) -> None:
+    ctx = make_ctx()
+    found = ctx.tools.call(
+        "find_workers",
+        {
+            "role": "Warehouse Associate",
+            "city": "New York",
+            "state": "NY",
+            "requirements": "OSHA 10",
+            "count": 3,
+        },
+        ctx=ctx,
+    )
+    assert found.ok
+    assert found.text.startswith("(ignored unknown arguments: count)")
+    assert found.rows > 0
+    assert "OSHA" in found.text
+
+
 def test_schedule_tools_see_lake_placements_and_run_bookings(make_ctx, lake) -> None:
     from agentlake.agents import Booking
 

@@ -28,9 +28,9 @@ from agentlake.agents.actions import json_schema
 from agentlake.errors import AgentlakeError, UserError
 from agentlake.lake.versioned import PerLakeCache, dataset_versions
 from agentlake.observe import observe
-from agentlake.workforce.candidates import CandidateQuery, find_candidates
+from agentlake.workforce.candidates import CandidateQuery, explain_empty, find_candidates
 from agentlake.workforce.geo import gazetteer
-from agentlake.workforce.tables import SEARCH_DATASET, TABLES, fetch_workers
+from agentlake.workforce.tables import SEARCH_DATASET, TABLES, fetch_workers, resolve_client
 
 if TYPE_CHECKING:
     from agentlake.agents.policy import RunContext
@@ -163,13 +163,10 @@ class ToolRegistry:
         ) as op:
             try:
                 tool = self.get(name)
-                try:
-                    parsed = tool.args_model.model_validate(args)
-                except ValidationError as exc:
-                    raise UserError(
-                        f"bad arguments for {name}: {_validation_text(exc)}; expected ({_signature(json_schema(tool.args_model))})"
-                    ) from None
+                parsed, ignored = _parse_args(tool, args)
                 output = tool.run(parsed, ctx)
+                if ignored:
+                    output.text = f"(ignored unknown arguments: {', '.join(ignored)}) {output.text}"
             except AgentlakeError as exc:
                 op.fail(exc.message)
                 op.attributes["rows"] = 0
@@ -201,31 +198,83 @@ class ToolRegistry:
 
 
 _catalogs: PerLakeCache[list[str]] = PerLakeCache()
+# A text column with at most this many distinct values can list them (``values=True``): a small
+# model writes `role = 'Welder'` when it sees the values, and guesses another column otherwise.
+FEW_VALUES = 60
 
 
-def datasets_text(lake: Lake) -> list[str]:
-    """Lines naming the workforce datasets in ``lake`` with their row counts and real columns.
+def datasets_text(
+    lake: Lake, names: tuple[str, ...] | None = CATALOG_DATASETS, *, values: bool = False
+) -> list[str]:
+    """Lines naming datasets of ``lake`` (``names``, in that order; ``None``: every dataset)
+    with their row counts and real columns; with ``values``, a text column with at most
+    ``FEW_VALUES`` distinct values lists them.
 
-    Cached per lake file and catalog version: ``Lake.datasets()`` counts rows and reads the
-    ingest history, too slow to repeat on every task.
+    Cached per lake file, catalog version and arguments: ``Lake.datasets()`` counts rows and
+    reads the ingest history, too slow to repeat on every task.
     """
     versions = dataset_versions(lake)
-    version = tuple(sorted((n, str(versions[n])) for n in CATALOG_DATASETS if n in versions))
+    version = (
+        names,
+        values,
+        tuple(sorted((n, str(v)) for n, v in versions.items() if names is None or n in names)),
+    )
 
     def build() -> list[str]:
-        known = {info.name: info for info in lake.datasets() if info.name in CATALOG_DATASETS}
+        known = {info.name: info for info in lake.datasets() if names is None or info.name in names}
         lines = ["Datasets (SQL tables) and their columns:"] if known else []
-        for name in CATALOG_DATASETS:
+        for name in names if names is not None else sorted(known):
             if name in known:
-                columns = ", ".join(f"{col} {typ.lower()}" for col, typ in known[name].columns)
-                lines.append(f"- {name} ({known[name].row_count} rows): {columns}")
+                columns = []
+                for column, kind in known[name].columns:
+                    text = f"{column} {kind.lower()}"
+                    few = _few_values(lake, name, column) if values and kind.upper() == "VARCHAR" else []
+                    columns.append(text + (f" (values: {', '.join(few)})" if few else ""))
+                lines.append(f"- {name} ({known[name].row_count} rows): {', '.join(columns)}")
         return lines
 
-    return list(_catalogs.get(str(lake.path), version, build))
+    return list(_catalogs.get(f"{lake.path}|{names}|{values}", version, build))
+
+
+def _few_values(lake: Lake, dataset: str, column: str) -> list[str]:
+    quoted, table = '"' + column.replace('"', '""') + '"', '"' + dataset.replace('"', '""') + '"'
+    try:
+        result = lake.query(
+            f"SELECT DISTINCT {quoted} FROM {table} WHERE {quoted} IS NOT NULL ORDER BY 1 LIMIT {FEW_VALUES + 1}",
+            max_rows=FEW_VALUES + 1,
+        )
+    except AgentlakeError:  # a column the guard will not read is simply not listed
+        return []
+    found = [str(row[0]) for row in result.rows]
+    return found if len(found) <= FEW_VALUES and all(len(v) <= 40 for v in found) else []
 
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
+
+
+def _parse_args(tool: Tool, args: dict[str, Any]) -> tuple[Any, list[str]]:
+    """``tool``'s validated arguments and the unknown keys dropped to get them.
+
+    Small models add keys a tool does not take ("count", "reason"); dropping them keeps a usable
+    call usable, and the result says which were ignored. Any other problem is a ``UserError``
+    naming it and the expected signature.
+    """
+    try:
+        return tool.args_model.model_validate(args), []
+    except ValidationError as exc:
+        problem = exc
+    errors = problem.errors()
+    extra = [str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden" and len(e["loc"]) == 1]
+    if extra and len(extra) == len(errors):
+        try:
+            kept = {key: value for key, value in args.items() if key not in extra}
+            return tool.args_model.model_validate(kept), extra
+        except ValidationError as exc:
+            problem = exc
+    raise UserError(
+        f"bad arguments for {tool.name}: {_validation_text(problem)}; expected ({_signature(json_schema(tool.args_model))})"
+    )
 
 
 def _validation_text(exc: ValidationError) -> str:
@@ -266,17 +315,26 @@ class _Args(BaseModel):
 
 
 class FindWorkersArgs(_Args):
-    role: str = Field(..., description="role name or a synonym")
+    role: str
     city: str
-    state: str = Field(..., description="2-letter code")
+    state: str = Field(..., description="2 letters")
     radius_miles: float = Field(25.0, gt=0, le=500)
-    requirements: list[str] = Field(default_factory=list, description="certifications, any spelling")
+    requirements: list[str] = Field(default_factory=list, description="certifications")
     min_reliability: float | None = Field(None, ge=0, le=1)
-    exclude_booked_from: datetime | None = Field(
-        None, description="skip workers booked over this shift start"
-    )
-    exclude_booked_to: datetime | None = Field(None, description="shift end")
+    min_scores: dict[str, float] = Field(default_factory=dict, description='e.g. {"reliability": 0.7}')
+    exclude_no_show_client: str | None = Field(None, description="client id: skip its past no-shows")
+    where: str | None = Field(None, description="SQL WHERE fragment")
+    exclude_booked_from: datetime | None = Field(None, description="skip workers booked over this shift")
+    exclude_booked_to: datetime | None = None
     limit: int = Field(10, ge=1, le=50)
+
+    @field_validator("requirements", mode="before")
+    @classmethod
+    def _one_requirement(cls, value: Any) -> Any:
+        # Small models write one requirement as a bare string.
+        if isinstance(value, str):
+            return [value] if value.strip() else []
+        return [] if value is None else value
 
 
 class FindWorkers:
@@ -284,28 +342,50 @@ class FindWorkers:
 
     name = "find_workers"
     description = (
-        "workers of a role (synonyms accepted) living within radius of a city, holding every listed "
-        "certification, best reliability first, with their distance"
+        "workers of a role living within radius_miles of a city with every listed certification, most "
+        "reliable first; when it finds no one it says which filter left no one"
     )
     args_model = FindWorkersArgs
 
     def run(self, args: FindWorkersArgs, ctx: RunContext) -> ToolOutput:
+        scores = dict(args.min_scores)
+        if args.min_reliability is not None:
+            scores["reliability"] = max(args.min_reliability, scores.get("reliability", 0.0))
+        no_show = None
+        if args.exclude_no_show_client:
+            client = resolve_client(ctx.lake, args.exclude_no_show_client)
+            if client is None:
+                raise UserError(f"unknown client {args.exclude_no_show_client!r} in exclude_no_show_client")
+            no_show = client[0]
         query = CandidateQuery(
             role=args.role,
             city=args.city,
             state=args.state,
             radius_miles=args.radius_miles,
             requirements=args.requirements,
-            min_scores={"reliability": args.min_reliability} if args.min_reliability is not None else {},
+            min_scores=scores,
+            exclude_no_show_client=no_show,
+            extra_where=args.where,
             min_availability=ctx.settings.agent_min_availability,
             limit=args.limit,
         )
         rows = find_candidates(ctx.lake, query)
+        if not rows:
+            return ToolOutput(data=[], text=f"0 rows. {explain_empty(ctx.lake, query)}", rows=0)
         if args.exclude_booked_from is not None:
             end = args.exclude_booked_to or args.exclude_booked_from
+            found = len(rows)
             rows = [
                 r for r in rows if not ctx.schedule.conflicts(r["worker_id"], args.exclude_booked_from, end)
             ]
+            if not rows:
+                return ToolOutput(
+                    data=[],
+                    rows=0,
+                    text=(
+                        f"0 rows: all {found} workers found are booked over the shift; raise limit or widen the search"
+                    ),
+                )
         return _rows_output(rows, truncated=len(rows) >= args.limit, columns=CANDIDATE_COLUMNS)
 
 
@@ -446,7 +526,6 @@ class HybridSearch:
 
     def run(self, args: HybridSearchArgs, ctx: RunContext) -> ToolOutput:
         try:
-            # Lazy (start-up time): search and its embedder load on the first search.
             from agentlake.lake.search import hybrid_search
         except ImportError as exc:  # the search package is part of agentlake; a broken install says so
             raise UserError(f"hybrid_search is not available in this installation ({exc})") from None

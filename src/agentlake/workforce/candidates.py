@@ -3,7 +3,8 @@
 Owns ``CandidateQuery`` (what to search for, including the filters a lesson's machine action
 adds), its SQL (``candidate_sql``: role and synonyms, a bounding box then the exact radius,
 minimum scores, no prior no-show at a client, a checked WHERE fragment) and
-``find_candidates``, the search the rules policy and the ``find_workers`` tool use.
+``find_candidates``, the search the rules policy and the ``find_workers`` tool use, and
+``explain_empty``: why a search found no one and what would find someone.
 Certifications are checked after the SQL with the catalogue's normaliser (``roles``), so
 search and verification share one definition of "holds OSHA 30". It does not own whether a
 fill passes (``verify``).
@@ -21,7 +22,14 @@ from agentlake.errors import UserError
 from agentlake.lake import check_where
 from agentlake.lake.versioned import has_dataset
 from agentlake.workforce.geo import Place, bounding_box, gazetteer, haversine_sql
-from agentlake.workforce.roles import missing_certifications, role_names
+from agentlake.workforce.roles import (
+    closest_certifications,
+    closest_roles,
+    find_role,
+    known_certification,
+    missing_certifications,
+    role_names,
+)
 from agentlake.workforce.tables import PLACEMENTS, SCORE_COLUMNS, trusted_read
 
 if TYPE_CHECKING:
@@ -132,3 +140,75 @@ def find_candidates(lake: Lake, query: CandidateQuery) -> list[dict[str, Any]]:
         if len(rows) >= query.limit:
             break
     return rows
+
+
+# Counting a filter's survivors needs every row, not the first ``limit``.
+_COUNT_ALL = 1_000_000
+
+
+def explain_empty(lake: Lake, query: CandidateQuery) -> str:
+    """Why ``query`` finds no worker, and what would: one or two sentences for an agent.
+
+    An unknown role or certification names the closest known ones (and the certifications
+    the role's workers hold); otherwise the filters are added one at a time to the bare
+    search (role, place, radius) and the first that leaves no one is named, with the count
+    just before it. Raises what ``find_candidates`` raises (an unknown city).
+    """
+    role = find_role(query.role)
+    if role is None:
+        return f"{query.role!r} is not a known role; the closest known roles are {', '.join(closest_roles(query.role))}."
+    unknown = [req for req in query.requirements if known_certification(req) is None]
+    if unknown:
+        held = ", ".join(name for name, _ in role.certifications)
+        parts = []
+        for req in unknown:
+            named = (
+                "it names the role, not a certification"
+                if find_role(req) is role
+                else ("closest known: " + ", ".join(closest_certifications(req)))
+            )
+            parts.append(f"{req!r} is not a known certification ({named})")
+        return f"{'; '.join(parts)}. {role.name} workers hold: {held}. Remove it from requirements or use one of those."
+    bare = CandidateQuery(
+        role=query.role,
+        city=query.city,
+        state=query.state,
+        radius_miles=query.radius_miles,
+        exclude_ids=list(query.exclude_ids),
+        limit=_COUNT_ALL,
+    )
+    steps: list[tuple[str, dict[str, Any]]] = []
+    if query.min_availability is not None:
+        steps.append(
+            (f"availability >= {query.min_availability:g}", {"min_availability": query.min_availability})
+        )
+    if query.max_distance_miles is not None and query.max_distance_miles < query.radius_miles:
+        steps.append(
+            (f"within {query.max_distance_miles:g} miles", {"max_distance_miles": query.max_distance_miles})
+        )
+    for name, value in sorted(query.min_scores.items()):
+        steps.append((f"{name} >= {value:g}", {"min_scores": {**bare.min_scores, name: value}}))
+    for req in query.requirements:
+        steps.append((f"holding {req}", {"requirements": [*bare.requirements, req]}))
+    if query.exclude_no_show_client is not None:
+        steps.append(
+            ("no prior no-show at the client", {"exclude_no_show_client": query.exclude_no_show_client})
+        )
+    if query.extra_where:
+        steps.append((f"WHERE {query.extra_where}", {"extra_where": query.extra_where}))
+    where = f"{role.name} workers within {query.radius_miles:g} miles of {query.city}, {query.state}"
+    count = len(find_candidates(lake, bare))
+    if count == 0:
+        wider = CandidateQuery(**{**bare.__dict__, "radius_miles": min(500.0, query.radius_miles * 2)})
+        more = len(find_candidates(lake, wider))
+        return f"no {where}; within {wider.radius_miles:g} miles there are {more}."
+    funnel = [f"{where}: {count}"]
+    for label, change in steps:
+        for key, value in change.items():
+            setattr(bare, key, value)
+        survivors = len(find_candidates(lake, bare))
+        funnel.append(f"{label}: {survivors}")
+        if survivors == 0:
+            return f"{'; '.join(funnel)}. The filter {label!r} left no one: drop or loosen it."
+        count = survivors
+    return f"{'; '.join(funnel)}; the last limits or exclusions left no one."

@@ -12,6 +12,7 @@ The generator (``generator``) samples from the catalogue. It does not read the l
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -584,6 +585,7 @@ _ROLE_LIST: list[Role] = [
 ]
 
 ROLES: dict[str, Role] = {role.name: role for role in _ROLE_LIST}
+_CERT_NAMES = frozenset(cert.name for cert in _CERTS)
 
 
 def role_catalogue() -> dict[str, Role]:
@@ -610,6 +612,21 @@ def normalize_certification(text: str) -> str:
         if pattern.search(normalized):
             return name
     return re.sub(r"\s+", " ", text).strip()
+
+
+def known_certification(text: str) -> str | None:
+    """The catalogue's name for a certification as written ('osha-10' -> 'OSHA 10'), or
+    ``None`` when no catalogue certification matches it."""
+    name = normalize_certification(text)
+    return name if name in _CERT_NAMES else None
+
+
+def closest_certifications(text: str, n: int = 3) -> list[str]:
+    """Catalogue certifications whose names or spellings look most like ``text``, best first."""
+    wanted = _normalize(text)
+    spellings = {_normalize(v): cert.name for cert in _CERTS for v in (cert.name, *cert.variants)}
+    close = difflib.get_close_matches(wanted, list(spellings), n=n * 3, cutoff=0.4)
+    return list(dict.fromkeys(spellings[c] for c in close))[:n]
 
 
 def split_certifications(value: str | None) -> list[str]:
@@ -648,6 +665,12 @@ def find_role(text: str) -> Role | None:
     if found is None and wanted.endswith("es"):
         found = index.get(wanted[:-2])
     return found
+
+
+def closest_roles(text: str, n: int = 3) -> list[str]:
+    """Catalogue roles whose names or synonyms look most like ``text``, best first."""
+    close = difflib.get_close_matches(_normalize(text), list(_spellings()), n=n * 3, cutoff=0.4)
+    return list(dict.fromkeys(_spellings()[c].name for c in close))[:n]
 
 
 @lru_cache(maxsize=1)
