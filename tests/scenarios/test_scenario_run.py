@@ -143,7 +143,7 @@ def test_a_scripted_llm_staffer_learns_from_rejections_too(scenario_settings: Se
     assert all(r.turns >= 2 for r in results)
     assert any(r.lessons_cited for r in results if r.batch == 3)
     assert not any(r.lessons_cited for r in results if r.batch == 1)
-    assert observer.query(endpoint="tool.sql", limit=1), "the model's tool calls are observed"
+    assert observer.query(endpoint="tool.find_workers", limit=1), "the model's tool calls are observed"
     # Learning read the batches back from the observer: every op of the run (tool calls, model
     # calls, task and judged ops) carries its event's run id, and every one was learned from.
     recorded = read_ops(observer, run_id="llm:scripted-llm:*")

@@ -2,16 +2,38 @@
 
 Owns the discriminated union ``plan | tool_call | propose_done | critique`` and the two
 per-role views of it the orchestrator asks the model for (the executor plans, calls tools and
-proposes; the reviewer critiques). It does not own how actions are obtained (the LLM layer's
-``generate_structured``) or applied (``orchestrator``).
+proposes; the reviewer critiques), and what they accept: the replies small models really give
+are taken, not refused (a missing or misspelt ``kind``, a verdict given as the kind, a tool
+name given as the kind, ids as strings, one id or requirement where a list belongs, stray
+keys); over-long free text is cut to ``TEXT_CAP`` characters. It does not own how actions are
+obtained (the LLM layer's ``generate_json``) or applied (``orchestrator``).
 """
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
+
+TEXT_CAP = 300
+LIST_CAP = 8
+
+
+def _cut(value: Any) -> Any:
+    """Free text cut to ``TEXT_CAP`` characters; a list of texts to ``LIST_CAP`` items."""
+    if isinstance(value, str):
+        return value if len(value) <= TEXT_CAP else value[: TEXT_CAP - 3] + "..."
+    if isinstance(value, list):
+        return [_cut(item) for item in value[:LIST_CAP]]
+    return value
+
+
+def _listed(value: Any) -> Any:
+    """One item where a list belongs becomes a list of it."""
+    return [value] if isinstance(value, (str, int)) and not isinstance(value, bool) else value
 
 
 class _ActionBase(BaseModel):
@@ -22,12 +44,22 @@ class _ActionBase(BaseModel):
         default_factory=list, description="Ids of the lessons this action relies on, e.g. ['L-abc123']."
     )
 
+    @field_validator("cited_lessons", mode="before")
+    @classmethod
+    def _citations(cls, value: Any) -> Any:
+        return [] if value is None else _listed(value)
+
 
 class PlanAction(_ActionBase):
     """State the steps you intend to take. Costs a turn; use it once, at the start."""
 
     kind: Literal["plan"] = "plan"
     steps: list[str] = Field(default_factory=list, description="Short ordered steps.")
+
+    @field_validator("steps", mode="before")
+    @classmethod
+    def _steps(cls, value: Any) -> Any:
+        return _cut(_listed(value))
 
 
 class ToolCallAction(_ActionBase):
@@ -38,6 +70,16 @@ class ToolCallAction(_ActionBase):
     args: dict[str, Any] = Field(default_factory=dict, description="Arguments, as the tool's schema says.")
     reason: str = Field("", description="Why this call, in one line.")
 
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _reason(cls, value: Any) -> Any:
+        return "" if value is None else _cut(value)
+
+    @field_validator("args", mode="before")
+    @classmethod
+    def _args(cls, value: Any) -> Any:
+        return {} if value is None else value
+
 
 class ProposeDoneAction(_ActionBase):
     """Propose the final fill: exactly the order's count of worker ids, plus optional spares."""
@@ -47,10 +89,16 @@ class ProposeDoneAction(_ActionBase):
     spares: list[int] = Field(default_factory=list, description="Further qualified workers kept as buffer.")
     rationale: str = Field("", description="Why these workers, in one or two lines.")
 
+    @field_validator("rationale", mode="before")
+    @classmethod
+    def _rationale(cls, value: Any) -> Any:
+        return "" if value is None else _cut(value)
+
     @field_validator("worker_ids", "spares", mode="before")
     @classmethod
     def _ids(cls, value: Any) -> Any:
         # Small models write ids as strings or as "W-123"; accept the digits, reject anything else.
+        value = [] if value is None else _listed(value)
         if isinstance(value, list):
             out = []
             for item in value:
@@ -73,6 +121,30 @@ class CritiqueAction(_ActionBase):
         default_factory=list,
         description="Ways the executor strayed from the order (wrong city, role, count...).",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _verdict_as_kind(cls, data: Any) -> Any:
+        # {"kind": "approve"} / {"kind": "reject", ...}: the verdict where the kind belongs.
+        if isinstance(data, dict) and "approve" not in data:
+            verdict = _VERDICTS.get(str(data.get("kind", data.get("verdict", ""))).strip().lower())
+            if verdict is not None:
+                return {**data, "kind": "critique", "approve": verdict}
+        return data
+
+    @field_validator("notes", mode="before")
+    @classmethod
+    def _notes(cls, value: Any) -> Any:
+        return "" if value is None else _cut(value)
+
+    @field_validator("drift", mode="before")
+    @classmethod
+    def _drift(cls, value: Any) -> Any:
+        return [] if value is None else _cut(_listed(value))
+
+
+_VERDICTS = {"approve": True, "approved": True, "accept": True, "accepted": True, "ok": True, "yes": True,
+             "reject": False, "rejected": False, "deny": False, "denied": False, "no": False}  # fmt: skip
 
 
 Action = Annotated[
@@ -105,13 +177,22 @@ ReviewerAction = CritiqueAction
 
 
 def _with_kind(data: Any) -> Any:
-    """Tolerate replies that drop ``kind`` or wrap the action as ``{"tool_call": {...}}``."""
+    """Tolerate replies that drop ``kind``, misspell it (``propose``, ``tool``), give a tool's name
+    as the kind (``{"kind": "find_workers", "args": {...}}``) or wrap the action as
+    ``{"tool_call": {...}}``."""
     if not isinstance(data, dict):
         return data
     if "kind" not in data and len(data) == 1:
         ((key, inner),) = data.items()
         if key in _KINDS and isinstance(inner, dict):
             return {**inner, "kind": key}
+    kind = data.get("kind")
+    if isinstance(kind, str) and kind not in _KINDS:
+        alias = _KIND_ALIASES.get(kind.strip().lower().replace("-", "_").replace(" ", "_"))
+        if alias is not None:
+            return {**data, "kind": alias}
+        if "args" in data and "tool" not in data:
+            return {**data, "kind": "tool_call", "tool": kind}
     if "kind" not in data:
         for field, kind in (
             ("worker_ids", "propose_done"),
@@ -125,6 +206,9 @@ def _with_kind(data: Any) -> Any:
 
 
 _KINDS = ("plan", "tool_call", "propose_done", "critique")
+_KIND_ALIASES = {"propose": "propose_done", "proposal": "propose_done", "done": "propose_done", "propose_fill": "propose_done",
+                 "tool": "tool_call", "call": "tool_call", "toolcall": "tool_call", "call_tool": "tool_call",
+                 "review": "critique"}  # fmt: skip
 
 
 @lru_cache(maxsize=64)
@@ -132,6 +216,30 @@ def json_schema(model: type[BaseModel]) -> dict[str, Any]:
     """``model.model_json_schema()``, computed once per model: building it costs milliseconds and
     the loop asks for it every turn. Callers must not mutate the returned dict."""
     return model.model_json_schema()
+
+
+def executor_schema(tools: Sequence[str], candidates: Sequence[int], count: int) -> dict[str, Any]:
+    """The executor's action schema for one turn, narrowed to what it can do now: a tool named
+    in the catalog; before any tool returned a worker, only a tool call; after, a tool call or a
+    proposal of at most ``count`` ids (and spares) among ``candidates``, the workers tools
+    returned. Under constrained decoding a small model then cannot propose before it searched,
+    invent an id or call a tool that does not exist; validation (``ExecutorAction``) stays as
+    wide as before, so a provider without native schema support is judged by verification."""
+    schema = copy.deepcopy(json_schema(ExecutorAction))
+    defs = schema["$defs"]
+    defs["ToolCallAction"]["properties"]["tool"]["enum"] = list(dict.fromkeys(tools))
+    allowed = ["ToolCallAction"]
+    if candidates:
+        ids = sorted(set(candidates))
+        proposal = defs["ProposeDoneAction"]["properties"]
+        proposal["worker_ids"].update(items={"type": "integer", "enum": ids}, minItems=1, maxItems=count)
+        proposal["spares"].update(items={"type": "integer", "enum": ids})
+        allowed.append("ProposeDoneAction")
+    schema["oneOf"] = [{"$ref": f"#/$defs/{name}"} for name in allowed]
+    kinds = {"ToolCallAction": "tool_call", "ProposeDoneAction": "propose_done"}
+    schema["discriminator"]["mapping"] = {kinds[name]: f"#/$defs/{name}" for name in allowed}
+    del defs["PlanAction"]
+    return schema
 
 
 def action_kinds(output_type: type[RootModel]) -> list[str]:

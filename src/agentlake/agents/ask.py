@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from agentlake.agents.tools import datasets_text
 from agentlake.errors import AgentlakeError, UnavailableError, UserError
+from agentlake.llm.fence import DATA_RULE, data_block
 from agentlake.settings import Settings
 from agentlake.workforce.tables import SEARCH_DATASET
 
@@ -35,11 +37,13 @@ PLAN_PROMPT = """\
 You plan how to answer a question about an operational database (DuckDB).
 Datasets (tables) and their columns:
 {catalog}
+{data_rule}
 
 Choose ONE route:
 - "sql" for structured questions (counts, sums, averages, filters on columns, top-N, lists by
   exact attributes): write ONE read-only DuckDB SELECT (or WITH ... SELECT) over these tables,
-  with a LIMIT of at most {max_rows} rows when it returns rows.
+  with a LIMIT of at most {max_rows} rows when it returns rows. Compare a column with one of its
+  listed values exactly as written: WHERE <column> = '<one of its values, as listed>'.
 - "search" for fuzzy or descriptive questions (experience, skills described in words, "who is
   good at ..."): give the dataset, the search text, and optionally a SQL WHERE fragment over
   that dataset's columns (no "WHERE" keyword) to narrow it first.
@@ -48,7 +52,8 @@ Choose ONE route:
 ANSWER_PROMPT = """\
 Answer the question using ONLY the evidence below. Cite the id in square brackets of every
 source you rely on, e.g. [SQL] or [W-7995]. If the evidence does not answer the question, say so.
-Be brief and concrete."""
+Be brief and concrete.
+{data_rule}"""
 
 
 class AskPlan(BaseModel):
@@ -95,39 +100,39 @@ def ask(
     settings: Settings | None = None,
     embedder: Any = None,
 ) -> Answer:
-    """Answer ``question`` from the lake with ``model`` (default ``settings.executor_model``).
+    """Answer ``question`` from the lake with ``model`` (default ``settings.executor_model``, then
+    ``default_model``: the embedded model).
 
     ``dataset`` pins the search route's dataset (the plan may otherwise pick one). Raises
     ``UserError`` for an empty question or an unknown dataset, ``UnavailableError`` (503) when no
     model is configured, and what ``agentlake.llm`` raises when the model cannot be reached.
     """
     # Lazy (start-up time): the LLM layer loads on the first model call.
-    from agentlake.llm import Message, generate, generate_structured
+    from agentlake.llm import Message, default_model, generate, generate_structured
 
     settings = settings or lake.settings
     question = " ".join(question.split())
     if not question:
         raise UserError("ask needs a question")
-    model = model or settings.executor_model
+    model = model or default_model(settings, "executor_model")
     if not model:
         raise UnavailableError(
-            "no model to answer with: set AGENTLAKE_EXECUTOR_MODEL (e.g. ollama:qwen3:4b) or pass a model"
+            "no model to answer with: install the embedded models (`make models`), set AGENTLAKE_EXECUTOR_MODEL "
+            "(e.g. ollama:qwen3:4b) or pass a model"
         )
     datasets = {info.name: info for info in lake.datasets()}
     if dataset is not None and dataset not in datasets:
         raise UserError(f"unknown dataset {dataset!r}; known datasets: {', '.join(datasets) or 'none yet'}")
-    catalog = (
-        "\n".join(
-            f"- {info.name} ({info.row_count} rows): "
-            + ", ".join(f"{col} {typ.lower()}" for col, typ in info.columns)
-            for info in datasets.values()
-        )
-        or "(no datasets yet)"
-    )
+    catalog = "\n".join(datasets_text(lake, None, values=True)[1:]) or "(no datasets yet)"
     plan = generate_structured(
         model,
         [
-            Message(role="system", content=PLAN_PROMPT.format(catalog=catalog, max_rows=MAX_SQL_ROWS)),
+            Message(
+                role="system",
+                content=PLAN_PROMPT.format(
+                    catalog=data_block(catalog), max_rows=MAX_SQL_ROWS, data_rule=DATA_RULE
+                ),
+            ),
             Message(role="user", content=question),
         ],
         AskPlan,
@@ -147,11 +152,15 @@ def ask(
         answer.sources, answer.where = _search(
             lake, search_dataset, plan.search_text or question, plan.where, k, embedder
         )
-    evidence = "\n".join(f"[{source.id}] {source.text}" for source in answer.sources) or "(no evidence found)"
+    # Each source fenced on its own, its id outside: the model cites the id, never obeys the text.
+    evidence = (
+        "\n".join(f"[{source.id}] {data_block(source.text)}" for source in answer.sources)
+        or "(no evidence found)"
+    )
     completion = generate(
         model,
         [
-            Message(role="system", content=ANSWER_PROMPT),
+            Message(role="system", content=ANSWER_PROMPT.format(data_rule=DATA_RULE)),
             Message(role="user", content=f"Question: {question}\n\nEvidence:\n{evidence}"),
         ],
         settings=settings,

@@ -1,7 +1,10 @@
 """Lessons in the loop: what a task is given from the lesson store, and what it cites.
 
 Owns the agents' side of the Learn API: retrieving the lessons for one order (prompt block,
-ids, the combined machine action and which lessons it came from) and recording citations
+ids, the combined machine action and which lessons it came from), turning an order and the
+lessons' machine actions into one candidate search (``search_query``, which the rules policy
+runs and the LLM policy checks proposals against) and into the exact ``find_workers``
+arguments a small model can copy (``search_args``, ``lesson_args``), and recording citations
 (given when retrieved, used when an agent cites a lesson or the rules policy applies one). It
 does not own ranking or storage (``agentlake.learn``).
 """
@@ -10,9 +13,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentlake.errors import AgentlakeError
+from agentlake.workforce.candidates import CandidateQuery
+from agentlake.workforce.tables import resolve_client
 
 if TYPE_CHECKING:
     from agentlake.agents.policy import RunContext
@@ -91,3 +96,80 @@ def cite(ctx: RunContext, run_id: str | None, lesson_ids: list[str], given: Task
         except AgentlakeError:  # a citation that cannot be stored must not fail the fill
             log.warning("could not record citations %s for run %s", cited, run_id, exc_info=True)
     return cited
+
+
+def search_query(
+    order: FillOrder,
+    ctx: RunContext,
+    machine: MachineAction | None,
+    *,
+    keep: list[int] | None = None,
+    limit: int,
+) -> CandidateQuery:
+    """The candidate search for ``order`` narrowed by ``machine`` (a lesson's action): the
+    order's role, place, radius and requirements, the availability floor, then the lesson's
+    certifications, minimum scores, tighter distance, WHERE fragment, workers to leave out and
+    no-show exclusion. ``keep``: workers already placed, left out of the results."""
+    query = CandidateQuery(
+        role=order.role,
+        city=order.city,
+        state=order.state,
+        radius_miles=order.radius_miles,
+        requirements=list(order.requirements),
+        exclude_ids=[*order.exclude_worker_ids, *(keep or [])],
+        min_availability=ctx.settings.agent_min_availability,
+        limit=limit,
+    )
+    if machine is None:
+        return query
+    query.requirements += [c for c in machine.require_certifications if c not in query.requirements]
+    query.exclude_ids += [w for w in machine.exclude_ids if w not in query.exclude_ids]
+    query.min_scores = dict(machine.min_scores)
+    query.max_distance_miles = machine.max_distance_miles
+    query.extra_where = machine.extra_where
+    if machine.exclude_prior_no_show_at_client:
+        client = resolve_client(ctx.lake, order.client_id)
+        if client is not None:
+            query.exclude_no_show_client = client[0]
+    return query
+
+
+def lesson_args(machine: MachineAction, order: FillOrder) -> dict[str, Any]:
+    """What ``machine`` adds to a ``find_workers`` call for ``order``, as its arguments
+    (``{"requirements": ["OSHA 10"], "min_scores": {"reliability": 0.7}}``): the form a small
+    model can copy. Tuning knobs with no search argument (buffer size, rescue radius) are left out."""
+    args: dict[str, Any] = {}
+    extra = [c for c in machine.require_certifications if c not in order.requirements]
+    if extra:
+        args["requirements"] = extra
+    if machine.min_scores:
+        args["min_scores"] = dict(machine.min_scores)
+    if machine.max_distance_miles is not None and machine.max_distance_miles < order.radius_miles:
+        args["radius_miles"] = machine.max_distance_miles
+    if machine.exclude_prior_no_show_at_client and order.client_id:
+        args["exclude_no_show_client"] = order.client_id
+    if machine.extra_where:
+        args["where"] = machine.extra_where
+    return args
+
+
+def search_args(order: FillOrder, machine: MachineAction | None, *, limit: int = 10) -> dict[str, Any]:
+    """The ``find_workers`` arguments that search for ``order`` with every lesson applied."""
+    args: dict[str, Any] = {
+        "role": order.role,
+        "city": order.city,
+        "state": order.state,
+        "radius_miles": order.radius_miles,
+    }
+    if order.requirements:
+        args["requirements"] = list(order.requirements)
+    if machine is not None:
+        added = lesson_args(machine, order)
+        if "requirements" in added:
+            added["requirements"] = [*args.get("requirements", []), *added["requirements"]]
+        args.update(added)
+    if order.shift_start is not None:
+        args["exclude_booked_from"] = order.shift_start.isoformat(timespec="minutes")
+        args["exclude_booked_to"] = (order.shift_end or order.shift_start).isoformat(timespec="minutes")
+    args["limit"] = max(limit, order.count + 4)
+    return args

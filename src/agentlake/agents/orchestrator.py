@@ -21,6 +21,7 @@ own tools, verification, prompts' wording or the rules policy.
 
 from __future__ import annotations
 
+import json
 import time
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -33,14 +34,16 @@ from agentlake.agents.actions import (
     PlanAction,
     ProposeDoneAction,
     ToolCallAction,
+    executor_schema,
     json_schema,
 )
-from agentlake.agents.lessons import TaskLessons, cite, lessons_for
+from agentlake.agents.lessons import TaskLessons, cite, lesson_args, lessons_for, search_args, search_query
 from agentlake.agents.outcome import TaskOutcome, TurnRecord, new_run_id, record_task, task_scope
 from agentlake.agents.overseer import oversee
 from agentlake.agents.policy import register_policy
 from agentlake.errors import RunError, UserError
 from agentlake.observe import deferred, observe_context
+from agentlake.workforce.candidates import find_candidates
 from agentlake.workforce.verify import Verification, verify_fill
 
 if TYPE_CHECKING:
@@ -48,10 +51,22 @@ if TYPE_CHECKING:
     from agentlake.llm import Provider
     from agentlake.workforce.order import FillOrder
 
-REVIEW_EVERY = 3
 DEFAULT_SPARES = 2
 SPARES_VERIFIED_MAX = 40
-MAX_TOKENS = 1024
+# An action is a few dozen tokens and every free-text field is capped under constrained
+# decoding; a reply this long is a model rambling, and each token costs time on a CPU.
+MAX_TOKENS = 512
+# Consecutive turns without a valid action (or with a failed reviewer call) after which the
+# attempt ends: the model is not going to produce one.
+INVALID_TURNS_MAX = 2
+# Repeats of an earlier action answered without spending a turn (then they count), and
+# repeats in a row after which the attempt ends: the model is stuck.
+FREE_REPEATS = 2
+REPEATS_IN_ROW_MAX = 3
+# Times the reviewer is asked about one and the same proposal (the executor may insist once).
+REVIEWS_PER_PROPOSAL = 2
+# Candidates the lessons' filters are checked against (best first).
+ELIGIBLE_MAX = 2000
 
 
 _METER_TAG = "agentlake_task"
@@ -114,6 +129,7 @@ class _Attempt:
     budget: int
     meter: _UsageMeter | None = None
     ledger: prompts.Ledger = field(default_factory=prompts.Ledger)
+    surfaced: set[int] = field(default_factory=set)  # workers a tool returned (or an earlier fill kept)
     log: prompts.Log = field(default_factory=prompts.Log)
     feedback: list[str] = field(default_factory=list)
     transcript: list[TurnRecord] = field(default_factory=list)
@@ -121,21 +137,46 @@ class _Attempt:
     cited: list[str] = field(default_factory=list)
     proposal: ProposeDoneAction | None = None
     verification: Verification | None = None
+    pending_review: bool = False  # a verified proposal waits for the reviewer
+    done: dict[str, tuple[int, str]] = field(default_factory=dict)  # action key -> (turn, what came of it)
+    repeats: int = 0
+    repeats_in_row: int = 0
+    reviews: dict[str, int] = field(default_factory=dict)  # proposal key -> reviewer rejections
+    objected: list[int] = field(default_factory=list)  # workers of proposals the reviewer rejected
+    invalid_in_row: int = 0
+    invented: list[int] = field(default_factory=list)
+    model_turns: int = 0
+    first_try_valid: int = 0
     success: bool = False
-    aborted: bool = False  # the executor's model failed: no point in more turns
+    aborted: bool = False  # a model failed for good: no point in more turns
     failure_reason: str | None = None
+
+
+@dataclass
+class _Brief:
+    """What stays the same for every turn of a task: prompts' stable parts and the lessons' filters."""
+
+    given: TaskLessons
+    system: str
+    search: dict[str, Any]
+    lessons: str
+    eligible: set[int] | None  # workers the lessons' filters allow; None: no filter to check
+    wanted: str  # the lessons' filters in words
 
 
 class LLMPolicy:
     """Executor + reviewer over the audited tools; see the module docstring.
 
     ``executor_model``/``reviewer_model``: model strings (``ollama:qwen3:4b``,
-    ``scripted:NAME``...) or provider objects; the reviewer defaults to
-    ``settings.reviewer_model``, then to the executor. ``turn_budget`` defaults to
-    ``settings.agent_turn_budget``. ``escalation_model`` runs the rescue attempt.
-    ``acknowledge``: when the observer must have made the ops durable: ``"task"`` (default)
-    all of them once, before the outcome is returned; ``"turn"`` each turn's before the next
-    turn (one commit wait per turn).
+    ``local:qwen2.5-coder-1.5b``, ``scripted:NAME``...) or provider objects; the executor
+    defaults to ``settings.executor_model``, then to the embedded model
+    (``agentlake.llm.default_model``); the reviewer to ``settings.reviewer_model``, then the
+    executor. ``turn_budget`` defaults to ``settings.agent_turn_budget``. ``escalation_model``
+    runs the rescue attempt. ``think``: the reasoning switch sent on executor and reviewer turns
+    of models that can think (off by default: a turn is one small action; ``None`` leaves the
+    model's default). ``acknowledge``: when the observer must have made the ops durable:
+    ``"task"`` (default) all of them once, before the outcome is returned; ``"turn"`` each
+    turn's before the next turn (one commit wait per turn).
     """
 
     name = "llm"
@@ -147,6 +188,7 @@ class LLMPolicy:
         *,
         turn_budget: int | None = None,
         escalation_model: str | Provider | None = None,
+        think: bool | None = False,
         acknowledge: Literal["task", "turn"] = "task",
     ) -> None:
         if turn_budget is not None and turn_budget < 2:
@@ -159,6 +201,7 @@ class LLMPolicy:
         self.reviewer_model = reviewer_model
         self.turn_budget = turn_budget
         self.escalation_model = escalation_model
+        self.think = think
         self.acknowledge = acknowledge
 
     def _acknowledged_turn(self) -> AbstractContextManager[Any]:
@@ -166,15 +209,18 @@ class LLMPolicy:
         before the next turn starts. Otherwise they wait for the task's scope (``task_scope``)."""
         if self.acknowledge != "turn":
             return nullcontext()
-
         return deferred(raise_errors=False)
 
     def _models(self, ctx: RunContext) -> tuple[str | Provider, str | Provider]:
-        executor = self.executor_model or ctx.settings.executor_model
+        # Lazy (start-up time): the LLM layer loads on the first model call.
+        from agentlake.llm import default_model
+
+        executor = self.executor_model or default_model(ctx.settings, "executor_model")
         if not executor:
             raise UserError(
                 "no executor model configured: pass --executor MODEL or set AGENTLAKE_EXECUTOR_MODEL "
-                "(e.g. ollama:qwen3:4b with Ollama at OLLAMA_HOST, or openai:MODEL with OPENAI_BASE_URL)"
+                "(e.g. local:qwen2.5-coder-1.5b after `make models`, ollama:qwen3:4b with Ollama at OLLAMA_HOST, "
+                "or openai:MODEL with OPENAI_BASE_URL)"
             )
         reviewer = self.reviewer_model or ctx.settings.reviewer_model or executor
         return executor, reviewer
@@ -206,7 +252,7 @@ class LLMPolicy:
                         detail=given.text,
                     ),
                 )
-            self._loop(first, ctx, given)
+            self._loop(first, ctx, _brief(order, ctx, given))
             final, rescue_attempted = first, False
             if not first.success and ctx.rescue:
                 rescue_attempted = True
@@ -222,6 +268,10 @@ class LLMPolicy:
                 success=final.success,
                 failure_reason=None if final.success else final.failure_reason,
                 turns=sum(a.turns for a in attempts),
+                model_calls=meter.calls,
+                model_turns=sum(a.model_turns for a in attempts),
+                first_try_valid=sum(a.first_try_valid for a in attempts),
+                invented_ids=list(dict.fromkeys(w for a in attempts for w in a.invented)),
                 input_tokens=meter.input_tokens,
                 output_tokens=meter.output_tokens,
                 cost_usd=round(meter.cost_usd, 6),
@@ -241,132 +291,256 @@ class LLMPolicy:
 
     # --- the loop ---------------------------------------------------------------------------
 
-    def _loop(self, state: _Attempt, ctx: RunContext, given: TaskLessons) -> None:
-        catalog = ctx.tools.catalog_text(ctx.lake)
-        tool_calls_in_row = 0
-        while state.turns < state.budget:
+    def _loop(self, state: _Attempt, ctx: RunContext, brief: _Brief) -> None:
+        if ctx.buffer:
+            self._held(state, ctx, brief)
+        if not state.surfaced:
+            state.feedback.append("nothing found yet: start with the search above (one find_workers call).")
+        while state.turns < state.budget and not state.aborted:
             with self._acknowledged_turn():
-                state.turns += 1
-                messages = prompts.executor_messages(
-                    state.order,
-                    catalog,
-                    given.text,
-                    state.ledger,
-                    state.log,
-                    state.feedback,
-                    state.turns,
-                    state.budget,
-                )
-                state.feedback = []
-                reply = self._ask(state, ctx, "executor", state.executor, messages, ExecutorAction)
-                if state.aborted:
-                    return
-                if reply is None:
-                    continue
-                action = reply.action.root
-                state.cited += action.cited_lessons
-                review = False
-                latest = ""
-                if isinstance(action, PlanAction):
-                    text = "plan: " + "; ".join(action.steps)
-                    state.log.add(state.turns, "executor", text)
-                    self._turn(ctx, state, "executor", "plan", text, reply, action)
-                    review, latest = True, text
-                    tool_calls_in_row = 0
-                elif isinstance(action, ToolCallAction):
-                    result = ctx.tools.call(action.tool, action.args, ctx=ctx)
-                    call_text = f"{action.tool}({_args_text(action.args)})"
-                    state.ledger.observe(result.data, result.worker_ids)
-                    state.log.add(state.turns, "executor", call_text, result.text, is_tool=True)
-                    self._turn(
-                        ctx,
-                        state,
-                        "executor",
-                        "tool_call",
-                        call_text,
-                        reply,
-                        action,
-                        detail=result.text,
-                        ok=result.ok,
-                    )
-                    tool_calls_in_row += 1
-                    review, latest = tool_calls_in_row >= REVIEW_EVERY, call_text
-                else:  # propose_done
-                    assert isinstance(action, ProposeDoneAction)
-                    state.proposal = action
-                    verification = verify_fill(
-                        ctx.lake, state.order, action.worker_ids, schedule=ctx.schedule
-                    )
-                    state.verification = verification
-                    state.ledger.mark(verification)
-                    text = f"propose_done {action.worker_ids}" + (
-                        f" spares {action.spares}" if action.spares else ""
-                    )
-                    state.log.add(state.turns, "executor", text, verification.summary())
-                    self._turn(ctx, state, "executor", "propose_done", text, reply, action)
-                    self._emit(
-                        ctx,
-                        state,
-                        TurnRecord(
-                            turn=0,
-                            agent="orchestrator",
-                            kind="verification",
-                            summary=("passed" if verification.ok else "failed")
-                            + f": {len(verification.accepted)} accepted, "
-                            f"{len(verification.rejected_ids)} rejected",
-                            detail=verification.summary(),
-                            ok=verification.ok,
-                        ),
-                    )
-                    review, latest = True, text
-                    tool_calls_in_row = 0
-            if not review:
-                continue
-            if state.turns >= state.budget:
-                break
-            tool_calls_in_row = 0
-            proposing = isinstance(action, ProposeDoneAction)
-            with self._acknowledged_turn():
-                done = self._review(state, ctx, given, latest, proposing)
-            if done:
-                return
-        state.failure_reason = _budget_reason(state)
+                if state.pending_review:
+                    if self._review(state, ctx, brief):
+                        return
+                else:
+                    self._executor_turn(state, ctx, brief)
+        if state.failure_reason is None:
+            state.failure_reason = _budget_reason(state)
 
-    def _review(
-        self, state: _Attempt, ctx: RunContext, given: TaskLessons, latest: str, proposing: bool
-    ) -> bool:
-        """Ask the reviewer; True when the task is done (consensus reached)."""
+    def _executor_turn(self, state: _Attempt, ctx: RunContext, brief: _Brief) -> None:
         state.turns += 1
-        verification = state.verification if proposing else None
-        messages = prompts.reviewer_messages(
-            state.order, given.text, state.ledger, state.log, latest, verification, state.turns, state.budget
+        messages = prompts.executor_messages(
+            state.order,
+            brief.system,
+            brief.search,
+            brief.lessons,
+            state.ledger,
+            state.log,
+            state.feedback,
+            state.turns,
+            state.budget,
         )
-        reply = self._ask(state, ctx, "reviewer", state.reviewer, messages, CritiqueAction)
+        state.feedback = []
+        schema = executor_schema(ctx.tools.names(), sorted(state.surfaced), state.order.count)
+        reply = self._ask(state, ctx, "executor", state.executor, messages, ExecutorAction, schema)
         if reply is None:
-            if proposing and state.verification is not None and not state.verification.ok:
-                state.feedback.append(_rejections_feedback(state.verification))
-            return False
+            return
+        action = reply.action.root
+        state.cited += action.cited_lessons
+        count = state.order.count
+        if isinstance(action, ProposeDoneAction) and len(action.worker_ids) > count:
+            # "Five for three": the first ones are the proposal, the others its spares.
+            spares = list(dict.fromkeys(action.worker_ids[count:] + action.spares))
+            action = action.model_copy(update={"worker_ids": action.worker_ids[:count], "spares": spares})
+        key = _action_key(action)
+        insisting = (
+            isinstance(action, ProposeDoneAction) and 0 < state.reviews.get(key, 0) < REVIEWS_PER_PROPOSAL
+        )
+        if key in state.done and not insisting:
+            self._repeat(state, ctx, brief, action, reply, key)
+            return
+        state.repeats_in_row = 0
+        if isinstance(action, PlanAction):
+            text = "plan: " + "; ".join(action.steps)
+            state.log.add(state.turns, "executor", text)
+            self._turn(ctx, state, "executor", "plan", text, reply, action)
+            state.done[key] = (state.turns, "planned")
+            state.feedback.append(
+                "a plan costs a turn and finds no one: act now with find_workers (the search above)."
+            )
+        elif isinstance(action, ToolCallAction):
+            result = ctx.tools.call(action.tool, action.args, ctx=ctx)
+            call_text = f"{action.tool}({_args_text(action.args)})"
+            state.ledger.observe(result.data, result.worker_ids)
+            state.surfaced.update(result.worker_ids)
+            state.log.add(
+                state.turns,
+                "executor",
+                call_text,
+                result.text,
+                is_tool=True,
+                in_ledger=bool(result.worker_ids),
+            )
+            self._turn(
+                ctx,
+                state,
+                "executor",
+                "tool_call",
+                call_text,
+                reply,
+                action,
+                detail=result.text,
+                ok=result.ok,
+            )
+            state.done[key] = (state.turns, result.text.splitlines()[0] if result.text else "")
+            if result.worker_ids:
+                state.feedback += self._progress(state, ctx, brief)
+        else:
+            assert isinstance(action, ProposeDoneAction)
+            self._propose(state, ctx, brief, action, reply, key)
+
+    def _propose(
+        self,
+        state: _Attempt,
+        ctx: RunContext,
+        brief: _Brief,
+        action: ProposeDoneAction,
+        reply: _Reply,
+        key: str,
+    ) -> None:
+        state.proposal = action
+        verification = verify_fill(ctx.lake, state.order, action.worker_ids, schedule=ctx.schedule)
+        state.verification = verification
+        state.ledger.mark(verification)
+        invented = [w for w in dict.fromkeys(action.worker_ids + action.spares) if w not in state.surfaced]
+        state.invented += [w for w in invented if w not in state.invented]
+        text = f"propose_done {action.worker_ids}" + (f" spares {action.spares}" if action.spares else "")
+        state.log.add(state.turns, "executor", text, verification.summary().splitlines()[0])
+        self._turn(ctx, state, "executor", "propose_done", text, reply, action)
+        self._emit(
+            ctx,
+            state,
+            TurnRecord(
+                turn=0,
+                agent="orchestrator",
+                kind="verification",
+                summary=("passed" if verification.ok else "failed")
+                + f": {len(verification.accepted)} accepted, "
+                f"{len(verification.rejected_ids)} rejected",
+                detail=verification.summary(),
+                ok=verification.ok,
+            ),
+        )
+        if invented:
+            state.feedback.append(
+                f"no tool returned worker(s) {invented}: propose only ids from the candidates found."
+            )
+        unfit = _unfit(brief, action.worker_ids, state.order)
+        if verification.ok and not unfit:
+            state.pending_review = True
+            state.done[key] = (state.turns, "passed verification")
+            return
+        if verification.ok:
+            # The lessons' filters are the client's own rejections, learned: a proposal that breaks
+            # them while enough workers fit goes back like a failed verification.
+            state.done[key] = (state.turns, f"workers {unfit} do not fit the lessons")
+            state.feedback.append(
+                f"workers {unfit} pass verification but not the lessons' filters ({brief.wanted}): "
+                "replace them."
+            )
+        else:
+            state.done[key] = (state.turns, "failed verification")
+            state.feedback.append(_rejections_feedback(verification))
+        state.feedback += self._progress(state, ctx, brief)
+
+    def _repeat(
+        self, state: _Attempt, ctx: RunContext, brief: _Brief, action: Any, reply: _Reply, key: str
+    ) -> None:
+        """The executor repeated an earlier action: answer from the first one's result and say so."""
+        turn, came = state.done[key]
+        state.repeats += 1
+        state.repeats_in_row += 1
+        if state.repeats <= FREE_REPEATS:
+            state.turns -= 1  # a repeat the model is told about costs a model call, not a turn
+        what = _action_text(action)
+        self._turn(
+            ctx,
+            state,
+            "executor",
+            "repeat",
+            f"repeated {what} (first at turn {turn}): not run again",
+            reply,
+            action,
+            ok=False,
+        )
+        state.log.add(state.turns, "orchestrator", f"you repeated {what}; not run again")
+        state.feedback.append(f"you already did {what} at turn {turn}: {came}. Do not repeat it.")
+        hints = self._progress(state, ctx, brief)
+        state.feedback += hints or [
+            "change the arguments (the filter its result names, a wider radius_miles, a higher limit) or propose."
+        ]
+        if state.repeats_in_row >= REPEATS_IN_ROW_MAX:
+            state.aborted = True
+            state.failure_reason = (
+                f"the executor repeated {what} {state.repeats_in_row} times in a row after being told"
+            )
+
+    def _progress(self, state: _Attempt, ctx: RunContext, brief: _Brief) -> list[str]:
+        """Check every worker surfaced so far (verification, then the lessons' filters) and say
+        plainly what to do next: propose which ids, or search how."""
+        order = state.order
+        pool = [w for w in state.ledger.ids() if w in state.surfaced][:SPARES_VERIFIED_MAX]
+        if not pool:
+            return []
+        loose = verify_fill(ctx.lake, order, pool, schedule=ctx.schedule, requested=0)
+        state.ledger.mark(loose)
+        fit = []
+        for worker_id in loose.accepted:
+            if brief.eligible is not None and worker_id not in brief.eligible:
+                state.ledger.mark_unfit(worker_id, brief.wanted)
+            else:
+                fit.append(worker_id)
+        lessons = " and the lessons" if brief.eligible is not None else ""
+        if len(fit) >= order.count:
+            # Workers of a proposal the reviewer rejected go last: offer others first.
+            fit = [w for w in fit if w not in state.objected] + [w for w in fit if w in state.objected]
+            chosen, spares = fit[: order.count], fit[order.count : order.count + DEFAULT_SPARES]
+            return [
+                f"you have enough: workers {chosen} pass verification{lessons}. "
+                f"Propose them now: propose_done with worker_ids {chosen}"
+                + (f" and spares {spares}." if spares else ".")
+            ]
+        if fit:
+            return [
+                f"only {len(fit)} of the {order.count} workers needed pass verification{lessons} so far ({fit}): "
+                "find more (a higher limit or a wider radius_miles)."
+            ]
+        if loose.accepted:
+            return [
+                f"{len(loose.accepted)} found worker(s) pass verification but not the lessons' filters "
+                f"({brief.wanted}): search with the search above."
+            ]
+        return [
+            "none of the workers found passes verification (see the reasons under Candidates): search again "
+            "with the search above."
+        ]
+
+    def _held(self, state: _Attempt, ctx: RunContext, brief: _Brief) -> None:
+        """Candidates kept in reserve for this job by an earlier event join the ledger first."""
+        for worker_id in dict.fromkeys(ctx.buffer):
+            state.ledger.add(worker_id, "kept in reserve for this job by an earlier fill")
+            state.surfaced.add(worker_id)
+        state.feedback += self._progress(state, ctx, brief)
+
+    def _review(self, state: _Attempt, ctx: RunContext, brief: _Brief) -> bool:
+        """Ask the reviewer about the verified proposal; True when the task is done (consensus)."""
+        assert state.proposal is not None and state.verification is not None
+        state.turns += 1
+        proposal = state.proposal
+        words_only = any(lesson.machine is None for lesson in brief.given.lessons)
+        messages = prompts.reviewer_messages(
+            state.order,
+            brief.lessons,
+            state.ledger,
+            proposal.worker_ids,
+            state.verification,
+            _lesson_check(brief, proposal),
+            details=words_only,
+        )
+        reply = self._ask(
+            state, ctx, "reviewer", state.reviewer, messages, CritiqueAction, json_schema(CritiqueAction)
+        )
+        if reply is None:
+            return False  # the proposal stays pending: the reviewer is asked again
         critique: CritiqueAction = reply.action
         state.cited += critique.cited_lessons
         verdict = "approve" if critique.approve else "reject"
-        text = f"critique ({verdict}): {critique.notes}" + (
+        summary = f"critique ({verdict}): {critique.notes}" + (
             f" drift: {'; '.join(critique.drift)}" if critique.drift else ""
         )
-        state.log.add(state.turns, "reviewer", text)
-        self._turn(ctx, state, "reviewer", "critique", text, reply, critique, ok=critique.approve)
-        for note in critique.drift:
-            state.feedback.append(f"reviewer (drift): {note}")
-            self._emit(
-                ctx,
-                state,
-                TurnRecord(turn=0, agent="orchestrator", kind="drift", summary=f"drift fed back: {note}"),
-            )
-        if not proposing:
-            if critique.notes and not critique.approve:
-                state.feedback.append(f"reviewer: {critique.notes}")
-            return False
-        assert state.verification is not None
-        if critique.approve and state.verification.ok:
+        state.log.add(state.turns, "reviewer", summary)
+        self._turn(ctx, state, "reviewer", "critique", summary, reply, critique, ok=critique.approve)
+        state.pending_review = False
+        if critique.approve:
             state.success = True
             state.failure_reason = None
             self._emit(
@@ -380,26 +554,20 @@ class LLMPolicy:
                 ),
             )
             return True
-        if critique.approve:
+        key = _action_key(proposal)
+        state.reviews[key] = state.reviews.get(key, 0) + 1
+        state.done[key] = (state.turns, f"the reviewer rejected it: {critique.notes}")
+        state.objected += [w for w in proposal.worker_ids if w not in state.objected]
+        for note in critique.drift:
+            state.feedback.append(f"reviewer (drift): {note}")
             self._emit(
                 ctx,
                 state,
-                TurnRecord(
-                    turn=0,
-                    agent="orchestrator",
-                    kind="override",
-                    ok=False,
-                    summary="reviewer approved, but verification rejected the proposal: approval overridden",
-                    detail=state.verification.summary(),
-                ),
+                TurnRecord(turn=0, agent="orchestrator", kind="drift", summary=f"drift fed back: {note}"),
             )
-            state.log.add(
-                state.turns, "orchestrator", "approval overridden: the proposal failed verification"
-            )
-        elif critique.notes:
+        if critique.notes:
             state.feedback.append(f"reviewer: {critique.notes}")
-        if not state.verification.ok:
-            state.feedback.append(_rejections_feedback(state.verification))
+        state.feedback += self._progress(state, ctx, brief)
         return False
 
     # --- model calls --------------------------------------------------------------------------
@@ -412,12 +580,18 @@ class LLMPolicy:
         model: str | Provider,
         messages: list[dict[str, str]],
         output_type: Any,
+        schema: dict[str, Any],
     ) -> _Reply | None:
-        """One model call for one action; ``None`` (turn spent, error noted) when it fails."""
+        """One model call for one action; ``None`` (turn spent, error noted) when it fails.
+
+        ``INVALID_TURNS_MAX`` failures in a row end the attempt, as does any failed executor
+        call (a model that cannot be reached will not answer the next turn either)."""
         # Lazy (start-up time): the LLM layer loads on the first model call.
         from agentlake.llm import StructuredOutputError, call_tags, generate_json
 
         started = time.perf_counter()
+        state.model_turns += 1
+        example = prompts.EXECUTOR_EXAMPLE if agent == "executor" else prompts.REVIEWER_EXAMPLE
         try:
             tags = {
                 "agent_id": f"{ctx.agent_id}.{agent}",
@@ -429,17 +603,20 @@ class LLMPolicy:
                 result = generate_json(
                     model,
                     messages,
-                    json_schema(output_type),
+                    schema,
                     validate=output_type.model_validate,
                     label=f"{agent} action",
+                    example=example,
                     settings=ctx.settings,
                     max_tokens=MAX_TOKENS,
                     temperature=ctx.settings.executor_temperature
                     if agent == "executor"
                     else ctx.settings.reviewer_temperature,
+                    think=self._think(model, ctx),
                 )
         except StructuredOutputError as exc:
             raw = " ".join((exc.raw_text or "").split())[:200]
+            reason = f"invalid reply after {exc.attempts} attempt(s): {'; '.join(exc.errors[:2])}"
             state.feedback.append(
                 f"your last reply was not a valid action ({'; '.join(exc.errors[:2])}); reply with ONE JSON action only"
             )
@@ -451,11 +628,12 @@ class LLMPolicy:
                     agent=agent,
                     kind="error",
                     ok=False,  # type: ignore[arg-type]
-                    summary=f"invalid reply after {exc.attempts} attempt(s): {'; '.join(exc.errors[:2])}",
+                    summary=reason,
                     detail=raw,
                     latency_ms=_ms(started),
                 ),
             )
+            self._invalid(state, agent, f"answered no valid action ({reason}; last reply: {raw[:120]!r})")
             return None
         except UserError:
             raise
@@ -473,11 +651,14 @@ class LLMPolicy:
                     latency_ms=_ms(started),
                 ),
             )
-            if (
-                agent == "executor"
-            ):  # the reviewer's failure only costs its turn; the executor's ends the attempt
+            if agent == "executor":
                 state.aborted, state.failure_reason = True, reason
+            else:
+                self._invalid(state, agent, f"failed: {exc.message}")
             return None
+        state.invalid_in_row = 0
+        if result.schema_retries == 0:
+            state.first_try_valid += 1
         usage = result.completion.usage
         return _Reply(
             action=result.value,
@@ -487,6 +668,26 @@ class LLMPolicy:
             latency_ms=_ms(started),
             schema_retries=result.schema_retries,
         )
+
+    @staticmethod
+    def _invalid(state: _Attempt, agent: str, what: str) -> None:
+        state.invalid_in_row += 1
+        if state.invalid_in_row >= INVALID_TURNS_MAX:
+            state.aborted = True
+            state.failure_reason = f"the {agent}'s model {what}, {state.invalid_in_row} turns in a row"
+
+    def _think(self, model: str | Provider, ctx: RunContext) -> bool | None:
+        """``self.think`` for models that can reason; ``None`` (the model's default) for others."""
+        if self.think is None:
+            return None
+        # Lazy (start-up time): the LLM layer loads on the first model call.
+        from agentlake.llm.generate import resolve
+
+        try:
+            provider = resolve(model, ctx.settings)
+        except UserError:
+            return None  # the call itself will say what is wrong
+        return self.think if provider.capabilities.supports_thinking else None
 
     # --- rescue -------------------------------------------------------------------------------
 
@@ -513,6 +714,7 @@ class LLMPolicy:
             budget=first.budget,
             meter=first.meter,
             ledger=first.ledger,
+            surfaced=set(first.surfaced),
         )
         rescue.log.add(
             0,
@@ -532,7 +734,7 @@ class LLMPolicy:
                 + (": " + "; ".join(notes) if notes else " (same models and radius)"),
             ),
         )
-        self._loop(rescue, ctx, given)
+        self._loop(rescue, ctx, _brief(order, ctx, given))
         return rescue
 
     # --- records ------------------------------------------------------------------------------
@@ -573,6 +775,63 @@ class LLMPolicy:
         ctx.emit(record)
 
 
+def _brief(order: FillOrder, ctx: RunContext, given: TaskLessons) -> _Brief:
+    """The task's stable prompt parts, and the workers the lessons' filters allow (searched once)."""
+    machine = given.machine
+    added = {
+        lesson.id: lesson_args(lesson.machine, order)
+        for lesson in given.lessons
+        if lesson.machine is not None
+    }
+    eligible: set[int] | None = None
+    wanted = ""
+    if machine is not None and any(added.values()):
+        query = search_query(order, ctx, machine, limit=ELIGIBLE_MAX)
+        eligible = {row["worker_id"] for row in find_candidates(ctx.lake, query)}
+        wanted = machine.describe()
+    return _Brief(
+        given=given,
+        system=prompts.executor_system(ctx.tools.catalog_text(ctx.lake)),
+        search=search_args(order, machine),
+        lessons=prompts.lessons_text(given.lessons, added),
+        eligible=eligible,
+        wanted=wanted,
+    )
+
+
+def _unfit(brief: _Brief, worker_ids: list[int], order: FillOrder) -> list[int]:
+    """Proposed workers the lessons' filters rule out, when enough workers fit them to fill the order."""
+    if brief.eligible is None or len(brief.eligible) < order.count:
+        return []
+    return [w for w in worker_ids if w not in brief.eligible]
+
+
+def _lesson_check(brief: _Brief, proposal: ProposeDoneAction) -> str:
+    if brief.eligible is None:
+        return ""
+    unfit = [w for w in proposal.worker_ids if w not in brief.eligible]
+    if not unfit:
+        return f"every proposed worker fits the lessons' filters ({brief.wanted})"
+    return f"worker(s) {unfit} do NOT fit the lessons' filters ({brief.wanted})"
+
+
+def _action_key(action: Any) -> str:
+    """What makes two actions the same: the tool and its arguments, or the proposed ids."""
+    if isinstance(action, ToolCallAction):
+        return json.dumps({"tool": action.tool, "args": action.args}, sort_keys=True, default=str)
+    if isinstance(action, ProposeDoneAction):
+        return json.dumps({"propose": sorted(action.worker_ids)})
+    return "plan"
+
+
+def _action_text(action: Any) -> str:
+    if isinstance(action, ToolCallAction):
+        return f"{action.tool}({_args_text(action.args)})"
+    if isinstance(action, ProposeDoneAction):
+        return f"propose_done {action.worker_ids}"
+    return "a plan"
+
+
 def _final_proposal(state: _Attempt, ctx: RunContext) -> tuple[list[int], Verification]:
     """On success the approved proposal; otherwise its verified part (a partial fill), if any."""
     if state.success and state.proposal is not None and state.verification is not None:
@@ -589,9 +848,8 @@ def _spares(state: _Attempt, ctx: RunContext, proposed: list[int], given: TaskLe
     if given.machine is not None and given.machine.min_candidate_buffer:
         wanted = max(wanted, given.machine.min_candidate_buffer)
     named = list(state.proposal.spares) if state.proposal is not None else []
-    pool = [w for w in dict.fromkeys(named + state.ledger.ids()) if w not in set(proposed)][
-        :SPARES_VERIFIED_MAX
-    ]
+    seen = [w for w in state.ledger.ids() if w in state.surfaced]
+    pool = [w for w in dict.fromkeys(named + seen) if w not in set(proposed)][:SPARES_VERIFIED_MAX]
     if not pool:
         return []
     loose = verify_fill(ctx.lake, state.order, pool, schedule=ctx.schedule, requested=0)
@@ -599,13 +857,19 @@ def _spares(state: _Attempt, ctx: RunContext, proposed: list[int], given: TaskLe
 
 
 def _rejections_feedback(verification: Verification) -> str:
-    reasons = "; ".join(f"{r.worker_id} {r.rule} ({r.reason})" for r in verification.rejections[:8])
-    text = (
-        f"verification rejected your proposal: {reasons}"
-        if reasons
-        else verification.summary().replace("\n", " ")
+    # Rule names and ids only: the reasons quote lake data (names), which reaches the prompt
+    # fenced, in the candidates list.
+    reasons = ", ".join(f"{r.worker_id} {r.rule}" for r in verification.rejections[:8])
+    if reasons:
+        return f"verification rejected your proposal: {reasons} (reasons under Candidates). Replace those workers."
+    short = verification.requested - len(verification.accepted)
+    if short > 0:
+        return (
+            f"verification: the proposal is {short} worker(s) short of the {verification.requested} ordered."
+        )
+    return (
+        f"verification: {len(verification.accepted)} workers proposed for {verification.requested} ordered."
     )
-    return text + ". Replace the rejected workers with others from the tools."
 
 
 def _budget_reason(state: _Attempt) -> str:

@@ -67,6 +67,14 @@ class TaskEffort(BaseModel):
     (``agentlake.scenarios.results.EventResult``), copied with :meth:`effort`."""
 
     turns: int = 0
+    model_calls: int = Field(
+        0, description="Requests sent to models, schema repairs and continuations included."
+    )
+    model_turns: int = Field(0, description="Turns that asked a model for an action.")
+    first_try_valid: int = Field(0, description="Of those, the turns whose first reply was a valid action.")
+    invented_ids: list[int] = Field(
+        default_factory=list, description="Worker ids a model proposed that no tool had returned."
+    )
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
@@ -118,6 +126,10 @@ class TaskOutcome(TaskEffort):
             "rejections": [r.model_dump(mode="json") for r in self.verification.rejections[:20]],
             "candidates": self.candidates[:20],
             "turns": self.turns,
+            "model_calls": self.model_calls,
+            "model_turns": self.model_turns,
+            "first_try_valid": self.first_try_valid,
+            "invented_ids": self.invented_ids[:20],
             "lessons_given": self.lessons_given,
             "lessons_cited": self.lessons_cited,
             "rescue_attempted": self.rescue_attempted,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from agentlake.errors import AgentlakeError
+from agentlake.llm.fence import DATA_RULE, data_block
 
 if TYPE_CHECKING:
     from agentlake.agents.outcome import Concern, TaskOutcome
@@ -29,7 +30,7 @@ INSTRUCTIONS = (
     "You oversee a staffing agency's day. Below are the orders filled today and the concerns the "
     "checks raised. Draft at most 3 short lessons that would make tomorrow's fills better: each a "
     "trigger (when it applies) and an action (what to do), with the role and client it is about if "
-    "it is about one. Draft none when nothing recurred."
+    "it is about one. Draft none when nothing recurred.\n" + DATA_RULE
 )
 
 
@@ -77,7 +78,7 @@ def model_deltas(
         return []
     messages = [
         {"role": "system", "content": INSTRUCTIONS},
-        {"role": "user", "content": day_summary(outcomes, concerns)},
+        {"role": "user", "content": data_block(day_summary(outcomes, concerns))},
     ]
     try:
         advice = generate_structured(

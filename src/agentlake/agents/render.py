@@ -1,8 +1,9 @@
 """Compact text for prompts: the substance of rows and results, not raw JSON.
 
 Owns how tool results, worker rows and rejections are written into an agent's prompt (short
-``key=value`` lines, floats rounded, long lists cut with a count). It does not own what a
-tool returns (``tools``) or the shape of the prompt around it (``prompts``).
+``key=value`` lines, floats rounded, long lists cut with a count). It does not own what a tool
+returns (``tools``), the shape of the prompt around it (``prompts``) or the data fence that
+text from the lake goes inside (``agentlake.llm.fence``).
 """
 
 from __future__ import annotations

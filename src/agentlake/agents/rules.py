@@ -19,12 +19,11 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from agentlake.agents.lessons import cite, lessons_for
+from agentlake.agents.lessons import cite, lessons_for, search_query
 from agentlake.agents.outcome import TaskOutcome, TurnRecord, new_run_id, record_task, task_scope
 from agentlake.agents.overseer import oversee
 from agentlake.agents.policy import register_policy
 from agentlake.workforce.candidates import CandidateQuery, find_candidates
-from agentlake.workforce.tables import resolve_client
 from agentlake.workforce.verify import Verification, verify_fill
 
 if TYPE_CHECKING:
@@ -159,7 +158,7 @@ class RulesPolicy:
         if machine is not None and machine.min_candidate_buffer:
             spares = max(spares, machine.min_candidate_buffer)
         need = max(0, order.count - len(keep))
-        query = _query(order, ctx, machine, keep, limit=need * 2 + spares + SEARCH_SLACK)
+        query = search_query(order, ctx, machine, keep=keep, limit=need * 2 + spares + SEARCH_SLACK)
         rows = find_candidates(ctx.lake, query)
         step(
             "search",
@@ -188,33 +187,6 @@ class RulesPolicy:
         )
         applied = machine is not None and not machine.is_empty()
         return _Attempt(order, chosen, spare_ids, final, applied)
-
-
-def _query(
-    order: FillOrder, ctx: RunContext, machine: MachineAction | None, keep: list[int], *, limit: int
-) -> CandidateQuery:
-    query = CandidateQuery(
-        role=order.role,
-        city=order.city,
-        state=order.state,
-        radius_miles=order.radius_miles,
-        requirements=list(order.requirements),
-        exclude_ids=[*order.exclude_worker_ids, *keep],
-        min_availability=ctx.settings.agent_min_availability,
-        limit=limit,
-    )
-    if machine is None:
-        return query
-    query.requirements += [c for c in machine.require_certifications if c not in query.requirements]
-    query.exclude_ids += [w for w in machine.exclude_ids if w not in query.exclude_ids]
-    query.min_scores = dict(machine.min_scores)
-    query.max_distance_miles = machine.max_distance_miles
-    query.extra_where = machine.extra_where
-    if machine.exclude_prior_no_show_at_client:
-        client = resolve_client(ctx.lake, order.client_id)
-        if client is not None:
-            query.exclude_no_show_client = client[0]
-    return query
 
 
 def _describe(query: CandidateQuery) -> str:

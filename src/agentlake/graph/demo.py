@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from agentlake.errors import UserError
+from agentlake.llm.fence import DATA_CLOSE, DATA_OPEN
 from agentlake.workforce.roles import role_in_text
 
 DEMO_MODEL = "function:graph-demo"
@@ -147,8 +148,9 @@ def _calls(text: str) -> list[dict[str, Any]]:
 
 
 def _rows(result_text: str) -> list[dict[str, str]]:
+    # Tool results reach a model fenced as data (agentlake.llm.fence): the rows are inside.
     rows = []
-    for line in result_text.splitlines():
+    for line in result_text.removeprefix(DATA_OPEN).removesuffix(DATA_CLOSE).splitlines():
         if line.startswith("- "):
             rows.append(dict(pair.split("=", 1) for pair in re.findall(r"(\w+=\S+)", line)))
     return rows

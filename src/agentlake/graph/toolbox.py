@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from agentlake.errors import AgentlakeError, UserError
 from agentlake.graph import machines as machine_ops
 from agentlake.graph.controls import validate_controls
+from agentlake.llm.fence import data_block
 from agentlake.observe import observe
 
 if TYPE_CHECKING:
@@ -53,10 +54,11 @@ class ToolOutcome:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def for_model(self) -> str:
-        """The tool message given back to the model: JSON, capped."""
+        """The tool message given back to the model: JSON, capped; the result fenced as data
+        (``agentlake.llm.fence``). The error stays plain: it is ours, and says how to fix the call."""
         body: dict[str, Any] = {"tool": self.tool, "ok": self.ok, "rows": self.rows}
         if self.ok:
-            body["result"] = self.text[:MAX_RESULT_CHARS]
+            body["result"] = data_block(self.text[:MAX_RESULT_CHARS])
         else:
             body["error"] = self.error
         return json.dumps(body, ensure_ascii=False, default=str)
@@ -108,7 +110,7 @@ class ThinkerTools:
             # Lazy (start-up time): the agents load on first use.
             from agentlake.agents.tools import datasets_text
 
-            lines += datasets_text(self.resources.lake)
+            lines += datasets_text(self.resources.lake, values=True)
         except AgentlakeError:
             lines.append("(no lake yet: the SQL tools will fail until data is loaded)")
         return "\n".join(lines)

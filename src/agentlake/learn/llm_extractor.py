@@ -228,12 +228,15 @@ class LLMExtractor:
         """One structured call under a hard deadline (the thread is abandoned on timeout)."""
         # Lazy (start-up time): the LLM layer loads on the first model call.
         from agentlake.llm import Message, generate_structured
+        from agentlake.llm.fence import DATA_RULE, data_block
 
+        # The fence on lines of its own: every line of the log starts with its op's id.
+        fenced = data_block(f"\n{log_text}\n")
         messages = [
-            Message(role="system", content=SYSTEM_PROMPT),
+            Message(role="system", content=f"{SYSTEM_PROMPT}\n{DATA_RULE}"),
             Message(
                 role="user",
-                content=f"Recent operations, oldest first:\n{log_text}\n\nPropose at most {MAX_CANDIDATES} lessons.",
+                content=f"Recent operations, oldest first:\n{fenced}\n\nPropose at most {MAX_CANDIDATES} lessons.",
             ),
         ]
         box: dict[str, Any] = {}
@@ -302,12 +305,16 @@ class LLMExtractor:
 
 
 def _factory(settings: Settings) -> LLMExtractor:
-    if not settings.learn_model:
+    # Lazy (start-up time): the LLM layer loads on the first model call.
+    from agentlake.llm import default_model
+
+    model = default_model(settings, "learn_model")
+    if not model:
         raise UserError(
-            "the llm lesson extractor needs a model: set learn_model (AGENTLAKE_LEARN_MODEL), e.g. ollama:qwen3:4b, "
-            "or use learn_extractor=heuristic"
+            "the llm lesson extractor needs a model: install the embedded models (`make models`), set learn_model "
+            "(AGENTLAKE_LEARN_MODEL), e.g. ollama:qwen3:4b, or use learn_extractor=heuristic"
         )
-    return LLMExtractor(settings.learn_model, settings=settings)
+    return LLMExtractor(model, settings=settings)
 
 
 register_extractor("llm", _factory, replace=True)

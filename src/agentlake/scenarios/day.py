@@ -330,6 +330,7 @@ def build_policy(profile: StafferProfile, settings: Settings, scenario: Scenario
     kwargs: dict[str, Any] = {"executor_model": models.executor, "reviewer_model": models.reviewer}
     if profile.turn_budget is not None:
         kwargs["turn_budget"] = profile.turn_budget
+    kwargs["think"] = profile.think
     if models.escalation:
         kwargs["escalation_model"] = models.escalation
     return get_policy("llm", **kwargs)

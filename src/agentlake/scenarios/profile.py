@@ -36,7 +36,8 @@ class StafferProfile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    staffer: str = Field(..., pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=60)
+    # Dots allowed for model sizes (qwen-1.5b-learning); never a path separator or an arm mark (@).
+    staffer: str = Field(..., pattern=r"^[a-z0-9][a-z0-9.-]*$", max_length=60)
     description: str = ""
     policy: Literal["rules", "llm", "oracle"] = Field(
         ...,
@@ -44,6 +45,11 @@ class StafferProfile(BaseModel):
     )
     models: TierModels = Field(default_factory=TierModels)
     turn_budget: int | None = Field(None, gt=0, le=100)
+    think: bool | None = Field(
+        False,
+        description="Reasoning on executor and reviewer turns of models that can think (off: a turn is one "
+        "small action); null leaves the model's default. The overseer's model keeps its own.",
+    )
     overseer: bool = False
     rescue: bool = False
     lessons: bool = Field(True, description="Retrieve lessons for each task.")

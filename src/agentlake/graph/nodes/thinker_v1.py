@@ -8,7 +8,13 @@ without tool calls is audited first, and retried once per kind with the reason w
 * it contains code (a fenced block or a SELECT ... FROM) but no tool ran it
   (``code_without_tool``): the user would see a query instead of its answer;
 * it announces an action ("let me check", "I'll create") but takes none
-  (``intent_without_action``).
+  (``intent_without_action``);
+* it states a number although no tool ran in this turn (``number_without_tool``): a small model
+  answers "how many ..." with a number it made up.
+
+When a step only repeats calls already made in the turn (same tool, same arguments), they are
+not run again: the answer is asked for from the results alone, in a short prompt, which a small
+model reads where it loses them in a long conversation.
 
 The reply goes to the output node; tool results and requested controls to the ui node. Its
 context is the director's plan, the memorizer's compact state and the sensor's notes. It does
@@ -26,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentlake.graph.node import Emit, Node, NodeContext, NodeInfo, Packet, register_node
 from agentlake.graph.toolbox import ThinkerTools, ToolOutcome
 from agentlake.llm import Message
+from agentlake.llm.fence import DATA_RULE
 
 MAX_CALLS_PER_STEP = 3
 
@@ -35,14 +42,15 @@ You are the thinker of agentlake's conversational graph. You answer the user bri
 concretely. Anything about data you look up with a tool: never guess a number.
 {catalog}
 
-Reply with one JSON object: {{"say": "...", "tool_calls": [{{"tool": "NAME", "args": {{...}}}}]}}
+Reply with one JSON object: {{"tool_calls": [{{"tool": "NAME", "args": {{...}}}}], "say": "..."}}
 - To use tools, list the calls (at most {max_calls}) and keep "say" empty; their results come back
   as tool messages and you reply again.
 - When you have what you need, put the answer in "say" and no tool_calls. Never put a query or
   code in "say": run it. Never announce an action without making the call.
 - Query results are shown to the user as a table already: summarise them, do not repeat rows.
 - When the user wants a workflow or a process with steps, build a state machine: its buttons move
-  it in the browser without you."""
+  it in the browser without you.
+{data_rule}"""
 
 AUDIT_FEEDBACK = {
     "code_without_tool": "AUDIT: your reply contains code (a query or a code block) but you called no tool, "
@@ -50,8 +58,11 @@ AUDIT_FEEDBACK = {
     "SELECT) and answer from the result.",
     "intent_without_action": "AUDIT: your reply says you will do something, but you called no tool, so "
     "nothing happened. Make the tool call now, or answer directly without announcing an action.",
+    "number_without_tool": "AUDIT: your reply states a number, but no tool looked anything up, so the "
+    "number is a guess. Look it up with a tool call (sql for a count) and answer from the result.",
 }
 _CODE = re.compile(r"```|\bSELECT\s+[^;]{1,400}?\s+FROM\s+\w+|^\s*(def|class|import)\s+\w+", re.MULTILINE)
+_NUMBER = re.compile(r"\b\d[\d,.]*\b")
 _INTENT = re.compile(
     r"\b(i'll|i will|let me|i'm going to|i am going to|i'm about to|going to)\s+(now\s+|first\s+|quickly\s+)?"
     r"(check|look|search|query|run|find|fetch|create|set up|build|make|show|pull|count|get|reset|remove|delete|add|"
@@ -60,13 +71,16 @@ _INTENT = re.compile(
 )
 
 
-def audit_reply(say: str) -> str | None:
+def audit_reply(say: str, *, looked_up: bool = True) -> str | None:
     """Why a reply without tool calls must be retried (``code_without_tool``,
-    ``intent_without_action``), or None when it may go to the user."""
+    ``intent_without_action``, and with ``looked_up=False``, when no tool ran in this turn,
+    ``number_without_tool``), or None when it may go to the user."""
     if _CODE.search(say):
         return "code_without_tool"
     if _INTENT.search(say):
         return "intent_without_action"
+    if not looked_up and _NUMBER.search(say):
+        return "number_without_tool"
     return None
 
 
@@ -78,12 +92,26 @@ class ToolCall(BaseModel):
 
 
 class ThinkerStep(BaseModel):
-    """One step of the thinker: text for the user and/or tool calls."""
+    """One step of the thinker: tool calls and/or text for the user. The calls come first: under
+    constrained decoding a model writes the fields in this order, so it decides whether to look
+    something up before it writes an answer."""
 
     model_config = ConfigDict(extra="ignore")
 
+    tool_calls: list[ToolCall] = Field(default_factory=list, max_length=MAX_CALLS_PER_STEP)
     say: str = ""
-    tool_calls: list[ToolCall] = Field(default_factory=list)
+
+
+class FinalAnswer(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    say: str
+
+
+ANSWER_FROM_RESULTS = (
+    "Answer the user's question in one or two sentences from the tool results below only: "
+    'quote their numbers exactly. Reply with one JSON object: {"say": "..."}\n' + DATA_RULE
+)
 
 
 class ThinkerConfig(BaseModel):
@@ -126,7 +154,7 @@ class ThinkerV1(Node):
     Config = ThinkerConfig
 
     def system_prompt(self, tools: ThinkerTools, ctx: NodeContext, plan: dict | None) -> str:
-        parts = [SYSTEM.format(catalog=tools.catalog(), max_calls=MAX_CALLS_PER_STEP)]
+        parts = [SYSTEM.format(catalog=tools.catalog(), max_calls=MAX_CALLS_PER_STEP, data_rule=DATA_RULE)]
         machines = ctx.session.machines
         if machines:
             lines = [
@@ -167,6 +195,7 @@ class ThinkerV1(Node):
         ]
         outcomes: list[ToolOutcome] = []
         audited: set[str] = set()
+        done: set[str] = set()
         answer: str | None = None
         for round_number in range(self.config.max_tool_rounds + len(AUDIT_FEEDBACK) + 1):
             step = ctx.models.structured(messages, ThinkerStep, max_tokens=self.config.max_tokens)
@@ -177,8 +206,18 @@ class ThinkerV1(Node):
                 answer = step.say.strip()
                 break
             if calls:
+                fresh = [
+                    c for c in calls if json.dumps([c.tool, c.args], sort_keys=True, default=str) not in done
+                ]
+                if not fresh and outcomes:
+                    # A small model calls the same tools again instead of reading their results:
+                    # the answer is asked for from the results alone, in a short prompt.
+                    ctx.trace("repeat", tool_calls=[c.tool for c in calls])
+                    answer = self._answer_from(ctx, text, outcomes)
+                    break
                 messages.append(Message(role="assistant", content=step.model_dump_json()))
-                for call in calls:
+                for call in fresh:
+                    done.add(json.dumps([call.tool, call.args], sort_keys=True, default=str))
                     ctx.hud(f"calling {call.tool}")
                     ctx.trace("tool_call", tool=call.tool, args=call.args)
                     outcome = tools.call(call.tool, call.args)
@@ -196,7 +235,7 @@ class ThinkerV1(Node):
                         )
                     )
                 continue
-            kind = audit_reply(step.say)
+            kind = audit_reply(step.say, looked_up=bool(outcomes))
             if kind is not None and kind not in audited:
                 audited.add(kind)
                 ctx.trace("audit", kind=kind, say=step.say[:300])
@@ -228,6 +267,19 @@ class ThinkerV1(Node):
         if outcomes and ctx.can_reach("ui"):
             emits.append(Emit("tool_results", {"results": [o.summary() for o in outcomes]}, to="ui"))
         return emits
+
+    def _answer_from(self, ctx: NodeContext, question: str, outcomes: list[ToolOutcome]) -> str:
+        """The answer written from the tool results alone (no history, no tools to call)."""
+        results = "\n".join(outcome.for_model() for outcome in outcomes)
+        reply = ctx.models.structured(
+            [
+                Message(role="system", content=ANSWER_FROM_RESULTS),
+                Message(role="user", content=f"Question: {question}\n\nTool results:\n{results}"),
+            ],
+            FinalAnswer,
+            max_tokens=min(self.config.max_tokens, 300),
+        )
+        return reply.say.strip()
 
     @staticmethod
     def _rounds(messages: list[Message]) -> int:
