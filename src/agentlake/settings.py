@@ -187,6 +187,10 @@ class Settings(BaseSettings):
         None,
         description="Comma-separated KEY:SCOPE pairs (scopes: read, write, admin). Once set, every endpoint needs a key but /health and the dashboard's page, assets and sign-in (/, /static/, /api/session).",
     )
+    api_key: SecretStr | None = Field(
+        None,
+        description="The API key the CLI sends to a running `agentlake serve` of its data_dir (commands beside a running server go through its HTTP API); needed once AGENTLAKE_API_KEYS is set there.",
+    )
     max_body_bytes: int = Field(
         5 * 1024 * 1024, gt=0, description="Largest request body an HTTP endpoint accepts."
     )

@@ -3,11 +3,8 @@ official client library over streamable HTTP (against that server) and over stdi
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,67 +12,21 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from gateway_support import AGENTLAKE, clean_env, free_port, running_server
 
 pytestmark = pytest.mark.slow
 
 KEYS = "srv-read-key-1:read,srv-write-key-1:write"
-AGENTLAKE = str(Path(sys.executable).with_name("agentlake"))
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-GRPC_PORT = _free_port()
-
-
-def _env(data_dir: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTLAKE_")}
-    return (
-        env
-        | {
-            "AGENTLAKE_DATA_DIR": str(data_dir),
-            "HF_HUB_OFFLINE": "1",
-            "OLLAMA_HOST": "http://127.0.0.1:9",
-            "AGENTLAKE_OTLP_GRPC_PORT": "0",
-        }
-        | extra
-    )
+GRPC_PORT = free_port()
 
 
 @pytest.fixture
 def server(data_dir: Path, tmp_path: Path) -> Iterator[str]:
     """`agentlake serve` on a free loopback port, with keys; yields its base URL."""
-    port = _free_port()
-    log = (tmp_path / "serve.log").open("w")
-    process = subprocess.Popen(
-        [AGENTLAKE, "serve", "--port", str(port), "--log-level", "warning"],
-        env=_env(data_dir, AGENTLAKE_API_KEYS=KEYS, AGENTLAKE_OTLP_GRPC_PORT=str(GRPC_PORT)),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"the server did not start:\n{(tmp_path / 'serve.log').read_text()}")
-            time.sleep(0.2)
+    with running_server(
+        data_dir, tmp_path / "serve.log", AGENTLAKE_API_KEYS=KEYS, AGENTLAKE_OTLP_GRPC_PORT=str(GRPC_PORT)
+    ) as (url, _):
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
 
 
 def test_served_gateway_authenticates_and_answers(server: str) -> None:
@@ -141,7 +92,7 @@ def test_serve_on_a_taken_port_says_so(data_dir: Path) -> None:
         port = taken.getsockname()[1]
         result = subprocess.run(
             [AGENTLAKE, "serve", "--port", str(port)],
-            env=_env(data_dir),
+            env=clean_env(data_dir),
             capture_output=True,
             text=True,
             timeout=60,
@@ -246,7 +197,7 @@ def test_mcp_over_stdio_answers_bad_calls_in_one_line_without_a_traceback(
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=AGENTLAKE, args=["mcp"], env=_env(data_dir))
+    params = StdioServerParameters(command=AGENTLAKE, args=["mcp"], env=clean_env(data_dir))
     calls = [("search", {"question": "welder", "k": -1}), ("match", {"where": "", "question": "x"})]
 
     async def scenario() -> Any:
@@ -264,7 +215,7 @@ def test_mcp_over_stdio(data_dir: Path) -> None:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
-    params = StdioServerParameters(command=AGENTLAKE, args=["mcp"], env=_env(data_dir))
+    params = StdioServerParameters(command=AGENTLAKE, args=["mcp"], env=clean_env(data_dir))
 
     async def scenario() -> Any:
         async with Client(params) as client:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 if TYPE_CHECKING:
     from agentlake.agents import TaskOutcome, TurnRecord
+    from agentlake.serving import Announcement
 
 _STYLE = {
     "executor": "cyan",
@@ -61,34 +62,56 @@ def fill_command(
     ),
 ) -> None:
     """Fill one order against the lake: verified workers, spares and every rejection's reason (exit 1 if unfilled)."""
-    from agentlake.agents import fill
+    from agentlake.cli.beside_server import running_gateway
     from agentlake.cli.output import console, print_json
 
-    options = (
-        {"executor_model": executor, "reviewer_model": reviewer, "turn_budget": turn_budget}
-        if policy == "llm"
-        else {}
-    )
-    with console.status("filling...", spinner="dots") if not as_json else nullcontext():
-        outcome = fill(
-            order,
-            policy=policy,
-            client_id=client,
-            shift_start=shift_start,
-            shift_end=shift_end,
-            requirements=require,
-            radius_miles=radius,
-            rescue=rescue,
-            overseer=overseer,
-            on_turn=None if as_json else _show_turn,
-            **{k: v for k, v in options.items() if v is not None},
-        )
+    request = {
+        "order": order,
+        "policy": policy,
+        "client_id": client,
+        "shift_start": shift_start,
+        "shift_end": shift_end,
+        "requirements": require,
+        "radius_miles": radius,
+        "rescue": rescue,
+        "overseer": overseer,
+    }
+    if policy == "llm":
+        request |= {"executor_model": executor, "reviewer_model": reviewer, "turn_budget": turn_budget}
+    server = running_gateway()
+    where = f"filling through {server.describe()}..." if server else "filling..."
+    with console.status(where, spinner="dots") if not as_json else nullcontext():
+        if server is not None:
+            outcome = _fill_through(server, request, show_turns=not as_json)
+        else:
+            outcome = _fill_here(request, on_turn=None if as_json else _show_turn)
     if as_json:
         print_json(outcome.model_dump(mode="json"))
     else:
         _show_outcome(outcome)
     if not outcome.success:
         raise typer.Exit(1)
+
+
+def _fill_here(request: dict[str, Any], *, on_turn: Any) -> TaskOutcome:
+    from agentlake.agents import fill
+
+    order = request.pop("order")
+    return fill(order, on_turn=on_turn, **{k: v for k, v in request.items() if v is not None})
+
+
+def _fill_through(server: Announcement, request: dict[str, Any], *, show_turns: bool) -> TaskOutcome:
+    """The same fill by the running gateway (``POST /fill``), which holds the stores; its turns
+    are shown once the outcome is back."""
+    from agentlake.agents import TaskOutcome
+    from agentlake.cli.beside_server import LONG_TIMEOUT_S, call
+
+    body = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in request.items() if v is not None}
+    outcome = TaskOutcome.model_validate(call(server, "POST", "/fill", json=body, timeout_s=LONG_TIMEOUT_S))
+    if show_turns:
+        for record in outcome.transcript:
+            _show_turn(record)
+    return outcome
 
 
 def _show_turn(record: TurnRecord) -> None:

@@ -1,8 +1,9 @@
 """``agentlake lessons``: list, inspect, roll back, move and curate lessons; learn from recent ops.
 
 Each command opens the lesson store (``settings.learn_file``), calls one ``agentlake.learn``
-function and renders the result. The store is one DuckDB file with one writer: while a service
-(``agentlake serve``) holds it, run these through that service instead.
+function and renders the result. The store is one DuckDB file with one writer: while
+``agentlake serve`` runs for the data directory, ``list`` asks it (``GET /playbooks``) and the
+other commands say that the server holds the store.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ from agentlake.cli.output import Format, console, print_json, render_rows
 
 if TYPE_CHECKING:
     from agentlake.learn import Lesson, LessonEvent, LessonStore
+    from agentlake.serving import Announcement
 
 lessons_app = typer.Typer(
     help="Lessons learned from observed ops: list, show, history, rollback, export, import, prune, promote, learn.",
     no_args_is_help=True,
 )
+
+_PAGE = 1000  # GET /playbooks's largest page
 
 _COLUMNS = [
     "id",
@@ -42,6 +46,20 @@ def _open(**kwargs: Any) -> LessonStore:
     from agentlake.settings import load_settings
 
     return LessonStore.open(load_settings(), **kwargs)
+
+
+def _list_through(server: Announcement, **filters: Any) -> list[Lesson]:
+    """The same list from the running gateway (``GET /playbooks``, page by page)."""
+    from agentlake.cli.beside_server import call
+    from agentlake.learn import Lesson
+
+    params = {name: value for name, value in filters.items() if value not in (None, [])}
+    lessons: list[Lesson] = []
+    while True:
+        page = call(server, "GET", "/playbooks", params=params | {"limit": _PAGE, "offset": len(lessons)})
+        lessons += [Lesson.model_validate(lesson) for lesson in page["lessons"]]
+        if not page["lessons"] or len(lessons) >= page["total"]:
+            return lessons
 
 
 def _row(lesson: Lesson) -> list[Any]:
@@ -95,10 +113,24 @@ def list_command(
     fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json or csv."),
 ) -> None:
     """List current lessons, most confident first."""
-    with _open(embedder=False) as store:
-        lessons = store.list(
-            status=status or None, domain=domain, scope=scope, project_id=project, client_id=client, role=role
-        )  # type: ignore[arg-type]
+    from agentlake.cli.beside_server import running_gateway
+
+    server = running_gateway()
+    if server is not None:
+        lessons = _list_through(
+            server, status=status, domain=domain, scope=scope, client_id=client, role=role
+        )
+        lessons = [lesson for lesson in lessons if project is None or lesson.project_id == project]
+    else:
+        with _open(embedder=False) as store:
+            lessons = store.list(
+                status=status or None,
+                domain=domain,
+                scope=scope,
+                project_id=project,
+                client_id=client,
+                role=role,
+            )  # type: ignore[arg-type]
     render_rows(_COLUMNS, [_row(lesson) for lesson in lessons], fmt, title=f"{len(lessons)} lesson(s)")
 
 

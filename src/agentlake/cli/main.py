@@ -17,7 +17,7 @@ import agentlake.cli as cli_package
 from agentlake import __version__
 from agentlake.errors import AgentlakeError
 
-_NOT_GROUPS = {"main", "output"}
+_NOT_GROUPS = {"main", "output", "beside_server"}
 
 app = typer.Typer(
     name="agentlake",

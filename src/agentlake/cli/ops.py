@@ -1,7 +1,8 @@
 """``agentlake ops tail | stats | query``: read the operation log.
 
 Reads the observer's DuckDB file directly (read-only) when no process holds it, otherwise asks
-the running observer service (``--url``, default settings.observer_url). Thin door onto
+the observer service (``--url``; else the running ``agentlake serve`` or ``agentlake observer
+serve`` of the data directory that holds the file; else settings.observer_url). Thin door onto
 ``agentlake.observe.open_reader``; ``tail --follow`` streams ``GET /ops/stream``.
 """
 
@@ -79,7 +80,7 @@ def tail(
     fmt: Format = _FORMAT,
 ) -> None:
     """Show the latest ops, oldest first; with --follow, stream new ones from the service, one line each."""
-    from agentlake.observe import ObserverClient, open_reader
+    from agentlake.observe import open_client, open_reader
 
     if not follow:
         with_reader = open_reader(url=url)
@@ -88,7 +89,7 @@ def tail(
         finally:
             with_reader.close()
         return
-    with ObserverClient(url) as client:
+    with open_client(url=url) as client:
         for op in client.stream(source=source, backlog=n):
             # One line per op as it arrives: JSON lines, or tab-separated columns.
             line = (

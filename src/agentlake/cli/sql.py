@@ -1,6 +1,9 @@
-"""``agentlake sql "SELECT ..."``: guarded read-only SQL over the lake."""
+"""``agentlake sql "SELECT ..."``: guarded read-only SQL over the lake (through ``agentlake serve``
+when one runs for the data directory: it holds the lake)."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import typer
 
@@ -18,10 +21,20 @@ def sql(
     ),
 ) -> None:
     """Run one read-only query. DDL, DML, ATTACH, COPY, PRAGMA, SET and file-reading functions are refused."""
+    from agentlake.cli.beside_server import call, running_gateway
     from agentlake.lake import Lake
 
-    with Lake.open(read_only=True) as lake:
-        result = lake.query(query, max_rows=max_rows, timeout_s=timeout)
+    server = running_gateway()
+    if server is not None:
+        # The server holds the lake: it runs the query, under its own sql_timeout_s.
+        if timeout is not None:
+            err_console.print(f"note: --timeout is not sent; {server.describe()} applies its sql_timeout_s")
+        result = SimpleNamespace(
+            **call(server, "POST", "/sql", json={"sql": query, "max_rows": max_rows or None})
+        )
+    else:
+        with Lake.open(read_only=True) as lake:
+            result = lake.query(query, max_rows=max_rows, timeout_s=timeout)
     render_rows(result.columns, result.rows, fmt)
     if result.truncated:
         err_console.print(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agentlake.errors import NotFoundError, RunError
 from agentlake.gateway.schemas import (
     AskRequest,
+    FillRequest,
     LessonDetail,
     LessonList,
     LessonQuery,
@@ -39,6 +40,7 @@ from agentlake.llm.inventory import memory_report, model_statuses
 from agentlake.observe import event
 
 if TYPE_CHECKING:
+    from agentlake.agents import TaskOutcome
     from agentlake.agents.ask import Answer
     from agentlake.gateway.services import Services
     from agentlake.learn import Lesson
@@ -97,6 +99,33 @@ def ask(services: Services, request: AskRequest) -> Answer:
         dataset=request.dataset,
         k=request.k,
         settings=services.settings,
+    )
+
+
+def fill_order(services: Services, request: FillRequest) -> TaskOutcome:
+    """Fill one order with this process's lake, lessons and observer (``agents.fill``)."""
+    # Lazy (start-up time): the agents load on first use.
+    from agentlake.agents import fill
+
+    options = request.model_dump(
+        include={"executor_model", "reviewer_model", "turn_budget"}, exclude_none=True
+    )
+    return fill(
+        request.order,
+        policy=request.policy,
+        settings=services.settings,
+        lake=services.lake,
+        lessons=services.lessons,
+        observer=services.observer,
+        client_id=request.client_id,
+        shift_start=request.shift_start,
+        shift_end=request.shift_end,
+        requirements=request.requirements,
+        radius_miles=request.radius_miles,
+        rescue=request.rescue,
+        overseer=request.overseer,
+        agent_id="gateway",
+        **(options if request.policy == "llm" else {}),
     )
 
 

@@ -6,6 +6,7 @@ differ. Field descriptions end up in the OpenAPI document, so they are written f
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
@@ -394,6 +395,35 @@ class AskRequest(BaseModel):
         description="Pin the dataset searched when the answer needs search.",
     )
     k: int = Field(8, ge=1, le=50, description="Search results given to the model as evidence.")
+
+
+class FillRequest(BaseModel):
+    """One staffing order to fill against the lake (``agentlake fill`` beside a running server)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    order: str = Field(
+        ...,
+        min_length=1,
+        max_length=500,
+        description="The order in words; fields below override what it says.",
+        examples=["3 x Welder in Cleveland, OH for Riverfront Steel at 08:00 on 2026-04-22"],
+    )
+    client_id: str | None = Field(None, max_length=128, description="Client id; overrides 'for ...'.")
+    policy: Literal["rules", "llm"] = Field(
+        "rules", description="rules (no LLM) or llm (executor + reviewer)."
+    )
+    executor_model: str | None = Field(None, max_length=300, description="Executor model for policy llm.")
+    reviewer_model: str | None = Field(None, max_length=300, description="Reviewer model for policy llm.")
+    turn_budget: int | None = Field(None, ge=2, le=64, description="Model turns for policy llm.")
+    shift_start: datetime | None = Field(None, description="Shift start, ISO 8601.")
+    shift_end: datetime | None = Field(None, description="Shift end, ISO 8601 (default: start + 8 h).")
+    requirements: list[Annotated[str, Field(max_length=128)]] = Field(
+        default_factory=list, max_length=20, description="Required certifications (any spelling)."
+    )
+    radius_miles: float | None = Field(None, gt=0, le=500, description="Miles around the city (default 25).")
+    rescue: bool = Field(True, description="One rescue attempt after a failed fill.")
+    overseer: bool = Field(False, description="Let the overseer review the fill for concerns.")
 
 
 class ToolInfo(BaseModel):

@@ -1,7 +1,9 @@
 """Running the gateway under uvicorn: the library call behind ``agentlake serve``.
 
 Owns the process-level choices: resolving host/port from settings, refusing to expose an open
-(keyless) gateway beyond loopback without saying so, and handing the app to uvicorn. It does
+(keyless) gateway beyond loopback without saying so, announcing the server for its data
+directory while it runs (``serving.announce``: CLI commands beside it go through it), and
+handing the app to uvicorn. It does
 not build the app (``gateway.app``).
 """
 
@@ -35,7 +37,7 @@ def run(
     import uvicorn
 
     # Lazy (start-up time): only a server process tunes the collector.
-    from agentlake.serving import tune_collector
+    from agentlake.serving import announce, client_url, tune_collector
 
     settings = settings or load_settings(gateway_host=host, gateway_port=port, gateway_access_log=access_log)
     if settings.gateway_host not in _LOOPBACK and not settings.api_key_scopes:
@@ -46,6 +48,11 @@ def run(
             settings.gateway_host,
         )
     app = create_app(settings)
+    url = client_url(settings.gateway_host, settings.gateway_port)
+    # What this process opens (lazily) and holds for its lifetime: one writer per DuckDB file.
+    held = [settings.lake_path, settings.data_dir / settings.learn_file]
+    if settings.observer_sink == "embedded":
+        held.append(settings.observer_path)
     config = uvicorn.Config(
         app,
         host=settings.gateway_host,
@@ -65,7 +72,8 @@ def run(
     receiver = start_receiver(app.state.services.observer, settings, settings.gateway_host)
     tune_collector()
     try:
-        server.run()
+        with announce(settings, kind="gateway", url=url, stores=held, observer_url=f"{url}/observer"):
+            server.run()
     except SystemExit:
         # uvicorn logs a failed bind and exits; say what to do instead of a bare exit code.
         if not server.started:

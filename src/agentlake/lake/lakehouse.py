@@ -32,6 +32,7 @@ from agentlake.lake.catalog import DatasetInfo
 from agentlake.lake.guard import check_select
 from agentlake.lake.ingest import IngestResult, apply_ingest, check_mode, read_source
 from agentlake.migrations import Migration, apply_migrations
+from agentlake.serving import held_by
 from agentlake.settings import Settings, load_settings
 
 if TYPE_CHECKING:
@@ -169,7 +170,8 @@ class Lake:
             text = str(exc)
             if "lock" in text.lower():
                 raise UnavailableError(
-                    f"the lake file {target} is in use by another process; stop it or wait and retry ({text.splitlines()[0]})"
+                    held_by(target, "the lake file")
+                    or f"the lake file {target} is in use by another process; stop it or wait and retry ({text.splitlines()[0]})"
                 ) from None
             raise RunError(f"cannot open the lake file {target}: {text.splitlines()[0]}") from None
         except duckdb.ConnectionException as exc:

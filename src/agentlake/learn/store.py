@@ -46,6 +46,7 @@ from agentlake.learn.model import (
 )
 from agentlake.migrations import Migration, apply_migrations
 from agentlake.observe.scrub import scrub
+from agentlake.serving import held_by
 from agentlake.settings import load_settings
 
 if TYPE_CHECKING:
@@ -338,7 +339,8 @@ class LessonStore:
         except duckdb.Error as exc:
             if _is_lock_error(exc):
                 raise UserError(
-                    f"the lesson store {target} is open in another process (DuckDB allows one writer); "
+                    held_by(target, "the lesson store")
+                    or f"the lesson store {target} is open in another process (DuckDB allows one writer); "
                     "stop that process or run this command through it"
                 ) from None
             raise RunError(f"cannot open the lesson store {target}: {exc}") from exc

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from agentlake.observe.default_observer import (
     close_default_observer,
     get_observer,
+    open_client,
     open_observer,
     open_reader,
     set_observer,
@@ -91,6 +92,7 @@ __all__ = [
     "observe",
     "observe_context",
     "open_observer",
+    "open_client",
     "open_reader",
     "record_op",
     "scrub",

@@ -2,7 +2,8 @@
 
 Owns ``open_observer`` (``observer_sink``: ``embedded`` opens the DuckDB store in this process,
 ``http`` sends to a running observer service through ``ObserverClient``, which spools while it
-is down), ``open_reader`` (where tools like ``agentlake ops`` read from) and the process-wide
+is down; an embedded sink whose store a running server of the data directory holds sends to that
+server instead), ``open_reader`` (where tools like ``agentlake ops`` read from) and the process-wide
 observer (``get_observer``/``set_observer``, closed at exit, never reused across a fork). It
 does not own recording (``recording``) or the observer itself (``observer``).
 """
@@ -21,6 +22,7 @@ from agentlake.observe.observer import Observer
 from agentlake.observe.otel_env import export_configured
 from agentlake.observe.sink import OpSink
 from agentlake.observe.store import OpStore
+from agentlake.serving import Announcement, server_holding
 from agentlake.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
@@ -34,12 +36,17 @@ def open_observer(settings: Settings | None = None) -> Observer:
     ``settings.observer_path`` in this process; ``http`` sends to ``settings.observer_url``
     through an ``ObserverClient`` (spooling to ``data_dir/spool`` while it is down)."""
     settings = settings or load_settings()
-    if settings.observer_sink == "http":
+    server = (
+        server_holding(settings.observer_path, settings.data_dir)
+        if settings.observer_sink == "embedded"
+        else None
+    )
+    if settings.observer_sink == "http" or server is not None:
         # The HTTP client (httpx, the spool) loads only for a remote sink: start-up time.
         from agentlake.observe.client import ObserverClient, RemoteSink
 
-        key = settings.observer_api_key.get_secret_value() if settings.observer_api_key else None
-        client = ObserverClient(settings.observer_url, api_key=key, spool_path=_default_spool(settings))
+        url, key = _remote(settings, server)
+        client = ObserverClient(url, api_key=key, spool_path=_default_spool(settings))
         return Observer(RemoteSink(client), ring_size=settings.observer_ring_size)
     # The writer's database keeps OpStore's one DuckDB thread (see OpStore), whatever
     # duckdb_threads says: that setting is for the lake's analytical queries.
@@ -70,12 +77,33 @@ def open_reader(settings: Settings | None = None, *, url: str | None = None) -> 
             return OpStore(settings.observer_path, read_only=True, threads=settings.duckdb_threads)
         except UnavailableError:
             pass  # the writer is running: ask it
-    from agentlake.observe.client import ObserverClient, RemoteSink  # only for a remote reader
+    from agentlake.observe.client import RemoteSink  # only for a remote reader
 
+    return RemoteSink(open_client(settings, url=url))
+
+
+def open_client(settings: Settings | None = None, *, url: str | None = None) -> Any:
+    """An ``ObserverClient`` of the observer service: at ``url`` when given, else the running
+    server of the data directory that holds the store (``agentlake serve`` mounts one under
+    /observer), else ``observer_url``."""
+    from agentlake.observe.client import ObserverClient  # only for a remote reader
+
+    settings = settings or load_settings()
+    server = None if url is not None else server_holding(settings.observer_path, settings.data_dir)
+    remote_url, key = _remote(settings, server)
+    return ObserverClient(url or remote_url, api_key=key, spool_path=_default_spool(settings))
+
+
+def _remote(settings: Settings, server: Announcement | None) -> tuple[str, str | None]:
+    """Where a process that cannot open the store sends and reads ops, with which key: the
+    running server of the data directory that holds the store (the gateway's mounted observer
+    takes the gateway's keys: ``api_key``), else ``observer_url``."""
+    if server is not None and server.observer_url:
+        secret = settings.api_key if server.kind == "gateway" else settings.observer_api_key
+        secret = secret or settings.observer_api_key
+        return server.observer_url, secret.get_secret_value() if secret else None
     key = settings.observer_api_key.get_secret_value() if settings.observer_api_key else None
-    return RemoteSink(
-        ObserverClient(url or settings.observer_url, api_key=key, spool_path=_default_spool(settings))
-    )
+    return settings.observer_url, key
 
 
 def _default_spool(settings: Settings) -> Any:

@@ -297,7 +297,7 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
 
     # Lazy (start-up time): grpcio loads and the collector is tuned only in a server process.
     from agentlake.observe.otlp_grpc import start_receiver
-    from agentlake.serving import tune_collector
+    from agentlake.serving import announce, client_url, tune_collector
 
     observer = open_observer(settings.model_copy(update={"observer_sink": "embedded"}))
     previous = set_observer(observer)
@@ -306,14 +306,17 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
         app = create_app(observer, settings)
         receiver = start_receiver(observer, settings, host or settings.observer_host)
         tune_collector()
-        uvicorn.run(
-            app,
-            host=host or settings.observer_host,
-            port=port or settings.observer_port,
-            log_level="warning",
-            access_log=False,
-            timeout_graceful_shutdown=5,
-        )
+        bound, bound_port = host or settings.observer_host, port or settings.observer_port
+        url = client_url(bound, bound_port)
+        with announce(settings, kind="observer", url=url, stores=[settings.observer_path], observer_url=url):
+            uvicorn.run(
+                app,
+                host=bound,
+                port=bound_port,
+                log_level="warning",
+                access_log=False,
+                timeout_graceful_shutdown=5,
+            )
     finally:
         if receiver is not None:
             receiver.stop()

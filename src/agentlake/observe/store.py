@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field
 from agentlake.errors import RunError, UnavailableError, UserError
 from agentlake.migrations import Migration, apply_migrations
 from agentlake.observe.model import LLMUsage, ObservedOp, Provenance
+from agentlake.serving import held_by
 
 log = logging.getLogger(__name__)
 
@@ -381,7 +382,8 @@ class OpStore:
         except duckdb.Error as exc:
             if _is_lock_error(exc):
                 raise UnavailableError(
-                    f"the observer store {self.path} is held by another process (DuckDB allows one writer); "
+                    held_by(self.path, "the observer store")
+                    or f"the observer store {self.path} is held by another process (DuckDB allows one writer); "
                     "send ops over HTTP (AGENTLAKE_OBSERVER_SINK=http) or query the running observer service"
                 ) from None
             raise RunError(f"cannot open the observer store {self.path}: {exc}") from None

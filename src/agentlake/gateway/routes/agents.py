@@ -1,12 +1,14 @@
-"""Agent routes: the agents' tools (list and call) and /ask (an answer from a model, with sources)."""
+"""Agent routes: the agents' tools (list and call), /fill (one staffing order) and /ask (an answer
+from a model, with sources)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Path, Request
 
+from agentlake.agents import TaskOutcome
 from agentlake.agents.ask import Answer
 from agentlake.gateway import operations
-from agentlake.gateway.schemas import AskRequest, ToolCall, ToolCallResult, ToolInfo, ToolList
+from agentlake.gateway.schemas import AskRequest, FillRequest, ToolCall, ToolCallResult, ToolInfo, ToolList
 from agentlake.gateway.security import require
 from agentlake.http.errors import BAD_REQUEST, COMMON_ERRORS, NOT_FOUND, UNAVAILABLE
 
@@ -45,3 +47,17 @@ def ask(body: AskRequest, request: Request) -> Answer:
     """SQL first for structured questions, hybrid search otherwise; the answer cites `[SQL]` or
     document ids like `[W-7995]`. 503 when no model is configured or reachable."""
     return operations.ask(request.app.state.services, body)
+
+
+@router.post(
+    "/fill",
+    response_model=TaskOutcome,
+    dependencies=[Depends(require("write"))],
+    summary="Fill one staffing order against the lake.",
+    responses=BAD_REQUEST | UNAVAILABLE,
+)
+def fill(body: FillRequest, request: Request) -> TaskOutcome:
+    """Verified workers, spares, every rejection's reason and the transcript (what `agentlake
+    fill` shows); `success: false` when unfilled. Recorded as the fill's ops; lessons are given
+    and measured as in any fill. Write scope: it runs agents and may spend model budget."""
+    return operations.fill_order(request.app.state.services, body)
