@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ pytestmark = pytest.mark.slow
 
 ORDER = "2 x Welder in Cleveland, OH for Riverfront Steel at 08:00 on 2026-04-22"
 KEYS = "beside-read-1:read,beside-write-1:write"
+SEARCH = "certified welder, night shifts"
 
 
 def cli(data_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -71,110 +73,130 @@ def _seed_lessons(data_dir: Path) -> None:
     assert learned.returncode == 0, learned.stderr
 
 
+@pytest.fixture(scope="module")
+def shared(lake_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One seeded data dir for the tests that only read (a server start and the standalone runs
+    are the slow part, so they are made once)."""
+    target = tmp_path_factory.mktemp("beside") / "data"
+    shutil.copytree(lake_template, target)
+    _seed_lessons(target)
+    return target
+
+
 @pytest.fixture
 def seeded(data_dir: Path) -> Path:
+    """This test's own seeded data dir (for tests that start their own server or write files)."""
     _seed_lessons(data_dir)
     return data_dir
 
 
-@pytest.fixture
-def standalone(seeded: Path) -> dict[str, subprocess.CompletedProcess[str]]:
+@pytest.fixture(scope="module")
+def standalone(shared: Path) -> dict[str, subprocess.CompletedProcess[str]]:
     """What the commands answer with no server running."""
     return {
-        "fill": cli(seeded, "fill", ORDER),
-        "lessons": cli(seeded, "lessons", "list"),
-        "sql": cli(seeded, "sql", "SELECT count(*) AS n FROM workers"),
+        "fill": cli(shared, "fill", ORDER),
+        "lessons": cli(shared, "lessons", "list"),
+        "sql": cli(shared, "sql", "SELECT count(*) AS n FROM workers"),
+        "search": cli(shared, "search", "workers", SEARCH, "--where", "state = 'OH'", "-k", "5"),
     }
 
 
-@pytest.fixture
-def server(seeded: Path, tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen]]:
-    with running_server(seeded, tmp_path / "serve.log") as running:
+@pytest.fixture(scope="module")
+def server(
+    shared: Path, standalone, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """`agentlake serve` over the shared data dir, started once the standalone runs are done."""
+    with running_server(shared, tmp_path_factory.mktemp("beside-log") / "serve.log") as running:
         yield running
 
 
-def test_a_running_server_announces_itself_for_its_data_dir(seeded: Path, server) -> None:
+def test_a_running_server_announces_itself_for_its_data_dir(shared: Path, server) -> None:
     _, process = server
-    (announced,) = running_servers(seeded)
+    (announced,) = running_servers(shared)
     assert announced.pid == process.pid
-    assert announced.holds(load_settings(data_dir=seeded).data_dir / "lessons.duckdb")
+    assert announced.holds(load_settings(data_dir=shared).data_dir / "lessons.duckdb")
 
 
-def test_the_announcement_is_removed_when_the_server_stops(seeded: Path, tmp_path: Path) -> None:
-    with running_server(seeded, tmp_path / "serve.log"):
+def test_the_announcement_is_removed_when_the_server_stops(data_dir: Path, tmp_path: Path) -> None:
+    with running_server(data_dir, tmp_path / "serve.log"):
         pass
-    assert list((seeded / "servers").glob("*.json")) == []
+    assert list((data_dir / "servers").glob("*.json")) == []
 
 
-def test_fill_beside_the_server_prints_what_it_prints_alone(seeded: Path, standalone, server) -> None:
-    through = cli(seeded, "fill", ORDER)
+def test_fill_beside_the_server_prints_what_it_prints_alone(shared: Path, standalone, server) -> None:
+    through = cli(shared, "fill", ORDER)
     assert _without_timings(through.stdout) == _without_timings(standalone["fill"].stdout)
 
 
-def test_fill_beside_the_server_exits_as_it_does_alone(seeded: Path, standalone, server) -> None:
-    assert cli(seeded, "fill", ORDER).returncode == standalone["fill"].returncode
+def test_fill_beside_the_server_exits_as_it_does_alone(shared: Path, standalone, server) -> None:
+    assert cli(shared, "fill", ORDER).returncode == standalone["fill"].returncode
 
 
-def test_an_unfilled_order_exits_1_through_the_server(seeded: Path, server) -> None:
-    assert cli(seeded, "fill", "40 x Welder in Cleveland, OH", "--radius", "1", "--no-rescue").returncode == 1
+def test_an_unfilled_order_exits_1_through_the_server(shared: Path, server) -> None:
+    assert cli(shared, "fill", "40 x Welder in Cleveland, OH", "--radius", "1", "--no-rescue").returncode == 1
 
 
-def test_a_bad_order_exits_2_through_the_server(seeded: Path, server) -> None:
-    assert cli(seeded, "fill", "3 x Welder in Atlantis, ZZ").returncode == 2
+def test_a_bad_order_exits_2_through_the_server(shared: Path, server) -> None:
+    assert cli(shared, "fill", "3 x Welder in Atlantis, ZZ").returncode == 2
 
 
-def test_a_bad_order_is_one_line_through_the_server(seeded: Path, server) -> None:
-    result = cli(seeded, "fill", "3 x Welder in Atlantis, ZZ")
+def test_a_bad_order_is_one_line_through_the_server(shared: Path, server) -> None:
+    result = cli(shared, "fill", "3 x Welder in Atlantis, ZZ")
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
-def test_lessons_list_beside_the_server_prints_what_it_prints_alone(seeded: Path, standalone, server) -> None:
-    assert cli(seeded, "lessons", "list").stdout == standalone["lessons"].stdout
+def test_lessons_list_beside_the_server_prints_what_it_prints_alone(shared: Path, standalone, server) -> None:
+    assert cli(shared, "lessons", "list").stdout == standalone["lessons"].stdout
 
 
 def test_the_seeded_lessons_are_there_to_compare(standalone) -> None:
     assert "0 lesson(s)" not in standalone["lessons"].stdout
 
 
-def test_sql_beside_the_server_prints_what_it_prints_alone(seeded: Path, standalone, server) -> None:
-    assert cli(seeded, "sql", "SELECT count(*) AS n FROM workers").stdout == standalone["sql"].stdout
+def test_sql_beside_the_server_prints_what_it_prints_alone(shared: Path, standalone, server) -> None:
+    assert cli(shared, "sql", "SELECT count(*) AS n FROM workers").stdout == standalone["sql"].stdout
 
 
-def test_ops_stats_finds_the_gateways_mounted_observer(seeded: Path, server) -> None:
-    cli(seeded, "fill", ORDER)  # recorded by the server
-    stats = json.loads(cli(seeded, "ops", "stats", "--format", "json").stdout)
+def test_search_beside_the_server_prints_what_it_prints_alone(shared: Path, standalone, server) -> None:
+    through = cli(shared, "search", "workers", SEARCH, "--where", "state = 'OH'", "-k", "5")
+    assert through.stdout == standalone["search"].stdout
+
+
+def test_ops_stats_finds_the_gateways_mounted_observer(shared: Path, server) -> None:
+    cli(shared, "fill", ORDER)  # recorded by the server
+    stats = json.loads(cli(shared, "ops", "stats", "--format", "json").stdout)
     assert stats["by_endpoint"].get("POST /fill", 0) >= 1, stats
 
 
 @pytest.fixture
-def held(seeded: Path, server) -> subprocess.Popen:
+def held(shared: Path, server) -> subprocess.Popen:
     """The server with its lesson store open (it opens stores on first use)."""
-    assert cli(seeded, "lessons", "list").returncode == 0
+    assert cli(shared, "lessons", "list").returncode == 0
     return server[1]
 
 
-def test_a_command_that_cannot_go_through_names_the_server_to_stop(seeded: Path, held) -> None:
-    assert f"pid {held.pid}" in cli(seeded, "lessons", "prune").stderr
+def test_a_command_that_cannot_go_through_names_the_server_to_stop(shared: Path, held) -> None:
+    assert f"pid {held.pid}" in cli(shared, "lessons", "prune").stderr
 
 
-def test_a_command_that_cannot_go_through_exits_2(seeded: Path, held) -> None:
-    assert cli(seeded, "lessons", "prune").returncode == 2
+def test_a_command_that_cannot_go_through_exits_2(shared: Path, held) -> None:
+    assert cli(shared, "lessons", "prune").returncode == 2
 
 
-def test_a_command_that_cannot_go_through_says_so_in_one_line(seeded: Path, held) -> None:
-    result = cli(seeded, "lessons", "prune")
+def test_a_command_that_cannot_go_through_says_so_in_one_line(shared: Path, held) -> None:
+    result = cli(shared, "lessons", "prune")
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
-def test_a_refused_key_says_which_variable_to_set(seeded: Path, tmp_path: Path) -> None:
-    with running_server(seeded, tmp_path / "serve.log", AGENTLAKE_API_KEYS=KEYS):
-        result = cli(seeded, "lessons", "list")
+def test_a_refused_key_says_which_variable_to_set(data_dir: Path, tmp_path: Path) -> None:
+    with running_server(data_dir, tmp_path / "serve.log", AGENTLAKE_API_KEYS=KEYS):
+        result = cli(data_dir, "lessons", "list")
     assert "AGENTLAKE_API_KEY" in result.stderr
 
 
-def test_the_key_from_the_environment_is_sent(seeded: Path, tmp_path: Path) -> None:
-    with running_server(seeded, tmp_path / "serve.log", AGENTLAKE_API_KEYS=KEYS):
-        result = cli(seeded, "lessons", "list", AGENTLAKE_API_KEY="beside-read-1")
+def test_the_key_from_the_environment_is_sent(data_dir: Path, tmp_path: Path) -> None:
+    with running_server(data_dir, tmp_path / "serve.log", AGENTLAKE_API_KEYS=KEYS):
+        result = cli(data_dir, "lessons", "list", AGENTLAKE_API_KEY="beside-read-1")
     assert result.returncode == 0, result.stderr
 
 
@@ -191,29 +213,29 @@ def _stale_announcement(data_dir: Path, *, pid: int, process_start: int | None) 
     return path
 
 
-def test_a_dead_servers_file_is_ignored_with_a_note(seeded: Path) -> None:
+def test_a_dead_servers_file_is_ignored_with_a_note(data_dir: Path) -> None:
     dead = subprocess.Popen(["true"])
     dead.wait()
-    _stale_announcement(seeded, pid=dead.pid, process_start=None)
-    assert "stale server file" in cli(seeded, "lessons", "list").stderr
+    _stale_announcement(data_dir, pid=dead.pid, process_start=None)
+    assert "stale server file" in cli(data_dir, "lessons", "list").stderr
 
 
-def test_a_dead_servers_file_does_not_stop_the_command(seeded: Path) -> None:
+def test_a_dead_servers_file_does_not_stop_the_command(data_dir: Path) -> None:
     dead = subprocess.Popen(["true"])
     dead.wait()
-    _stale_announcement(seeded, pid=dead.pid, process_start=None)
-    assert cli(seeded, "lessons", "list").returncode == 0
+    _stale_announcement(data_dir, pid=dead.pid, process_start=None)
+    assert cli(data_dir, "lessons", "list").returncode == 0
 
 
-def test_a_reused_pid_does_not_fool_the_lookup(seeded: Path) -> None:
+def test_a_reused_pid_does_not_fool_the_lookup(data_dir: Path) -> None:
     # This test's own process is alive, but it started at another time than the file says.
-    _stale_announcement(seeded, pid=os.getpid(), process_start=1)
-    assert running_servers(seeded) == []
+    _stale_announcement(data_dir, pid=os.getpid(), process_start=1)
+    assert running_servers(data_dir) == []
 
 
-def test_the_stale_file_is_removed(seeded: Path) -> None:
-    path = _stale_announcement(seeded, pid=os.getpid(), process_start=1)
-    running_servers(seeded)
+def test_the_stale_file_is_removed(data_dir: Path) -> None:
+    path = _stale_announcement(data_dir, pid=os.getpid(), process_start=1)
+    running_servers(data_dir)
     assert not path.exists()
 
 

@@ -1,4 +1,5 @@
-"""``agentlake ask "question"``: an answer over the lake written by a model, with its sources."""
+"""``agentlake ask "question"``: an answer over the lake written by a model, with its sources
+(through ``agentlake serve`` when one runs for the data directory)."""
 
 from __future__ import annotations
 
@@ -21,12 +22,20 @@ def ask(
     ),
 ) -> None:
     """Answer a question over the lake: SQL for structured questions, hybrid search otherwise, sources cited."""
+    from agentlake.agents.ask import Answer
     from agentlake.agents.ask import ask as ask_lake
+    from agentlake.cli.beside_server import LONG_TIMEOUT_S, call, running_gateway
     from agentlake.cli.output import console, print_json
     from agentlake.lake import Lake
 
-    with Lake.open(read_only=True) as lake:
-        answer = ask_lake(question, lake=lake, model=model, dataset=dataset, k=k)
+    server = running_gateway()
+    if server is not None:
+        # The server holds the lake: it asks (with its models unless --model names one).
+        body = {"question": question, "model": model, "dataset": dataset, "k": k}
+        answer = Answer.model_validate(call(server, "POST", "/ask", json=body, timeout_s=LONG_TIMEOUT_S))
+    else:
+        with Lake.open(read_only=True) as lake:
+            answer = ask_lake(question, lake=lake, model=model, dataset=dataset, k=k)
     if as_json:
         print_json(answer.model_dump(mode="json"))
         return

@@ -1,4 +1,5 @@
-"""``agentlake search DATASET "question"``: hybrid search (SQL filter first, then vector ranking)."""
+"""``agentlake search DATASET "question"``: hybrid search (SQL filter first, then vector ranking),
+through ``agentlake serve`` when one runs for the data directory."""
 
 from __future__ import annotations
 
@@ -20,13 +21,21 @@ def search(
     fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output: table, json or csv."),
 ) -> None:
     """Rank the rows matching --where (all rows without it) by similarity to QUESTION."""
+    from agentlake.cli.beside_server import call, running_gateway
     from agentlake.lake import Lake
     from agentlake.lake.search import hybrid_search
 
-    with Lake.open(read_only=True) as lake:
-        sources = hybrid_search(lake, dataset, question, where=where, k=k)
     columns = ["doc_id", "key", "score", "similarity", "sql_verified", "chunk_text"]
-    rows = [[getattr(source, column) for column in columns] for source in sources]
+    server = running_gateway()
+    if server is not None:
+        # The server holds the lake (and has the embedding model loaded): it searches.
+        body = {"dataset": dataset, "question": question, "where": where, "k": k}
+        hits = call(server, "POST", "/search", json=body)["hits"]
+        rows = [[hit[column] for column in columns] for hit in hits]
+    else:
+        with Lake.open(read_only=True) as lake:
+            sources = hybrid_search(lake, dataset, question, where=where, k=k)
+        rows = [[getattr(source, column) for column in columns] for source in sources]
     render_rows(columns, rows, fmt, title=f"{dataset}: {question}")
 
 

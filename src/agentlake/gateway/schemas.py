@@ -313,7 +313,10 @@ class SearchHit(BaseModel):
     doc_id: str = Field(..., description="Citable id, e.g. W-7995 for worker 7995.")
     key: int = Field(..., description="The row's integer key (worker_id for workers).")
     chunk_text: str = Field(..., description="The indexed text of the row.")
-    score: float = Field(..., description="Cosine similarity to the question (higher is closer).")
+    score: float = Field(
+        ..., description="Ranking score: cosine similarity to the question, after a boost if one was given."
+    )
+    similarity: float = Field(..., description="Cosine similarity to the question, before any boost.")
     sql_verified: bool = Field(..., description="The row was confirmed against DuckDB by the filter.")
 
     @classmethod
@@ -323,6 +326,7 @@ class SearchHit(BaseModel):
             key=int(source.key),
             chunk_text=str(source.chunk_text),
             score=float(source.score),
+            similarity=float(source.similarity),
             sql_verified=bool(source.sql_verified),
         )
 
