@@ -254,3 +254,35 @@ def test_an_announcement_states_what_it_holds(tmp_path: Path) -> None:
         settings, kind="observer", url="http://127.0.0.1:3800", stores=[tmp_path / "observe.duckdb"]
     ) as mine:
         assert mine.holds(tmp_path / "observe.duckdb")
+
+
+def services_lines() -> list[str]:
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = re.search(r"```bash services\n(.*?)```", text, re.S)
+    assert block, "README.md has no ```bash services block"
+    return [line.split("  #")[0].strip() for line in block.group(1).splitlines() if line.strip()]
+
+
+# The servers themselves are what runs beside; `observer serve` would be a second writer of the
+# op store the gateway holds (it says so and exits 2, tested above for another command).
+SERVERS = ("agentlake serve", "agentlake observer serve")
+
+
+@pytest.mark.parametrize("line", [line for line in services_lines() if line not in SERVERS])
+def test_the_readme_services_commands_work_beside_the_server(shared: Path, server, line: str) -> None:
+    follow = "--follow" in line
+    try:
+        result = subprocess.run(
+            ["bash", "-c", line.replace("agentlake", AGENTLAKE, 1)],
+            env=clean_env(shared, COLUMNS="200"),
+            capture_output=True,
+            text=True,
+            timeout=8 if follow else 300,
+        )
+    except subprocess.TimeoutExpired as stopped:
+        # A follower runs until stopped: it must have printed the backlog by then.
+        if not follow:
+            raise
+        assert (stopped.stdout or b"").strip(), stopped.stderr
+        return
+    assert result.returncode == 0, result.stderr

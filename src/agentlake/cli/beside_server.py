@@ -33,6 +33,12 @@ def running_gateway(settings: Settings | None = None) -> Announcement | None:
     )
 
 
+def key_headers(settings: Settings | None = None) -> dict[str, str]:
+    """The API key header for the running server (``AGENTLAKE_API_KEY``), when one is set."""
+    settings = settings or load_settings()
+    return {"X-API-Key": settings.api_key.get_secret_value()} if settings.api_key else {}
+
+
 def call(
     server: Announcement,
     method: str,
@@ -49,8 +55,7 @@ def call(
     variable to set) and ``RunError`` for a 5xx or when the server does not answer."""
     import httpx
 
-    settings = settings or load_settings()
-    headers = {"X-API-Key": settings.api_key.get_secret_value()} if settings.api_key else {}
+    headers = key_headers(settings)
     try:
         response = httpx.request(
             method, server.url + path, json=json, params=params, headers=headers, timeout=timeout_s

@@ -3,12 +3,13 @@
 Thin doors onto ``agentlake.graph``: list and show graph definitions, list the registered node
 types, validate YAML files, and run one message through a graph (the same runtime the
 dashboard's ``/ws`` uses) printing the reply, the controls and, with ``--trace``, every node event.
+While ``agentlake serve`` runs for the data directory, ``chat`` runs the turn on its ``/ws``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -18,6 +19,9 @@ graph_app = typer.Typer(
     help="Conversational graphs: list, show and validate definitions; run a message through one.",
     no_args_is_help=True,
 )
+if TYPE_CHECKING:
+    from agentlake.serving import Announcement
+
 _FORMAT = typer.Option(Format.table, "--format", "-f", help="Output format: table, json or csv.")
 _GRAPH = typer.Argument(..., help="A built-in graph name (see `agentlake graph list`) or a YAML file.")
 
@@ -101,21 +105,67 @@ def chat(
     ),
 ) -> None:
     """Run one message through a graph, as the dashboard would, and print what the browser would get."""
+    from agentlake.cli.beside_server import running_gateway
     from agentlake.errors import RunError
     from agentlake.graph import GraphDef, GraphRuntime, load_graph_file
     from agentlake.settings import load_settings
 
-    chosen: str | GraphDef = load_graph_file(graph) if graph.endswith((".yaml", ".yml")) else graph
-    runtime = GraphRuntime(load_settings(graph_model=model), graph=chosen)
-    sent: list[dict[str, Any]] = []
-    try:
-        events = runtime.handle(runtime.session(), {"type": "message", "text": message}, sent.append)
-    finally:
-        runtime.close()
+    server = running_gateway()
+    if server is not None:
+        # The server holds the lake: the turn runs there, as the dashboard's would.
+        sent, events = _chat_through(server, message, graph=graph, model=model)
+    else:
+        chosen: str | GraphDef = load_graph_file(graph) if graph.endswith((".yaml", ".yml")) else graph
+        runtime = GraphRuntime(load_settings(graph_model=model), graph=chosen)
+        sent = []
+        try:
+            events = runtime.handle(runtime.session(), {"type": "message", "text": message}, sent.append)
+        finally:
+            runtime.close()
     _print(sent, events if trace else [])
     errors = [event["message"] for event in sent if event["type"] == "error"]
     if errors:
         raise RunError(errors[0])
+
+
+def _chat_through(
+    server: Announcement, message: str, *, graph: str, model: str | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One turn on the running gateway's dashboard socket (``/ws``): what it sent, and the trace
+    records of the turn. Its graph and model are the server's: asking for others is refused."""
+    import json
+
+    from websockets.exceptions import InvalidStatus, WebSocketException
+    from websockets.sync.client import connect
+
+    from agentlake.cli.beside_server import LONG_TIMEOUT_S, SHORT_TIMEOUT_S, key_headers
+    from agentlake.errors import RunError, UserError
+
+    url = server.url.replace("http", "ws", 1) + "/ws"
+    sent: list[dict[str, Any]] = []
+    trace: list[dict[str, Any]] = []
+    try:
+        with connect(url, additional_headers=key_headers(), open_timeout=SHORT_TIMEOUT_S) as socket:
+            hello = json.loads(socket.recv(timeout=SHORT_TIMEOUT_S))
+            running = (hello["graph"]["name"], hello["model"])
+            if (graph, model or running[1]) != running:
+                raise UserError(
+                    f"{server.describe()} runs graph {running[0]!r} with model {running[1]!r}; "
+                    "stop it to chat with another graph or model here"
+                )
+            socket.send(json.dumps({"type": "message", "text": message}))
+            while not sent or sent[-1]["type"] != "done":
+                event = json.loads(socket.recv(timeout=LONG_TIMEOUT_S))
+                (trace if event["type"] == "trace" else sent).append(event)
+    except InvalidStatus as exc:
+        status = exc.response.status_code
+        hint = " (set AGENTLAKE_API_KEY to one of its keys)" if status in (401, 403) else ""
+        raise UserError(f"{server.describe()} refused the chat socket: HTTP {status}{hint}") from None
+    except (OSError, TimeoutError, WebSocketException) as exc:
+        raise RunError(
+            f"{server.describe()} did not complete the chat turn ({type(exc).__name__}: {exc})"
+        ) from None
+    return sent, trace
 
 
 def _print(sent: list[dict[str, Any]], trace: list[dict[str, Any]]) -> None:
