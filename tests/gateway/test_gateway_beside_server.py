@@ -106,7 +106,10 @@ def server(
     shared: Path, standalone, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[str, subprocess.Popen]]:
     """`agentlake serve` over the shared data dir, started once the standalone runs are done."""
-    with running_server(shared, tmp_path_factory.mktemp("beside-log") / "serve.log") as running:
+    # The dashboard chat's scripted model: what is tested is the way through the server, and a
+    # real model's turn (make models) would only add minutes.
+    log = tmp_path_factory.mktemp("beside-log") / "serve.log"
+    with running_server(shared, log, AGENTLAKE_GRAPH_MODEL="function:graph-demo") as running:
         yield running
 
 
