@@ -13,7 +13,7 @@ import pytest
 from agentlake.errors import RunError, UserError
 from agentlake.lake import Lake, check_select, check_where
 from agentlake.lake.index import IndexInfo
-from agentlake.lake.search import _filter_keys, hybrid_search
+from agentlake.lake.search import _duckdb_filter_keys, hybrid_search
 from agentlake.learn.model import MachineAction
 from agentlake.settings import load_settings
 
@@ -57,7 +57,7 @@ def test_a_slow_search_filter_is_interrupted_at_the_timeout(lake: Lake) -> None:
     info = IndexInfo.model_construct(dataset="items", key_column="id")
     started = time.perf_counter()
     with pytest.raises(RunError, match=r"search filter was interrupted after the 1 s timeout"):
-        _filter_keys(lake, info, "(SELECT count(*) FROM items a, items b, items c) > 0")
+        _duckdb_filter_keys(lake, info, "(SELECT count(*) FROM items a, items b, items c) > 0")
     assert time.perf_counter() - started < 2.5
 
 
@@ -149,7 +149,7 @@ def test_search_filter_errors_do_not_echo_huge_values(lake: Lake) -> None:
     lake.write_table("docs", pa.table({"id": [1], "text": ["z" * 9000]}))
     info = IndexInfo.model_construct(dataset="docs", key_column="id")
     with pytest.raises(UserError) as refused:
-        _filter_keys(lake, info, check_where("CAST(text AS INTEGER) = 1"))
+        _duckdb_filter_keys(lake, info, check_where("CAST(text AS INTEGER) = 1"))
     assert len(refused.value.message) < 600
 
 

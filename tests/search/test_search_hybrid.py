@@ -173,3 +173,27 @@ def test_slow_filters_are_interrupted(data_dir, monkeypatch: pytest.MonkeyPatch)
 
 def test_source_shape() -> None:
     assert set(Source.model_fields) >= {"doc_id", "key", "chunk_text", "score", "sql_verified"}
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "role = 'Welder'",
+        "state IN ('CA', 'TX', 'NY') AND reliability >= 0.5",
+        "NOT (state = 'CA') OR worker_id < 40",
+    ],
+)
+def test_the_attribute_index_gives_what_duckdb_gives(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    from agentlake.lake.attrindex import AttributeIndex
+
+    def no_scan(*args: object) -> None:
+        raise AssertionError(f"the attribute index should have answered {where!r}")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(search_module, "_duckdb_filter_keys", no_scan)
+        indexed = hybrid_search(lake, "workers", "forklift operator in a warehouse", where=where, k=10)
+    monkeypatch.setattr(AttributeIndex, "keys_for", lambda self, fragment: None)
+    scanned = hybrid_search(lake, "workers", "forklift operator in a warehouse", where=where, k=10)
+    assert indexed == scanned

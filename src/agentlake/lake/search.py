@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 from agentlake.embed import get_embedder
 from agentlake.embed.local import quiet_openmp
 from agentlake.errors import RunError, UserError
+from agentlake.lake.attrindex import attributes_of
 from agentlake.lake.bounds import error_line, excerpt
 from agentlake.lake.catalog import quote_ident
 from agentlake.lake.guard import check_where
@@ -84,7 +85,14 @@ quiet_openmp()  # before the float16 scan first imports torch
 # --- the lake side ----------------------------------------------------------------------
 
 
-def _filter_keys(lake: Lake, info: IndexInfo, fragment: str) -> np.ndarray:
+def _filter_keys(lake: Lake, index: VectorIndex, fragment: str) -> np.ndarray:
+    """Keys of the rows matching ``fragment``: from the attribute index beside ``index`` when it
+    answers the filter exactly (equality, IN and ranges on its columns), else from DuckDB."""
+    keys = attributes_of(lake, index).keys_for(fragment)
+    return keys if keys is not None else _duckdb_filter_keys(lake, index.info, fragment)
+
+
+def _duckdb_filter_keys(lake: Lake, info: IndexInfo, fragment: str) -> np.ndarray:
     """Keys of the rows matching ``fragment``, from DuckDB, under the lake's bounded read."""
     import duckdb
 
@@ -239,7 +247,7 @@ def _search(
     query = query / norm
 
     if fragment is not None:
-        keys = _filter_keys(lake, info, fragment)
+        keys = _filter_keys(lake, index, fragment)
         if keys.size == 0:
             return []
         rows, cosine, scores = _rank_rows(index, index.rows_of(keys), query, k, boost)
