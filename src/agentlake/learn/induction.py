@@ -14,11 +14,15 @@ a score floor (``min_scores``), a distance limit, a certification held, no prior
   only refused items on its wrong side (a hypergeometric tail, ``p``; smaller is stronger).
   A candidate is kept when ``p`` is at most ``ALPHA`` (silent), or ``ALPHA_NAMED`` when the
   judge's own words for a refusal it explains name the feature (``features[].words``: a hint,
-  never proof). Ties go to the filter that leaves the most candidates. A refused item no kept
+  never proof). Between filters the evidence cannot tell apart: the one the scope already has,
+  then a certification or flag before a fitted threshold, then the one leaving the most
+  candidates. A refused item no kept
   filter explains is left out by id (``exclude_ids``): the judge would refuse it again.
-- **Thresholds** sit halfway between the evidence: between the lowest accepted value and the
-  highest value refused for this reason (distance: the farthest accepted and the nearest
-  refused), so they never refuse an accepted item nor admit one refused for this reason.
+- **Thresholds** sit just inside the refusals: one step (the evidence's precision) past the
+  highest value refused for this reason alone (distance: the nearest), never past the lowest
+  accepted value (the farthest). Conservative about the pool: a too-loose threshold is
+  corrected by the next refusal, while a too-strict one would never be (nobody it excludes is
+  proposed again to show otherwise).
 - **Confidence** grows with the evidence: 0.8 at ``p = ALPHA``, +0.05 per tenfold less, at
   most 0.95; a lesson confirmed by new evidence gains the usual +0.05.
 - **Revised, not stacked.** Each filter family (a score, the distance, one certification, the
@@ -41,12 +45,12 @@ import hashlib
 import math
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentlake.learn.evidence import SCORE_FILTER, EvidenceItem, read_judged
-from agentlake.learn.extractor import ExtractContext, PoolChecker, register_extractor
+from agentlake.learn.extractor import ExtractContext, PoolCheck, PoolChecker, register_extractor
 from agentlake.learn.heuristic import HeuristicExtractor
 from agentlake.learn.model import (
     MAX_EVIDENCE_IDS,
@@ -69,6 +73,8 @@ MAX_CONFIDENCE = 0.95
 SOURCE = "induction"
 DOMAIN = "staffing"
 EXCLUDE_FAMILY = "exclude_ids"
+SCORE_STEP = 0.001  # the precision of the evidence's scores
+DISTANCE_STEP = 0.1  # and of its distances, in miles
 MAX_IDS_IN_WORDS = 12
 
 _WORD = re.compile(r"[a-z]+")
@@ -129,13 +135,13 @@ class Candidate:
         return value is True  # exclude_prior_no_show_at_client
 
     def machine(self, explained: Sequence[Point]) -> MachineAction:
-        """The filter, with a threshold halfway between the evidence."""
+        """The filter, its threshold just inside the refusals it explains (``_inside``)."""
         if self.filter.startswith(SCORE_FILTER) or self.filter == "max_distance_miles":
             assert self.bound is not None
             values = [float(p.values[self.feature]) for p in explained]
             if self.filter == "max_distance_miles":
-                return MachineAction(max_distance_miles=_between(self.bound, min(values), 1))
-            threshold = _between(max(values), self.bound, 3)
+                return MachineAction(max_distance_miles=_inside(min(values), self.bound, -DISTANCE_STEP))
+            threshold = _inside(max(values), self.bound, SCORE_STEP)
             return MachineAction(min_scores={self.filter[len(SCORE_FILTER) :]: threshold})
         if self.filter == "require_certifications":
             return MachineAction(require_certifications=[self.tag or ""])
@@ -144,12 +150,17 @@ class Candidate:
 
 @dataclass
 class Rule:
-    """A kept candidate: the refusals it explains and how strongly."""
+    """A kept candidate: the refusals it explains, how strongly, and the refusals its threshold
+    is placed by (those no other kept rule explains, when there are any)."""
 
     candidate: Candidate
     explained: list[Point]
     p: float
     named: bool
+    edge: list[Point] = field(default_factory=list)
+
+    def machine(self) -> MachineAction:
+        return self.candidate.machine(self.edge or self.explained)
 
     @property
     def confidence(self) -> float:
@@ -168,15 +179,18 @@ class Induction:
     rules: list[Rule] = field(default_factory=list)
     exclude: list[Point] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    dropped: dict[str, str] = field(default_factory=dict)  # family -> why it is not a rule
 
 
-def _between(low: float, high: float, digits: int) -> float:
-    """Halfway, rounded, kept strictly above ``low`` and at most ``high``."""
-    step = 10.0**-digits
-    value = round((low + high) / 2, digits)
-    if value <= low:
-        value = round(low + step, digits)
-    return min(value, high) if value > high else value
+def _inside(refused: float, accepted: float, step: float) -> float:
+    """The loosest threshold that still refuses ``refused``: one step from it toward the
+    ``accepted`` bound, never past that bound (the evidence's own precision: 0.001 for scores,
+    0.1 mile). Looser would admit a worker the judge refused for this reason; stricter would
+    exclude workers nothing shows the judge refuses, and nobody excluded is proposed again to
+    show otherwise, while a threshold found too loose is corrected by the next refusal."""
+    digits = max(0, -math.floor(math.log10(abs(step))))
+    value = round(refused + step, digits)
+    return min(value, accepted) if step > 0 else max(value, accepted)
 
 
 def _tags(value: Any) -> set[str]:
@@ -244,8 +258,15 @@ def induce(
     items: Sequence[EvidenceItem],
     *,
     pool_check: PoolChecker | None = None,
+    keep: Collection[str] = (),
 ) -> Induction:
-    """The rules the evidence of ``scope`` supports (see the module docstring)."""
+    """The rules the evidence of ``scope`` supports (see the module docstring).
+
+    ``keep``: the filter families the scope already has lessons for. Such a filter stays while
+    every accepted item passes it, it still fails some refused item and the pool allows it,
+    even when another filter now explains the same refusals (an item refused under two rules
+    must not flip the lessons from one batch to the next); otherwise ``dropped`` says why.
+    """
     result = Induction(scope=scope)
     points = fold_points(items, result.notes)
     accepted = [p for p in points if p.accepted]
@@ -254,9 +275,27 @@ def induce(
     if not refused:
         return result
     hints = {id(p): _hinted(p, features) for p in refused}
+    every = candidates(features, accepted)
     residual = list(refused)
-    open_candidates = candidates(features, accepted)
+    open_candidates = list(every)
     action = MachineAction()
+
+    def named(candidate: Candidate, covered: Sequence[Point]) -> bool:
+        return any(candidate.feature in hints[id(point)] for point in covered)
+
+    def allowed(candidate: Candidate, covered: Sequence[Point]) -> PoolCheck | bool:
+        """What the candidate leaves of the pool (True without a check); False, with a note,
+        when it would leave some order without a candidate."""
+        check = pool_check(scope, action.merged(candidate.machine(covered))) if pool_check else None
+        if check is None:
+            return True
+        if check.emptied:
+            why = "it would leave no candidate for " + ", ".join(check.emptied[:3])
+            result.dropped[candidate.family] = why
+            result.notes.append(f"{scope}: {_describe(candidate, covered)} withheld: {why}")
+            return False
+        return check
+
     while residual and open_candidates:
         scored = []
         for candidate in open_candidates:
@@ -264,35 +303,64 @@ def induce(
             if not covered:
                 continue
             p = hypergeometric_tail(len(residual), len(accepted), len(covered))
-            named = any(candidate.feature in hints[id(point)] for point in covered)
-            if p <= (ALPHA_NAMED if named else ALPHA):
-                scored.append(((not named, round(p, 12), -len(covered)), candidate, covered, p, named))
+            hinted = named(candidate, covered)
+            if p <= (ALPHA_NAMED if hinted else ALPHA):
+                # Between filters the evidence cannot tell apart: the one the scope already
+                # has (stability), then a certification or flag before a fitted threshold
+                # (a floor placed at the accepted items' minimum always fits them), then the
+                # one leaving the most candidates (below).
+                fitted = candidate.filter.startswith(SCORE_FILTER) or candidate.filter == "max_distance_miles"
+                key = (not hinted, round(p, 12), -len(covered), candidate.family not in keep, fitted)
+                scored.append((key, candidate, covered, p, hinted))
         if not scored:
             break
         scored.sort(key=lambda entry: (entry[0], entry[1].family))
         best = [entry for entry in scored if entry[0] == scored[0][0]]
         chosen = None
-        for _key, candidate, covered, p, named in best:
-            check = pool_check(scope, action.merged(candidate.machine(covered))) if pool_check else None
-            if check is not None and check.emptied:
-                result.notes.append(
-                    f"{scope}: {_describe(candidate, covered)} withheld: it would leave no candidate for "
-                    + ", ".join(check.emptied[:3])
-                )
-                open_candidates.remove(candidate)
+        for _key, candidate, covered, p, hinted in best:
+            open_candidates.remove(candidate)
+            check = allowed(candidate, covered)
+            if check is False:
                 continue
-            after = check.after if check is not None else 0
+            after = check.after if isinstance(check, PoolCheck) else 0
             if chosen is None or after > chosen[0]:
-                chosen = (after, Rule(candidate, covered, p, named))
+                if chosen is not None:
+                    open_candidates.append(chosen[1].candidate)
+                chosen = (after, Rule(candidate, covered, p, hinted))
+            else:
+                open_candidates.append(candidate)
         if chosen is None:
             continue
         rule = chosen[1]
         result.rules.append(rule)
         action = action.merged(rule.candidate.machine(rule.explained))
-        open_candidates.remove(rule.candidate)
         residual = [p for p in residual if p not in rule.explained]
+    by_family = {c.family: c for c in every}
+    for family in keep:
+        if family == EXCLUDE_FAMILY or any(r.candidate.family == family for r in result.rules):
+            continue
+        candidate = by_family.get(family)
+        if candidate is None:
+            result.dropped.setdefault(family, "an accepted worker fails it")
+            continue
+        covered = [p for p in refused if candidate.fails(p)]
+        if not covered:
+            result.dropped[family] = "it explains no refusal"
+            continue
+        if allowed(candidate, covered) is False:
+            continue
+        p = hypergeometric_tail(len(refused), len(accepted), len(covered))
+        result.rules.append(Rule(candidate, covered, p, named(candidate, covered)))
+        action = action.merged(candidate.machine(covered))
+    # A threshold is placed by the refusals only its rule explains, where there are any.
+    for rule in result.rules:
+        own = [
+            p for p in rule.explained if not any(o.candidate.fails(p) for o in result.rules if o is not rule)
+        ]
+        rule.edge = own or rule.explained
     accepted_ids = {p.item_id for p in accepted}
-    result.exclude = [p for p in residual if p.item_id not in accepted_ids]
+    explained = [p for p in refused if any(r.candidate.fails(p) for r in result.rules)]
+    result.exclude = [p for p in refused if p not in explained and p.item_id not in accepted_ids]
     return result
 
 
@@ -350,21 +418,21 @@ def _wanted(found: Induction) -> list[_Wanted]:
     judged = found.accepted + found.refused
     out = []
     for rule in found.rules:
-        c, machine = rule.candidate, rule.candidate.machine(rule.explained)
+        c, machine = rule.candidate, rule.machine()
         refused = len(rule.explained)
         basis = f"{refused} refused, {found.accepted} accepted of {judged} judged workers; induced"
         if c.filter.startswith(SCORE_FILTER):
             name, value = next(iter(machine.min_scores.items()))
-            edge = max(float(p.values[c.feature]) for p in rule.explained)
+            edge = max(float(p.values[c.feature]) for p in rule.edge)
             action = (
-                f"Only propose workers with {name} >= {value:g}: {scope} refused every worker below "
-                f"{c.bound:g} it was shown as low as {edge:g} ({basis})"
+                f"Only propose workers with {name} >= {value:g}: {scope} refused workers at {edge:g} "
+                f"and below, and took them from {c.bound:g} ({basis})"
             )
         elif c.filter == "max_distance_miles":
-            edge = min(float(p.values[c.feature]) for p in rule.explained)
+            edge = min(float(p.values[c.feature]) for p in rule.edge)
             action = (
                 f"Only propose workers living within {machine.max_distance_miles:g} miles of the site: "
-                f"{scope} took workers up to {c.bound:g} miles away and refused them from {edge:g} ({basis})"
+                f"{scope} refused workers from {edge:g} miles and took them up to {c.bound:g} ({basis})"
             )
         elif c.filter == "require_certifications":
             action = (
@@ -470,8 +538,13 @@ def reconcile(found: Induction, existing: Sequence[Lesson], project_id: str) -> 
                     op="RETIRE",
                     target_id=lesson.id,
                     actor=SOURCE,
-                    reason="the evidence no longer supports it (an accepted worker fails it, the refusals "
-                    "it explained are explained otherwise, or it would empty the candidate pool)",
+                    reason="the evidence no longer supports it: "
+                    + found.dropped.get(
+                        family,
+                        "every refusal it held is explained by a rule now"
+                        if family == EXCLUDE_FAMILY
+                        else "it explains no refusal",
+                    ),
                 )
             )
     return deltas
@@ -503,13 +576,16 @@ class InductionExtractor:
                 stored_features, items = context.store.evidence(scope, project_id=context.project_id)
                 features = stored_features or features
                 existing = context.store.list(source=SOURCE, project_id=context.project_id, client_id=scope)
-            found = induce(scope, features, items, pool_check=context.pool_check)
+            keep = {
+                f for lesson in existing if lesson.status != "retired" and (f := family_of(lesson.machine))
+            }
+            found = induce(scope, features, items, pool_check=context.pool_check, keep=keep)
             deltas += reconcile(found, existing, context.project_id)
             notes += found.notes
             summary[scope] = {
                 "accepted": found.accepted,
                 "refused": found.refused,
-                "rules": [r.candidate.machine(r.explained).describe() for r in found.rules],
+                "rules": [r.machine().describe() for r in found.rules],
                 "excluded": len(found.exclude),
             }
         if summary:
