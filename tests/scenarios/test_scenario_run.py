@@ -33,9 +33,11 @@ def test_rules_baseline_learns_the_clients_rules_and_the_static_one_does_not(
         run_id="curve",
     )
     learner, static = summary.learning_curve["rules-learning"], summary.learning_curve["rules-static"]
-    # Batch 1 is identical (nothing learned yet); the learner then applies the rejections' lessons.
-    assert learner[0] == static[0] < 0.6
-    assert learner[2] - learner[0] >= 0.20, learner
+    # Nothing is known at 08:00 of batch 1; the learner learns within the day (the afternoon
+    # uses the morning's refusals), then between batches.
+    assert static[0] < 0.6
+    assert learner[0] > static[0]
+    assert learner[2] - static[0] >= 0.20, learner
     assert max(static) - min(static) <= 0.02, static
     assert summary.leaderboard[0]["staffer"] == "rules-learning"
 

@@ -80,7 +80,8 @@ class RulesPolicy:
             if given.lessons:
                 action = given.machine.describe() if given.machine else "none machine-usable"
                 step("lessons", f"{len(given.lessons)} lesson(s) given; applying: {action}", given.text)
-            attempt = self._attempt(order, ctx, given.machine, self._held(order, ctx, step), step)
+            held = self._held(order, ctx, given.machine, step)
+            attempt = self._attempt(order, ctx, given.machine, held, step)
             rescue_attempted = rescue_succeeded = False
             if not attempt.verification.ok and ctx.rescue:
                 rescue_attempted = True
@@ -125,19 +126,30 @@ class RulesPolicy:
             record_task(outcome, ctx)
         return outcome
 
-    def _held(self, order: FillOrder, ctx: RunContext, step) -> list[int]:  # noqa: ANN001
+    def _held(
+        self,
+        order: FillOrder,
+        ctx: RunContext,
+        machine: MachineAction | None,
+        step,  # noqa: ANN001
+    ) -> list[int]:
         """The handed-over buffer's workers that still pass verification (bookings made since
-        included), at most ``count`` of them."""
+        included) and the lessons' filters (learned since they were kept, within the day), at
+        most ``count`` of them."""
         if not ctx.buffer:
             return []
-        check = verify_fill(
-            ctx.lake, order, list(dict.fromkeys(ctx.buffer)), schedule=ctx.schedule, requested=0
-        )
+        buffer = list(dict.fromkeys(ctx.buffer))
+        if machine is not None and not machine.is_empty():
+            query = search_query(order, ctx, machine, limit=len(buffer))
+            query.only_ids = buffer
+            passing = {row["worker_id"] for row in find_candidates(ctx.lake, query)}
+            buffer = [w for w in buffer if w in passing]
+        check = verify_fill(ctx.lake, order, buffer, schedule=ctx.schedule, requested=0)
         held = check.accepted[: order.count]
         step(
             "buffer",
-            f"buffer: {len(check.accepted)} of {len(ctx.buffer)} held candidate(s) still verify; "
-            f"placing {held}",
+            f"buffer: {len(check.accepted)} of {len(ctx.buffer)} held candidate(s) still verify"
+            f"{' and pass the lessons' if len(buffer) < len(set(ctx.buffer)) else ''}; placing {held}",
             "\n".join(f"{r.worker_id} ({r.rule}): {r.reason}" for r in check.rejections[:10]),
         )
         return held

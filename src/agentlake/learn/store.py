@@ -891,22 +891,25 @@ _LESSON_COLUMNS = (
 
 @contextmanager
 def lesson_snapshot(
-    path: Path | str | None, settings: Settings, *, semantic: bool = False
+    path: Path | str | None, settings: Settings, *, semantic: bool = False, create: bool = False
 ) -> Iterator[LessonStore | None]:
     """A private copy of the lesson store at ``path`` as it stands now, open for the duration.
 
     Retrieval records citations (a write) and DuckDB allows one writer per file, so a reader
     that runs beside the writer (a scenario day in a worker process) reads its own copy; what
     it learns goes back to the real store through the observer. ``None`` or a missing file
-    gives ``None`` (no lessons). ``semantic=False`` opens the copy without an embedder
-    (retrieval by structure only, no embedding-model calls).
+    gives ``None`` (no lessons), or with ``create`` an empty private store (a day that learns
+    into its copy before the first batch has been learned). ``semantic=False`` opens the copy
+    without an embedder (retrieval by structure only, no embedding-model calls).
     """
-    if path is None or not Path(path).is_file():
+    exists = path is not None and Path(path).is_file()
+    if not exists and not create:
         yield None
         return
     with tempfile.TemporaryDirectory(prefix="agentlake-lessons-") as tmp:
         copy = Path(tmp) / "lessons.duckdb"
-        shutil.copyfile(path, copy)
+        if exists:
+            shutil.copyfile(path, copy)  # type: ignore[arg-type]
         store = LessonStore.open(settings, path=copy, embedder=None if semantic else False)
         try:
             yield store

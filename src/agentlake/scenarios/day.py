@@ -8,6 +8,9 @@ It does not own batching, learning between batches or the run directory (``runne
 
 ``run_day`` opens everything it needs from paths (the lake read-only, a private snapshot of
 the staffer's lessons), so it runs the same inline, in a worker process or on a Ray worker.
+A staffer with ``learn_within_day`` learns after every judged event into that private copy
+(``learn_event``: the same loop over the event's ops), so later events use what the morning
+taught.
 Ops recorded while it runs (tool calls, model calls, task outcomes) are collected in memory
 and handed back with the results; the parent records them in the observer, its one writer.
 """
@@ -28,12 +31,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentlake.agents import Overseer, RunContext, get_policy
 from agentlake.errors import AgentlakeError, UserError
 from agentlake.lake import Lake
-from agentlake.learn.loop import outcome_attributes
+from agentlake.learn.loop import learn_recorded, outcome_attributes
 from agentlake.learn.store import lesson_snapshot
 from agentlake.observe import MemorySink, Observer, event, set_observer
 from agentlake.observe.model import ObservedOp
 from agentlake.scenarios.judge import Judgement, Matching, judge_fill
 from agentlake.scenarios.oracle import OraclePolicy
+from agentlake.scenarios.pools import ClientPools, PoolChecks
 from agentlake.scenarios.profile import StafferProfile
 from agentlake.scenarios.results import EventResult, arm_name, event_run_key
 from agentlake.scenarios.scenario import DEFAULT_SHIFT_HOURS, Client, Event, FeedbackMode, Scenario
@@ -350,15 +354,21 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
         lake = Lake.open(settings, path=Path(task.lake_path), read_only=True)
     matching = matching or Matching.default()
     scenario = task.scenario
+    within = task.profile.learning and task.profile.learn_within_day
     try:
         with (
             collecting_observer() as (observer, sink),
             lesson_snapshot(
-                task.lessons_path if task.profile.lessons else None, settings, semantic=task.semantic_lessons
+                task.lessons_path if task.profile.lessons else None,
+                settings,
+                semantic=task.semantic_lessons,
+                create=within,
             ) as lessons,
         ):
             policy = build_policy(task.profile, settings, scenario)
             client_ids = lake_client_ids(lake, scenario.client)
+            # The orders received so far: what a rule learned today must not empty.
+            pools = ClientPools(lake, scenario.client, scenario.date, matching=matching) if within else None
             schedule = ScheduleBook(lake)
             ledger = DayLedger()
             results: list[EventResult] = []
@@ -366,6 +376,8 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
             for event in scenario.events:
                 planned = plan_event(scenario, event, ledger)
                 order = planned.order
+                if pools is not None:
+                    pools.add(order)
                 for worker_id in planned.removed:
                     schedule.remove(worker_id, order.shift_start)
                 ctx = RunContext(
@@ -422,6 +434,8 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
                     task, planned, judgement, outcome, error=error, observer=observer, evidence=evidence
                 )
                 results.append(_event_result(task, planned, judgement, outcome, error, op_id))
+                if within and lessons is not None and pools is not None:
+                    learn_event(task, event.id, lessons, observer, pools)
                 last_ctx = ctx
             deltas = _overseer_end_of_day(task, schedule, last_ctx) if task.profile.overseer else []
             ops = list(sink.ops)
@@ -430,6 +444,22 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
             lake.close()
     return DayResult(
         results=results, ops=ops, overseer_deltas=deltas, seconds=round(time.perf_counter() - started, 3)
+    )
+
+
+def learn_event(task: DayTask, event_id: str, lessons: Any, observer: Observer, pools: ClientPools) -> None:
+    """Learning within the day: the one loop (``learn.learn_recorded``) over this event's ops in
+    the day's observer, into the day's private copy of the staffer's lessons, so the next
+    event retrieves what this one taught. The parent learns the same ops into the real store
+    between batches (idempotent by op id); effects are measured there, not here."""
+    learn_recorded(
+        lessons,
+        observer,
+        measure=False,
+        maintain=False,
+        promote=False,
+        pool_check=PoolChecks([pools]),
+        run_id=event_run_id(task, event_id),
     )
 
 

@@ -56,6 +56,11 @@ class StafferProfile(BaseModel):
     learning: bool = Field(
         True, description="Learn new lessons from the staffer's own outcomes between batches."
     )
+    learn_within_day: bool = Field(
+        False,
+        description="Also learn after every judged event, so later events of the same day use what "
+        "the morning taught (needs learning).",
+    )
 
     @field_validator("description")
     @classmethod
@@ -66,6 +71,8 @@ class StafferProfile(BaseModel):
     def _coherent(self) -> StafferProfile:
         if self.learning and not self.lessons:
             raise ValueError("learning: true needs lessons: true (learned lessons would never be used)")
+        if self.learn_within_day and not self.learning:
+            raise ValueError("learn_within_day: true needs learning: true")
         if self.policy != "llm" and any(self.models.model_dump().values()):
             raise ValueError(f"a {self.policy} staffer uses no models; remove 'models' or use policy: llm")
         return self

@@ -54,6 +54,7 @@ class CandidateQuery:
     exclude_no_show_client: int | None = None
     extra_where: str | None = None
     exclude_ids: list[int] = field(default_factory=list)
+    only_ids: list[int] | None = None  # search among these workers only (e.g. held spares)
     min_availability: float | None = None
     limit: int = 20
 
@@ -88,6 +89,9 @@ def candidate_sql(query: CandidateQuery, origin: Place) -> tuple[str, dict[str, 
         "lon BETWEEN $lon_min AND $lon_max",
         "worker_id NOT IN (SELECT unnest($exclude::BIGINT[]))",
     ]
+    if query.only_ids is not None:
+        params["only"] = sorted({int(w) for w in query.only_ids}) or [-1]
+        where.append("worker_id IN (SELECT unnest($only::BIGINT[]))")
     outer = ["distance_miles <= $radius"]
     for name, minimum in sorted(query.min_scores.items()):
         if name not in KNOWN_SCORES:
