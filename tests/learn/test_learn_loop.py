@@ -335,3 +335,18 @@ def test_learning_sources_and_endpoints_are_settings() -> None:
     ]
     settings = load_settings(learn_sources="otlp", learn_endpoints="tool.get_weather")
     assert [op.endpoint for op in learnable_ops(ops, settings)] == ["tool.get_weather"]
+
+
+def test_a_lesson_given_before_this_store_learned_it_is_cited(store: LessonStore) -> None:
+    """Ops of a staffer that learned within the day: a later run was given the lesson an earlier
+    op taught. Once the cycle has learned it, that run counts as given, not as the baseline."""
+    _, batch = run_batch(None, workforce(), 1)
+    probe = LessonStore.open(store.settings, path=store.path.with_name("probe.duckdb"), embedder=False)
+    with probe:
+        learn_from_ops(probe, batch)
+        taught = [lesson.id for lesson in probe.list()][:2]
+    assert taught
+    ops = _stating_outcomes(batch, taught)
+    learn_cycle(store, ops, measure=False, maintain=False, promote=False)
+    given = {lesson for lesson, _ in store.query("SELECT lesson_id, run_id FROM citations WHERE NOT used")}
+    assert given == set(taught)

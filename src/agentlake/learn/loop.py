@@ -221,6 +221,10 @@ def learn_cycle(
     report.applied = learn_from_ops(store, ops, extractor=instance, context=context)
     if proposals:
         report.applied += store.propose(proposals)
+    # A lesson these ops taught may have been given to later runs among them before this store
+    # knew it (a staffer that learns within the day, in its own copy): cite it now, or those
+    # runs would count as the baseline without it when its effect is measured.
+    record_outcomes(store, ops)
     if measure:
         report.effects = measure_effects(store)
     if maintain:
