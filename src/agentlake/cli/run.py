@@ -75,6 +75,7 @@ def run(
     from agentlake.cli.leaderboard import print_board
     from agentlake.cli.output import console
     from agentlake.scenarios.metrics import leaderboard, leaderboard_rows, learning_curve
+    from agentlake.scenarios.recovery import recovery_line
     from agentlake.scenarios.results import read_results
     from agentlake.scenarios.runner import prepare_run, run_scenarios
 
@@ -108,6 +109,8 @@ def run(
     )
     results = read_results(summary.run_dir)
     print_board(leaderboard_rows(leaderboard(results), learning_curve(results)), f"run {summary.run_id}")
+    for arm, total in summary.recovery_by_arm.items():
+        console.print(recovery_line(arm, total), highlight=False, markup=False)
     console.print(
         f"{summary.results} judged events in {summary.seconds:.1f} s\nresults: {summary.run_dir}\nreport:  {summary.report}",
         highlight=False,

@@ -2,7 +2,7 @@
 
 Owns rendering one self-contained ``report.html``: inline CSS and SVG charts drawn here, no
 script, no font or CDN, so it opens from a file with the network off. It renders the metrics
-module's numbers; it computes none of its own.
+and recovery modules' numbers; it computes none of its own.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from agentlake.scenarios.metrics import (
     per_batch,
     staffers_in_order,
 )
+from agentlake.scenarios.recovery import recovery_by_arm
 from agentlake.scenarios.results import REPORT_FILE, EventResult
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies.
@@ -244,6 +245,98 @@ def rejections_svg(results: Sequence[EventResult]) -> str:
     return "".join(parts)
 
 
+def _recovery_section(recovery: Sequence[dict[str, Any]], learning: Sequence[dict[str, Any]]) -> str:
+    """The hidden rules each learning arm recovered, per client, and what learning noted."""
+    if not recovery and not any(item.get("notes") for item in learning):
+        return ""
+    totals = recovery_by_arm(recovery)
+    arm_rows = [
+        [
+            arm,
+            t["feedback"],
+            t["exact"],
+            t["too_strict"],
+            t["too_loose"],
+            t["missed"],
+            t["spurious"],
+            t["harmful"],
+            _pct(t["pool_cost"]),
+        ]
+        for arm, t in totals.items()
+    ]
+    client_rows = [
+        [
+            row["arm"],
+            row["client_id"],
+            "; ".join(
+                f"{r['rule']} {r['truth']} -> {'/'.join(r['learned']) or '-'} ({r['verdict'].replace('_', ' ')})"
+                for r in row["rules"]
+            )
+            or "none",
+            ", ".join(row["spurious"]) or "-",
+            len(row["harmful"]),
+            _pct(row["pool_cost"]),
+        ]
+        for row in recovery
+    ]
+    notes = list(
+        dict.fromkeys(
+            f"{item['staffer']} after batch {item['batch']}: {note}"
+            for item in learning
+            for note in item.get("notes", [])
+        )
+    )
+    parts = ["<h2>Hidden rules recovered</h2>"]
+    if recovery:
+        parts.append(
+            _table(
+                [
+                    "arm",
+                    "feedback",
+                    "exact",
+                    "too strict",
+                    "too loose",
+                    "missed",
+                    "spurious",
+                    "harmful lessons",
+                    "pool cost",
+                ],
+                arm_rows,
+                left=2,
+            )
+        )
+        parts.append(
+            '<div class="wide">'
+            + _table(
+                [
+                    "arm",
+                    "client",
+                    "hidden rule -> learned (verdict)",
+                    "spurious filters",
+                    "harmful",
+                    "pool cost",
+                ],
+                client_rows,
+                left=4,
+            )
+            + "</div>"
+        )
+        parts.append(
+            '<p class="note">At the end of the run, the filters each learning arm\'s lessons apply to each '
+            "client's orders, against the client's hidden rules on the run's candidate pools: exact (refuses "
+            "the same workers), too strict (refuses some the client takes), too loose (admits some it refuses, "
+            "or missing from some orders), missed. Spurious: a filter for a rule the client does not have. "
+            "Harmful: a lesson that alone leaves out a worker the client would take. Pool cost: workers the "
+            "client would take that the learned filters leave out, over all of them. Role synonyms are not "
+            "filters and are not counted.</p>"
+        )
+    if notes:
+        parts.append(
+            "<h3>What learning set aside</h3><ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>"
+        )
+    return "\n".join(parts)
+
+
 def _table(
     headers: Sequence[str], rows: Sequence[Sequence[Any]], *, left: int = 1, highlight_first: bool = False
 ) -> str:
@@ -264,9 +357,16 @@ class _Raw(str):
 
 
 def render_report(
-    results: Sequence[EventResult], *, plan: dict[str, Any] | None = None, title: str | None = None
+    results: Sequence[EventResult],
+    *,
+    plan: dict[str, Any] | None = None,
+    title: str | None = None,
+    learning: Sequence[dict[str, Any]] = (),
+    recovery: Sequence[dict[str, Any]] = (),
 ) -> str:
-    """The report's HTML text for ``results`` (``plan`` adds the run's settings to the header)."""
+    """The report's HTML text for ``results`` (``plan`` adds the run's settings to the header;
+    ``learning`` and ``recovery``, the leaderboard document's, add what learning set aside and
+    the hidden rules each learning arm recovered)."""
     plan = plan or {}
     run_id = plan.get("run_id") or (results[0].run_id if results else "")
     batches = batches_of(results)
@@ -338,6 +438,7 @@ def render_report(
 <h2>Learning curve per feedback mode</h2>
 {_table(["feedback", "staffer", "fill rate by batch"], mode_rows, left=2)}
 <p class="note">What the clients said when they refused someone: explicit (the rule and its value), vague (their own words, no rule, no number) or silent (accepted or not). Each staffer under each mode is its own arm, with its own lessons.</p>
+{_recovery_section(recovery, learning)}
 <h2>Per batch</h2>
 {_table(["staffer", "batch", "fill rate", "filled", "pass^k", "precision", "citations/run", "lessons given/run", "errors"], batch_rows, left=1)}
 <h2 id="per-event">Per-event outcomes</h2>
@@ -353,11 +454,16 @@ def render_report(
 
 
 def write_report(
-    run_dir: Path, results: Sequence[EventResult], *, plan: dict[str, Any] | None = None
+    run_dir: Path,
+    results: Sequence[EventResult],
+    *,
+    plan: dict[str, Any] | None = None,
+    learning: Sequence[dict[str, Any]] = (),
+    recovery: Sequence[dict[str, Any]] = (),
 ) -> Path:
-    """Write ``report.html`` into ``run_dir`` and return its path."""
+    """Write ``report.html`` into ``run_dir`` and return its path (see ``render_report``)."""
     path = run_dir / REPORT_FILE
     tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(render_report(results, plan=plan), encoding="utf-8")
+    tmp.write_text(render_report(results, plan=plan, learning=learning, recovery=recovery), encoding="utf-8")
     tmp.replace(path)
     return path

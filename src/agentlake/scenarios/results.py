@@ -157,8 +157,12 @@ def write_json(path: Path, payload: Any) -> None:
     tmp.replace(path)
 
 
-def read_plan(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / PLAN_FILE
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object written by ``write_json``; ``{}`` when the file is missing."""
     if not path.is_file():
         return {}
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def read_plan(run_dir: Path) -> dict[str, Any]:
+    return read_json(run_dir / PLAN_FILE)

@@ -33,6 +33,7 @@ from agentlake.scenarios.day import DayLedger, DayResult, DayTask, plan_event
 from agentlake.scenarios.metrics import leaderboard_document
 from agentlake.scenarios.pools import ClientPools, PoolChecks
 from agentlake.scenarios.profile import StafferProfile, load_profiles, unreachable_models
+from agentlake.scenarios.recovery import recovery_by_arm, rule_recovery
 from agentlake.scenarios.report import write_report
 from agentlake.scenarios.results import (
     LEADERBOARD_FILE,
@@ -41,6 +42,7 @@ from agentlake.scenarios.results import (
     append_results,
     arm_name,
     batch_run_prefix,
+    read_json,
     read_plan,
     read_results,
     write_json,
@@ -84,6 +86,10 @@ class BatchLearning(BaseModel):
     active: int
     pending: int
     measured: int = Field(description="Lessons with a measured effect so far.")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What learning set aside and why (contradictory evidence, rules withheld).",
+    )
 
 
 class RunSummary(BaseModel):
@@ -94,7 +100,15 @@ class RunSummary(BaseModel):
     leaderboard: list[dict[str, Any]]
     learning_curve: dict[str, list[float]]
     learning: list[BatchLearning]
+    recovery: list[dict[str, Any]] = Field(
+        default_factory=list, description="Each learning arm's recovery of each client's hidden rules."
+    )
     report: Path
+
+    @property
+    def recovery_by_arm(self) -> dict[str, dict[str, Any]]:
+        """Rules recovered by verdict, spurious filters, harmful lessons and pool cost per arm."""
+        return recovery_by_arm(self.recovery)
 
 
 def new_run_id() -> str:
@@ -388,8 +402,11 @@ def execute_run(
         results = read_results(run_dir)
         document = leaderboard_document(results, run_id=run_id)
         document["learning"] = [item.model_dump() for item in learning]
+        recovery = _recovery(plan, run_dir, settings, pools)
+        document["rule_recovery"] = recovery
+        document["rule_recovery_by_arm"] = recovery_by_arm(recovery)
         write_json(run_dir / LEADERBOARD_FILE, document)
-        report = write_report(run_dir, results, plan=header)
+        report = write_report(run_dir, results, plan=header, learning=document["learning"], recovery=recovery)
         return RunSummary(
             run_id=run_id,
             run_dir=run_dir,
@@ -398,6 +415,7 @@ def execute_run(
             leaderboard=document["leaderboard"],
             learning_curve=document["learning_curve"],
             learning=learning,
+            recovery=recovery,
             report=report,
         )
     finally:
@@ -492,7 +510,28 @@ def _learn(
         active=report.lessons.get("active", 0),
         pending=report.lessons.get("pending", 0),
         measured=len(report.effects),
+        notes=list(report.notes.get("induction_notes", [])),
     )
+
+
+def _recovery(
+    plan: RunPlan, run_dir: Path, settings: Settings, pools: PoolChecks | None
+) -> list[dict[str, Any]]:
+    """Each learning arm's lessons at the end against its clients' hidden rules (evaluation
+    only: ``recovery``), on the run's order pools."""
+    if pools is None:
+        return []
+    arms = [
+        (
+            arm.name,
+            arm.feedback,
+            _lessons_path(run_dir, arm, settings),
+            {s.client.id: (pools.by_client[s.client.id], s.client.acceptance) for s in arm.scenarios},
+        )
+        for arm in plan.arms
+        if arm.profile.learning
+    ]
+    return [found.summary() for found in rule_recovery(arms, settings)]
 
 
 def client_pools(lake: Lake, scenarios: Sequence[Scenario]) -> PoolChecks:
@@ -537,5 +576,17 @@ def regenerate_outputs(run_dir: Path) -> tuple[Path, Path]:
     results = read_results(run_dir)
     plan = read_plan(run_dir)
     document = leaderboard_document(results, run_id=plan.get("run_id"))
+    # What only the run knew (its learning and the lessons against the hidden rules) is kept.
+    before = read_json(run_dir / LEADERBOARD_FILE)
+    for key in ("learning", "rule_recovery", "rule_recovery_by_arm"):
+        if key in before:
+            document[key] = before[key]
     write_json(run_dir / LEADERBOARD_FILE, document)
-    return run_dir / LEADERBOARD_FILE, write_report(run_dir, results, plan=plan)
+    report = write_report(
+        run_dir,
+        results,
+        plan=plan,
+        learning=document.get("learning", []),
+        recovery=document.get("rule_recovery", []),
+    )
+    return run_dir / LEADERBOARD_FILE, report
