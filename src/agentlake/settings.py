@@ -134,7 +134,7 @@ class Settings(BaseSettings):
     local_engine: str = Field(
         "auto",
         pattern="^(auto|transformers|llamacpp)$",
-        description="Engine of local: models: transformers (the installed CPU torch), llamacpp (llama-cpp-python, make local-llm; faster) or auto (llamacpp when installed).",
+        description="Engine of local: models: transformers (the installed CPU torch, int8; measured faster per turn), llamacpp (llama-cpp-python, make local-llm; loads in seconds) or auto (transformers).",
     )
     local_context_window: int = Field(
         8192,

@@ -6,8 +6,10 @@ two engines, both driven by the one decoding loop here:
 * ``transformers`` (always installed): the GGUF dequantised once into safetensors in the model
   cache, linear layers quantised to int8 on load (``local_torch.py``);
 * ``llamacpp`` (optional, ``make local-llm``): the GGUF itself through llama-cpp-python
-  (``local_llamacpp.py``); about 3x faster on this project's 2-core machine
-  (docs/benchmarks.md), so ``local_engine=auto`` takes it when it is installed.
+  (``local_llamacpp.py``). Measured on a quiet 2-core machine it takes 1.5-1.6x as long per
+  agent turn as transformers-int8 (its prompt evaluation, built without AVX-512, is 3x
+  slower; docs/benchmarks.md), so ``local_engine=auto`` is transformers and llama.cpp is an
+  explicit choice (it loads in seconds, where transformers' first load builds a cache).
 
 What the loop owns: the prompt, rendered with the model's own chat template from the verified
 GGUF (in Jinja's sandbox: the template is untrusted data); JSON-schema-constrained decoding
@@ -216,14 +218,10 @@ _engines_lock = threading.Lock()
 
 
 def engine_name(settings: Settings) -> str:
-    """The engine ``local_engine`` names; ``auto`` is llama.cpp when llama-cpp-python is
-    installed (measured faster), else transformers."""
+    """The engine ``local_engine`` names; ``auto`` is transformers (measured faster per turn
+    than the optional llama.cpp build on a quiet machine, and always installed)."""
     choice = settings.local_engine
-    if choice != "auto":
-        return choice
-    import importlib.util
-
-    return "llamacpp" if importlib.util.find_spec("llama_cpp") is not None else "transformers"
+    return "transformers" if choice == "auto" else choice
 
 
 def load_engine(packaged: PackagedModel, settings: Settings, *, engine: str | None = None) -> Engine:
