@@ -17,9 +17,9 @@ search index (``agentlake.lake.search``). No model configured or reachable raise
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, RootModel, model_validator
 
 from agentlake.agents.tools import datasets_text
 from agentlake.errors import AgentlakeError, UnavailableError, UserError
@@ -56,14 +56,35 @@ Be brief and concrete.
 {data_rule}"""
 
 
-class AskPlan(BaseModel):
-    """What the model decided to look up."""
+class SqlPlan(BaseModel):
+    """A structured question: one read-only query answers it."""
 
-    route: Literal["sql", "search"]
-    sql: str | None = Field(None, description="route=sql: one read-only SELECT.")
-    dataset: str = Field(SEARCH_DATASET, description="route=search: the dataset to search.")
-    search_text: str | None = Field(None, description="route=search: what to look for, in words.")
-    where: str | None = Field(None, description="route=search: optional WHERE fragment (no 'WHERE').")
+    route: Literal["sql"]
+    sql: str = Field(..., min_length=1, description="One read-only SELECT.")
+
+
+class SearchPlan(BaseModel):
+    """A fuzzy question: hybrid search over a dataset's documents."""
+
+    route: Literal["search"]
+    dataset: str = Field(SEARCH_DATASET, description="The dataset to search.")
+    search_text: str = Field(..., min_length=1, description="What to look for, in words.")
+    where: str | None = Field(None, description="Optional WHERE fragment (no 'WHERE').")
+
+
+class AskPlan(RootModel[Annotated[SqlPlan | SearchPlan, Field(discriminator="route")]]):
+    """What the model decided to look up. One shape per route: under constrained decoding a
+    query cannot land in the search text (the 0.5B put its SELECT there when both shapes were
+    one). A reply that does it anyway, without native schema support, is taken as the query."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _query_in_the_wrong_field(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("route") == "sql" and not data.get("sql"):
+            text = str(data.get("search_text") or "")
+            if re.match(r"\s*(SELECT|WITH)\b", text, re.IGNORECASE):
+                return {"route": "sql", "sql": text}
+        return data
 
 
 class AskSource(BaseModel):
@@ -138,9 +159,9 @@ def ask(
         AskPlan,
         settings=settings,
         max_tokens=800,
-    )
+    ).root
     answer = Answer(question=question, answer="", route="search", sources=[], cited=[], model=model)
-    if plan.route == "sql" and plan.sql:
+    if isinstance(plan, SqlPlan):
         try:
             result = lake.query(plan.sql, max_rows=MAX_SQL_ROWS)
             answer.route, answer.sql = "sql", plan.sql
@@ -148,9 +169,16 @@ def ask(
         except AgentlakeError as exc:  # refused or failing SQL: the question still deserves an answer
             answer.fallback_reason = f"the planned SQL did not run ({exc.message})"
     if answer.route == "search":
-        search_dataset = dataset or (plan.dataset if plan.dataset in datasets else SEARCH_DATASET)
+        # A failed query falls back to searching for the question itself.
+        searched = plan if isinstance(plan, SearchPlan) else None
+        chosen = searched.dataset if searched and searched.dataset in datasets else SEARCH_DATASET
         answer.sources, answer.where = _search(
-            lake, search_dataset, plan.search_text or question, plan.where, k, embedder
+            lake,
+            dataset or chosen,
+            searched.search_text if searched else question,
+            searched.where if searched else None,
+            k,
+            embedder,
         )
     # Each source fenced on its own, its id outside: the model cites the id, never obeys the text.
     evidence = (
