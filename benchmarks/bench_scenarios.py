@@ -19,10 +19,11 @@ embedding model is loaded once beforehand, so neither pays for it):
 2. ``run_main_job``: the index built in a background thread while the rules staffers run the
    pack; its steps and their times are printed.
 
-With ``--local-llm`` the main job also runs ``local-tiny`` (needs ``make local-llm``) and the
-script prints its model calls, seconds per call and fill rate. The load average is printed
-before and after each (the machine may be shared).
-Run: ``.venv/bin/python benchmarks/bench_scenarios.py --main-job [--local-llm]``.
+The main job ends with its embedded LLM staffer (``--llm-staffer``, default
+``qwen-0.5b-learning``; ``none`` skips it; its model is installed by ``make models``): the
+script prints its model calls, seconds per call and fill rate per batch. The load average is
+printed before and after each (the machine may be shared).
+Run: ``.venv/bin/python benchmarks/bench_scenarios.py --main-job [--llm-staffer NAME]``.
 """
 
 from __future__ import annotations
@@ -42,7 +43,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="processes of the process backend")
     parser.add_argument("--batches", type=int, default=3)
     parser.add_argument("--main-job", action="store_true", help="time make demo's first run (see above)")
-    parser.add_argument("--local-llm", action="store_true", help="with --main-job: also run local-tiny")
+    parser.add_argument(
+        "--llm-staffer",
+        default="qwen-0.5b-learning",
+        help="with --main-job: the embedded LLM staffer (none: skip)",
+    )
     args = parser.parse_args()
     if args.main_job:
         main_job(args)
@@ -127,7 +132,7 @@ def main_job(args: argparse.Namespace) -> None:
     """The first run of ``make demo``: sequential baseline, then the background-index main job."""
     from agentlake.embed import get_embedder
     from agentlake.scenarios import read_results
-    from agentlake.scenarios.main_job import DEMO_STAFFERS, LOCAL_STAFFER, StepDone, run_demo, run_main_job
+    from agentlake.scenarios.main_job import DEMO_STAFFERS, StepDone, run_demo, run_main_job
     from agentlake.scenarios.runner import run_scenarios
     from agentlake.settings import load_settings
 
@@ -154,7 +159,7 @@ def main_job(args: argparse.Namespace) -> None:
             settings,
             workers=args.workers_rows,
             batches=args.batches,
-            local_llm=args.local_llm,
+            llm_staffer=None if args.llm_staffer == "none" else args.llm_staffer,
             on_event=lambda e: steps.append(e) if isinstance(e, StepDone) else None,
         )
         wall = time.perf_counter() - started
@@ -165,14 +170,17 @@ def main_job(args: argparse.Namespace) -> None:
             )
         print(f"main job / baseline wall time: {wall / sequential:.2f}")
         if job.local is not None:
-            local = [r for r in read_results(job.local.run_dir) if r.staffer == LOCAL_STAFFER]
+            local = [r for r in read_results(job.local.run_dir) if r.staffer == args.llm_staffer]
             calls = sum(r.turns for r in local)
             seconds = sum(r.latency_ms for r in local) / 1000
-            filled, requested = sum(r.filled for r in local), sum(r.requested for r in local)
             print(
-                f"local-tiny: {len(local)} events, {calls} model calls, {seconds:.1f} s "
-                f"({seconds / max(calls, 1):.2f} s per call), {filled}/{requested} filled"
+                f"{args.llm_staffer}: {len(local)} events, {calls} turns, {seconds:.1f} s "
+                f"({seconds / max(calls, 1):.2f} s per turn)"
             )
+            for batch in sorted({r.batch for r in local}):
+                rows = [r for r in local if r.batch == batch]
+                filled, requested = sum(r.filled for r in rows), sum(r.requested for r in rows)
+                print(f"  batch {batch}: {filled}/{requested} filled")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

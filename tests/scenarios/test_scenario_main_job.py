@@ -3,12 +3,14 @@ every step says how long it took, and an interrupted index build keeps what it e
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 
 import pytest
 
 from agentlake.cli.main import main
+from agentlake.llm.packaged import PACKAGED_MODELS, installed
 from agentlake.settings import Settings, load_settings
 
 
@@ -95,7 +97,9 @@ def test_the_rules_staffers_run_while_the_index_builds_and_every_step_is_timed(t
             return self.inner.embed(texts)
 
     settings = load_settings(runs_dir=str(tmp_path / "runs"))
-    job = run_main_job(settings, workers=300, seed=3, batches=1, on_event=on_event, embedder=HeldEmbedder())
+    job = run_main_job(
+        settings, workers=300, seed=3, batches=1, llm_staffer=None, on_event=on_event, embedder=HeldEmbedder()
+    )
     steps = {step.name: step for step in job.steps}
     assert list(steps) == [
         "dataset",
@@ -125,7 +129,9 @@ def test_the_rules_staffers_run_while_the_index_builds_and_every_step_is_timed(t
     assert isinstance(events[-1], StepDone)
     assert events[-1].name == "example search"
 
-    again = run_main_job(load_settings(runs_dir=str(tmp_path / "runs")), workers=300, batches=1)
+    again = run_main_job(
+        load_settings(runs_dir=str(tmp_path / "runs")), workers=300, batches=1, llm_staffer=None
+    )
     summaries = {step.name: step.summary for step in again.steps}
     assert summaries["dataset"] == "workers already in the lake (300 rows)"
     assert summaries["index (background)"] == "workers.resume_text up to date: nothing to embed"
@@ -133,9 +139,14 @@ def test_the_rules_staffers_run_while_the_index_builds_and_every_step_is_timed(t
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # the 0.5B fills 8 events: minutes on a busy 2-core machine
+@pytest.mark.skipif(
+    not installed(PACKAGED_MODELS["qwen2.5-coder-0.5b"]),
+    reason="the 0.5B is not installed (make test installs it)",
+)
 def test_demo_prints_each_step_with_its_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     try:
-        main(["demo", "--workers", "300", "--seed", "3", "--batches", "1"])
+        main(["demo", "--workers", "300", "--seed", "3", "--batches", "2"])
         code = 0
     except SystemExit as exc:
         code = exc.code
@@ -147,4 +158,9 @@ def test_demo_prints_each_step_with_its_time(tmp_path: Path, capsys: pytest.Capt
     assert "the main job took" in out
     assert "took (s)" in out
     assert "example search" in out
-    assert "No LLM staffer ran" in out
+    # The embedded model (the 0.5B, in this process) staffed the reduced pack beside the rules,
+    # and its learning curve (one fill rate per batch) is in the leaderboard printed.
+    assert "done qwen-0.5b-learning in" in out
+    assert "qwen-0.5b-learning on each client's first event of its first day" in out
+    assert re.search(r"qwen-0\.5b-learning .*\d+% -> \d+%", out), out[-3000:]
+    assert "No LLM staffer ran" not in out

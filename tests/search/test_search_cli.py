@@ -78,7 +78,7 @@ def test_bad_input_exits_2_with_one_line(data_dir: Path, cli, args: list[str], m
 
 @pytest.mark.slow
 def test_demo_generates_indexes_and_answers(cli) -> None:
-    code, out, err = cli("demo", "--workers", "300", "--seed", "3")
+    code, out, err = cli("demo", "--workers", "300", "--seed", "3", "--llm-staffer", "none")
     assert code == 0, err
     assert "generated 300 workers" in out
     assert "indexed workers.resume_text" in out
@@ -87,7 +87,7 @@ def test_demo_generates_indexes_and_answers(cli) -> None:
     assert "agentlake search workers" in out
     assert "sql_verified" in out
     # The second run reuses the data and the index: nothing generated, nothing embedded.
-    code, out, _ = cli("demo", "--workers", "300", "--seed", "3")
+    code, out, _ = cli("demo", "--workers", "300", "--seed", "3", "--llm-staffer", "none")
     assert code == 0
     assert "generated" not in out
     assert "indexed" not in out

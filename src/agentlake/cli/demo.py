@@ -3,7 +3,8 @@
 Generates the workforce if missing and indexes it in the background; shows one SQL answer;
 runs the built-in scenario pack with the rules baseline (learning on and off) and every
 reachable LLM staffer over three batches; prints the leaderboard and the report's path;
-finishes the index and shows one hybrid search; ends with a table of the steps and their
+finishes the index and shows one hybrid search; then an embedded LLM staffer (the packaged 0.5B,
+in process) on a reduced pack with its learning curve; ends with a table of the steps and their
 times. A thin door onto ``agentlake.scenarios.main_job.run_main_job``: this module only draws
 its events.
 """
@@ -27,10 +28,17 @@ def demo(
     batches: int = typer.Option(
         3, "--batches", "-b", min=1, help="Scenario batches (learning between them)."
     ),
+    llm_staffer: str = typer.Option(
+        "qwen-0.5b-learning",
+        "--llm-staffer",
+        help="The embedded LLM staffer run on a reduced pack after the rules (qwen-0.5b-learning, "
+        "qwen-1.5b-learning, their -static twins, or a profile file); none: skip it.",
+    ),
     local_llm: bool = typer.Option(
         False,
         "--local-llm",
-        help="Also run the in-process local-tiny model (install: make local-llm) on a reduced pack.",
+        help="Require the embedded LLM staffer: refuse, with the install line, when its model is not installed "
+        "(without it, a missing model only skips that staffer).",
     ),
 ) -> None:
     """Run the main job (make demo): dataset, index, examples, then staffing days, leaderboard and report."""
@@ -38,9 +46,15 @@ def demo(
     from agentlake.scenarios.main_job import run_main_job
 
     view = _JobView()
+    staffer = None if llm_staffer.strip().lower() in ("", "none") else llm_staffer
     try:
         job = run_main_job(
-            workers=workers, seed=seed, batches=batches, local_llm=local_llm, on_event=view.show
+            workers=workers,
+            seed=seed,
+            batches=batches,
+            llm_staffer=staffer,
+            require_llm_staffer=local_llm,
+            on_event=view.show,
         )
     finally:
         view.close()

@@ -4,8 +4,10 @@ Owns :func:`run_main_job`, what ``make demo`` runs: generate the workforce if th
 none, index the workers' resumes, one SQL answer, then the built-in scenario pack with the
 rules baseline (learning on and off) and every LLM staffer whose model is reachable, over
 three batches, with the leaderboard and the report (``runner``), one hybrid search at the end;
-``--local-llm`` adds the in-process ``local-tiny`` staffer on a reduced pack. :func:`run_demo`
-is the short first run (dataset, index, the two examples) without the pack.
+then an embedded LLM staffer (``qwen-0.5b-learning`` by default: Qwen2.5-Coder 0.5B in this
+process, no server) beside ``rules-learning`` on a reduced pack (each client's first event of
+its first day) over the same batches, with its learning curve. :func:`run_demo` is the short
+first run (dataset, index, the two examples) without the pack.
 
 Embedding 50k resumes is most of a first run's time, so the main job builds the index in a
 background thread (``agentlake.lake.background_index``) while the rules staffers, which never
@@ -84,10 +86,10 @@ def run_demo(
 
 DEMO_STAFFERS = ("rules-learning", "rules-static")
 LLM_STAFFERS = ("full", "basic", "minimal", "local", "configured")
-LOCAL_STAFFER = "local-tiny"
-# The local model is slow on a CPU (seconds per call, several calls per event): one batch of
-# the reduced pack keeps --local-llm to minutes.
-LOCAL_BATCHES = 1
+# The embedded staffer of the main job: the 0.5B, because a fill costs it ~3 model calls of a few
+# seconds on a 2-core CPU, so the reduced pack over three batches fits the demo's minutes.
+EMBEDDED_STAFFER = "qwen-0.5b-learning"
+EMBEDDED_PACK = "each client's first event of its first day"
 ADD_AN_LLM = (
     "No LLM staffer ran: start Ollama (`ollama serve`, then `ollama pull qwen3:4b`) or set OPENAI_BASE_URL "
     "and AGENTLAKE_EXECUTOR_MODEL=openai:MODEL, then run `make demo` again."
@@ -144,7 +146,7 @@ class MainJobResult(BaseModel):
 
     @property
     def hint(self) -> str | None:
-        """One line on how to add an LLM staffer when none ran (local-tiny counts)."""
+        """One line on how to add an LLM staffer when none ran (the embedded one counts)."""
         return None if self.llm_staffers or self.local is not None else ADD_AN_LLM
 
 
@@ -162,7 +164,7 @@ def reachable_llm_staffers(settings: Settings) -> tuple[list[str], dict[str, lis
 
 
 def reduced_pack() -> list[Any]:
-    """The pack for the local model: each client's first day, first event only (none refers back)."""
+    """The pack for the embedded model: each client's first day, first event only (none refers back)."""
     days = [s for s in load_scenarios("builtin") if s.scenario.endswith("-day1")]
     return [s.model_copy(update={"events": [e for e in s.events if e.ref is None][:1]}) for s in days]
 
@@ -193,7 +195,8 @@ def run_main_job(
     workers: int = 50_000,
     seed: int = 7,
     batches: int = 3,
-    local_llm: bool = False,
+    llm_staffer: str | None = EMBEDDED_STAFFER,
+    require_llm_staffer: bool = False,
     on_event: Callable[[Any], None] | None = None,
     embedder: Any = None,
 ) -> MainJobResult:
@@ -204,21 +207,28 @@ def run_main_job(
     baseline (learning on and off) and every reachable LLM staffer over ``batches`` batches
     (the rules policy never searches the index, so it runs while the index builds; LLM staffers
     call ``hybrid_search``, so the index is finished before them); finish the index; answer the
-    example hybrid search; then (``local_llm``) run the in-process ``local-tiny`` model on a
-    reduced pack. ``on_event`` receives, as they happen: ``StepDone``, ``Notice``,
-    ``SqlExample``, ``SearchExample``, ``RunDone``, ``IndexProgress`` and the runner's per-day
-    ``Progress``. ``local_llm`` without the local model raises ``UserError`` with the install
-    line before anything runs. Results go under ``settings.runs_dir``. A Ctrl-C while the index
-    builds stops it after the current chunk; the vectors made so far stay cached. ``embedder``
-    (default: the ``embed_model`` setting) embeds the resumes and the example question.
+    example hybrid search; then run ``llm_staffer`` (an embedded model's profile; ``None``: none)
+    beside ``rules-learning`` on the reduced pack over ``batches`` batches. When its model is
+    not installed it is skipped with a notice saying how to install it, or, with
+    ``require_llm_staffer``, refused with ``UserError`` before anything runs. ``on_event``
+    receives, as they happen: ``StepDone``, ``Notice``, ``SqlExample``, ``SearchExample``,
+    ``RunDone``, ``IndexProgress`` and the runner's per-day ``Progress``. Results go under
+    ``settings.runs_dir``. A Ctrl-C while the index builds stops it after the current chunk; the
+    vectors made so far stay cached. ``embedder`` (default: the ``embed_model`` setting) embeds
+    the resumes and the example question.
     """
-
     settings = settings or load_settings()
     emit = on_event or (lambda event: None)
-    if local_llm:
-        problems = unreachable_models(load_profile(LOCAL_STAFFER), settings)
+    embedded: str | None = None
+    if llm_staffer:
+        profile = load_profile(llm_staffer)
+        problems = unreachable_models(profile, settings)
+        if problems and require_llm_staffer:
+            raise UserError(f"{profile.staffer}: its model cannot run: {'; '.join(problems)}")
         if problems:
-            raise UserError(f"--local-llm: the local model cannot run: {'; '.join(problems)}")
+            emit(Notice(text=f"{profile.staffer} is skipped: {'; '.join(problems)}"))
+        else:
+            embedded = llm_staffer
     begun = time.perf_counter()
     steps: list[StepDone] = []
 
@@ -305,19 +315,20 @@ def run_main_job(
             step("example search", started, f"{len(sources)} workers")
 
             local = None
-            if local_llm:
+            if embedded:
                 started = clock()
-                pack = reduced_pack()
-                local = run_scenarios(
-                    pack,
-                    [LOCAL_STAFFER, "rules-learning"],
-                    batches=LOCAL_BATCHES,
-                    settings=settings,
-                    lake=lake,
-                    on_progress=emit,
+                emit(
+                    Notice(
+                        text=f"{embedded} (an embedded model, in this process) staffs {EMBEDDED_PACK}, "
+                        f"{batches} batch(es), beside rules-learning"
+                    )
                 )
-                step("local-tiny", started, _run_summary(local, [LOCAL_STAFFER, "rules-learning"]))
-                emit(RunDone(label="local-tiny", summary=local))
+                arms = [embedded, "rules-learning"]
+                local = run_scenarios(
+                    reduced_pack(), arms, batches=batches, settings=settings, lake=lake, on_progress=emit
+                )
+                step(embedded, started, _run_summary(local, arms))
+                emit(RunDone(label=f"{embedded} on {EMBEDDED_PACK}", summary=local))
         finally:
             build.cancel()
     first = DemoResult(
