@@ -63,6 +63,11 @@ def test_every_string_is_capped_enums_untouched() -> None:
     assert "maxLength" not in schema["properties"]["site"]  # the caller's schema is not modified
 
 
+def test_one_of_reaches_the_grammar_as_any_of() -> None:
+    schema = {"oneOf": [{"type": "object", "properties": {"kind": {"const": "a"}}}, {"type": "string"}]}
+    assert cap_schema(schema)["anyOf"][1] == {"type": "string", "maxLength": STRING_CAP, "minLength": 0}
+
+
 def test_prompt_is_a_raw_completion_with_one_valid_worked_example() -> None:
     schema = Shift.model_json_schema()
     prompt = build_prompt(

@@ -121,6 +121,12 @@ def cap_schema(schema: dict, max_length: int = STRING_CAP, max_items: int = ARRA
             if kind == "array":
                 node["maxItems"] = min(int(node.get("maxItems", max_items)), max_items)
                 node["minItems"] = min(int(node.get("minItems", 0)), node["maxItems"])
+            if "oneOf" in node:
+                # A grammar cannot enforce "exactly one"; the branches agentlake writes are told
+                # apart by a const field anyway. Saying anyOf keeps xgrammar from warning on
+                # every compile (and the warning out of the demo's output).
+                node["anyOf"] = node.pop("oneOf")
+                node.pop("discriminator", None)
             if (
                 kind == "object"
                 and not node.get("properties")
