@@ -35,7 +35,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -82,7 +82,6 @@ class Announcement:
     observer_url: str | None = None
     started: str = ""
     process_start: int | None = None
-    path: str = field(default="", compare=False)
 
     def holds(self, store: Path) -> bool:
         return str(Path(store).resolve()) in self.stores
@@ -141,11 +140,9 @@ def announce(
         observer_url=observer_url.rstrip("/") if observer_url else None,
         started=datetime.now(UTC).isoformat(timespec="seconds"),
         process_start=_process_start(pid),
-        path=str(path),
     )
-    body = {name: value for name, value in asdict(announcement).items() if name != "path"}
     partial = path.with_suffix(f".{pid}.tmp")
-    partial.write_text(json.dumps(body, indent=2) + "\n")
+    partial.write_text(json.dumps(asdict(announcement), indent=2) + "\n")
     os.replace(partial, path)
 
     def withdraw() -> None:
@@ -192,7 +189,7 @@ def running_servers(data_dir: Path) -> list[Announcement]:
     for path in sorted(directory.glob("*.json")):
         try:
             body = json.loads(path.read_text())
-            announcement = Announcement(**body, path=str(path))
+            announcement = Announcement(**body)
         except (OSError, ValueError, TypeError):
             print(f"note: ignoring the unreadable server file {path}", file=sys.stderr)
             continue

@@ -3,8 +3,6 @@ when one runs for the data directory: it holds the lake)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import typer
 
 from agentlake.cli.output import Format, err_console, render_rows
@@ -23,15 +21,15 @@ def sql(
     """Run one read-only query. DDL, DML, ATTACH, COPY, PRAGMA, SET and file-reading functions are refused."""
     from agentlake.cli.beside_server import call, running_gateway
     from agentlake.lake import Lake
+    from agentlake.lake.lakehouse import QueryResult
 
     server = running_gateway()
     if server is not None:
         # The server holds the lake: it runs the query, under its own sql_timeout_s.
         if timeout is not None:
             err_console.print(f"note: --timeout is not sent; {server.describe()} applies its sql_timeout_s")
-        result = SimpleNamespace(
-            **call(server, "POST", "/sql", json={"sql": query, "max_rows": max_rows or None})
-        )
+        body = {"sql": query, "max_rows": max_rows or None}
+        result = QueryResult.model_validate(call(server, "POST", "/sql", json=body))
     else:
         with Lake.open(read_only=True) as lake:
             result = lake.query(query, max_rows=max_rows, timeout_s=timeout)

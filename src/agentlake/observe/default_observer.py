@@ -99,8 +99,7 @@ def _remote(settings: Settings, server: Announcement | None) -> tuple[str, str |
     running server of the data directory that holds the store (the gateway's mounted observer
     takes the gateway's keys: ``api_key``), else ``observer_url``."""
     if server is not None and server.observer_url:
-        secret = settings.api_key if server.kind == "gateway" else settings.observer_api_key
-        secret = secret or settings.observer_api_key
+        secret = (settings.api_key if server.kind == "gateway" else None) or settings.observer_api_key
         return server.observer_url, secret.get_secret_value() if secret else None
     key = settings.observer_api_key.get_secret_value() if settings.observer_api_key else None
     return settings.observer_url, key
