@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from agentlake.lake import Lake
 from agentlake.lake.attrindex import AttributeIndex
+from agentlake.lake.guard import parse_where
 from agentlake.settings import load_settings
 
 ROWS = 3000
@@ -93,6 +94,11 @@ filters = st.recursive(
 )
 
 
+def _index_keys(index: AttributeIndex, fragment: str) -> list[int] | None:
+    plan = index.compile(parse_where(fragment).tree)
+    return None if plan is None else index.keys_of(plan).tolist()
+
+
 def _duckdb_keys(lake: Lake, fragment: str) -> list[int]:
     with lake.cursor() as cur:
         rows = cur.execute(f"SELECT id FROM people WHERE ({fragment}\n) ORDER BY id").fetchall()
@@ -105,9 +111,9 @@ def test_the_index_keeps_exactly_the_rows_duckdb_keeps(
     people: tuple[Lake, AttributeIndex], fragment: str
 ) -> None:
     lake, index = people
-    answered = index.keys_for(fragment)
+    answered = _index_keys(index, fragment)
     assert answered is not None  # every generated filter is in the subset the index answers
-    assert answered.tolist() == _duckdb_keys(lake, fragment)
+    assert answered == _duckdb_keys(lake, fragment)
 
 
 @pytest.mark.parametrize(
@@ -126,4 +132,4 @@ def test_the_index_keeps_exactly_the_rows_duckdb_keeps(
 def test_what_the_index_cannot_answer_exactly_is_left_to_duckdb(
     people: tuple[Lake, AttributeIndex], fragment: str
 ) -> None:
-    assert people[1].keys_for(fragment) is None
+    assert _index_keys(people[1], fragment) is None

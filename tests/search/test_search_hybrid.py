@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from agentlake.embed import get_embedder
@@ -194,6 +195,53 @@ def test_the_attribute_index_gives_what_duckdb_gives(
     with monkeypatch.context() as patched:
         patched.setattr(search_module, "_duckdb_filter_keys", no_scan)
         indexed = hybrid_search(lake, "workers", "forklift operator in a warehouse", where=where, k=10)
-    monkeypatch.setattr(AttributeIndex, "keys_for", lambda self, fragment: None)
+    monkeypatch.setattr(AttributeIndex, "compile", lambda self, tree: None)
+    search_module.FILTERS.clear()  # or the plan compiled above would answer again
     scanned = hybrid_search(lake, "workers", "forklift operator in a warehouse", where=where, k=10)
     assert indexed == scanned
+
+
+def test_a_filter_is_parsed_once_until_the_lake_changes(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentlake.lake.attrindex import AttributeIndex
+
+    parses: list[str] = []
+    compiles: list[object] = []
+    parse, compile_plan = search_module.parse_where, AttributeIndex.compile
+
+    def counted_parse(fragment: str) -> object:
+        parses.append(fragment)
+        return parse(fragment)
+
+    def counted_compile(self: AttributeIndex, tree: dict) -> object:
+        compiles.append(tree)
+        return compile_plan(self, tree)
+
+    monkeypatch.setattr(search_module, "parse_where", counted_parse)
+    monkeypatch.setattr(AttributeIndex, "compile", counted_compile)
+    vector = get_embedder().embed(["forklift operator"])[0]
+    where = "state IN ('CA', 'TX') AND reliability >= 0.5"
+    first = search_vector(lake, "workers", vector, where=where, k=5)
+    second = search_vector(lake, "workers", vector, where=f"  {where} ", k=5)
+    assert second == first
+    assert len(parses) == 1
+    assert len(compiles) == 1
+
+    lake.write_table("unrelated", pa.table({"id": [1]}))  # any write moves the lake's change token
+    assert search_vector(lake, "workers", vector, where=where, k=5) == first
+    assert len(parses) == 2
+    assert len(compiles) == 2
+
+
+def test_the_filter_cache_is_bounded(lake: Lake) -> None:
+    cache = search_module.FilterCache(size=3)
+    for value in range(5):
+        cache.checked(lake, "workers", f"worker_id > {value}")
+    kept = [key[2] for key in cache._entries]
+    assert kept == ["worker_id > 2", "worker_id > 3", "worker_id > 4"]
+
+
+def test_a_refused_filter_is_not_cached(lake: Lake) -> None:
+    cache = search_module.FilterCache()
+    with pytest.raises(UserError):
+        cache.checked(lake, "workers", "1=1; DROP TABLE workers")
+    assert not cache._entries

@@ -2,11 +2,11 @@
 
 Owns, per dataset, its low-cardinality text columns as dictionary codes and its numeric columns
 as arrays, row-aligned with the dataset's keys, and the compiling of a checked WHERE fragment
-(parsed by DuckDB's own parser, ``json_serialize_sql``) into NumPy masks under SQL's
+(the parse tree the guard made of it with DuckDB's own parser, ``json_serialize_sql``) into NumPy masks under SQL's
 three-valued logic: ``=``, ``<>``, ``IN``, ``NOT IN`` on text and numbers, ``<``, ``<=``,
 ``>``, ``>=``, ``BETWEEN`` on numbers, ``IS [NOT] NULL``, ``AND``, ``OR``, ``NOT``. Anything
 else (functions, casts, ``LIKE``, unknown columns, text ranges, mixed types, a column it did not
-index) is not answered: :meth:`AttributeIndex.keys_for` returns ``None`` and the caller asks
+index) is not answered: :meth:`AttributeIndex.compile` returns ``None`` and the caller asks
 DuckDB, so a search's results are the same either way (a property test compares the two on
 random filters). It does not own the vector index it sits beside (``index.py``), nor the
 guard: fragments come checked.
@@ -14,9 +14,7 @@ guard: fragments come checked.
 
 from __future__ import annotations
 
-import json
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -32,7 +30,6 @@ if TYPE_CHECKING:
 # Text columns with more distinct values than this, or than half their rows, are left to
 # DuckDB (free text, names, ids): the index is for low-cardinality columns.
 MAX_TEXT_DISTINCT = 5000
-MAX_PLANS = 512
 _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}
 _FLOAT_TYPES = {"FLOAT", "DOUBLE", "REAL"}
 
@@ -55,13 +52,11 @@ class _Unanswerable(Exception):
 
 class AttributeIndex:
     """The indexed columns of one dataset, rows ordered by key. Read-only once built; shared
-    between threads (the plan cache has its own lock)."""
+    between threads."""
 
     def __init__(self, keys: np.ndarray, columns: dict[str, _Column]) -> None:
         self.keys = keys
         self.columns = columns
-        self._plans: OrderedDict[str, Plan | None] = OrderedDict()
-        self._lock = threading.Lock()
 
     @classmethod
     def build(cls, lake: Lake, dataset: str, key_column: str) -> AttributeIndex:
@@ -99,29 +94,20 @@ class AttributeIndex:
                 columns[name.lower()] = column
         return cls(keys, columns)
 
-    def keys_for(self, fragment: str) -> np.ndarray | None:
-        """The keys of the rows ``fragment`` (a checked WHERE condition) keeps, in key order,
-        or ``None`` when the index cannot answer it exactly."""
-        plan = self._plan(fragment)
-        if plan is None:
-            return None
+    def compile(self, tree: dict[str, Any]) -> Plan | None:
+        """The plan of a checked WHERE condition's parse tree (the guard's
+        :class:`~agentlake.lake.guard.CheckedWhere` ``tree``), or ``None`` when the index
+        cannot answer it exactly. Plans are cheap to keep: the caller caches them per
+        fragment (``agentlake.lake.search``)."""
+        try:
+            return self._compile(tree)
+        except (_Unanswerable, ValueError, OverflowError, TypeError, KeyError, IndexError):
+            return None  # DuckDB answers it
+
+    def keys_of(self, plan: Plan) -> np.ndarray:
+        """The keys of the rows ``plan`` keeps, in key order."""
         true, _unknown = plan()
         return self.keys[true]
-
-    def _plan(self, fragment: str) -> Plan | None:
-        with self._lock:
-            if fragment in self._plans:
-                self._plans.move_to_end(fragment)
-                return self._plans[fragment]
-        try:
-            plan: Plan | None = self._compile(_where_tree(fragment))
-        except (_Unanswerable, ValueError, OverflowError, TypeError, KeyError, IndexError):
-            plan = None  # DuckDB answers it
-        with self._lock:
-            self._plans[fragment] = plan
-            while len(self._plans) > MAX_PLANS:
-                self._plans.popitem(last=False)
-        return plan
 
     # --- compiling a parse tree into masks ------------------------------------------------
 
@@ -303,24 +289,3 @@ def attributes_of(lake: Lake, index: VectorIndex) -> AttributeIndex:
             held = (stamp, AttributeIndex.build(lake, index.info.dataset, index.info.key_column))
             index.__dict__["_attributes"] = held
     return held[1]
-
-
-_parser_lock = threading.Lock()
-_parser: Any = None
-
-
-def _where_tree(fragment: str) -> dict[str, Any]:
-    """DuckDB's parse tree of ``WHERE (fragment)`` (the same parser the guard checked it with)."""
-    global _parser
-    import duckdb
-
-    with _parser_lock:
-        if _parser is None:
-            _parser = duckdb.connect(":memory:")
-        (serialized,) = _parser.execute(
-            "SELECT json_serialize_sql(?)", [f"SELECT * FROM t WHERE ({fragment}\n)"]
-        ).fetchone()
-    tree = json.loads(serialized)
-    if tree.get("error"):
-        raise _Unanswerable("unparsable")
-    return tree["statements"][0]["node"]["where_clause"]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -129,15 +130,25 @@ def _statements(sql: str) -> list[Any]:
             raise UserError(f"cannot parse the SQL: {_first_line(exc)}") from None
 
 
-def _tree(sql: str) -> dict[str, Any]:
+def _serialize(queries: list[str]) -> list[str | None]:
+    """``json_serialize_sql`` of each query, in one call on the parser connection."""
+    columns = ", ".join("json_serialize_sql(?::VARCHAR)" for _ in queries)
     with _parser_lock:
-        raw = _parse_conn().execute("SELECT json_serialize_sql(?::VARCHAR)", [sql]).fetchone()
-    parsed = json.loads(raw[0]) if raw else {"error": True}
+        raw = _parse_conn().execute(f"SELECT {columns}", queries).fetchone()
+    return list(raw) if raw else [None] * len(queries)
+
+
+def _tree_of(serialized: str | None) -> dict[str, Any]:
+    parsed = json.loads(serialized) if serialized else {"error": True}
     if parsed.get("error"):
         raise UserError(
             f"{_ONLY}; this one cannot be analysed ({str(parsed.get('error_message', 'unknown form'))[:300]})"
         )
     return parsed
+
+
+def _tree(sql: str) -> dict[str, Any]:
+    return _tree_of(_serialize([sql])[0])
 
 
 def _int_literal(node: Any) -> int | None:
@@ -299,6 +310,16 @@ def check_select(sql: str) -> str:
     return sql.strip().rstrip(";").strip()
 
 
+@dataclass(frozen=True)
+class CheckedWhere:
+    """A WHERE fragment the guard passed: its stripped ``text`` and DuckDB's parse ``tree`` of
+    the condition (``json_serialize_sql``'s ``where_clause``), so a caller that compiles the
+    filter (the attribute index) need not parse it again."""
+
+    text: str
+    tree: dict[str, Any]
+
+
 def check_where(fragment: str) -> str:
     """Return ``fragment`` (stripped) if it is a boolean WHERE condition and nothing more.
 
@@ -310,6 +331,11 @@ def check_where(fragment: str) -> str:
     splicing it as ``WHERE (<fragment>)`` adds exactly that expression, under the caller's
     parentheses.
     """
+    return parse_where(fragment).text
+
+
+def parse_where(fragment: str) -> CheckedWhere:
+    """:func:`check_where`, returning the parse tree beside the text (same checks, same errors)."""
     if not isinstance(fragment, str) or not fragment.strip():
         raise UserError("empty filter: pass a WHERE condition such as \"role = 'Welder' AND state = 'OH'\"")
     text = fragment.strip()
@@ -319,9 +345,16 @@ def check_where(fragment: str) -> str:
         )
     # No newline before ')': a trailing '--' comment must swallow it and fail here, or it
     # would swallow the caller's own conditions once spliced into their one-line SQL.
-    wrapped = _where_clause(f"SELECT * FROM {_PROBE_TABLE} WHERE ({text})", text)
+    wrapped_query = _single_select(f"SELECT * FROM {_PROBE_TABLE} WHERE ({text})", text)
     try:
-        alone = _where_clause(f"SELECT * FROM {_PROBE_TABLE} WHERE {text}", text)
+        alone_query: str | None = _single_select(f"SELECT * FROM {_PROBE_TABLE} WHERE {text}", text)
+    except UserError:
+        alone_query = None
+    # Both probes in one DuckDB call: each call costs ~0.2 ms before any parsing.
+    serialized = _serialize([wrapped_query] if alone_query is None else [wrapped_query, alone_query])
+    wrapped = _plain_where(_tree_of(serialized[0]), text)
+    try:
+        alone = _plain_where(_tree_of(serialized[1]), text) if alone_query is not None else None
     except UserError:
         alone = None
     if alone is None or _shape(alone) != _shape(wrapped):
@@ -330,12 +363,12 @@ def check_where(fragment: str) -> str:
             "balance its parentheses, e.g. \"(state = 'OH') OR (state = 'PA')\""
         )
     _walk(wrapped)
-    return text
+    return CheckedWhere(text, wrapped)
 
 
-def _where_clause(probe: str, text: str) -> dict[str, Any]:
-    """The WHERE expression of ``probe``, a SELECT over the probe table; ``UserError`` unless
-    that is all the statement holds."""
+def _single_select(probe: str, text: str) -> str:
+    """The one SELECT statement of ``probe`` (a SELECT over the probe table); ``UserError``
+    for a syntax error or anything more than one SELECT."""
     try:
         statements = _statements(probe)
     except UserError:
@@ -346,7 +379,13 @@ def _where_clause(probe: str, text: str) -> dict[str, Any]:
         raise UserError(
             f"filter {excerpt(text)} is not a single WHERE condition; statements are not allowed in a filter"
         )
-    node = _tree(statements[0].query)["statements"][0]["node"]
+    return statements[0].query
+
+
+def _plain_where(tree: dict[str, Any], text: str) -> dict[str, Any]:
+    """The WHERE expression of a probe's parse tree; ``UserError`` unless that is all the
+    statement holds."""
+    node = tree["statements"][0]["node"]
     plain = (
         node.get("type") == "SELECT_NODE"
         and not node.get("modifiers")

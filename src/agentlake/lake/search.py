@@ -1,9 +1,11 @@
 """Hybrid search: a guarded SQL filter on the dataset first, then cosine ranking of the rows it kept.
 
 Owns :func:`hybrid_search` (question in, ranked :class:`Source` out), :func:`search_vector`
-(the same from a query vector) and the per-row boost hook. The order is fixed: the WHERE
-fragment passes the lake's guard (:func:`agentlake.lake.guard.check_where`), DuckDB returns
-the integer keys of the matching rows, and only those rows are scored against the query.
+(the same from a query vector), the per-row boost hook and the cache of checked filters
+(:class:`FilterCache`). The order is fixed: the WHERE fragment passes the lake's guard
+(:func:`agentlake.lake.guard.parse_where`, once per distinct fragment while the lake is
+unchanged), the attribute index (or DuckDB, for what it cannot answer) gives the integer keys
+of the matching rows, and only those rows are scored against the query.
 
 How rows are scored, by how many there are:
 
@@ -20,8 +22,10 @@ It does not build or store indexes (``agentlake.lake.index``) and does not embed
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
-from functools import lru_cache
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,10 +34,10 @@ from pydantic import BaseModel, Field
 from agentlake.embed import get_embedder
 from agentlake.embed.local import quiet_openmp
 from agentlake.errors import RunError, UserError
-from agentlake.lake.attrindex import attributes_of
+from agentlake.lake.attrindex import AttributeIndex, Plan, attributes_of
 from agentlake.lake.bounds import error_line, excerpt
 from agentlake.lake.catalog import quote_ident
-from agentlake.lake.guard import check_where
+from agentlake.lake.guard import parse_where
 from agentlake.lake.index import IndexInfo, VectorIndex, fresh_index
 from agentlake.lake.lakehouse import QUERY_USER_ERRORS
 
@@ -49,6 +53,7 @@ MAX_K = 1000
 EXACT_MAX_ROWS = 4096
 RERANK_MIN = 100
 _BLOCK_ROWS = 8192
+MAX_FILTERS = 512
 DOC_PREFIXES = {"workers": "W", "clients": "C"}
 
 
@@ -72,11 +77,66 @@ def doc_prefix(dataset: str) -> str:
     return DOC_PREFIXES.get(dataset, dataset[:1].upper())
 
 
-@lru_cache(maxsize=512)
-def _checked_where(fragment: str) -> str:
-    # The guard's verdict depends only on the text, so caching it cannot go stale; it saves
-    # a parse per search. Refusals raise and are therefore never cached.
-    return check_where(fragment)
+@dataclass
+class CompiledFilter:
+    """A WHERE fragment the guard passed, and its plan on the attribute index once compiled."""
+
+    text: str
+    tree: dict[str, Any]
+    token: int  # the lake's change_token when it was checked
+    attributes: AttributeIndex | None = None  # the attribute index ``plan`` was compiled on
+    plan: Plan | None = None  # None: not compiled yet, or the attribute index cannot answer it
+
+
+class FilterCache:
+    """The search filters seen lately: each distinct fragment is parsed and checked by the guard
+    once, and compiled into an attribute-index plan once, while the lake is unchanged.
+
+    Keyed on (lake file, dataset, fragment); an entry is used only while the lake's
+    ``change_token`` is the one it was made under, so a write to the lake (which may rebuild
+    the attribute index the plan points into) makes the next search parse and compile again.
+    At most ``size`` entries, least recently used dropped first. Refusals raise and are never
+    kept. Shared between threads.
+    """
+
+    def __init__(self, size: int = MAX_FILTERS) -> None:
+        self.size = size
+        self._entries: OrderedDict[tuple[str, str, str], CompiledFilter] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def checked(self, lake: Lake, dataset: str, fragment: str) -> CompiledFilter:
+        """The checked ``fragment`` (stripped, not empty); ``UserError`` if the guard refuses it."""
+        key = (str(lake.path), dataset, fragment)
+        token = lake.change_token
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry.token == token:
+                self._entries.move_to_end(key)
+                return entry
+        where = parse_where(fragment)
+        entry = CompiledFilter(where.text, where.tree, token)
+        with self._lock:
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+        return entry
+
+    @staticmethod
+    def plan(entry: CompiledFilter, attributes: AttributeIndex) -> Plan | None:
+        """``entry``'s plan on ``attributes``, compiled on first use (None: ask DuckDB)."""
+        if entry.attributes is not attributes:
+            # Two threads may both compile; either plan is the same, so no lock.
+            entry.plan = attributes.compile(entry.tree)
+            entry.attributes = attributes
+        return entry.plan
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+FILTERS = FilterCache()
 
 
 quiet_openmp()  # before the float16 scan first imports torch
@@ -85,11 +145,14 @@ quiet_openmp()  # before the float16 scan first imports torch
 # --- the lake side ----------------------------------------------------------------------
 
 
-def _filter_keys(lake: Lake, index: VectorIndex, fragment: str) -> np.ndarray:
-    """Keys of the rows matching ``fragment``: from the attribute index beside ``index`` when it
+def _filter_keys(lake: Lake, index: VectorIndex, where: CompiledFilter) -> np.ndarray:
+    """Keys of the rows matching ``where``: from the attribute index beside ``index`` when it
     answers the filter exactly (equality, IN and ranges on its columns), else from DuckDB."""
-    keys = attributes_of(lake, index).keys_for(fragment)
-    return keys if keys is not None else _duckdb_filter_keys(lake, index.info, fragment)
+    attributes = attributes_of(lake, index)
+    plan = FILTERS.plan(where, attributes)
+    if plan is None:
+        return _duckdb_filter_keys(lake, index.info, where.text)
+    return attributes.keys_of(plan)
 
 
 def _duckdb_filter_keys(lake: Lake, info: IndexInfo, fragment: str) -> np.ndarray:
@@ -214,11 +277,11 @@ def search_vector(
     ``vector`` must have the index's dimension (it is normalised here). Everything else is
     as in :func:`hybrid_search`, which embeds a question and calls this.
     """
-    fragment = _check_inputs(where, k)
-    return _search(lake, fresh_index(lake, dataset), vector, fragment, k, boost)
+    checked = _check_inputs(lake, dataset, where, k)
+    return _search(lake, fresh_index(lake, dataset), vector, checked, k, boost)
 
 
-def _check_inputs(where: str | None, k: int) -> str | None:
+def _check_inputs(lake: Lake, dataset: str, where: str | None, k: int) -> CompiledFilter | None:
     """The checked filter (or None); ``UserError`` for a bad ``k`` or a refused filter."""
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise UserError(f"k must be an integer from 1 to {MAX_K} (got {k!r})")
@@ -228,11 +291,16 @@ def _check_inputs(where: str | None, k: int) -> str | None:
         raise UserError(
             "empty filter: pass a WHERE condition such as \"role = 'Welder' AND state = 'OH'\", or none"
         )
-    return _checked_where(where.strip())
+    return FILTERS.checked(lake, dataset, where.strip())
 
 
 def _search(
-    lake: Lake, index: VectorIndex, vector: np.ndarray, fragment: str | None, k: int, boost: Boost | None
+    lake: Lake,
+    index: VectorIndex,
+    vector: np.ndarray,
+    where: CompiledFilter | None,
+    k: int,
+    boost: Boost | None,
 ) -> list[Source]:
     info = index.info
     dataset = info.dataset
@@ -246,8 +314,8 @@ def _search(
         raise UserError("the query vector is zero or not finite")
     query = query / norm
 
-    if fragment is not None:
-        keys = _filter_keys(lake, index, fragment)
+    if where is not None:
+        keys = _filter_keys(lake, index, where)
         if keys.size == 0:
             return []
         rows, cosine, scores = _rank_rows(index, index.rows_of(keys), query, k, boost)
@@ -264,7 +332,7 @@ def _search(
             chunk_text=index.text(int(row)),
             score=round(float(score), 6),
             similarity=round(float(cos), 6),
-            sql_verified=fragment is not None,
+            sql_verified=where is not None,
         )
         for row, cos, score in zip(rows, cosine, scores, strict=True)
     ]
@@ -304,7 +372,7 @@ def hybrid_search(
         raise UserError(
             'empty question: say what to look for, e.g. "certified welder with forklift experience"'
         )
-    fragment = _check_inputs(where, k)
+    checked = _check_inputs(lake, dataset, where, k)
     index = fresh_index(lake, dataset)
     info = index.info
     embedder = embedder or get_embedder(info.model, lake.settings)
@@ -314,4 +382,4 @@ def hybrid_search(
             f"embedder or rebuild with `{info.rebuild_command}`"
         )
     vector = embedder.embed([question.strip()])[0]
-    return _search(lake, index, vector, fragment, k, boost)
+    return _search(lake, index, vector, checked, k, boost)
