@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test lint bench local-llm browser clean models models-0.5b
+.PHONY: install demo test lint bench local-llm browser postgres clean models models-0.5b
 
 install: $(STAMP)
 
@@ -45,7 +45,14 @@ browser:
 		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
 
-test: install browser models-0.5b
+# Debian's PostgreSQL server for the tests of the PostgreSQL backend (they initdb a throwaway
+# cluster in a temp dir, run by the package's unprivileged `postgres` user when we are root).
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq postgresql; }
+
+test: install browser postgres models-0.5b
 	@$(BIN)/python -m pytest -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
 

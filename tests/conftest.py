@@ -84,3 +84,25 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
         return CliResult(code, captured.out, captured.err)
 
     return run
+
+
+# --- PostgreSQL: one throwaway cluster per test session, a fresh database per test ------------
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster():  # noqa: ANN201 - agentlake.postgres.LocalCluster
+    """A PostgreSQL cluster initdb'd in a temp dir on 127.0.0.1 (see ``LocalCluster``), started
+    once per session. Skips only when Debian's server programs are absent (`make postgres`)."""
+    from agentlake.postgres import LocalCluster, server_binaries
+
+    if server_binaries() is None:
+        pytest.skip("PostgreSQL's server programs are not installed (`make postgres` installs them)")
+    # fsync off: the tests kill agentlake's processes, never the cluster's.
+    with LocalCluster(fsync=False) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def database_url(postgres_cluster) -> str:  # noqa: ANN001
+    """The URL of a new empty database in the session's cluster."""
+    return postgres_cluster.create_database()

@@ -68,6 +68,10 @@ class Settings(BaseSettings):
         description="Read-only SQL results are cut at about this many bytes (as JSON; flagged truncated); a single larger value keeps its head.",
     )
     duckdb_threads: int = Field(2, gt=0, description="Threads DuckDB may use.")
+    database_url: SecretStr | None = Field(
+        None,
+        description="PostgreSQL URL (postgresql://user:password@host:port/dbname) holding the operation log and the lesson store instead of their DuckDB files, so that several processes and hosts write them at once. Unset: the DuckDB files in data_dir.",
+    )
     duckdb_memory_limit: str = Field(
         "2GB",
         pattern=r"^\s*\d+(\.\d+)?\s*([KMGT]i?B)\s*$",

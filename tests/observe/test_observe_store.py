@@ -27,8 +27,7 @@ def _op(i: int, **fields: object) -> ObservedOp:
     return ObservedOp(**base)
 
 
-def test_append_is_durable_and_round_trips_every_field(tmp_path: Path) -> None:
-    path = tmp_path / "o.duckdb"
+def test_append_is_durable_and_round_trips_every_field(open_ops) -> None:
     op = ObservedOp(
         id="full-1",
         ts=datetime(2026, 11, 21, 8, 0, tzinfo=UTC),
@@ -68,16 +67,16 @@ def test_append_is_durable_and_round_trips_every_field(tmp_path: Path) -> None:
         ),
         attributes={"k": [1, 2], "nested": {"a": "b"}},
     )
-    with OpStore(path) as store:
+    with open_ops() as store:
         assert [r.status for r in store.append([op])] == ["stored"]
     # A fresh process-like open, read-only: the op is on disk exactly as sent.
-    with OpStore(path, read_only=True) as reader:
+    with open_ops(read_only=True) as reader:
         (back,) = reader.query()
     assert back.model_dump() == op.model_dump()
 
 
-def test_duplicate_ids_are_stored_once_and_answered_duplicate(tmp_path: Path) -> None:
-    with OpStore(tmp_path / "o.duckdb") as store:
+def test_duplicate_ids_are_stored_once_and_answered_duplicate(open_ops) -> None:
+    with open_ops() as store:
         first = store.append([_op(1), _op(2), _op(1, endpoint="other")])
         assert [r.status for r in first] == ["stored", "stored", "duplicate"]
         again = store.append([_op(2), _op(3)])
@@ -87,8 +86,8 @@ def test_duplicate_ids_are_stored_once_and_answered_duplicate(tmp_path: Path) ->
         assert store.query(endpoint="other") == []
 
 
-def test_concurrent_appends_share_commits(tmp_path: Path) -> None:
-    with OpStore(tmp_path / "o.duckdb") as store:
+def test_concurrent_appends_share_commits(open_ops) -> None:
+    with open_ops() as store:
         errors: list[BaseException] = []
 
         def worker(base: int) -> None:
@@ -109,7 +108,7 @@ def test_concurrent_appends_share_commits(tmp_path: Path) -> None:
         assert store.committed_batches < 400
 
 
-def test_query_filters_and_pagination(tmp_path: Path) -> None:
+def test_query_filters_and_pagination(open_ops) -> None:
     t0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
     ops = [
         _op(
@@ -122,7 +121,7 @@ def test_query_filters_and_pagination(tmp_path: Path) -> None:
         )
         for i in range(10)
     ]
-    with OpStore(tmp_path / "o.duckdb") as store:
+    with open_ops() as store:
         store.append(ops)
         ids = lambda found: [op.id for op in found]  # noqa: E731
         assert ids(store.query(limit=3)) == ["op-00009", "op-00008", "op-00007"]
@@ -145,8 +144,8 @@ def test_query_filters_and_pagination(tmp_path: Path) -> None:
             store.query(limit=-1)
 
 
-def test_stats_counts_and_latency(tmp_path: Path) -> None:
-    with OpStore(tmp_path / "o.duckdb") as store:
+def test_stats_counts_and_latency(open_ops) -> None:
+    with open_ops() as store:
         store.append([_op(i, success=i != 0, source="scenario" if i == 4 else "agent") for i in range(5)])
         stats = store.stats()
     assert (stats.total, stats.successes, stats.failures) == (5, 4, 1)
@@ -156,11 +155,10 @@ def test_stats_counts_and_latency(tmp_path: Path) -> None:
     assert [op.id for op in stats.recent_scenario] == ["op-00004"]
 
 
-def test_restart_rebuilds_ring_and_counters(tmp_path: Path) -> None:
-    path = tmp_path / "o.duckdb"
-    with Observer(OpStore(path), ring_size=3) as observer:
+def test_restart_rebuilds_ring_and_counters(open_ops) -> None:
+    with Observer(open_ops(), ring_size=3) as observer:
         observer.record_many([_op(i, success=i != 1) for i in range(5)])
-    with Observer(OpStore(path), ring_size=3) as observer:
+    with Observer(open_ops(), ring_size=3) as observer:
         assert [op.id for op in observer.recent()] == ["op-00002", "op-00003", "op-00004"]
         stats = observer.stats()
         assert (stats.total, stats.failures) == (5, 1)
@@ -170,8 +168,9 @@ def test_restart_rebuilds_ring_and_counters(tmp_path: Path) -> None:
         assert observer.recent(1)[0].id == "op-00009"
 
 
-class _GatedStore(OpStore):
-    """A real store whose writer waits for the test before committing (to fill the queue)."""
+class _GatedStore:
+    """Mixed into a real store (either backend): its writer waits for the test before
+    committing (to fill the queue)."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         self.gate = threading.Event()
@@ -182,8 +181,8 @@ class _GatedStore(OpStore):
         return super()._commit(batch)
 
 
-def test_full_queue_refuses_fast_and_loses_nothing_accepted(tmp_path: Path) -> None:
-    store = _GatedStore(tmp_path / "o.duckdb", queue_max=4)
+def test_full_queue_refuses_fast_and_loses_nothing_accepted(open_ops) -> None:
+    store = open_ops(cls=_GatedStore, queue_max=4)
     try:
         # Ops count against queue_max until their commit is done, in the writer's hands or not.
         first = store.submit([_op(1)])
@@ -243,8 +242,8 @@ def test_read_only_open_while_a_writer_holds_the_file_and_final_schema(tmp_path:
     } <= set(columns)
 
 
-def test_closed_store_refuses_writes(tmp_path: Path) -> None:
-    store = OpStore(tmp_path / "o.duckdb")
+def test_closed_store_refuses_writes(open_ops) -> None:
+    store = open_ops()
     store.close()
     with pytest.raises(UnavailableError):
         store.append([_op(1)])
@@ -270,7 +269,7 @@ def test_checkpoints_run_beside_the_writer_and_lose_nothing(tmp_path: Path) -> N
         assert reopened.count() == 3001
 
 
-def test_a_committed_op_leaves_no_reference_cycle_behind(tmp_path: Path) -> None:
+def test_a_committed_op_leaves_no_reference_cycle_behind(open_ops) -> None:
     # Servers await commits through ticket callbacks (the writer resolves a future on the loop).
     # A callback kept after it ran closed a cycle (pending -> callback -> ticket -> pending) per
     # op: only a full collection could free it, and under load those stalled every request.
@@ -282,7 +281,7 @@ def test_a_committed_op_leaves_no_reference_cycle_behind(tmp_path: Path) -> None
     async def record(observer: Observer) -> None:
         await asyncio.gather(*(observer.record_many_async([_op(i)]) for i in range(50)))
 
-    with Observer(OpStore(tmp_path / "o.duckdb")) as observer:
+    with Observer(open_ops()) as observer:
         asyncio.run(record(observer))  # warm up: the loop's and the store's one-time objects
         gc.collect()
         gc.set_debug(gc.DEBUG_SAVEALL)  # keep what the collector finds, to look at it
@@ -297,9 +296,9 @@ def test_a_committed_op_leaves_no_reference_cycle_behind(tmp_path: Path) -> None
     assert leftovers == []
 
 
-def test_a_run_id_ending_in_a_star_matches_every_run_id_it_begins(tmp_path: Path) -> None:
+def test_a_run_id_ending_in_a_star_matches_every_run_id_it_begins(open_ops) -> None:
     run_ids = ["run-7:staffer:b1:day:e1", "run-7:staffer:b2:day:e1", "run-7:staffer:b1:day:e2", "run-70:x"]
-    with OpStore(tmp_path / "o.duckdb") as store:
+    with open_ops() as store:
         store.append([_op(i, provenance={"run_id": run_id}) for i, run_id in enumerate(run_ids)])
         found = store.query(run_id="run-7:staffer:b1:*", order="asc")
     assert [op.id for op in found] == ["op-00000", "op-00002"]

@@ -1,6 +1,7 @@
 """The process-wide default observer, and which sink an observer writes to.
 
-Owns ``open_observer`` (``observer_sink``: ``embedded`` opens the DuckDB store in this process,
+Owns ``open_observer`` (``observer_sink``: ``embedded`` opens the store in this process: the
+DuckDB file, or the PostgreSQL database when ``database_url`` is set, which every process writes itself;
 ``http`` sends to a running observer service through ``ObserverClient``, which spools while it
 is down; an embedded sink whose store a running server of the data directory holds sends to that
 server instead), ``open_reader`` (where tools like ``agentlake ops`` read from) and the process-wide
@@ -36,6 +37,9 @@ def open_observer(settings: Settings | None = None) -> Observer:
     ``settings.observer_path`` in this process; ``http`` sends to ``settings.observer_url``
     through an ``ObserverClient`` (spooling to ``data_dir/spool`` while it is down)."""
     settings = settings or load_settings()
+    if settings.database_url is not None and settings.observer_sink == "embedded":
+        # PostgreSQL takes several writers: every process writes there itself.
+        return _with_export(Observer(_pg_store(settings), ring_size=settings.observer_ring_size))
     server = (
         server_holding(settings.observer_path, settings.data_dir)
         if settings.observer_sink == "embedded"
@@ -55,15 +59,28 @@ def open_observer(settings: Settings | None = None) -> Observer:
         queue_max=settings.observer_queue_max,
         checkpoint_mb=settings.observer_checkpoint_mb,
     )
-    observer = Observer(store, ring_size=settings.observer_ring_size)
+    return _with_export(Observer(store, ring_size=settings.observer_ring_size))
+
+
+def _with_export(observer: Observer) -> Observer:
     if export_configured():
         # Lazy (start-up time): the OpenTelemetry SDK loads only when export is configured.
-        # Only the process that owns the store exports: ops sent to it over HTTP by worker
+        # Only a process that writes the store exports: ops sent to it over HTTP by worker
         # processes are exported once, there.
         from agentlake.observe.otlp_export import attach_configured_export
 
         attach_configured_export(observer)
     return observer
+
+
+def _pg_store(settings: Settings, *, read_only: bool = False) -> OpStore:
+    # Lazy (start-up time): psycopg loads only when a database URL is set.
+    from agentlake.observe.pg_store import PgOpStore
+
+    assert settings.database_url is not None
+    return PgOpStore(
+        settings.database_url.get_secret_value(), queue_max=settings.observer_queue_max, read_only=read_only
+    )
 
 
 def open_reader(settings: Settings | None = None, *, url: str | None = None) -> OpSink:
@@ -72,6 +89,8 @@ def open_reader(settings: Settings | None = None, *, url: str | None = None) -> 
     another process holds that file (a running service), the service at ``observer_url``.
     Raises ``UserError`` when there is no store yet."""
     settings = settings or load_settings()
+    if url is None and settings.observer_sink != "http" and settings.database_url is not None:
+        return _pg_store(settings, read_only=True)
     if url is None and settings.observer_sink != "http":
         try:
             return OpStore(settings.observer_path, read_only=True, threads=settings.duckdb_threads)

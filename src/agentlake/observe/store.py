@@ -353,6 +353,11 @@ class OpStore:
     checkpoints to DuckDB (inline, at its ``checkpoint_threshold``).
     """
 
+    _LATENCY_SQL = (
+        "SELECT quantile_cont(duration_ms, 0.5), quantile_cont(duration_ms, 0.95), count(*) "
+        "FROM (SELECT duration_ms FROM ops ORDER BY seq DESC LIMIT ?) AS last"
+    )
+
     def __init__(
         self,
         path: Path,
@@ -393,6 +398,12 @@ class OpStore:
                 safety_net_kb = max(1, round(4 * self.checkpoint_mb * 1000))
                 self._conn.execute(f"SET checkpoint_threshold = '{safety_net_kb}KB'")
         self._next_seq = int(self._conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM ops").fetchone()[0])
+        self._start()
+
+    def _start(self) -> None:
+        """The queue, the writer thread and (when asked) the checkpoint thread, once the
+        database is open: the same for every backend."""
+        read_only = self.read_only
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._queue: deque[_Pending] = deque()
@@ -407,7 +418,7 @@ class OpStore:
         if not read_only:
             self._writer = threading.Thread(target=self._write_loop, name="observer-writer", daemon=True)
             self._writer.start()
-        if self.checkpoint_mb:
+        if self.checkpoint_mb and not read_only:
             self._checkpointer = threading.Thread(
                 target=self._checkpoint_loop, name="observer-checkpointer", daemon=True
             )
@@ -566,9 +577,13 @@ class OpStore:
         # seq values of ops that turned out to be duplicates are simply skipped: seq orders
         # commits, it does not need to be dense.
         self._next_seq += len(fresh)
+        return self._answers(batch, inserted if inserted is not None else {op.id for op in fresh})
+
+    def _answers(self, batch: list[_Pending], stored_now: set[str]) -> list[list[AppendResult]]:
+        """Each caller's results once ``stored_now`` (the ids this commit inserted) is durable:
+        any other id, or a repeat after the first, is a duplicate."""
         self.committed_batches += 1
         self.last_commit_at = time.time()
-        stored_now = inserted if inserted is not None else {op.id for op in fresh}
         results: list[list[AppendResult]] = []
         for pending in batch:
             per: list[AppendResult] = []
@@ -717,7 +732,7 @@ class OpStore:
         rows = (
             self._cursor()
             .execute(
-                f"SELECT {_SELECT} FROM (SELECT {_SELECT} FROM ops ORDER BY seq DESC LIMIT ?) ORDER BY seq",
+                f"SELECT {_SELECT} FROM (SELECT {_SELECT} FROM ops ORDER BY seq DESC LIMIT ?) AS last ORDER BY seq",
                 [n],
             )
             .fetchall()
@@ -734,11 +749,7 @@ class OpStore:
         by_endpoint = dict(
             cur.execute("SELECT endpoint, count(*) FROM ops GROUP BY endpoint ORDER BY 2 DESC").fetchall()
         )
-        p50, p95, window = cur.execute(
-            "SELECT quantile_cont(duration_ms, 0.5), quantile_cont(duration_ms, 0.95), count(*) "
-            "FROM (SELECT duration_ms FROM ops ORDER BY seq DESC LIMIT ?)",
-            [latency_window],
-        ).fetchone()
+        p50, p95, window = cur.execute(self._LATENCY_SQL, [latency_window]).fetchone()
         return Stats(
             total=total,
             successes=successes,

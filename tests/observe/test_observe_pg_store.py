@@ -1,0 +1,76 @@
+"""The op store in PostgreSQL: what only that backend has (the shared behaviour is tested on both
+backends in test_observe_store.py): its final schema, several stores on one database, and bad
+input (an unreachable URL, a schema written by a newer agentlake)."""
+
+from __future__ import annotations
+
+import socket
+
+import psycopg
+import pytest
+
+from agentlake.errors import UserError
+from agentlake.observe import ObservedOp
+from agentlake.observe.pg_store import MIGRATIONS, PgOpStore
+
+
+def _op(i: int) -> ObservedOp:
+    return ObservedOp(id=f"op-{i:05d}", endpoint="tool.sql", source="agent", duration_ms=float(i))
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_final_schema_and_recorded_migrations(database_url: str) -> None:
+    PgOpStore(database_url).close()
+    with psycopg.connect(database_url) as conn:
+        names = [r[0] for r in conn.execute("SELECT name FROM agentlake_migrations WHERE store = 'ops'")]
+        columns = [
+            r[0]
+            for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'ops' "
+                "ORDER BY ordinal_position"
+            )
+        ]
+    assert names == [m.name for m in MIGRATIONS]
+    assert columns[:3] == ["id", "seq", "ts"]
+    assert {"staffer_id", "run_id", "llm_model", "input_tokens", "attributes", "stored_at"} <= set(columns)
+
+
+def test_two_stores_on_one_database_store_each_id_once(database_url: str) -> None:
+    with PgOpStore(database_url) as first, PgOpStore(database_url) as second:
+        assert [r.status for r in first.append([_op(1), _op(2)])] == ["stored", "stored"]
+        assert [r.status for r in second.append([_op(2), _op(3)])] == ["duplicate", "stored"]
+        assert first.count() == 3
+        seqs = [op.id for op in second.query(order="asc")]
+    assert seqs == ["op-00001", "op-00002", "op-00003"]
+
+
+def test_a_reader_of_a_database_without_the_schema_is_told_so(database_url: str) -> None:
+    with pytest.raises(UserError, match="no observer store in PostgreSQL"):
+        PgOpStore(database_url, read_only=True)
+
+
+def test_a_schema_newer_than_the_code_is_refused_and_left_alone(database_url: str) -> None:
+    PgOpStore(database_url).close()
+    with psycopg.connect(database_url) as conn:
+        conn.execute("INSERT INTO agentlake_migrations (store, name) VALUES ('ops', '9999_future')")
+    with pytest.raises(UserError, match=r"unknown to this agentlake version.*upgrade agentlake"):
+        PgOpStore(database_url)
+    with psycopg.connect(database_url) as conn:
+        count = conn.execute("SELECT count(*) FROM agentlake_migrations WHERE store = 'ops'").fetchone()[0]
+    assert count == len(MIGRATIONS) + 1
+
+
+def test_an_unreachable_url_is_one_line_naming_host_and_setting_exit_2(cli, monkeypatch) -> None:  # noqa: ANN001
+    port = _closed_port()
+    monkeypatch.setenv("AGENTLAKE_DATABASE_URL", f"postgresql://someone:hunter2@127.0.0.1:{port}/lake")
+    result = cli("ops", "stats")
+    assert result.code == 2
+    assert len(result.err.strip().splitlines()) == 1
+    assert f"127.0.0.1:{port}/lake" in result.err
+    assert "AGENTLAKE_DATABASE_URL" in result.err
+    assert "hunter2" not in result.err
