@@ -10,6 +10,8 @@ Measured in the same run:
   single c=C      POST /event, C connections (each value of --concurrency): group commit shares each fsync
   batched         POST /events, 1000 events per request, B connections
   in-process      OpStore.append of 1000-event batches, no HTTP (the store's ceiling)
+The served measurements run once per store backend (--backends duckdb,postgres): the DuckDB file,
+then PostgreSQL (AGENTLAKE_DATABASE_URL; a throwaway local cluster with fsync on), same run.
 
 And the in-process recording path (no HTTP; a wrapped tool, an embedded store, CPU per op):
   observe(), one by one      each op durable before the call returns (one commit each)
@@ -271,6 +273,70 @@ def _recording(seconds: float) -> dict[str, dict[str, float]]:
     return results
 
 
+def _served(
+    backend: str, extra_env: dict[str, str], args: argparse.Namespace, levels: list[int], results: dict
+) -> tuple[int, list[str]]:
+    """The HTTP measurements against `agentlake observer serve` storing into ``backend``; adds
+    them to ``results`` (named with the backend) and returns (events stored, their names)."""
+    data_dir = Path(tempfile.mkdtemp(prefix="bench-observe-"))
+    port = _free_port()
+    exe = shutil.which("agentlake", path=str(Path(sys.executable).parent)) or "agentlake"
+    env = {
+        **os.environ,
+        "AGENTLAKE_DATA_DIR": str(data_dir),
+        "AGENTLAKE_CONFIG": str(data_dir / "none.toml"),
+        **extra_env,
+    }
+    server = subprocess.Popen(
+        [exe, "observer", "serve", "--port", str(port)], env=env, stderr=subprocess.DEVNULL
+    )
+    names: list[str] = []
+
+    def record(name: str, result: dict) -> None:
+        results[f"{backend}: {name}"] = result
+        names.append(f"{backend}: {name}")
+
+    try:
+        for _ in range(600):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        floor = Load(port, "/health", "GET", lambda c, n: b"", 0, server.pid).run(levels[0], args.seconds)
+        floor["events_per_s"] = floor["requests_per_s"]
+        record("health floor", floor)
+        record(
+            "single c=1",
+            Load(port, "/event", "POST", lambda c, n: _event(f"s1-{c}-{n}"), 1, server.pid).run(
+                1, args.seconds
+            ),
+        )
+        for concurrency in levels:
+            record(
+                f"single c={concurrency}",
+                Load(
+                    port, "/event", "POST", lambda c, n, k=concurrency: _event(f"s{k}-{c}-{n}"), 1, server.pid
+                ).run(concurrency, args.seconds),
+            )
+
+        def batch_body(c: int, n: int) -> bytes:
+            return b"[" + b",".join(_event(f"b-{c}-{n}-{k}") for k in range(args.batch)) + b"]"
+
+        record(
+            f"batched {args.batch}/req x{args.batch_connections}",
+            Load(port, "/events", "POST", batch_body, args.batch, server.pid).run(
+                args.batch_connections, args.seconds
+            ),
+        )
+        stored = httpx.get(f"http://127.0.0.1:{port}/stats", timeout=60).json()["total"]
+    finally:
+        server.terminate()
+        server.wait(60)
+        shutil.rmtree(data_dir, ignore_errors=True)
+    return stored, names
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -281,68 +347,51 @@ def main() -> None:
     )
     parser.add_argument("--batch", type=int, default=1000, help="Events per POST /events.")
     parser.add_argument("--batch-connections", type=int, default=4, help="Connections for batched POSTs.")
+    parser.add_argument(
+        "--backends",
+        default="duckdb,postgres",
+        help="Stores behind the service, measured in this order in the same run: duckdb (the file), "
+        "postgres (a throwaway local cluster, fsync on; its server's CPU is not in srv cpu).",
+    )
     args = parser.parse_args()
     levels = [int(level) for level in str(args.concurrency).split(",")]
 
     load_before = f"{os.getloadavg()[0]:.2f}"
-    data_dir = Path(tempfile.mkdtemp(prefix="bench-observe-"))
-    port = _free_port()
-    exe = shutil.which("agentlake", path=str(Path(sys.executable).parent)) or "agentlake"
-    env = {**os.environ, "AGENTLAKE_DATA_DIR": str(data_dir), "AGENTLAKE_CONFIG": str(data_dir / "none.toml")}
-    server = subprocess.Popen(
-        [exe, "observer", "serve", "--port", str(port)], env=env, stderr=subprocess.DEVNULL
-    )
-    try:
-        for _ in range(600):
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        results: dict[str, dict] = {}
-        results["health floor"] = Load(port, "/health", "GET", lambda c, n: b"", 0, server.pid).run(
-            levels[0], args.seconds
-        )
-        results["health floor"]["events_per_s"] = results["health floor"]["requests_per_s"]
-        results["single c=1"] = Load(
-            port, "/event", "POST", lambda c, n: _event(f"s1-{c}-{n}"), 1, server.pid
-        ).run(1, args.seconds)
-        for concurrency in levels:
-            results[f"single c={concurrency}"] = Load(
-                port, "/event", "POST", lambda c, n, k=concurrency: _event(f"s{k}-{c}-{n}"), 1, server.pid
-            ).run(concurrency, args.seconds)
+    results: dict[str, dict] = {}
+    served: dict[str, tuple[int, list[str]]] = {}  # backend -> (stored, its measurements)
+    for backend in args.backends.split(","):
+        if backend == "postgres":
+            from agentlake.postgres import LocalCluster, server_binaries
 
-        def batch_body(c: int, n: int) -> bytes:
-            return b"[" + b",".join(_event(f"b-{c}-{n}-{k}") for k in range(args.batch)) + b"]"
-
-        results[f"batched {args.batch}/req x{args.batch_connections}"] = Load(
-            port, "/events", "POST", batch_body, args.batch, server.pid
-        ).run(args.batch_connections, args.seconds)
-        stored = httpx.get(f"http://127.0.0.1:{port}/stats", timeout=30).json()["total"]
-    finally:
-        server.terminate()
-        server.wait(60)
+            if server_binaries() is None:
+                print("postgres: skipped, PostgreSQL's server programs are not installed (make postgres)")
+                continue
+            # fsync on, as a real server: an acknowledged event is on disk.
+            with LocalCluster(fsync=True) as cluster:
+                url = cluster.create_database("bench")
+                served[backend] = _served(backend, {"AGENTLAKE_DATABASE_URL": url}, args, levels, results)
+        else:
+            served[backend] = _served(backend, {}, args, levels, results)
     in_process = _in_process(args.batch, args.seconds)
     results.update(in_process)
     recording = _recording(args.seconds / 2)
-    acknowledged = sum(
-        r["events"] for name, r in results.items() if name != "health floor" and name not in in_process
-    )
-
-    single_one = results["single c=1"]["events_per_s"]
+    single_one = next(r["events_per_s"] for name, r in results.items() if name.endswith("single c=1"))
     print(f"load average before/after: {load_before} / {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     print(
-        f"{'measurement':<28}{'events/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'x c=1':>8}{'srv cpu us/ev':>15}{'=> ev/cpu-s':>13}  errors"
+        f"{'measurement':<38}{'events/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'x c=1':>8}{'srv cpu us/ev':>15}{'=> ev/cpu-s':>13}  errors"
     )
     for name, r in results.items():
         cpu = r.get("server_cpu_us", float("nan"))
         print(
-            f"{name:<28}{r['events_per_s']:>10,.0f}{r.get('p50_ms', float('nan')):>9.1f}{r.get('p99_ms', float('nan')):>9.1f}"
+            f"{name:<38}{r['events_per_s']:>10,.0f}{r.get('p50_ms', float('nan')):>9.1f}{r.get('p99_ms', float('nan')):>9.1f}"
             f"{r['events_per_s'] / single_one:>8.1f}{cpu:>15.1f}{1e6 / cpu:>13,.0f}  {r.get('errors', {})}"
         )
-    print(
-        f"acknowledged {acknowledged:,} events; stored in the file: {stored:,} ({'all durable' if stored == acknowledged else 'MISMATCH'})"
-    )
+    for backend, (stored, names) in served.items():
+        acknowledged = sum(results[name]["events"] for name in names)
+        print(
+            f"{backend}: acknowledged {acknowledged:,} events; stored: {stored:,} "
+            f"({'all durable' if stored == acknowledged else 'MISMATCH'})"
+        )
     for name, r in in_process.items():
         print(
             f"{name}: slowest append {r['max_ms']:.0f} ms; background checkpoints {r['background_checkpoints']}"
@@ -350,7 +399,6 @@ def main() -> None:
     print(f"\n{'in-process recording':<28}{'ops/s':>10}{'cpu us/op':>12}")
     for name, r in recording.items():
         print(f"{name:<28}{r['events_per_s']:>10,.0f}{r['server_cpu_us']:>12.1f}")
-    shutil.rmtree(data_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -33,8 +33,24 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def settings() -> Settings:
+def backend(request: pytest.FixtureRequest) -> str:
+    """Where the lesson store lives: "duckdb" (a file in the data dir) unless a module
+    parametrises it (``pytest.mark.parametrize("backend", [...], indirect=True)``)."""
+    return getattr(request, "param", "duckdb")
+
+
+@pytest.fixture
+def settings(backend: str, request: pytest.FixtureRequest) -> Settings:
+    if backend == "postgres":
+        return load_settings(database_url=request.getfixturevalue("database_url"))
     return load_settings()
+
+
+@pytest.fixture
+def duckdb_only(backend: str) -> None:
+    """For a test of the DuckDB file itself (its schema on disk, its one-writer rule)."""
+    if backend != "duckdb":
+        pytest.skip("about the DuckDB file itself")
 
 
 @pytest.fixture(scope="session")

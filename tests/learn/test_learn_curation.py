@@ -19,6 +19,9 @@ from agentlake.learn import (
 RIVERFRONT = LessonMatch(client_id="riverfront-steel")
 SQL_COLUMN = LessonMatch(tool="sql", error_signature="Binder Error: Referenced column <q> not found")
 
+# The same tests on both backends of the lesson store (tests/learn/conftest.py: backend).
+pytestmark = pytest.mark.parametrize("backend", ["duckdb", "postgres"], indirect=True)
+
 
 def osha(confidence: float = 0.8, op: str = "op-1", project: str | None = None) -> LessonDraft:
     return LessonDraft(

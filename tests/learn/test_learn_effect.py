@@ -21,6 +21,9 @@ WELDER = TaskSignature(
 )
 COOK = TaskSignature(task_kind="baseline_fill", role="Cook", client_id="acme-foods", city="Akron", state="OH")
 
+# The same tests on both backends of the lesson store (tests/learn/conftest.py: backend).
+pytestmark = pytest.mark.parametrize("backend", ["duckdb", "postgres"], indirect=True)
+
 
 def lesson(store: LessonStore, confidence: float = 0.8) -> str:
     return store.add(

@@ -12,6 +12,9 @@ from agentlake.learn.store import MIGRATIONS
 
 RIVERFRONT = LessonMatch(client_id="riverfront-steel")
 
+# The same tests on both backends of the lesson store (tests/learn/conftest.py: backend).
+pytestmark = pytest.mark.parametrize("backend", ["duckdb", "postgres"], indirect=True)
+
 
 def osha(confidence: float = 0.8, op: str = "op-1", **extra: object) -> LessonDraft:
     return LessonDraft(
@@ -174,7 +177,7 @@ def test_lessons_survive_reopen_and_read_only_refuses_writes(open_store, setting
         reader.add(osha(op="op-9"))
 
 
-def test_read_only_open_of_a_missing_store_says_what_to_do(tmp_path, settings) -> None:  # noqa: ANN001
+def test_read_only_open_of_a_missing_store_says_what_to_do(tmp_path, settings, duckdb_only) -> None:  # noqa: ANN001
     with pytest.raises(UserError, match="agentlake lessons learn"):
         LessonStore.open(settings, path=tmp_path / "none.duckdb", read_only=True)
 
@@ -252,7 +255,7 @@ def test_list_filters(store: LessonStore) -> None:
         store.list(colour="red")
 
 
-def test_final_schema(store: LessonStore) -> None:
+def test_final_schema(store: LessonStore, duckdb_only: None) -> None:
     tables = {
         name: [col for col, *_ in store.query(f"DESCRIBE {name}")]
         for (name,) in store.query("SELECT table_name FROM information_schema.tables ORDER BY table_name")
@@ -299,7 +302,7 @@ def test_final_schema(store: LessonStore) -> None:
     assert [name for (name,) in store.query("SELECT name FROM _migrations")] == [m.name for m in MIGRATIONS]
 
 
-def test_a_second_writer_process_gets_a_clear_error(store: LessonStore) -> None:
+def test_a_second_writer_process_gets_a_clear_error(store: LessonStore, duckdb_only: None) -> None:
     import subprocess
     import sys
 

@@ -160,8 +160,9 @@ def _lesson_store(lessons: LessonStore | bool, settings: Settings, opened: list[
         return None
     if lessons is not True:
         return lessons
-    path = settings.data_dir / settings.learn_file
-    if not path.exists():
+    # The lesson store in PostgreSQL (database_url) or its DuckDB file, when there is one.
+    path = None if settings.database_url is not None else settings.data_dir / settings.learn_file
+    if path is not None and not path.exists():
         return None
     # Lazy (start-up time): the learning layer loads on first use.
     from agentlake.learn import LessonStore

@@ -81,7 +81,8 @@ def apply_deltas(
     with store.transaction() as txn:
         if learned_op_ids:
             txn.execute(
-                "INSERT OR IGNORE INTO learned_ops (op_id, learned_at) SELECT unnest(?), ?",
+                "INSERT INTO learned_ops (op_id, learned_at) SELECT unnest(CAST(? AS VARCHAR[])), "
+                "CAST(? AS TIMESTAMP) ON CONFLICT DO NOTHING",
                 [list(dict.fromkeys(learned_op_ids)), txn.now.replace(tzinfo=None)],
             )
         for delta in deltas:

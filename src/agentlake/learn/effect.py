@@ -42,7 +42,9 @@ def record_outcome(
         raise UserError(f"score must be a finite number, got {score!r}")
     with store.transaction() as txn:
         txn.execute(
-            "INSERT OR REPLACE INTO outcomes (run_id, sig_hash, task, success, score, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO outcomes (run_id, sig_hash, task, success, score, recorded_at) VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (run_id) DO UPDATE SET sig_hash = excluded.sig_hash, task = excluded.task, "
+            "success = excluded.success, score = excluded.score, recorded_at = excluded.recorded_at",
             [run_id, task.sig_hash(), task.model_dump_json(), bool(success), score, _naive(txn.now)],
         )
 

@@ -1,10 +1,15 @@
-"""``LessonStore``: the one owner of the lesson DuckDB file (``settings.learn_file``).
+"""``LessonStore``: the one owner of the lesson store: the DuckDB file (``settings.learn_file``)
+or, with ``settings.database_url``, the same tables in PostgreSQL.
 
-Owns the schema (named migrations), the append-only ``lesson_events`` log with a full
-snapshot per version, the materialised ``lessons`` table written in the same transaction,
-citations (lesson given to / used by a run), run outcomes, measured effects, and the set of
-ops already learned from. All writes go through one connection under one lock: one writer.
-Current lessons are also held in memory, so reads and retrieval do not parse JSON per call.
+Owns the schema (named migrations, one list per backend), the append-only ``lesson_events`` log
+with a full snapshot per version, the materialised ``lessons`` table written in the same
+transaction, citations (lesson given to / used by a run), run outcomes, measured effects, and
+the set of ops already learned from. The SQL text is the same on both backends. DuckDB: all
+writes go through one connection under one lock: one writer. PostgreSQL: many processes write;
+each writing transaction locks the store's head row (``SELECT ... FOR UPDATE``) and takes in
+what others committed before it curates, so the database serialises curation.
+Current lessons are also held in memory, so reads and retrieval do not parse JSON per call (in
+PostgreSQL each read first checks, with one query, for other writers' changes).
 
 It does not own the curation rules (``curation``), retrieval ranking (``retrieval``) or the
 effect arithmetic (``effect``); those call :meth:`LessonStore.transaction` to write.
@@ -46,6 +51,7 @@ from agentlake.learn.model import (
 )
 from agentlake.migrations import Migration, apply_migrations
 from agentlake.observe.scrub import scrub
+from agentlake.postgres import Database, Session, apply_pg_migrations
 from agentlake.serving import held_by
 from agentlake.settings import load_settings
 
@@ -145,6 +151,23 @@ MIGRATIONS = [
         );
         """,
     ),
+]
+
+
+# The same schema in PostgreSQL (named, add-only, recorded per store in agentlake_migrations),
+# plus the head row every writing transaction locks (see LessonStore.transaction).
+PG_STORE = "lessons"
+PG_MIGRATIONS = [
+    Migration(
+        "001_lessons",
+        MIGRATIONS[0].sql.replace("DOUBLE", "DOUBLE PRECISION")
+        + """
+        CREATE INDEX citations_given_at_idx ON citations (given_at);
+        CREATE TABLE lesson_store_head (id INTEGER PRIMARY KEY, changes BIGINT NOT NULL);
+        INSERT INTO lesson_store_head VALUES (1, 0);
+        """,
+    ),
+    Migration("002_evidence", MIGRATIONS[1].sql),
 ]
 
 
@@ -282,8 +305,8 @@ class LessonStore:
 
     def __init__(
         self,
-        conn: duckdb.DuckDBPyConnection,
-        path: Path,
+        conn: duckdb.DuckDBPyConnection | Database,
+        path: Path | str,
         settings: Settings,
         *,
         read_only: bool,
@@ -301,6 +324,10 @@ class LessonStore:
         self._vectors: dict[str, np.ndarray] = {}  # text -> unit vector
         self._pool: dict[str | None, list[str]] | None = None  # client (folded) -> retrievable ids
         self._closed = False
+        # PostgreSQL: other processes write too; what this one has seen of their changes.
+        self._pg = isinstance(conn, Database)
+        self._seen_seq = 0
+        self._seen_given: datetime | None = None
         self._load()
 
     # --- opening and closing -----------------------------------------------------------
@@ -326,6 +353,8 @@ class LessonStore:
         mode, ``RunError`` when it cannot be migrated.
         """
         settings = settings or load_settings()
+        if path is None and settings.database_url is not None:
+            return cls._open_pg(settings, read_only=read_only, clock=clock or _utc_now, embedder=embedder)
         target = Path(path) if path is not None else settings.data_dir / settings.learn_file
         if read_only and not target.exists():
             raise UserError(
@@ -354,6 +383,26 @@ class LessonStore:
             conn.close()
             raise
 
+    @classmethod
+    def _open_pg(
+        cls,
+        settings: Settings,
+        *,
+        read_only: bool,
+        clock: Callable[[], datetime],
+        embedder: Embedder | None | Literal[False],
+    ) -> LessonStore:
+        """The lesson store in PostgreSQL (``settings.database_url``), migrated unless read-only."""
+        assert settings.database_url is not None
+        db = Database(settings.database_url.get_secret_value(), name="the lesson store")
+        try:
+            if not read_only:
+                apply_pg_migrations(db, PG_STORE, PG_MIGRATIONS)
+            return cls(db, db.where, settings, read_only=read_only, clock=clock, embedder=embedder)
+        except BaseException:
+            db.close()
+            raise
+
     def close(self) -> None:
         with self._lock:
             if not self._closed:
@@ -372,26 +421,67 @@ class LessonStore:
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
     def _load(self) -> None:
+        if self._pg:
+            present = self._conn.execute("SELECT to_regclass('lessons') IS NOT NULL").fetchone()
+            if not (present and present[0]):
+                raise UserError(
+                    f"no lesson store in PostgreSQL at {self.path}; run `agentlake lessons learn` first "
+                    "or check AGENTLAKE_DATABASE_URL"
+                )
+            self._sync(self._conn)
+            return
         try:
-            # The column is written with each new version; citations since then are newer.
-            rows = self._conn.execute(
-                "SELECT l.body, greatest(l.last_used_at, c.given) FROM lessons l "
-                "LEFT JOIN (SELECT lesson_id, max(given_at) AS given FROM citations GROUP BY lesson_id) c "
-                "ON c.lesson_id = l.id"
-            ).fetchall()
+            rows = self._conn.execute(_LOAD_SQL).fetchall()
         except duckdb.CatalogException:
             raise UserError(f"{self.path} is not a lesson store (no lessons table)") from None
+        self._take(rows)
+
+    def _take(self, rows: Sequence[tuple[Any, ...]]) -> None:
         for body, last_used in rows:
             lesson = Lesson.model_validate_json(body)
             if last_used is not None:
                 lesson = lesson.model_copy(update={"last_used_at": last_used.replace(tzinfo=UTC)})
             self._lessons[lesson.id] = lesson
+        if rows:
+            self._pool = None
+
+    def _sync(self, db: Database | Session) -> None:
+        """PostgreSQL: take in what other processes changed since this one last looked (new
+        versions of lessons by the event log's sequence, and the ``last_used_at`` of lessons
+        cited since). One cheap query when nothing changed. Call under ``self._lock``."""
+        newest, given = db.execute(
+            "SELECT (SELECT coalesce(max(seq), 0) FROM lesson_events), (SELECT max(given_at) FROM citations)"
+        ).fetchone()
+        if newest > self._seen_seq:
+            self._take(
+                db.execute(
+                    _LOAD_SQL + " WHERE l.id IN (SELECT lesson_id FROM lesson_events WHERE seq > ?)",
+                    [self._seen_seq],
+                ).fetchall()
+            )
+            self._seen_seq = newest
+        if given is not None and (self._seen_given is None or given > self._seen_given):
+            for lesson_id, last in db.execute(
+                "SELECT lesson_id, max(given_at) FROM citations WHERE given_at >= ? GROUP BY lesson_id",
+                [self._seen_given or datetime.min],
+            ).fetchall():
+                lesson = self._lessons.get(lesson_id)
+                at = last.replace(tzinfo=UTC)
+                if lesson is not None and (lesson.last_used_at is None or lesson.last_used_at < at):
+                    self._lessons[lesson_id] = lesson.model_copy(update={"last_used_at": at})
+            self._seen_given = given
+
+    def _fresh(self) -> None:
+        """Before a read from memory: PostgreSQL's other writers' changes taken in."""
+        if self._pg and not self._closed:
+            self._sync(self._conn)
 
     # --- reading -----------------------------------------------------------------------
 
     def get(self, lesson_id: str) -> Lesson:
         """The current lesson; ``NotFoundError`` if there is none with this id."""
         with self._lock:
+            self._fresh()
             lesson = self._lessons.get(lesson_id)
         if lesson is None:
             raise NotFoundError(f"no lesson {lesson_id!r}; `agentlake lessons list` shows the ids")
@@ -420,6 +510,7 @@ class LessonStore:
             )
         statuses = {status} if isinstance(status, str) else set(status) if status else None
         with self._lock:
+            self._fresh()
             lessons = list(self._lessons.values())
         out = []
         for lesson in lessons:
@@ -473,22 +564,44 @@ class LessonStore:
 
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
-        """Collect changes and write them in one DuckDB transaction; all or nothing.
+        """Collect changes and write them in one database transaction; all or nothing.
 
-        The store lock is held for the whole block so two writers cannot interleave.
+        The store lock is held for the whole block so two threads cannot interleave. In
+        PostgreSQL the block runs inside the database transaction, which first locks the head
+        row (``SELECT ... FOR UPDATE``) and takes in every change committed before: writers in
+        other processes wait for it, so curation always starts from the latest versions and
+        no lesson update is lost. (Curation reads every lesson with the same match, so the
+        unit locked is the store, not one lesson's row.)
         """
         if self.read_only:
             raise UserError(f"the lesson store {self.path} is open read-only")
         with self._lock:
             if self._closed:
                 raise RunError("the lesson store is closed")
-            txn = Transaction(self, self.now())
-            yield txn
-            self._commit(txn)
+            if not self._pg:
+                txn = Transaction(self, self.now())
+                yield txn
+                changed = self._commit(txn, self._conn)
+            else:
+                assert isinstance(self._conn, Database)
+                with self._conn.transaction() as session:
+                    session.execute("SELECT changes FROM lesson_store_head WHERE id = 1 FOR UPDATE")
+                    self._sync(session)
+                    txn = Transaction(self, self.now())
+                    yield txn
+                    changed = self._commit(txn, session)
+                    if changed:
+                        session.execute("UPDATE lesson_store_head SET changes = changes + 1 WHERE id = 1")
+            # Committed: memory follows the database.
+            self._lessons.update(changed)
+            if changed:
+                self._pool = None
 
-    def _commit(self, txn: Transaction) -> None:
+    def _commit(self, txn: Transaction, conn: Any) -> dict[str, Lesson]:
+        """Write ``txn`` with ``conn`` (DuckDB: its own transaction here; PostgreSQL: the
+        caller's); returns the lessons it changed."""
         if not txn.events and not txn.sql and not txn.rows:
-            return
+            return {}
         changed = {event.lesson_id: txn.lessons[event.lesson_id] for event in txn.events}
         for e in txn.events:
             txn.insert(
@@ -505,26 +618,24 @@ class LessonStore:
                 },
             )
         for lesson in changed.values():
-            txn.insert("lessons", _lesson_row(lesson), conflict="OR REPLACE")
-        conn = self._conn
+            txn.insert("lessons", _lesson_row(lesson), conflict=_REPLACE_LESSON)
+        if self._pg:
+            _write(conn, txn)
+            return changed
         try:
             conn.execute("BEGIN TRANSACTION")
-            for (table, conflict), rows in txn.rows.items():
-                _insert_rows(conn, table, rows, conflict)
-            for sql, params in txn.sql:
-                conn.execute(sql, params)
+            _write(conn, txn)
             conn.execute("COMMIT")
         except duckdb.Error as exc:
             conn.execute("ROLLBACK")
             raise RunError(f"writing {len(txn.events)} lesson event(s) to {self.path} failed: {exc}") from exc
-        self._lessons.update(changed)
-        if changed:
-            self._pool = None
+        return changed
 
     def retrievable(self, client_id: str | None) -> list[Lesson]:
         """Pending and active lessons for a task of ``client_id``: the client's own and those
         pinned to no client. Indexed by client so retrieval does not scan every lesson."""
         with self._lock:
+            self._fresh()
             if self._pool is None:
                 pool: dict[str | None, list[str]] = {}
                 for lesson in self._lessons.values():
@@ -759,7 +870,8 @@ class LessonStore:
             return set()
         with self._lock:
             rows = self._conn.execute(
-                "SELECT op_id FROM learned_ops WHERE op_id IN (SELECT unnest(?))", [list(op_ids)]
+                "SELECT op_id FROM learned_ops WHERE op_id IN (SELECT unnest(CAST(? AS VARCHAR[])))",
+                [list(op_ids)],
             ).fetchall()
         return set(op_ids) - {row[0] for row in rows}
 
@@ -807,7 +919,7 @@ class LessonStore:
             rows = self._conn.execute(
                 "SELECT * FROM (SELECT o.op_id, o.shape, o.features, o.recorded_at, e.item_id, e.accepted, "
                 "e.explained, e.said, e.item_values FROM evidence e JOIN evidence_ops o USING (op_id) "
-                f"WHERE {where} ORDER BY o.recorded_at DESC, o.op_id DESC, e.item_id LIMIT ?) "
+                f"WHERE {where} ORDER BY o.recorded_at DESC, o.op_id DESC, e.item_id LIMIT ?) AS newest "
                 "ORDER BY recorded_at, op_id, item_id",
                 [*params, limit],
             ).fetchall()
@@ -945,13 +1057,31 @@ def _scrubbed(value: Any) -> Any:
     return scrub(value) if isinstance(value, str) else value
 
 
-def _insert_rows(
-    conn: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, Any]], conflict: str
-) -> None:
-    """One multi-row INSERT per 500 rows: DuckDB's per-statement cost dominates small writes."""
+# A lesson's new version replaces its row (the same text in DuckDB and PostgreSQL).
+_REPLACE_LESSON = "ON CONFLICT (id) DO UPDATE SET " + ", ".join(
+    f"{column} = excluded.{column}" for column in _LESSON_COLUMNS if column != "id"
+)
+
+# Every current lesson, with the newest of its stored last use and its citations.
+_LOAD_SQL = (
+    "SELECT l.body, greatest(l.last_used_at, c.given) FROM lessons l "
+    "LEFT JOIN (SELECT lesson_id, max(given_at) AS given FROM citations GROUP BY lesson_id) c "
+    "ON c.lesson_id = l.id"
+)
+
+
+def _write(conn: Any, txn: Transaction) -> None:
+    """The transaction's batched inserts, then its statements, on ``conn`` (inside a transaction)."""
+    for (table, conflict), rows in txn.rows.items():
+        _insert_rows(conn, table, rows, conflict)
+    for sql, params in txn.sql:
+        conn.execute(sql, params)
+
+
+def _insert_rows(conn: Any, table: str, rows: list[dict[str, Any]], conflict: str) -> None:
+    """One multi-row INSERT per 500 rows: DuckDB's per-statement cost dominates small writes.
+    ``conn``: a DuckDB connection or a PostgreSQL ``Session`` (same SQL text)."""
     columns = list(rows[0])
-    or_replace = "OR REPLACE " if conflict == "OR REPLACE" else ""
-    on_conflict = "" if or_replace else conflict
     row_marks = "(" + ", ".join("?" * len(columns)) + ")"
     for start in range(0, len(rows), 500):
         chunk = rows[start : start + 500]
@@ -959,7 +1089,7 @@ def _insert_rows(
         # snapshots, data), citations and outcomes (issue 17.8); JSON text stays JSON.
         params = [_scrubbed(row[column]) for row in chunk for column in columns]
         conn.execute(
-            f"INSERT {or_replace}INTO {table} ({', '.join(columns)}) VALUES {', '.join([row_marks] * len(chunk))} {on_conflict}",
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([row_marks] * len(chunk))} {conflict}",
             params,
         )
 
