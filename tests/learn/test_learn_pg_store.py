@@ -4,6 +4,7 @@ schema, several stores (as several processes) curating the same lessons at once,
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 from pathlib import Path
@@ -115,3 +116,11 @@ def test_an_unreachable_url_is_one_line_exit_2_and_writes_nothing(
     # Nothing went to a local file instead.
     data_dir = load_settings().data_dir
     assert not (data_dir / "lessons.duckdb").exists()
+
+
+def test_lessons_commands_read_the_database(cli, monkeypatch, store: LessonStore, database_url: str) -> None:  # noqa: ANN001
+    lesson_id = store.add(osha("op-1", confidence=0.9)).lesson_id
+    monkeypatch.setenv("AGENTLAKE_DATABASE_URL", database_url)
+    result = cli("lessons", "list", "--format", "json")
+    assert result.code == 0, result.output
+    assert [row["id"] for row in json.loads(result.out)] == [lesson_id]

@@ -4,13 +4,14 @@ input (an unreachable URL, a schema written by a newer agentlake)."""
 
 from __future__ import annotations
 
+import json
 import socket
 
 import psycopg
 import pytest
 
 from agentlake.errors import UserError
-from agentlake.observe import ObservedOp
+from agentlake.observe import ObservedOp, Observer
 from agentlake.observe.pg_store import MIGRATIONS, PgOpStore
 
 
@@ -74,3 +75,20 @@ def test_an_unreachable_url_is_one_line_naming_host_and_setting_exit_2(cli, monk
     assert f"127.0.0.1:{port}/lake" in result.err
     assert "AGENTLAKE_DATABASE_URL" in result.err
     assert "hunter2" not in result.err
+
+
+def test_an_observers_stats_count_every_writers_ops(database_url: str) -> None:
+    with Observer(PgOpStore(database_url)) as first, Observer(PgOpStore(database_url)) as second:
+        first.record_many([_op(1)])
+        second.record_many([_op(2), _op(3)])
+        assert first.stats().total == 3
+        assert first.health()["sink"] == "postgres"
+
+
+def test_ops_commands_read_the_database(cli, monkeypatch, database_url: str) -> None:  # noqa: ANN001
+    with PgOpStore(database_url) as store:
+        store.append([_op(i) for i in range(3)])
+    monkeypatch.setenv("AGENTLAKE_DATABASE_URL", database_url)
+    result = cli("ops", "stats", "--format", "json")
+    assert result.code == 0, result.output
+    assert json.loads(result.out)["total"] == 3

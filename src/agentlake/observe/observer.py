@@ -117,9 +117,11 @@ class Observer:
         self._by_endpoint: Counter[str] = Counter()
         self._acknowledged: Counter[str] = Counter()
         self._attached: list[Any] = []
-        if sink.local:
-            # A restart rebuilds the ring and the counters from the store.
+        if isinstance(sink, OpStore):
+            # A restart rebuilds the ring from the store (in PostgreSQL: every writer's last ops).
             self._ring.extend(sink.recent(ring_size))
+        if sink.local:
+            # ... and the counters, when this process is the store's one writer.
             store: OpStore = sink  # type: ignore[assignment]
             total, successes, by_source, by_endpoint = store.counters()
             self._total, self._successes = total, successes
@@ -231,7 +233,7 @@ class Observer:
         oldest = getattr(self.sink, "oldest_pending_age", lambda: 0.0)()
         return {
             "status": "ok",
-            "sink": "embedded" if self.sink.local else "http",
+            "sink": getattr(self.sink, "kind", "embedded" if self.sink.local else "http"),
             "ring_depth": self.ring_depth,
             "store_lag": {"queued_ops": queued, "oldest_pending_s": round(oldest, 3)},
             "total": self._total if self.sink.local else None,

@@ -23,52 +23,22 @@ from agentlake.errors import UserError
 from agentlake.migrations import Migration
 from agentlake.observe.model import ObservedOp
 from agentlake.observe.store import _COLUMNS, _PROVENANCE, _USAGE, AppendResult, OpStore, _naive_utc, _Pending
+from agentlake.observe.store import MIGRATIONS as DUCKDB_MIGRATIONS
 from agentlake.postgres import Database, Session, apply_pg_migrations
 
 STORE = "ops"
 
+# The DuckDB schema's text in PostgreSQL's spelling (a released migration is never edited, so
+# the derived text is as fixed as the original), seq from a sequence shared by every writer, and
+# the indexes the reads' ORDER BY ts / seq use (DuckDB scans by zone maps instead).
 MIGRATIONS = [
     Migration(
         "0001_ops",
-        """
-        CREATE SEQUENCE ops_seq;
-        CREATE TABLE ops (
-            id VARCHAR PRIMARY KEY,
-            seq BIGINT NOT NULL DEFAULT nextval('ops_seq'),
-            ts TIMESTAMP NOT NULL,            -- UTC
-            trace_id VARCHAR,
-            span_id VARCHAR,
-            parent_span_id VARCHAR,
-            endpoint VARCHAR NOT NULL,
-            source VARCHAR NOT NULL,
-            agent_id VARCHAR,
-            input_summary VARCHAR,
-            output_summary VARCHAR,
-            success BOOLEAN NOT NULL,
-            duration_ms DOUBLE PRECISION NOT NULL,
-            error VARCHAR,
-            staffer_id VARCHAR,
-            run_id VARCHAR,
-            event_kind VARCHAR,
-            role VARCHAR,
-            city VARCHAR,
-            state VARCHAR,
-            "count" INTEGER,
-            sig_hash VARCHAR,
-            rescue_attempted BOOLEAN,
-            rescue_succeeded BOOLEAN,
-            llm_provider VARCHAR,
-            llm_model VARCHAR,
-            input_tokens BIGINT,
-            output_tokens BIGINT,
-            thinking_tokens BIGINT,
-            finish_reason VARCHAR,
-            attempts INTEGER,
-            continuations INTEGER,
-            cost_usd DOUBLE PRECISION,
-            attributes VARCHAR,               -- JSON object
-            stored_at TIMESTAMP NOT NULL      -- UTC, when the writer committed it
-        );
+        "CREATE SEQUENCE ops_seq;"
+        + DUCKDB_MIGRATIONS[0]
+        .sql.replace("DOUBLE", "DOUBLE PRECISION")
+        .replace("seq BIGINT NOT NULL,", "seq BIGINT NOT NULL DEFAULT nextval('ops_seq'),")
+        + """;
         CREATE INDEX ops_seq_idx ON ops (seq);
         CREATE INDEX ops_ts_idx ON ops (ts, seq);
         """,
@@ -129,7 +99,10 @@ class PgOpStore(OpStore):
         batch_max: int = 20_000,
         read_only: bool = False,
     ) -> None:
-        self.local = True
+        # Other processes write the same log: this process's counters would be its own share
+        # only, so an Observer asks the store (the database) for stats instead of keeping them.
+        self.local = False
+        self.kind = "postgres"
         self.queue_max = queue_max
         self.batch_max = batch_max
         self.read_only = read_only
