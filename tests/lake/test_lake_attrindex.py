@@ -96,7 +96,7 @@ filters = st.recursive(
 
 def _index_keys(index: AttributeIndex, fragment: str) -> list[int] | None:
     plan = index.compile(parse_where(fragment).tree)
-    return None if plan is None else index.keys_of(plan).tolist()
+    return None if plan is None else sorted(index.keys_of(plan).tolist())
 
 
 def _duckdb_keys(lake: Lake, fragment: str) -> list[int]:

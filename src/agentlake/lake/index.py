@@ -537,7 +537,8 @@ def _build_ann(path: Path, keys: np.ndarray, matrix: np.ndarray, *, progress: bo
 
 @dataclass
 class VectorIndex:
-    """A loaded index: the matrices (float32, and float16 for wide scans), texts and the optional HNSW graph.
+    """A loaded index: the float32 matrix, texts and the optional HNSW graph (the float16 copy
+    for wide scans is ``agentlake.lake.widescan``'s, made on the first one).
 
     Rows are ordered by key; :meth:`rows_of` maps keys to rows. Read-only and shared between
     threads.
@@ -547,7 +548,6 @@ class VectorIndex:
     directory: Path
     keys: np.ndarray
     vectors: np.ndarray
-    vectors_f16: np.ndarray | None  # made on the first wide scan (see f16_tensor)
     text_offsets: np.ndarray
     texts: np.ndarray
     ann: Any | None
@@ -576,23 +576,6 @@ class VectorIndex:
                 f"{int(missing[0])}) were added after it was built; run `{self.info.rebuild_command}`"
             )
         return rows
-
-    def f16_tensor(self) -> Any:
-        """The float16 copy of the matrix, as a torch tensor: half the bytes for wide scans.
-
-        Made on the first wide scan rather than at load, so processes that never scan (a CLI
-        search, unfiltered or selective) do not pay for it.
-        """
-        tensor = self.__dict__.get("_f16_tensor")
-        if tensor is None:
-            import torch
-
-            with _load_lock:
-                tensor = self.__dict__.get("_f16_tensor")
-                if tensor is None:
-                    self.vectors_f16 = self.vectors.astype(np.float16)
-                    tensor = self.__dict__.setdefault("_f16_tensor", torch.from_numpy(self.vectors_f16))
-        return tensor
 
     def text(self, row: int) -> str:
         start, end = int(self.text_offsets[row]), int(self.text_offsets[row + 1])
@@ -654,7 +637,6 @@ def _open_files(info: IndexInfo, directory: Path) -> VectorIndex | None:
         directory=directory,
         keys=keys,
         vectors=vectors,
-        vectors_f16=None,
         text_offsets=offsets,
         texts=texts,
         ann=ann,

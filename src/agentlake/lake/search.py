@@ -10,9 +10,10 @@ of the matching rows, and only those rows are scored against the query.
 How rows are scored, by how many there are:
 
 * up to :data:`EXACT_MAX_ROWS` filtered rows: exact float32 cosine (NumPy);
-* more filtered rows: a float16 pass over just those rows (torch, in cache-sized blocks), then
-  the best :data:`RERANK_MIN` candidates re-scored exactly in float32 (recall@10 = 1.0 in the
-  benchmark);
+* more filtered rows: a float16 pass over just those rows (``agentlake.lake.widescan``: whole
+  contiguous slices of a copy grouped by the most filtered column when the rows lie in a few,
+  else gathered in cache-sized blocks), then the best :data:`RERANK_MIN` candidates re-scored
+  exactly in float32 (recall@10 = 1.0 in the benchmark);
 * no filter: the HNSW graph's candidates re-scored exactly, or an exact scan when the
   dataset is too small to have a graph.
 
@@ -40,6 +41,7 @@ from agentlake.lake.catalog import quote_ident
 from agentlake.lake.guard import parse_where
 from agentlake.lake.index import IndexInfo, VectorIndex, fresh_index
 from agentlake.lake.lakehouse import QUERY_USER_ERRORS
+from agentlake.lake.widescan import layout_for, scan
 
 if TYPE_CHECKING:
     from agentlake.embed import Embedder
@@ -52,7 +54,6 @@ the adjusted scores (same shape) out. See :func:`hybrid_search`."""
 MAX_K = 1000
 EXACT_MAX_ROWS = 4096
 RERANK_MIN = 100
-_BLOCK_ROWS = 8192
 MAX_FILTERS = 512
 DOC_PREFIXES = {"workers": "W", "clients": "C"}
 
@@ -84,8 +85,9 @@ class CompiledFilter:
     text: str
     tree: dict[str, Any]
     token: int  # the lake's change_token when it was checked
-    attributes: AttributeIndex | None = None  # the attribute index ``plan`` was compiled on
-    plan: Plan | None = None  # None: not compiled yet, or the attribute index cannot answer it
+    # (the attribute index, its plan or None when it cannot answer), set as one value so
+    # that threads never see a plan beside another index than its own
+    compiled: tuple[AttributeIndex, Plan | None] | None = None
 
 
 class FilterCache:
@@ -125,11 +127,11 @@ class FilterCache:
     @staticmethod
     def plan(entry: CompiledFilter, attributes: AttributeIndex) -> Plan | None:
         """``entry``'s plan on ``attributes``, compiled on first use (None: ask DuckDB)."""
-        if entry.attributes is not attributes:
+        compiled = entry.compiled
+        if compiled is None or compiled[0] is not attributes:
             # Two threads may both compile; either plan is the same, so no lock.
-            entry.plan = attributes.compile(entry.tree)
-            entry.attributes = attributes
-        return entry.plan
+            compiled = entry.compiled = (attributes, attributes.compile(entry.tree))
+        return compiled[1]
 
     def clear(self) -> None:
         with self._lock:
@@ -145,14 +147,27 @@ quiet_openmp()  # before the float16 scan first imports torch
 # --- the lake side ----------------------------------------------------------------------
 
 
-def _filter_keys(lake: Lake, index: VectorIndex, where: CompiledFilter) -> np.ndarray:
-    """Keys of the rows matching ``where``: from the attribute index beside ``index`` when it
-    answers the filter exactly (equality, IN and ranges on its columns), else from DuckDB."""
+@dataclass
+class _Kept:
+    """The index rows a filter kept, and what a wide scan of them needs to know."""
+
+    rows: np.ndarray
+    attributes: AttributeIndex | None  # None: DuckDB answered, or its keys are not the index's
+    column: str | None  # the text column whose posting lists narrowed the filter
+
+
+def _filter_rows(lake: Lake, index: VectorIndex, where: CompiledFilter) -> _Kept:
+    """Index rows matching ``where``: from the attribute index beside ``index`` when it answers
+    the filter exactly (equality, IN and ranges on its columns), else from DuckDB."""
     attributes = attributes_of(lake, index)
     plan = FILTERS.plan(where, attributes)
     if plan is None:
-        return _duckdb_filter_keys(lake, index.info, where.text)
-    return attributes.keys_of(plan)
+        keys = _duckdb_filter_keys(lake, index.info, where.text)
+        return _Kept(index.rows_of(keys), attributes if attributes.aligned else None, None)
+    positions, column = attributes.narrowed(plan)
+    if attributes.aligned:  # the attribute index's rows are the vector index's rows
+        return _Kept(positions, attributes, column)
+    return _Kept(index.rows_of(attributes.keys[positions]), None, None)
 
 
 def _duckdb_filter_keys(lake: Lake, info: IndexInfo, fragment: str) -> np.ndarray:
@@ -179,9 +194,16 @@ def _duckdb_filter_keys(lake: Lake, info: IndexInfo, fragment: str) -> np.ndarra
 
 
 def _top(scores: np.ndarray, keys: np.ndarray, count: int) -> np.ndarray:
-    """Positions of the ``count`` best scores, best first; ties broken by the smaller key."""
+    """Positions of the ``count`` best scores, best first; ties broken by the smaller key, also
+    at the cut, so the answer does not depend on the order the rows came in."""
     if count < len(scores):
         part = np.argpartition(-scores, count - 1)[:count]
+        cut = scores[part].min()
+        above = np.flatnonzero(scores > cut)
+        tied = np.flatnonzero(scores == cut)
+        if len(above) + len(tied) > count:
+            tied = tied[np.argsort(keys[tied], kind="stable")[: count - len(above)]]
+            part = np.concatenate([above, tied])
     else:
         part = np.arange(len(scores))
     order = np.lexsort((keys[part], -scores[part]))
@@ -204,45 +226,19 @@ def _boosted(boost: Boost | None, keys: np.ndarray, scores: np.ndarray) -> np.nd
     return out
 
 
-def _scan_f16(index: VectorIndex, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Approximate cosine of ``rows`` (float16 matrix, float32 result), in cache-sized blocks.
-
-    Gathering 50k rows of float32 at once moves ~230 MB; float16 blocks of 8k rows stay in
-    cache and halve the bytes read, about 4x faster on 2 cores.
-    """
-    import torch
-
-    # One thread: the gather is memory-bound, and on a busy machine a second OpenMP thread
-    # that is not scheduled makes every block wait for it (measured 10x slower at load 5).
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return _scan_f16_blocks(torch, index, rows, query)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _scan_f16_blocks(torch: Any, index: VectorIndex, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
-    with torch.inference_mode():
-        matrix = index.f16_tensor()
-        picks = torch.from_numpy(rows)
-        q = torch.from_numpy(query.astype(np.float16))
-        out = torch.empty(len(rows), dtype=torch.float16)
-        block = torch.empty((min(_BLOCK_ROWS, len(rows)), matrix.shape[1]), dtype=torch.float16)
-        for start in range(0, len(rows), _BLOCK_ROWS):
-            chunk = picks[start : start + _BLOCK_ROWS]
-            part = block[: len(chunk)]
-            torch.index_select(matrix, 0, chunk, out=part)
-            torch.mv(part, q, out=out[start : start + len(chunk)])
-        return out.float().numpy()
-
-
 def _rank_rows(
-    index: VectorIndex, rows: np.ndarray, query: np.ndarray, k: int, boost: Boost | None
+    index: VectorIndex,
+    rows: np.ndarray,
+    query: np.ndarray,
+    k: int,
+    boost: Boost | None,
+    kept: _Kept | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(rows, cosine, score) of the ``k`` best among ``rows``, best first."""
+    """(rows, cosine, score) of the ``k`` best among ``rows``, best first (``kept``: how a
+    filter chose them, for the layout of a wide scan)."""
     if len(rows) > EXACT_MAX_ROWS:
-        approx = _scan_f16(index, rows, query)
+        attributes, column = (kept.attributes, kept.column) if kept is not None else (None, None)
+        approx = scan(layout_for(index, attributes, column), rows, query)
         keys = index.keys[rows]
         pool = _top(_boosted(boost, keys, approx), keys, max(RERANK_MIN, 10 * k))
         rows = rows[pool]
@@ -315,10 +311,10 @@ def _search(
     query = query / norm
 
     if where is not None:
-        keys = _filter_keys(lake, index, where)
-        if keys.size == 0:
+        kept = _filter_rows(lake, index, where)
+        if kept.rows.size == 0:
             return []
-        rows, cosine, scores = _rank_rows(index, index.rows_of(keys), query, k, boost)
+        rows, cosine, scores = _rank_rows(index, kept.rows, query, k, boost, kept)
     elif index.ann is not None:
         rows, cosine, scores = _rank_rows(index, _ann_rows(index, query, k), query, k, boost)
     else:
