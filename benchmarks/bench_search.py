@@ -237,7 +237,9 @@ def measure_blocks(
     return out
 
 
-def measure_previous(commit: str, data_dir: Path, args: argparse.Namespace) -> dict[str, dict[str, list]]:
+def measure_previous(
+    commit: str, data_dir: Path, args: argparse.Namespace
+) -> dict[str, dict[str, list]] | None:
     """The same blocks on the code of ``commit`` (``git archive`` of its src/), in a child
     process on the same lake (closed here first: one process writes a DuckDB file at a time)."""
     import json
@@ -254,10 +256,13 @@ def measure_previous(commit: str, data_dir: Path, args: argparse.Namespace) -> d
             [sys.executable, __file__, "--measure-only", "--data-dir", str(data_dir)]
             + ["--rows", str(args.rows), "--queries", str(args.queries)],
             env=env,
-            check=True,
             capture_output=True,
             text=True,
         )
+    if child.returncode != 0:
+        print(f"the previous code ({commit}) failed; not compared:\n{child.stderr[-2000:]}")
+        return None
+    print(f"previous code ({commit}): {child.stderr.strip().splitlines()[-1]}")
     return json.loads(child.stdout.splitlines()[-1])
 
 
@@ -272,7 +277,7 @@ def measure_only(args: argparse.Namespace) -> None:
     _unused, drawn = clustered_vectors(0, args.queries + WARMUP)
     with Lake.open(load_settings(data_dir=args.data_dir)) as lake:
         results = measure_blocks(lake, cases_for(args.queries), drawn[: args.queries], drawn[args.queries :])
-    print(f"measured {agentlake.__file__}", file=sys.stderr)
+    print(f"measured the agentlake of {Path(agentlake.__file__).parent}", file=sys.stderr)
     print(json.dumps(results))
 
 

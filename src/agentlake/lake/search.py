@@ -243,7 +243,9 @@ def _rank_rows(
         pool = _top(_boosted(boost, keys, approx), keys, max(RERANK_MIN, 10 * k))
         rows = rows[pool]
     keys = index.keys[rows]
-    cosine = np.asarray(index.vectors[rows] @ query, dtype=np.float32)
+    # einsum, not ``@``: a matrix-vector product of a few thousand rows is too small for BLAS's
+    # threads, which on a busy machine wait for a core (2,000 rows: 17 ms against 1.5 ms at load 7).
+    cosine = np.einsum("ij,j->i", index.vectors[rows], query).astype(np.float32, copy=False)
     scores = _boosted(boost, keys, cosine)
     best = _top(scores, keys, k)
     return rows[best], cosine[best], scores[best]
