@@ -119,6 +119,39 @@ def test_a_threshold_sits_just_inside_the_refusals(store: LessonStore) -> None:
     assert "Only propose workers with compliance >= " in lesson.action
 
 
+def certified_near_judge() -> list[ObservedOp]:
+    """A client taking forklift-certified workers within 18 miles, judged in silence: the ones
+    it took live within 10 miles and hold the card; it refused two nearby workers without it
+    and five certified ones from 20 miles out."""
+    card = ["Forklift Certification"]
+
+    def item(worker_id: int, miles: float, certifications: list[str], accepted: bool) -> dict[str, Any]:
+        values: dict[str, Any] = dict.fromkeys(SCORES, 0.9)
+        values.update(distance_miles=miles, certifications=certifications, prior_no_show=False)
+        return {"id": worker_id, "accepted": accepted, "values": values}
+
+    taken = [item(k, miles, card, True) for k, miles in enumerate((3.0, 4.6, 6.7, 8.3, 10.1, 10.7), 1)]
+    uncertified = [item(20, 12.4, [], False), item(21, 13.8, [], False)]
+    far = [item(30 + k, miles, card, False) for k, miles in enumerate((20.0, 20.4, 22.9, 24.8, 29.2))]
+    items = taken + uncertified + far
+    return [judged_op(f"op-{i}", items[i : i + 3], at=i) for i in range(0, len(items), 3)]
+
+
+def test_a_limit_is_not_placed_by_refusals_another_reason_explains(store: LessonStore) -> None:
+    # The two nearby refusals lack the card every accepted worker holds: they say nothing about
+    # the distance, and a limit at 12.3 miles would leave out for good certified workers from
+    # 12.4 to 18 miles whom the client takes.
+    learn_cycle(store, certified_near_judge(), extractor="induction", measure=False)
+    (lesson,) = induced(store)
+    assert lesson.machine.max_distance_miles == 19.9
+
+
+def test_refusals_inside_a_looser_limit_are_left_out_by_id(store: LessonStore) -> None:
+    learn_cycle(store, certified_near_judge(), extractor="induction", measure=False)
+    (exclusion,) = [lesson for lesson in store.list(source="induction") if lesson.machine.exclude_ids]
+    assert exclusion.machine.exclude_ids == [20, 21]
+
+
 def test_confidence_grows_with_the_evidence(open_store, tmp_path) -> None:  # noqa: ANN001
     rule = RULES["certification"][0]
     small, large = open_store(path=tmp_path / "a.duckdb"), open_store(path=tmp_path / "b.duckdb")

@@ -20,7 +20,10 @@ a score floor (``min_scores``), a distance limit, a certification held, no prior
   filter explains is left out by id (``exclude_ids``): the judge would refuse it again.
 - **Thresholds** sit just inside the refusals: one step (the evidence's precision) past the
   highest value refused for this reason alone (distance: the nearest), never past the lowest
-  accepted value (the farthest). Conservative about the pool: a too-loose threshold is
+  accepted value (the farthest). "Alone": no other kept rule explains the refusal, nor a
+  certification or flag every accepted item passes (a worker refused nearby without the card
+  every accepted one holds says nothing about the distance); such a refusal inside the
+  threshold is left out by id instead. Conservative about the pool: a too-loose threshold is
   corrected by the next refusal, while a too-strict one would never be (nobody it excludes is
   proposed again to show otherwise).
 - **Confidence** grows with the evidence: 0.8 at ``p = ALPHA``, +0.05 per tenfold less, at
@@ -124,12 +127,19 @@ class Candidate:
     def family(self) -> str:
         return f"{self.filter}:{self.tag.casefold()}" if self.tag else self.filter
 
-    def fails(self, point: Point) -> bool:
+    @property
+    def fitted(self) -> bool:
+        """A threshold placed between the evidence (a score floor, the distance limit)."""
+        return self.filter.startswith(SCORE_FILTER) or self.filter == "max_distance_miles"
+
+    def fails(self, point: Point, bound: float | None = None) -> bool:
+        """Whether ``point`` fails the filter at ``bound`` (default: the accepted items' edge)."""
         value = point.values.get(self.feature)
+        bound = self.bound if bound is None else bound
         if self.filter.startswith(SCORE_FILTER):
-            return isinstance(value, float) and self.bound is not None and value < self.bound
+            return isinstance(value, float) and bound is not None and value < bound
         if self.filter == "max_distance_miles":
-            return isinstance(value, float) and self.bound is not None and value > self.bound
+            return isinstance(value, float) and bound is not None and value > bound
         if self.filter == "require_certifications":
             return self.tag is not None and self.tag.casefold() not in _tags(value)
         return value is True  # exclude_prior_no_show_at_client
@@ -161,6 +171,16 @@ class Rule:
 
     def machine(self) -> MachineAction:
         return self.candidate.machine(self.edge or self.explained)
+
+    def refuses(self, point: Point) -> bool:
+        """Whether the lesson's filter (its threshold as placed, not the accepted edge) refuses
+        ``point``."""
+        machine = self.machine()
+        if machine.max_distance_miles is not None:
+            return self.candidate.fails(point, machine.max_distance_miles)
+        if machine.min_scores:
+            return self.candidate.fails(point, next(iter(machine.min_scores.values())))
+        return self.candidate.fails(point)
 
     @property
     def confidence(self) -> float:
@@ -309,8 +329,7 @@ def induce(
                 # has (stability), then a certification or flag before a fitted threshold
                 # (a floor placed at the accepted items' minimum always fits them), then the
                 # one leaving the most candidates (below).
-                fitted = candidate.filter.startswith(SCORE_FILTER) or candidate.filter == "max_distance_miles"
-                key = (not hinted, round(p, 12), -len(covered), candidate.family not in keep, fitted)
+                key = (not hinted, round(p, 12), -len(covered), candidate.family not in keep, candidate.fitted)
                 scored.append((key, candidate, covered, p, hinted))
         if not scored:
             break
@@ -352,14 +371,23 @@ def induce(
         p = hypergeometric_tail(len(refused), len(accepted), len(covered))
         result.rules.append(Rule(candidate, covered, p, named(candidate, covered)))
         action = action.merged(candidate.machine(covered))
-    # A threshold is placed by the refusals only its rule explains, where there are any.
+    # A threshold is placed by the refusals only its rule explains, where there are any, and
+    # of those by the ones no certification or flag every accepted item passes could explain
+    # either: a worker refused at 12 miles without the card every accepted worker holds says
+    # nothing about the distance limit, and a limit placed by it would exclude for good workers
+    # the client takes (nobody excluded is proposed again to show otherwise). A refusal left
+    # inside the looser threshold is left out by id below, until its own rule has the evidence.
+    # (Not a score floor at the accepted minimum: that always fits, and with few accepted
+    # workers some refused worker falls below one by chance.)
+    categorical = [c for c in every if not c.fitted]
     for rule in result.rules:
-        own = [
-            p for p in rule.explained if not any(o.candidate.fails(p) for o in result.rules if o is not rule)
-        ]
-        rule.edge = own or rule.explained
+        others = [o.candidate for o in result.rules if o is not rule]
+        own = [p for p in rule.explained if not any(o.fails(p) for o in others)] or rule.explained
+        if rule.candidate.fitted:
+            own = [p for p in own if not any(c.fails(p) for c in categorical)] or own
+        rule.edge = own
     accepted_ids = {p.item_id for p in accepted}
-    explained = [p for p in refused if any(r.candidate.fails(p) for r in result.rules)]
+    explained = [p for p in refused if any(r.refuses(p) for r in result.rules)]
     result.exclude = [p for p in refused if p not in explained and p.item_id not in accepted_ids]
     return result
 
