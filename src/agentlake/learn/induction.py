@@ -329,7 +329,8 @@ def induce(
                 # has (stability), then a certification or flag before a fitted threshold
                 # (a floor placed at the accepted items' minimum always fits them), then the
                 # one leaving the most candidates (below).
-                key = (not hinted, round(p, 12), -len(covered), candidate.family not in keep, candidate.fitted)
+                stable = candidate.family not in keep
+                key = (not hinted, round(p, 12), -len(covered), stable, candidate.fitted)
                 scored.append((key, candidate, covered, p, hinted))
         if not scored:
             break
