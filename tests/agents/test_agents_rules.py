@@ -180,3 +180,18 @@ def test_a_slow_lesson_filter_cannot_hang_a_fill(make_ctx, store, order, monkeyp
     with pytest.raises(RunError, match="candidate search was interrupted after the 1 s timeout"):
         RulesPolicy().run(order, ctx)
     assert time.perf_counter() - started < 5
+
+
+def test_a_learned_synonym_widens_the_search_to_the_roles_the_client_takes(make_ctx, store) -> None:
+    order = FillOrder.parse("3 x Welder in New York, NY within 5 miles")
+    plain = RulesPolicy().run(order, make_ctx(rescue=False))
+    assert not plain.success
+    _lesson(store, MachineAction(accept_roles=["Sheet Metal Worker", "Pipefitter"]), role="Welder")
+
+    widened = RulesPolicy().run(order, make_ctx(rescue=False, lessons=store))
+
+    assert widened.success
+    roles = fetch_workers(make_ctx().lake, widened.proposed, ["role"])
+    assert {row["role"] for row in roles.values()} - {"Welder"}
+    search = next(r for r in widened.transcript if r.kind == "search")
+    assert "Welder or Pipefitter or Sheet Metal Worker within 5 mi" in search.summary

@@ -22,6 +22,7 @@ FEATURES = {
     "distance_miles": {"filter": "max_distance_miles", "words": "far commute close"},
     "certifications": {"filter": "require_certifications", "words": "card paperwork trained"},
     "prior_no_show": {"filter": "exclude_prior_no_show_at_client", "words": "burned before"},
+    "role": {"filter": "accept_roles", "words": "role job"},
 }
 CERTS = ("OSHA 10", "First Aid/CPR", "Forklift Certification", "HACCP")
 
@@ -276,3 +277,36 @@ def test_strength_is_the_chance_that_only_refused_items_fail_by_accident() -> No
     assert hypergeometric_tail(refused=1, accepted=1, covered=1) == 0.5
     assert hypergeometric_tail(refused=6, accepted=4, covered=6) == pytest.approx(1 / 210)
     assert isinstance(get_extractor("induction"), InductionExtractor)
+
+
+def test_a_role_synonym_is_induced_from_silent_feedback(store: LessonStore) -> None:
+    # The client took a Warehouse Associate for a Material Handler order: it counts one as the
+    # other. Nothing was said (silent feedback); the acceptance is the evidence.
+    rng = random.Random(8)
+    items = [{**worker(rng, k), "accepted": True} for k in range(1, 4)]
+    items[1]["values"].update(role="Warehouse Associate", ordered_role="Material Handler")
+    learn_cycle(
+        store,
+        [judged_op("one", items, shape="Material Handler in Irving, TX")],
+        extractor="induction",
+        measure=False,
+    )
+    (lesson,) = induced(store)
+    assert lesson.machine.accept_roles == ["Warehouse Associate"]
+    assert lesson.match.role == "Material Handler"
+    assert lesson.match.client_id == SCOPE
+    assert lesson.status == "active"
+    assert "also takes Warehouse Associate" in lesson.action
+
+
+def test_a_synonym_lesson_grows_with_each_role_taken_instead_of_stacking(store: LessonStore) -> None:
+    rng = random.Random(9)
+    first, second = ({**worker(rng, k), "accepted": True} for k in (1, 2))
+    first["values"].update(role="Warehouse Associate", ordered_role="Material Handler")
+    second["values"].update(role="Picker Packer", ordered_role="Material Handler")
+    learn_cycle(store, [judged_op("a", [first])], extractor="induction", measure=False)
+    (before,) = induced(store)
+    learn_cycle(store, [judged_op("b", [second], at=5)], extractor="induction", measure=False)
+    (after,) = induced(store)
+    assert after.id == before.id
+    assert after.machine.accept_roles == ["Picker Packer", "Warehouse Associate"]

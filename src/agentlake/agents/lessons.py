@@ -108,8 +108,8 @@ def search_query(
 ) -> CandidateQuery:
     """The candidate search for ``order`` narrowed by ``machine`` (a lesson's action): the
     order's role, place, radius and requirements, the availability floor, then the lesson's
-    certifications, minimum scores, tighter distance, WHERE fragment, workers to leave out and
-    no-show exclusion. ``keep``: workers already placed, left out of the results."""
+    certifications, minimum scores, tighter distance, WHERE fragment, workers to leave out,
+    no-show exclusion and the other roles the client takes. ``keep``: workers already placed, left out of the results."""
     query = CandidateQuery(
         role=order.role,
         city=order.city,
@@ -127,6 +127,7 @@ def search_query(
     query.min_scores = dict(machine.min_scores)
     query.max_distance_miles = machine.max_distance_miles
     query.extra_where = machine.extra_where
+    query.also_roles = list(machine.accept_roles)
     if machine.exclude_prior_no_show_at_client:
         client = resolve_client(ctx.lake, order.client_id)
         if client is not None:

@@ -4,7 +4,7 @@ Owns ``RulesPolicy``: it builds the candidate search from the order (role and sy
 distance within the radius, stated certifications, the availability floor) plus the machine
 actions of the lessons it is given (required certifications, minimum scores, a tighter
 distance, no prior no-show at this client, an extra WHERE fragment, workers to leave out, a
-larger buffer), ranks by
+larger buffer, other roles the client takes), ranks by
 reliability then distance, verifies in code, proposes ``count`` workers and keeps verified
 spares in the ledger. Candidates handed over in ``RunContext.buffer`` (an earlier event's
 spares, for an emergency) are verified again and placed first; the search fills the rest.
@@ -144,7 +144,9 @@ class RulesPolicy:
             query.only_ids = buffer
             passing = {row["worker_id"] for row in find_candidates(ctx.lake, query)}
             buffer = [w for w in buffer if w in passing]
-        check = verify_fill(ctx.lake, order, buffer, schedule=ctx.schedule, requested=0)
+        check = verify_fill(
+            ctx.lake, order, buffer, schedule=ctx.schedule, requested=0, also_roles=_also(machine)
+        )
         held = check.accepted[: order.count]
         step(
             "buffer",
@@ -180,7 +182,12 @@ class RulesPolicy:
             ),
         )
         loose = verify_fill(
-            ctx.lake, order, [r["worker_id"] for r in rows], schedule=ctx.schedule, requested=0
+            ctx.lake,
+            order,
+            [r["worker_id"] for r in rows],
+            schedule=ctx.schedule,
+            requested=0,
+            also_roles=_also(machine),
         )
         if loose.rejections:
             step(
@@ -190,7 +197,7 @@ class RulesPolicy:
             )
         chosen = list(keep) + loose.accepted[:need]
         spare_ids = loose.accepted[need : need + spares]
-        final = verify_fill(ctx.lake, order, chosen, schedule=ctx.schedule)
+        final = verify_fill(ctx.lake, order, chosen, schedule=ctx.schedule, also_roles=_also(machine))
         step(
             "propose",
             f"propose {chosen} with {len(spare_ids)} spare(s) {spare_ids}",
@@ -201,8 +208,14 @@ class RulesPolicy:
         return _Attempt(order, chosen, spare_ids, final, applied)
 
 
+def _also(machine: MachineAction | None) -> list[str]:
+    """The other roles a lesson says the client takes for the ordered one."""
+    return list(machine.accept_roles) if machine is not None else []
+
+
 def _describe(query: CandidateQuery) -> str:
-    parts = [f"{query.role} within {query.effective_radius():g} mi of {query.city}, {query.state}"]
+    roles = " or ".join([query.role, *query.also_roles])
+    parts = [f"{roles} within {query.effective_radius():g} mi of {query.city}, {query.state}"]
     if query.requirements:
         parts.append("holding " + ", ".join(query.requirements))
     for name, value in query.min_scores.items():

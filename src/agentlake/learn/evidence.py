@@ -6,7 +6,9 @@ Owns the op convention (docs/learning.md, "Judged evidence") and reading it: an 
 features; ``features`` says, per feature, the ``MachineAction`` filter that acts on it
 (``min_scores.<name>``: keep at or above; ``max_distance_miles``: keep at or below;
 ``require_certifications``: keep holders; ``exclude_prior_no_show_at_client``: keep those
-without the flag) and the words people use for it. The judge's own words for a refused item
+without the flag; ``accept_roles``: not a filter but a widening, the item's role (a string),
+stated only when the item is not of the role it was judged for, which is then the item's
+``ordered_role`` value) and the words people use for it. The judge's own words for a refused item
 are the op's ``attributes.rejections[].said`` of that item (vague feedback).
 
 An op whose rejections name their rule (``rule``: the judge said why, explicit feedback) does
@@ -30,7 +32,10 @@ if TYPE_CHECKING:
     from agentlake.observe.model import ObservedOp
 
 JUDGED = "judged"
-FILTERS = ("max_distance_miles", "require_certifications", "exclude_prior_no_show_at_client")
+FILTERS = ("max_distance_miles", "require_certifications", "exclude_prior_no_show_at_client", "accept_roles")
+ACCEPT_ROLES = "accept_roles"
+ORDERED_ROLE = "ordered_role"  # the role an item of another role was judged for
+MAX_TEXT_VALUE = 100
 SCORE_FILTER = "min_scores."
 # Evidence kept per scope: the oldest items beyond this are not read (a long-lived service).
 MAX_ITEMS_PER_SCOPE = 5000
@@ -136,11 +141,13 @@ def _int(value: Any) -> int | None:
 
 
 def _clean_values(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Numbers (finite), booleans and lists of strings; anything else is dropped."""
+    """Numbers (finite), booleans, short strings and lists of strings; anything else is dropped."""
     out: dict[str, Any] = {}
     for name, value in values.items():
         if isinstance(value, bool):
             out[str(name)] = value
+        elif isinstance(value, str) and value.strip():
+            out[str(name)] = " ".join(value.split())[:MAX_TEXT_VALUE]
         elif isinstance(value, (int, float)) and math.isfinite(float(value)):
             out[str(name)] = float(value)
         elif isinstance(value, list):

@@ -36,6 +36,11 @@ a score floor (``min_scores``), a distance limit, a certification held, no prior
   would leave some order of the scope without a single candidate is withheld, and said so.
 - **Contradictions.** The same item accepted and refused for the same order shape is dropped
   from the evidence (no lesson comes from it) and reported in ``context.notes``.
+- **Synonyms.** A judge that accepted an item of another role than the one it was judged for
+  (the ``accept_roles`` feature; ``evidence``) takes that role for it: one lesson per (scope,
+  ordered role), matched to that role, listing the roles taken (``accept_roles``, a widening
+  of the search, not a filter). An acceptance is direct evidence: confidence 0.8 for one
+  worker, +0.05 for each further one, at most 0.95.
 
 The heuristic extractor's deltas come first (``InductionExtractor`` = heuristic + induction),
 so a judge that states its rules (explicit feedback) is learned exactly as before. It does not
@@ -52,7 +57,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentlake.learn.evidence import SCORE_FILTER, EvidenceItem, read_judged
+from agentlake.learn.evidence import ACCEPT_ROLES, ORDERED_ROLE, SCORE_FILTER, EvidenceItem, read_judged
 from agentlake.learn.extractor import ExtractContext, PoolCheck, PoolChecker, register_extractor
 from agentlake.learn.heuristic import HeuristicExtractor
 from agentlake.learn.model import (
@@ -200,6 +205,8 @@ class Induction:
     exclude: list[Point] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     dropped: dict[str, str] = field(default_factory=dict)  # family -> why it is not a rule
+    # ordered role -> the other roles accepted for it -> the points showing it
+    synonyms: dict[str, dict[str, list[Point]]] = field(default_factory=dict)
 
 
 def _inside(refused: float, accepted: float, step: float) -> float:
@@ -248,6 +255,30 @@ def fold_points(items: Sequence[EvidenceItem], notes: list[str]) -> list[Point]:
     return points
 
 
+def synonyms(
+    features: Mapping[str, Mapping[str, str]], accepted: Sequence[Point]
+) -> dict[str, dict[str, list[Point]]]:
+    """The roles accepted for another ordered role: ordered role -> role -> accepted points
+    (names as first seen, compared case-insensitively)."""
+    names = [name for name, spec in sorted(features.items()) if spec.get("filter") == ACCEPT_ROLES]
+    spelled: dict[str, str] = {}
+    out: dict[str, dict[str, list[Point]]] = {}
+    for point in accepted:
+        wanted = point.values.get(ORDERED_ROLE)
+        for name in names:
+            role = point.values.get(name)
+            if (
+                not isinstance(role, str)
+                or not isinstance(wanted, str)
+                or role.casefold() == wanted.casefold()
+            ):
+                continue
+            wanted = spelled.setdefault(wanted.casefold(), wanted)
+            role = spelled.setdefault(role.casefold(), role)
+            out.setdefault(wanted, {}).setdefault(role, []).append(point)
+    return out
+
+
 def candidates(features: Mapping[str, Mapping[str, str]], accepted: Sequence[Point]) -> list[Candidate]:
     """Every filter all ``accepted`` points pass (none without an accepted point)."""
     if not accepted:
@@ -292,6 +323,7 @@ def induce(
     accepted = [p for p in points if p.accepted]
     refused = [p for p in points if not p.accepted]
     result.accepted, result.refused = len(accepted), len(refused)
+    result.synonyms = synonyms(features, accepted)
     if not refused:
         return result
     hints = {id(p): _hinted(p, features) for p in refused}
@@ -329,8 +361,8 @@ def induce(
                 # has (stability), then a certification or flag before a fitted threshold
                 # (a floor placed at the accepted items' minimum always fits them), then the
                 # one leaving the most candidates (below).
-                stable = candidate.family not in keep
-                key = (not hinted, round(p, 12), -len(covered), stable, candidate.fitted)
+                new_family = candidate.family not in keep
+                key = (not hinted, round(p, 12), -len(covered), new_family, candidate.fitted)
                 scored.append((key, candidate, covered, p, hinted))
         if not scored:
             break
@@ -357,7 +389,9 @@ def induce(
         residual = [p for p in residual if p not in rule.explained]
     by_family = {c.family: c for c in every}
     for family in keep:
-        if family == EXCLUDE_FAMILY or any(r.candidate.family == family for r in result.rules):
+        if family == EXCLUDE_FAMILY or family.startswith(ACCEPT_ROLES):
+            continue
+        if any(r.candidate.family == family for r in result.rules):
             continue
         candidate = by_family.get(family)
         if candidate is None:
@@ -413,10 +447,12 @@ def lesson_id(project_id: str, scope: str, family: str, generation: int) -> str:
     return "L-" + digest.hexdigest()[:10]
 
 
-def family_of(machine: MachineAction | None) -> str | None:
-    """The filter family an induced lesson's action belongs to."""
+def family_of(machine: MachineAction | None, role: str | None = None) -> str | None:
+    """The filter family an induced lesson's action belongs to (``role``: the lesson's)."""
     if machine is None:
         return None
+    if machine.accept_roles:
+        return f"{ACCEPT_ROLES}:{(role or '').casefold()}"
     if machine.exclude_ids:
         return EXCLUDE_FAMILY
     if machine.min_scores:
@@ -439,6 +475,7 @@ class _Wanted:
     op_ids: list[str]
     excerpts: list[str]
     why: str
+    role: str | None = None  # the lesson is about this ordered role only
 
 
 def _wanted(found: Induction) -> list[_Wanted]:
@@ -496,6 +533,27 @@ def _wanted(found: Induction) -> list[_Wanted]:
                 why=f"{len(ids)} refused worker(s)",
             )
         )
+    for wanted, taken in sorted(found.synonyms.items()):
+        points = [p for group in taken.values() for p in group]
+        roles = sorted(taken, key=str.casefold)
+        shown = ", ".join(f"#{p.item_id} ({r})" for r in roles for p in taken[r])[:300]
+        out.append(
+            _Wanted(
+                family=f"{ACCEPT_ROLES}:{wanted.casefold()}",
+                machine=MachineAction(accept_roles=roles),
+                action=f"For {wanted} orders, {scope} also takes {', '.join(roles)}: it accepted {shown} "
+                f"for {wanted} orders (induced)",
+                confidence=round(min(MAX_CONFIDENCE, BASE_CONFIDENCE + 0.05 * (len(points) - 1)), 3),
+                op_ids=_op_ids(points),
+                excerpts=[
+                    f"{scope} accepted worker {p.item_id}, a {r}, for {p.shape}"
+                    for r in roles
+                    for p in taken[r]
+                ][-3:],
+                why=f"{len(points)} accepted worker(s) of another role",
+                role=wanted,
+            )
+        )
     return out
 
 
@@ -518,23 +576,21 @@ def reconcile(found: Induction, existing: Sequence[Lesson], project_id: str) -> 
     current: dict[str, Lesson] = {}
     retired: dict[str, int] = defaultdict(int)
     for lesson in existing:
-        family = family_of(lesson.machine)
+        family = family_of(lesson.machine, lesson.match.role)
         if family is None:
             continue
         if lesson.status == "retired":
             retired[family] += 1
         else:
             current[family] = lesson
-    match = LessonMatch(client_id=found.scope)
-    trigger = f"Filling any role for {found.scope}"
     deltas: list[Delta] = []
     wanted = {w.family: w for w in _wanted(found)}
     for family, want in wanted.items():
         lesson = current.get(family)
         draft = LessonDraft(
-            trigger=trigger,
+            trigger=f"Filling {want.role or 'any role'} for {found.scope}",
             action=want.action,
-            match=match,
+            match=LessonMatch(client_id=found.scope, role=want.role),
             machine=want.machine,
             domain=DOMAIN,
             confidence=want.confidence,
@@ -572,6 +628,8 @@ def reconcile(found: Induction, existing: Sequence[Lesson], project_id: str) -> 
                         family,
                         "every refusal it held is explained by a rule now"
                         if family == EXCLUDE_FAMILY
+                        else "no worker of another role was accepted"
+                        if family.startswith(ACCEPT_ROLES)
                         else "it explains no refusal",
                     ),
                 )
@@ -606,7 +664,9 @@ class InductionExtractor:
                 features = stored_features or features
                 existing = context.store.list(source=SOURCE, project_id=context.project_id, client_id=scope)
             keep = {
-                f for lesson in existing if lesson.status != "retired" and (f := family_of(lesson.machine))
+                f
+                for lesson in existing
+                if lesson.status != "retired" and (f := family_of(lesson.machine, lesson.match.role))
             }
             found = induce(scope, features, items, pool_check=context.pool_check, keep=keep)
             deltas += reconcile(found, existing, context.project_id)
@@ -615,6 +675,7 @@ class InductionExtractor:
                 "accepted": found.accepted,
                 "refused": found.refused,
                 "rules": [r.machine().describe() for r in found.rules],
+                "synonyms": {wanted: sorted(taken) for wanted, taken in found.synonyms.items()},
                 "excluded": len(found.exclude),
             }
         if summary:

@@ -147,6 +147,11 @@ class MachineAction(BaseModel):
     extra_where: str | None = Field(
         None, max_length=500, description="A WHERE fragment; must pass lake.guard.check_where."
     )
+    accept_roles: list[str] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Other roles the client takes for the ordered one (its synonyms): widens the search.",
+    )
     exclude_ids: list[int] = Field(
         default_factory=list,
         max_length=MAX_EXCLUDE_IDS,
@@ -158,9 +163,9 @@ class MachineAction(BaseModel):
     def _ids(cls, value: list[int]) -> list[int]:
         return sorted(set(value))
 
-    @field_validator("require_certifications")
+    @field_validator("require_certifications", "accept_roles")
     @classmethod
-    def _certs(cls, value: list[str]) -> list[str]:
+    def _names(cls, value: list[str]) -> list[str]:
         seen: dict[str, str] = {}
         for cert in value:
             cert = " ".join(cert.split())
@@ -207,6 +212,7 @@ class MachineAction(BaseModel):
             if len(wheres) > 1
             else (wheres[0] if wheres else None),
             exclude_ids=sorted(set(self.exclude_ids) | set(other.exclude_ids))[-MAX_EXCLUDE_IDS:],
+            accept_roles=self.accept_roles + other.accept_roles,
         )
 
     def conflicts_with(self, other: MachineAction) -> str | None:
@@ -231,8 +237,9 @@ class MachineAction(BaseModel):
             data["widen_radius_miles"] = "set"
         if "exclude_ids" in data:  # the list grows with evidence; the lesson stays the same one
             data["exclude_ids"] = "set"
-        if "require_certifications" in data:
-            data["require_certifications"] = [c.casefold() for c in data["require_certifications"]]
+        for name in ("require_certifications", "accept_roles"):
+            if name in data:
+                data[name] = [c.casefold() for c in data[name]]
         return data
 
     def describe(self) -> str:
@@ -256,6 +263,8 @@ class MachineAction(BaseModel):
             parts.append(f"filter WHERE {self.extra_where}")
         if self.exclude_ids:
             parts.append(f"leave out {len(self.exclude_ids)} refused worker(s)")
+        if self.accept_roles:
+            parts.append("also take " + ", ".join(self.accept_roles))
         return "; ".join(parts)
 
 

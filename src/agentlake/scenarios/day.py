@@ -489,6 +489,7 @@ def _evidence(
         site=site,
         no_shows=no_shows,
         explained=explained,
+        role=order.role,
     )
 
 

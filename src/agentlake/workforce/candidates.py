@@ -55,6 +55,7 @@ class CandidateQuery:
     extra_where: str | None = None
     exclude_ids: list[int] = field(default_factory=list)
     only_ids: list[int] | None = None  # search among these workers only (e.g. held spares)
+    also_roles: list[str] = field(default_factory=list)  # roles a client takes for ``role``
     min_availability: float | None = None
     limit: int = 20
 
@@ -73,7 +74,7 @@ def candidate_sql(query: CandidateQuery, origin: Place) -> tuple[str, dict[str, 
     radius = query.effective_radius()
     lat_min, lat_max, lon_min, lon_max = bounding_box(origin.lat, origin.lon, radius)
     params: dict[str, Any] = {
-        "roles": sorted(role_names(query.role)),
+        "roles": sorted(set().union(*(role_names(r) for r in (query.role, *query.also_roles)))),
         "lat": origin.lat,
         "lon": origin.lon,
         "lat_min": lat_min,

@@ -3,7 +3,8 @@
 Owns the evidence a judged fill carries for the learning loop (the ``judged`` attribute of a
 ``fill.judged`` op, read by ``agentlake.learn.induction``): for each submitted worker, accepted
 or not, the features a client's rule could be about (every score column, the distance from the
-site, the certifications by canonical name, a prior no-show at this client), whether the
+site, the certifications by canonical name, a prior no-show at this client, and the worker's
+role when it is not the ordered one by the catalogue, so a client's own synonyms show), whether the
 staffer's own verification already explains a refusal (the order's stated terms), and, once
 per op, what each feature is: the search filter that acts on it (a ``MachineAction`` field
 such as ``min_scores.reliability``) and the words people use for it. Those words are the
@@ -24,13 +25,16 @@ from typing import Any
 
 from agentlake.workforce.facts import WorkerFacts
 from agentlake.workforce.geo import haversine_miles
-from agentlake.workforce.roles import normalize_certification
+from agentlake.workforce.roles import normalize_certification, same_role
 from agentlake.workforce.tables import SCORE_COLUMNS
 
 # The search filter each feature is filtered by (a MachineAction field; ``min_scores.<name>``
 # keeps workers at or above, ``max_distance_miles`` at or below, ``require_certifications``
 # those holding, ``exclude_prior_no_show_at_client`` those without the flag).
 DISTANCE, CERTIFICATIONS, PRIOR_NO_SHOW = "distance_miles", "certifications", "prior_no_show"
+# A worker of another role than the ordered one (``accept_roles``: a widening, not a filter):
+# the worker's role, and the role it was judged for.
+ROLE, ORDERED_ROLE = "role", "ordered_role"
 
 # What people call each feature. Kept short: every op carries it.
 FEATURE_WORDS: dict[str, str] = {
@@ -43,6 +47,7 @@ FEATURE_WORDS: dict[str, str] = {
     DISTANCE: "far distance commute drive away close near nearby local live",
     CERTIFICATIONS: "certified certification certificate card carded ticket license paperwork trained",
     PRIOR_NO_SHOW: "before burned let down stood last past history no-show",
+    ROLE: "role job title trade position",
 }
 
 # Attribute JSON the observer keeps per op is capped (observe.model.MAX_ATTRIBUTES_CHARS); the
@@ -59,6 +64,7 @@ def feature_schema() -> dict[str, dict[str, str]]:
         "filter": "exclude_prior_no_show_at_client",
         "words": FEATURE_WORDS[PRIOR_NO_SHOW],
     }
+    schema[ROLE] = {"filter": "accept_roles", "words": FEATURE_WORDS[ROLE]}
     return schema
 
 
@@ -84,6 +90,7 @@ def judged_evidence(
     site: tuple[float, float],
     no_shows: Mapping[int, Collection[date]],
     explained: Collection[int] = (),
+    role: str | None = None,
 ) -> dict[str, Any]:
     """The ``judged`` attribute of a ``fill.judged`` op.
 
@@ -91,6 +98,7 @@ def judged_evidence(
     (role and site; the same worker accepted and refused for one shape is contradictory).
     ``explained``: submitted workers the staffer's own verification refuses (role, requirement,
     radius, booking): a refusal of theirs says nothing about the client's unwritten rules.
+    ``role``: the ordered role; a worker not of it (by the catalogue) carries its own role.
     Unknown workers are left out; the last workers are dropped if the evidence would not fit.
     """
     items = []
@@ -102,6 +110,8 @@ def judged_evidence(
         if worker_id in explained:
             item["explained"] = True
         item["values"] = worker_features(worker, site, no_shows.get(worker_id, ()))
+        if role and not same_role(worker.role, role):
+            item["values"].update({ROLE: worker.role, ORDERED_ROLE: role})
         items.append(item)
     evidence = {"scope": scope, "shape": shape, "features": feature_schema(), "items": items}
     while items and len(json.dumps(evidence)) > MAX_EVIDENCE_CHARS:

@@ -15,7 +15,7 @@ unavailable, double_booked.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
@@ -94,8 +94,10 @@ def verify_fill(
     *,
     schedule: ScheduleBook | None = None,
     requested: int | None = None,
+    also_roles: Collection[str] = (),
 ) -> Verification:
-    """Check each of ``worker_ids`` against ``order``; ``requested`` defaults to ``order.count``.
+    """Check each of ``worker_ids`` against ``order``; ``requested`` defaults to ``order.count``;
+    ``also_roles``: other roles the client takes for the ordered one (a learned synonym).
 
     ``schedule`` defaults to the lake's placements. Raises ``UserError`` when the order's
     city is unknown or the lake has no workers dataset; never for a bad worker (that is a
@@ -129,7 +131,7 @@ def verify_fill(
             reject(f"worker {worker_id} is excluded by the order", "excluded")
         else:
             who = f"{row.get('name') or 'worker'} ({worker_id})"
-            if not same_role(row.get("role"), order.role):
+            if not any(same_role(row.get("role"), r) for r in (order.role, *also_roles)):
                 reject(
                     f"{who} works as {row.get('role')}, not as {order.role}", "role_mismatch", row.get("role")
                 )
