@@ -554,3 +554,35 @@ def test_executor_and_reviewer_over_a_real_http_model_server(make_ctx, lake, ord
     assert {op.usage.model for op in llm_ops} == {"qwen3:4b"}
     assert {op.agent_id for op in llm_ops} == {"agent.executor", "agent.reviewer"}
     assert sum(op.usage.input_tokens for op in llm_ops) == outcome.input_tokens
+
+
+def test_held_workers_a_later_lesson_rules_out_are_left_out(
+    make_ctx, lake, order, qualified, models, tmp_path
+) -> None:
+    """Within the day: spares kept in reserve in the morning are checked against the lessons
+    learned since (here a worker left out by id after a refusal, which no search argument says)."""
+    from agentlake.learn import LessonDraft, LessonMatch, LessonStore, MachineAction
+
+    refused_since, *others = qualified[:4]
+    store = LessonStore.open(path=tmp_path / "lessons.duckdb", embedder=False)
+    store.add(
+        LessonDraft(
+            trigger="Warehouse Associate orders in New York",
+            action=f"do not propose worker {refused_since} again",
+            match=LessonMatch(role="Warehouse Associate", city="New York"),
+            machine=MachineAction(exclude_ids=[refused_since]),
+        )
+    )
+    executor, reviewer = models
+    executor.enqueue(action("propose_done", worker_ids=others))
+    reviewer.enqueue(action("critique", approve=True))
+
+    outcome = LLMPolicy(executor, reviewer).run(order, make_ctx(lessons=store, buffer=qualified[:4]))
+
+    assert outcome.success
+    first = _prompt(executor, 0)
+    assert (
+        f"worker(s) [{refused_since}] kept in reserve by an earlier fill no longer fit the lessons" in first
+    )
+    assert f"workers {others} pass verification" in first
+    store.close()

@@ -48,6 +48,7 @@ from agentlake.workforce.verify import Verification, verify_fill
 
 if TYPE_CHECKING:
     from agentlake.agents.policy import RunContext
+    from agentlake.learn import MachineAction
     from agentlake.llm import Provider
     from agentlake.workforce.order import FillOrder
 
@@ -505,8 +506,28 @@ class LLMPolicy:
         ]
 
     def _held(self, state: _Attempt, ctx: RunContext, brief: _Brief) -> None:
-        """Candidates kept in reserve for this job by an earlier event join the ledger first."""
-        for worker_id in dict.fromkeys(ctx.buffer):
+        """Candidates kept in reserve for this job by an earlier event join the ledger first,
+        except those the lessons given now rule out (learned since they were kept, within the
+        day): those are left out, and the executor is told which and why."""
+        held = list(dict.fromkeys(ctx.buffer))
+        machine = brief.given.machine
+        if machine is not None and not machine.is_empty():
+            # Precisely, among the held workers only (``eligible`` is the top of one search):
+            # those the order's own search admits but the lessons' filters do not.
+            admitted = _among(state.order, ctx, None, held)
+            passing = _among(state.order, ctx, machine, held)
+            if brief.eligible is not None:
+                brief.eligible |= passing
+            ruled_out = [w for w in held if w in admitted and w not in passing]
+            if ruled_out:
+                held = [w for w in held if w not in ruled_out]
+                note = (
+                    f"worker(s) {ruled_out} kept in reserve by an earlier fill no longer fit the lessons "
+                    f"({machine.describe()}): left out; do not propose them."
+                )
+                state.log.add(state.turns, "orchestrator", note)
+                state.feedback.append(note)
+        for worker_id in held:
             state.ledger.add(worker_id, "kept in reserve for this job by an earlier fill")
             state.surfaced.add(worker_id)
         state.feedback += self._progress(state, ctx, brief)
@@ -797,6 +818,15 @@ def _brief(order: FillOrder, ctx: RunContext, given: TaskLessons) -> _Brief:
         eligible=eligible,
         wanted=wanted,
     )
+
+
+def _among(
+    order: FillOrder, ctx: RunContext, machine: MachineAction | None, worker_ids: list[int]
+) -> set[int]:
+    """Which of ``worker_ids`` the search for ``order`` (narrowed by ``machine``) finds."""
+    query = search_query(order, ctx, machine, limit=max(1, len(worker_ids)))
+    query.only_ids = worker_ids
+    return {row["worker_id"] for row in find_candidates(ctx.lake, query)}
 
 
 def _unfit(brief: _Brief, worker_ids: list[int], order: FillOrder) -> list[int]:
