@@ -14,7 +14,7 @@ import pytest
 
 from agentlake.errors import UserError
 from agentlake.learn import Delta, LessonDraft, LessonMatch, LessonStore, MachineAction
-from agentlake.learn.store import PG_MIGRATIONS
+from agentlake.learn.store import PG_MIGRATIONS, lesson_snapshot
 from agentlake.settings import load_settings
 
 pytestmark = pytest.mark.parametrize("backend", ["postgres"], indirect=True)
@@ -124,3 +124,14 @@ def test_lessons_commands_read_the_database(cli, monkeypatch, store: LessonStore
     result = cli("lessons", "list", "--format", "json")
     assert result.code == 0, result.output
     assert [row["id"] for row in json.loads(result.out)] == [lesson_id]
+
+
+def test_a_scenario_days_private_copy_of_the_project_store_is_filled_from_the_database(
+    store: LessonStore, settings
+) -> None:  # noqa: ANN001
+    lesson_id = store.add(osha("op-1", confidence=0.9)).lesson_id
+    with lesson_snapshot(settings.data_dir / settings.learn_file, settings) as copy:
+        assert copy is not None
+        assert [lesson.id for lesson in copy.list()] == [lesson_id]
+        copy.retire(lesson_id, "a day's own change")
+    assert store.get(lesson_id).status == "active"  # the copy was private

@@ -1013,9 +1013,18 @@ def lesson_snapshot(
     gives ``None`` (no lessons), or with ``create`` an empty private store (a day that learns
     into its copy before the first batch has been learned). ``semantic=False`` opens the copy
     without an embedder (retrieval by structure only, no embedding-model calls).
+
+    ``path`` naming the project's store (``data_dir / learn_file``) while ``database_url`` is
+    set means the store in PostgreSQL: the copy is filled from there (its current lessons).
     """
     exists = path is not None and Path(path).is_file()
-    if not exists and not create:
+    shared = (
+        not exists
+        and path is not None
+        and settings.database_url is not None
+        and Path(path).resolve() == (settings.data_dir / settings.learn_file).resolve()
+    )
+    if not exists and not shared and not create:
         yield None
         return
     with tempfile.TemporaryDirectory(prefix="agentlake-lessons-") as tmp:
@@ -1024,6 +1033,9 @@ def lesson_snapshot(
             shutil.copyfile(path, copy)  # type: ignore[arg-type]
         store = LessonStore.open(settings, path=copy, embedder=None if semantic else False)
         try:
+            if shared:
+                with LessonStore.open(settings, embedder=False) as source:
+                    store.import_json(source.export_json(), actor="human")
             yield store
         finally:
             store.close()
