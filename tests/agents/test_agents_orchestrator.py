@@ -586,3 +586,38 @@ def test_held_workers_a_later_lesson_rules_out_are_left_out(
     )
     assert f"workers {others} pass verification" in first
     store.close()
+
+
+def test_a_learned_synonym_lets_the_llm_staffer_propose_that_role(
+    make_ctx, lake, order, models, tmp_path
+) -> None:
+    from agentlake.learn import LessonDraft, LessonMatch, LessonStore, MachineAction
+    from agentlake.workforce.candidates import CandidateQuery, find_candidates
+
+    store = LessonStore.open(path=tmp_path / "lessons.duckdb", embedder=False)
+    store.add(
+        LessonDraft(
+            trigger="Warehouse Associate orders in New York",
+            action="this client also takes Picker Packers",
+            match=LessonMatch(role="Warehouse Associate", city="New York"),
+            machine=MachineAction(accept_roles=["Picker Packer"]),
+        )
+    )
+    other = {**FIND, "role": "Picker Packer"}
+    rows = find_candidates(lake, CandidateQuery(**other, min_availability=0.3, limit=40))
+    schedule = ScheduleBook(lake)
+    free = [
+        r["worker_id"]
+        for r in rows
+        if not schedule.conflicts(r["worker_id"], order.shift_start, order.shift_end)
+    ]
+    executor, reviewer = models
+    executor.enqueue(action("tool_call", tool="find_workers", args={**other, "limit": 40}))
+    executor.enqueue(action("propose_done", worker_ids=free[:3]))
+    reviewer.enqueue(action("critique", approve=True))
+
+    outcome = LLMPolicy(executor, reviewer).run(order, make_ctx(lessons=store, schedule=schedule))
+
+    assert outcome.success
+    assert outcome.proposed == free[:3]
+    store.close()

@@ -259,7 +259,7 @@ class LLMPolicy:
                 rescue_attempted = True
                 final = self._rescue(first, ctx, given)
             attempts = [first] if final is first else [first, final]
-            proposed, verification = _final_proposal(final, ctx)
+            proposed, verification = _final_proposal(final, ctx, given)
             spares = _spares(final, ctx, proposed, given)
             cited = cite(ctx, run_id, [c for a in attempts for c in a.cited], given)
             outcome = TaskOutcome(
@@ -389,7 +389,13 @@ class LLMPolicy:
         key: str,
     ) -> None:
         state.proposal = action
-        verification = verify_fill(ctx.lake, state.order, action.worker_ids, schedule=ctx.schedule)
+        verification = verify_fill(
+            ctx.lake,
+            state.order,
+            action.worker_ids,
+            schedule=ctx.schedule,
+            also_roles=_also_roles(brief.given),
+        )
         state.verification = verification
         state.ledger.mark(verification)
         invented = [w for w in dict.fromkeys(action.worker_ids + action.spares) if w not in state.surfaced]
@@ -472,7 +478,9 @@ class LLMPolicy:
         pool = [w for w in state.ledger.ids() if w in state.surfaced][:SPARES_VERIFIED_MAX]
         if not pool:
             return []
-        loose = verify_fill(ctx.lake, order, pool, schedule=ctx.schedule, requested=0)
+        loose = verify_fill(
+            ctx.lake, order, pool, schedule=ctx.schedule, requested=0, also_roles=_also_roles(brief.given)
+        )
         state.ledger.mark(loose)
         fit = []
         for worker_id in loose.accepted:
@@ -862,14 +870,21 @@ def _action_text(action: Any) -> str:
     return "a plan"
 
 
-def _final_proposal(state: _Attempt, ctx: RunContext) -> tuple[list[int], Verification]:
+def _also_roles(given: TaskLessons) -> list[str]:
+    """Other roles the lessons say the client takes for the ordered one (verified as it)."""
+    return list(given.machine.accept_roles) if given.machine is not None else []
+
+
+def _final_proposal(state: _Attempt, ctx: RunContext, given: TaskLessons) -> tuple[list[int], Verification]:
     """On success the approved proposal; otherwise its verified part (a partial fill), if any."""
     if state.success and state.proposal is not None and state.verification is not None:
         return list(state.proposal.worker_ids), state.verification
     if state.verification is None:
         return [], Verification(requested=state.order.count)
     kept = state.verification.accepted[: state.order.count]
-    return kept, verify_fill(ctx.lake, state.order, kept, schedule=ctx.schedule)
+    return kept, verify_fill(
+        ctx.lake, state.order, kept, schedule=ctx.schedule, also_roles=_also_roles(given)
+    )
 
 
 def _spares(state: _Attempt, ctx: RunContext, proposed: list[int], given: TaskLessons) -> list[int]:
@@ -882,7 +897,9 @@ def _spares(state: _Attempt, ctx: RunContext, proposed: list[int], given: TaskLe
     pool = [w for w in dict.fromkeys(named + seen) if w not in set(proposed)][:SPARES_VERIFIED_MAX]
     if not pool:
         return []
-    loose = verify_fill(ctx.lake, state.order, pool, schedule=ctx.schedule, requested=0)
+    loose = verify_fill(
+        ctx.lake, state.order, pool, schedule=ctx.schedule, requested=0, also_roles=_also_roles(given)
+    )
     return loose.accepted[:wanted]
 
 
