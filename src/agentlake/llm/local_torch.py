@@ -171,7 +171,9 @@ class TorchEngine:
                 warnings.catch_warnings()
             ):  # torch 2.13 marks its quantised tensors deprecated (still supported)
                 warnings.simplefilter("ignore")
-                model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+                model = torch.ao.quantization.quantize_dynamic(
+                    model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True
+                )
         self.model = model
         self.vocab_size = int(model.config.vocab_size)
         self.caches = [transformers.DynamicCache(config=model.config) for _ in range(slots)]
