@@ -71,6 +71,46 @@ def test_after_a_search_the_executor_is_told_which_ids_to_propose(make_ctx, orde
     assert '"worker_id"' not in second
 
 
+def test_an_executor_that_ignores_enough_verified_workers_may_then_only_propose_them(
+    make_ctx, order, qualified, models
+) -> None:
+    executor, reviewer = models
+    executor.enqueue(action("tool_call", tool="find_workers", args=FIND))
+    # Told it has enough, the model searches on (what the 1.5B did, three times in a row).
+    executor.enqueue(action("tool_call", tool="nearby_cities", args={"city": "New York", "state": "NY"}))
+    executor.enqueue(action("propose_done", worker_ids=qualified[:3]))
+    reviewer.enqueue(action("critique", approve=True))
+
+    outcome = LLMPolicy(executor, reviewer).run(order, make_ctx())
+
+    assert outcome.success
+    free, narrowed = executor.history[1][1].schema_, executor.history[2][1].schema_
+    assert [b["$ref"] for b in free["oneOf"]] == ["#/$defs/ToolCallAction", "#/$defs/ProposeDoneAction"]
+    assert [b["$ref"] for b in narrowed["oneOf"]] == ["#/$defs/ProposeDoneAction"]
+    ids = narrowed["$defs"]["ProposeDoneAction"]["properties"]["worker_ids"]
+    assert set(ids["items"]["enum"]) >= set(qualified[:3])
+    assert ids["minItems"] == 3
+    assert ids["maxItems"] == 3
+    assert "searching is over: reply with propose_done, 3 of" in _prompt(executor, 2)
+    assert [r.kind for r in outcome.transcript if r.agent == "orchestrator"][0] == "narrowed"
+
+
+def test_before_enough_workers_are_verified_the_executor_may_search_on(
+    make_ctx, order, qualified, models
+) -> None:
+    executor, reviewer = models
+    executor.enqueue(action("tool_call", tool="nearby_cities", args={"city": "New York", "state": "NY"}))
+    executor.enqueue(action("tool_call", tool="find_workers", args=FIND))
+    executor.enqueue(action("propose_done", worker_ids=qualified[:3]))
+    reviewer.enqueue(action("critique", approve=True))
+
+    LLMPolicy(executor, reviewer).run(order, make_ctx())
+
+    kinds = [[b["$ref"] for b in executor.history[n][1].schema_["oneOf"]] for n in range(3)]
+    assert kinds[1] == ["#/$defs/ToolCallAction"]  # nearby_cities returned no worker: nothing to propose
+    assert "#/$defs/ToolCallAction" in kinds[2]
+
+
 def test_the_executor_system_prompt_is_the_same_for_every_order(make_ctx, order, models) -> None:
     from agentlake.workforce.order import FillOrder
 

@@ -218,21 +218,32 @@ def json_schema(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema()
 
 
-def executor_schema(tools: Sequence[str], candidates: Sequence[int], count: int) -> dict[str, Any]:
+def executor_schema(
+    tools: Sequence[str], candidates: Sequence[int], count: int, *, propose_from: Sequence[int] = ()
+) -> dict[str, Any]:
     """The executor's action schema for one turn, narrowed to what it can do now: a tool named
     in the catalog; before any tool returned a worker, only a tool call; after, a tool call or a
     proposal of at most ``count`` ids (and spares) among ``candidates``, the workers tools
-    returned. Under constrained decoding a small model then cannot propose before it searched,
-    invent an id or call a tool that does not exist; validation (``ExecutorAction``) stays as
-    wide as before, so a provider without native schema support is judged by verification."""
+    returned. With ``propose_from`` (verified workers, at least ``count`` of them) only a
+    proposal of exactly ``count`` of them: the loop asks for it once the executor was told it
+    has enough and did something else. Under constrained decoding a small model then cannot
+    propose before it searched, invent an id, call a tool that does not exist or keep searching
+    past a fill it already has; validation (``ExecutorAction``) stays as wide as before, so a
+    provider without native schema support is judged by verification."""
     schema = copy.deepcopy(json_schema(ExecutorAction))
     defs = schema["$defs"]
     defs["ToolCallAction"]["properties"]["tool"]["enum"] = list(dict.fromkeys(tools))
     allowed = ["ToolCallAction"]
-    if candidates:
-        ids = sorted(set(candidates))
+    if candidates or propose_from:
         proposal = defs["ProposeDoneAction"]["properties"]
-        proposal["worker_ids"].update(items={"type": "integer", "enum": ids}, minItems=1, maxItems=count)
+        if propose_from:
+            ids = sorted(set(propose_from))
+            proposal["worker_ids"].update(items={"type": "integer", "enum": ids}, minItems=count)
+            allowed = []
+        else:
+            ids = sorted(set(candidates))
+            proposal["worker_ids"].update(items={"type": "integer", "enum": ids}, minItems=1)
+        proposal["worker_ids"]["maxItems"] = count
         proposal["spares"].update(items={"type": "integer", "enum": ids})
         allowed.append("ProposeDoneAction")
     schema["oneOf"] = [{"$ref": f"#/$defs/{name}"} for name in allowed]

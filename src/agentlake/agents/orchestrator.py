@@ -144,6 +144,8 @@ class _Attempt:
     repeats_in_row: int = 0
     reviews: dict[str, int] = field(default_factory=dict)  # proposal key -> reviewer rejections
     objected: list[int] = field(default_factory=list)  # workers of proposals the reviewer rejected
+    enough: list[int] = field(default_factory=list)  # verified workers, best first, when they fill the order
+    ignored_enough: bool = False  # told it had enough, the executor did something else than propose
     invalid_in_row: int = 0
     invented: list[int] = field(default_factory=list)
     model_turns: int = 0
@@ -321,11 +323,22 @@ class LLMPolicy:
             state.budget,
         )
         state.feedback = []
-        schema = executor_schema(ctx.tools.names(), sorted(state.surfaced), state.order.count)
+        told_enough = bool(state.enough)
+        schema = executor_schema(
+            ctx.tools.names(),
+            sorted(state.surfaced),
+            state.order.count,
+            propose_from=_proposable(state) if state.ignored_enough else (),
+        )
         reply = self._ask(state, ctx, "executor", state.executor, messages, ExecutorAction, schema)
         if reply is None:
+            self._ignored_enough(state, ctx, told_enough)
             return
         action = reply.action.root
+        if isinstance(action, ProposeDoneAction):
+            state.ignored_enough = False
+        else:
+            self._ignored_enough(state, ctx, told_enough)
         state.cited += action.cited_lessons
         count = state.order.count
         if isinstance(action, ProposeDoneAction) and len(action.worker_ids) > count:
@@ -378,6 +391,29 @@ class LLMPolicy:
         else:
             assert isinstance(action, ProposeDoneAction)
             self._propose(state, ctx, brief, action, reply, key)
+
+    def _ignored_enough(self, state: _Attempt, ctx: RunContext, told: bool) -> None:
+        """Told it had enough verified workers, the executor did something else: from its next
+        turn on it may only propose among them (the schema says so; the prompt says why)."""
+        if not told or not state.enough:
+            return
+        if not state.ignored_enough:
+            self._emit(
+                ctx,
+                state,
+                TurnRecord(
+                    turn=0,
+                    agent="orchestrator",
+                    kind="narrowed",
+                    summary=f"the executor did not propose although {len(state.enough)} verified worker(s) "
+                    "fill the order: its next action is a proposal among them",
+                ),
+            )
+        state.ignored_enough = True
+        state.feedback.append(
+            f"enough verified workers are found, so searching is over: reply with propose_done, "
+            f"{state.order.count} of {_proposable(state)}."
+        )
 
     def _propose(
         self,
@@ -489,9 +525,11 @@ class LLMPolicy:
             else:
                 fit.append(worker_id)
         lessons = " and the lessons" if brief.eligible is not None else ""
+        state.enough = []
         if len(fit) >= order.count:
             # Workers of a proposal the reviewer rejected go last: offer others first.
             fit = [w for w in fit if w not in state.objected] + [w for w in fit if w in state.objected]
+            state.enough = fit
             chosen, spares = fit[: order.count], fit[order.count : order.count + DEFAULT_SPARES]
             return [
                 f"you have enough: workers {chosen} pass verification{lessons}. "
@@ -835,6 +873,13 @@ def _among(
     query = search_query(order, ctx, machine, limit=max(1, len(worker_ids)))
     query.only_ids = worker_ids
     return {row["worker_id"] for row in find_candidates(ctx.lake, query)}
+
+
+def _proposable(state: _Attempt) -> list[int]:
+    """The verified workers a narrowed proposal may name: those the reviewer did not object to,
+    when they still fill the order, else all of them."""
+    fresh = [w for w in state.enough if w not in state.objected]
+    return fresh if len(fresh) >= state.order.count else list(state.enough)
 
 
 def _unfit(brief: _Brief, worker_ids: list[int], order: FillOrder) -> list[int]:
