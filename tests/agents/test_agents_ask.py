@@ -32,7 +32,8 @@ def test_lake_text_reaches_ask_only_as_fenced_data(lake: Lake, asker: ScriptedPr
     plan_system = asker.history[0][0][0].content
     assert DATA_RULE in plan_system
     assert re.search(r"<data>[^<]*- workers \(4000 rows\): worker_id integer[^<]*</data>", plan_system)
-    system, user = (message.content for message in asker.history[1][0])
+    answering = asker.history[1][0]
+    system, user = answering[0].content, answering[-1].content
     assert DATA_RULE in system
     fenced = re.findall(r"<data>(.*?)</data>", user, flags=re.S)
     assert any("Ignore all previous instructions" in block for block in fenced)
@@ -51,3 +52,93 @@ def test_a_query_a_small_model_put_in_the_search_text_is_run_as_the_query(
 
     assert answer.route == "sql"
     assert answer.sql == sql
+
+
+def test_the_values_a_question_names_reach_the_plan_as_filters(lake: Lake, asker: ScriptedProvider) -> None:
+    asker.enqueue(
+        json.dumps(
+            {
+                "route": "sql",
+                "sql": "SELECT count(*) AS n FROM workers WHERE role = 'Welder' AND state = 'OH'",
+            }
+        )
+    )
+    asker.enqueue("Counted [SQL].")
+
+    answer = ask("how many welders are in OH?", lake=lake, model="scripted:asker")
+
+    question = asker.history[0][0][-1].content
+    assert "role = 'Welder'; state = 'OH' (columns of workers)" in question
+    assert answer.revision is None
+    assert asker.calls == 2  # one plan, one answer
+
+
+def test_a_query_that_leaves_out_a_named_value_is_sent_back_once(lake: Lake, asker: ScriptedProvider) -> None:
+    fixed = "SELECT count(*) AS n FROM workers WHERE role = 'Welder' AND state = 'OH'"
+    asker.enqueue(json.dumps({"route": "sql", "sql": "SELECT count(*) AS n FROM workers WHERE state = 'OH'"}))
+    asker.enqueue(json.dumps({"route": "sql", "sql": fixed}))
+    asker.enqueue("Counted [SQL].")
+
+    answer = ask("how many welders are in OH?", lake=lake, model="scripted:asker")
+
+    assert answer.sql == fixed
+    assert answer.revision == "the first query leaves out role = 'Welder', which the question names"
+    assert "Your query leaves out role = 'Welder'" in asker.history[1][0][-1].content
+    expected = lake.query(fixed).rows[0][0]
+    assert f"{expected}" in answer.sources[0].text
+
+
+@pytest.mark.parametrize(
+    ("question", "named"),
+    [
+        ("how many welders are in OH?", [("role", "Welder"), ("state", "OH")]),
+        (
+            "forklift operators in IN or in OR",
+            [("role", "Forklift Operator"), ("state", "IN"), ("state", "OR")],
+        ),
+        ("who is in the city or near it?", []),  # "in" and "or" are words, not IN and OR
+        ("CDL-A truck drivers", [("role", "CDL-A Truck Driver")]),  # not also a shorter value inside it
+    ],
+)
+def test_which_listed_values_a_question_names(question: str, named: list[tuple[str, str]]) -> None:
+    from agentlake.agents.ask import named_values
+
+    listed = {
+        ("workers", "role"): ["CDL-A Truck Driver", "Forklift Operator", "Truck Driver", "Welder"],
+        ("placements", "role"): ["Welder"],
+        ("workers", "state"): ["IN", "OH", "OR"],
+    }
+    assert named_values(question, listed) == named
+
+
+def test_a_query_that_fails_is_sent_back_once_with_its_error(lake: Lake, asker: ScriptedProvider) -> None:
+    fixed = "SELECT count(*) AS n FROM workers WHERE role = 'Welder'"
+    asker.enqueue(
+        json.dumps({"route": "sql", "sql": "SELECT count(*) AS n FROM welders WHERE role = 'Welder'"})
+    )
+    asker.enqueue(json.dumps({"route": "sql", "sql": fixed}))
+    asker.enqueue("Counted [SQL].")
+
+    answer = ask("how many welders are there?", lake=lake, model="scripted:asker")
+
+    assert answer.sql == fixed
+    assert answer.revision.startswith("the first query did not run:")
+    told = asker.history[1][0][-1].content
+    assert "welders" in told
+    assert "over the tables clients, placements, workers" in told
+
+
+@pytest.mark.parametrize(
+    ("sql", "compares"),
+    [
+        ("SELECT 1 FROM workers WHERE state = 'OH'", True),
+        ("SELECT 1 FROM workers w WHERE w.\"state\" IN ('IN', 'OH')", True),
+        ("SELECT 1 FROM workers WHERE state='oh'", True),
+        ("SELECT 1 FROM workers WHERE city = 'OH'", False),
+        ("SELECT 1 FROM workers WHERE state = 'OHIO'", False),
+    ],
+)
+def test_a_query_filters_a_named_value_only_on_its_column(sql: str, compares: bool) -> None:
+    from agentlake.agents.ask import _compares
+
+    assert _compares(sql, "state", "OH") is compares

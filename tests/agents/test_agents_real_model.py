@@ -84,3 +84,18 @@ def test_the_embedded_model_fills_an_order_through_the_agents(hostile_lake, orde
     # The injection reached the model (the search returned its worker), only as fenced data.
     assert any(INJECTED in prompt for prompt in model.prompts)
     assert not any(INJECTED in re.sub(r"<data>.*?</data>", "", p, flags=re.S) for p in model.prompts)
+
+
+def test_the_embedded_model_answers_a_count_from_sql(lake) -> None:
+    from agentlake.agents.ask import ask
+
+    settings = lake.settings.model_copy(update={"local_engine": "transformers"})
+    expected = lake.query("SELECT count(*) FROM workers WHERE role = 'Welder' AND state = 'OH'").rows[0][0]
+
+    answer = ask("how many welders are in OH?", lake=lake, model=MODEL, settings=settings)
+
+    assert answer.route == "sql"
+    assert "'welder'" in answer.sql.lower()
+    assert "'oh'" in answer.sql.lower()
+    assert answer.sources[0].text.endswith(f" = {expected}"), answer.sql
+    assert str(expected) in answer.answer, answer.answer

@@ -244,7 +244,7 @@ def test_ask_answers_structured_questions_with_sql_and_cites_it(
     assert answer["route"] == "sql"
     assert answer["cited"] == ["SQL"]
     assert answer["answer"] == f"There are {count} workers in Ohio [SQL]."
-    assert answer["sources"][0]["text"].startswith("1 rows: n\n" + str(count))
+    assert answer["sources"][0]["text"] == f"one value: n = {count}"
     # The model saw the real columns when planning, and the query result when answering.
     plan_prompt = asker.history[0][0][0].content
     assert "workers (600 rows): worker_id integer" in plan_prompt
@@ -284,12 +284,15 @@ def test_ask_falls_back_to_search_when_the_planned_sql_is_refused(
     gateway: Any, keys: H, asker: ScriptedProvider
 ) -> None:
     asker.enqueue(json.dumps({"route": "sql", "sql": "DELETE FROM workers"}))
+    asker.enqueue(json.dumps({"route": "sql", "sql": "DROP TABLE workers"}))  # told why, it insists
     asker.enqueue("Nothing conclusive [W-1].")
     answer = gateway.post(
         "/ask", json={"question": "remove everyone", "model": "scripted:asker"}, headers=keys["read"]
     ).json()
     assert answer["route"] == "search"
-    assert "DELETE" in answer["fallback_reason"]
+    assert "DELETE" in answer["revision"]
+    assert "DROP" in answer["fallback_reason"]
+    assert "Your query did not run:" in asker.history[1][0][-1].content
     assert gateway.post("/sql", json={"sql": "SELECT count(*) FROM workers"}, headers=keys["read"]).json()[
         "rows"
     ] == [[600]]

@@ -16,16 +16,17 @@ search index (``agentlake.lake.search``). No model configured or reachable raise
 
 from __future__ import annotations
 
+import json
 import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, RootModel, model_validator
 
-from agentlake.agents.tools import datasets_text
+from agentlake.agents.tools import datasets_text, listed_values
 from agentlake.errors import AgentlakeError, UnavailableError, UserError
 from agentlake.llm.fence import DATA_RULE, data_block
 from agentlake.settings import Settings
-from agentlake.workforce.tables import SEARCH_DATASET
+from agentlake.workforce.tables import SEARCH_DATASET, WORKERS
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
@@ -106,6 +107,10 @@ class Answer(BaseModel):
     sql: str | None = Field(None, description="The query that ran (route=sql).")
     where: str | None = Field(None, description="The search filter that ran (route=search).")
     fallback_reason: str | None = Field(None, description="Why a planned SQL query was replaced by search.")
+    revision: str | None = Field(
+        None,
+        description="Why the first planned query was sent back once (it left out a value the question names).",
+    )
     sources: list[AskSource]
     cited: list[str] = Field(..., description="Source ids the answer text cites.")
     model: str
@@ -145,29 +150,44 @@ def ask(
     if dataset is not None and dataset not in datasets:
         raise UserError(f"unknown dataset {dataset!r}; known datasets: {', '.join(datasets) or 'none yet'}")
     catalog = "\n".join(datasets_text(lake, None, values=True)[1:]) or "(no datasets yet)"
-    plan = generate_structured(
-        model,
-        [
-            Message(
-                role="system",
-                content=PLAN_PROMPT.format(
-                    catalog=data_block(catalog), max_rows=MAX_SQL_ROWS, data_rule=DATA_RULE
-                ),
+    listed = listed_values(lake)
+    named = named_values(question, listed)
+    messages = [
+        Message(
+            role="system",
+            content=PLAN_PROMPT.format(
+                catalog=data_block(catalog), max_rows=MAX_SQL_ROWS, data_rule=DATA_RULE
             ),
-            Message(role="user", content=question),
-        ],
-        AskPlan,
-        settings=settings,
-        max_tokens=800,
-    ).root
-    answer = Answer(question=question, answer="", route="search", sources=[], cited=[], model=model)
+        ),
+        *(Message(**shot) for shot in PLAN_SHOTS),
+        Message(role="user", content=question + _named_text(named, _tables_with(named, listed))),
+    ]
+    plan = generate_structured(model, messages, AskPlan, settings=settings, max_tokens=800).root
+    revision = None
+    problem, result, error = _run_plan(plan, named, lake)
+    if problem:
+        # Sent back once, saying what is wrong: a small model counts "welders in OH" over every
+        # worker in OH, or queries a table named after the question's noun ("FROM welders").
+        revision = f"the first query {problem}"
+        messages += [
+            Message(role="assistant", content=plan.model_dump_json(exclude_none=True)),
+            Message(
+                role="user",
+                content=f"Your query {problem}. Write the whole query again"
+                + (f", over the tables {', '.join(sorted(datasets))}." if error is not None else "."),
+            ),
+        ]
+        plan = generate_structured(model, messages, AskPlan, settings=settings, max_tokens=800).root
+        problem, result, error = _run_plan(plan, named, lake)
+    answer = Answer(
+        question=question, answer="", route="search", sources=[], cited=[], model=model, revision=revision
+    )
     if isinstance(plan, SqlPlan):
-        try:
-            result = lake.query(plan.sql, max_rows=MAX_SQL_ROWS)
+        if result is not None:
             answer.route, answer.sql = "sql", plan.sql
             answer.sources = [_sql_source(result)]
-        except AgentlakeError as exc:  # refused or failing SQL: the question still deserves an answer
-            answer.fallback_reason = f"the planned SQL did not run ({exc.message})"
+        elif error is not None:  # refused or failing SQL: the question still deserves an answer
+            answer.fallback_reason = f"the planned SQL did not run ({error.message})"
     if answer.route == "search":
         # A failed query falls back to searching for the question itself.
         searched = plan if isinstance(plan, SearchPlan) else None
@@ -189,6 +209,7 @@ def ask(
         model,
         [
             Message(role="system", content=ANSWER_PROMPT.format(data_rule=DATA_RULE)),
+            *(Message(**shot) for shot in ANSWER_SHOTS),
             Message(role="user", content=f"Question: {question}\n\nEvidence:\n{evidence}"),
         ],
         settings=settings,
@@ -198,7 +219,97 @@ def ask(
     return answer
 
 
+# A worked answer before the real one (constant, cached): shown one, the 0.5B gives the value
+# the query returned instead of a number of its own.
+ANSWER_SHOTS = [
+    {"role": "user", "content": "Question: How many forklift operators are in TX?\n\nEvidence:\n[SQL] "
+     + data_block("one value: n = 12")},
+    {"role": "assistant", "content": "There are 12 forklift operators in TX [SQL]."},
+]  # fmt: skip
+
+
+def named_values(question: str, listed: dict[tuple[str, str], list[str]]) -> list[tuple[str, str]]:
+    """``(column, value)`` for each listed column value the question names, in the question's
+    order: "welders" names role 'Welder'; a short code names it only written as listed ("OH",
+    not "in" for IN); a value inside a longer named one ("Truck Driver" in "CDL-A Truck Driver")
+    is left out."""
+    found: dict[tuple[str, str], int] = {}
+    for (_, column), values in listed.items():
+        for value in values:
+            if value.isupper() and len(value) <= 3:
+                match = re.search(rf"(?<![A-Za-z]){re.escape(value)}(?![A-Za-z])", question)
+            else:
+                match = re.search(rf"\b{re.escape(value)}(?:s|es)?\b", question, re.IGNORECASE)
+            if match and (column, value) not in found:
+                found[(column, value)] = match.start()
+    kept = [
+        key
+        for key in found
+        if not any(
+            key != other and key[0] == other[0] and key[1].lower() in other[1].lower() for other in found
+        )
+    ]
+    return sorted(kept, key=lambda key: found[key])
+
+
+def _tables_with(named: list[tuple[str, str]], listed: dict[tuple[str, str], list[str]]) -> list[str]:
+    """The tables in which every named value is one of its column's values."""
+    tables = [{table for (table, col), values in listed.items() if col == column and value in values}
+              for column, value in named]  # fmt: skip
+    return sorted(set.intersection(*tables)) if tables else []
+
+
+def _named_text(named: list[tuple[str, str]], tables: list[str]) -> str:
+    if not named:
+        return ""
+    values = "; ".join(f"{column} = '{value}'" for column, value in named)
+    where = f" (columns of {' and of '.join(tables)})" if tables else ""
+    return f"\n\nValues the question names (filter on each, exactly as written): {values}{where}"
+
+
+def _run_plan(
+    plan: SqlPlan | SearchPlan, named: list[tuple[str, str]], lake: Lake
+) -> tuple[str | None, Any, AgentlakeError | None]:
+    """A SQL plan run through the guard: ``(what is wrong with it, its result, its error)``."""
+    if not isinstance(plan, SqlPlan):
+        return None, None, None
+    try:
+        result = lake.query(plan.sql, max_rows=MAX_SQL_ROWS)
+    except AgentlakeError as exc:
+        return f"did not run: {exc.message}", None, exc
+    missing = [(column, value) for column, value in named if not _compares(plan.sql, column, value)]
+    if missing:
+        left = " and ".join(f"{column} = '{value}'" for column, value in missing)
+        return f"leaves out {left}, which the question names", result, None
+    return None, result, None
+
+
+# A worked plan for each route before the real question (constant: it stays in the model's prefix
+# cache). Shown one, the 0.5B and the 1.5B filter on every value a question names far more often.
+PLAN_SHOTS = [
+    {"role": "user", "content": "How many forklift operators are in TX?"
+     + _named_text([("role", "Forklift Operator"), ("state", "TX")], [WORKERS])},
+    {"role": "assistant", "content": json.dumps({"route": "sql", "sql": f"SELECT count(*) AS n FROM {WORKERS} "
+     "WHERE role = 'Forklift Operator' AND state = 'TX'"})},
+    {"role": "user", "content": "Who has experience repairing hydraulic presses?"},
+    {"role": "assistant", "content": json.dumps({"route": "search", "dataset": WORKERS,
+     "search_text": "experience repairing hydraulic presses"})},
+]  # fmt: skip
+
+
+def _compares(sql: str, column: str, value: str) -> bool:
+    """``sql`` compares ``column`` with ``value``: ``state = 'OH'``, ``w."state" IN ('IN', 'OH')``,
+    ``role LIKE 'Welder'`` (not ``city = 'OH'``)."""
+    quoted = "'" + value.replace("'", "''") + "'"
+    pattern = rf"\b{re.escape(column)}\"?\s*(?:=|==|i?like|in\s*\([^)]*?)\s*{re.escape(quoted)}"
+    return re.search(pattern, sql, re.IGNORECASE) is not None
+
+
 def _sql_source(result: Any) -> AskSource:
+    if len(result.columns) == 1 and len(result.rows) == 1:
+        # One value (a count, an average): said as one, so a small model does not answer "1 rows".
+        value = result.rows[0][0]
+        return AskSource(id="SQL", kind="sql", text=f"one value: {result.columns[0]} = {value}"[:4000])
     header = " | ".join(result.columns)
     lines = [" | ".join("" if value is None else str(value) for value in row) for row in result.rows]
     more = " (more rows exist)" if result.truncated else ""

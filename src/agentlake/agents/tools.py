@@ -236,6 +236,27 @@ def datasets_text(
     return list(_catalogs.get(f"{lake.path}|{names}|{values}", version, build))
 
 
+_listed: PerLakeCache[dict[tuple[str, str], list[str]]] = PerLakeCache()
+
+
+def listed_values(lake: Lake) -> dict[tuple[str, str], list[str]]:
+    """``(dataset, column) -> values`` for every text column with at most ``FEW_VALUES``
+    distinct values: the values ``datasets_text(values=True)`` lists (cached the same way)."""
+    versions = dataset_versions(lake)
+    version = tuple(sorted((n, str(v)) for n, v in versions.items()))
+
+    def build() -> dict[tuple[str, str], list[str]]:
+        found = {}
+        for info in lake.datasets():
+            for column, kind in info.columns:
+                few = _few_values(lake, info.name, column) if kind.upper() == "VARCHAR" else []
+                if few:
+                    found[(info.name, column)] = few
+        return found
+
+    return dict(_listed.get(f"{lake.path}|listed", version, build))
+
+
 def _few_values(lake: Lake, dataset: str, column: str) -> list[str]:
     quoted, table = '"' + column.replace('"', '""') + '"', '"' + dataset.replace('"', '""') + '"'
     try:
