@@ -444,6 +444,35 @@ def test_lessons_reach_the_executor_as_find_workers_arguments(
     store.close()
 
 
+def test_a_lesson_about_calling_tools_is_not_put_to_the_reviewer(
+    make_ctx, order, qualified, models, tmp_path
+) -> None:
+    from agentlake.learn import LessonDraft, LessonMatch, LessonStore
+
+    store = LessonStore.open(path=tmp_path / "lessons.duckdb", embedder=False)
+    lesson_id = store.add(
+        LessonDraft(
+            trigger="When tool.find_workers fails with bad arguments",
+            action="Check the arguments of tool.find_workers before calling it again",
+            match=LessonMatch(tool="find_workers"),
+            domain="tools",
+        )
+    ).lesson_id
+    executor, reviewer = models
+    executor.enqueue(action("tool_call", tool="find_workers", args=FIND))
+    executor.enqueue(action("propose_done", worker_ids=qualified[:3]))
+    reviewer.enqueue(action("critique", approve=True))
+
+    outcome = LLMPolicy(executor, reviewer).run(order, make_ctx(lessons=store))
+
+    assert outcome.lessons_given == [lesson_id]
+    assert f"[{lesson_id}]" in _prompt(executor, 0)  # the executor calls the tools: it is told
+    reviewed = _prompt(reviewer, 0)
+    assert f"[{lesson_id}]" not in reviewed
+    assert "Kettering" not in reviewed  # no words-only lesson to judge: no rejection example either
+    store.close()
+
+
 def test_a_proposal_that_breaks_a_lesson_goes_back_without_a_review(
     make_ctx, lake, order, models, tmp_path
 ) -> None:

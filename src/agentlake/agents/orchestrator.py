@@ -68,6 +68,8 @@ REPEATS_IN_ROW_MAX = 3
 REVIEWS_PER_PROPOSAL = 2
 # Candidates the lessons' filters are checked against (best first).
 ELIGIBLE_MAX = 2000
+# Lessons the reviewer does not judge a proposal by: how to call tools.
+NOT_JUDGED_DOMAINS = frozenset({"tools"})
 
 
 _METER_TAG = "agentlake_task"
@@ -163,6 +165,8 @@ class _Brief:
     system: str
     search: dict[str, Any]
     lessons: str
+    judged: str  # the lessons the reviewer judges a proposal by (none about calling tools)
+    words_only: bool  # one of those has no filter code can check: the reviewer must read the workers
     eligible: set[int] | None  # workers the lessons' filters allow; None: no filter to check
     wanted: str  # the lessons' filters in words
 
@@ -583,15 +587,14 @@ class LLMPolicy:
         assert state.proposal is not None and state.verification is not None
         state.turns += 1
         proposal = state.proposal
-        words_only = any(lesson.machine is None for lesson in brief.given.lessons)
         messages = prompts.reviewer_messages(
             state.order,
-            brief.lessons,
+            brief.judged,
             state.ledger,
             proposal.worker_ids,
             state.verification,
             _lesson_check(brief, proposal),
-            details=words_only,
+            details=brief.words_only,
         )
         reply = self._ask(
             state, ctx, "reviewer", state.reviewer, messages, CritiqueAction, json_schema(CritiqueAction)
@@ -856,11 +859,17 @@ def _brief(order: FillOrder, ctx: RunContext, given: TaskLessons) -> _Brief:
         query = search_query(order, ctx, machine, limit=ELIGIBLE_MAX)
         eligible = {row["worker_id"] for row in find_candidates(ctx.lake, query)}
         wanted = machine.describe()
+    # A lesson about calling a tool ("check find_workers' arguments") says nothing about who fits:
+    # shown one, the 1.5B reviewer read the workers and rejected verified proposals to the end of
+    # the turn budget.
+    judged = [lesson for lesson in given.lessons if lesson.domain not in NOT_JUDGED_DOMAINS]
     return _Brief(
         given=given,
         system=prompts.executor_system(ctx.tools.catalog_text(ctx.lake)),
         search=search_args(order, machine),
         lessons=prompts.lessons_text(given.lessons, added),
+        judged=prompts.lessons_text(judged, added),
+        words_only=any(lesson.machine is None for lesson in judged),
         eligible=eligible,
         wanted=wanted,
     )
