@@ -7,7 +7,9 @@ proposes; the orchestrator applies tool calls, keeps the candidate ledger and th
 log, and verifies every proposal in code. The reviewer is asked after a plan, after every
 ``REVIEW_EVERY`` tool calls in a row, and after every proposal; its ``drift`` notes go back to
 the executor. A task succeeds only on consensus: a proposal, the reviewer's approval and a
-passing verification (an approval of a rejected proposal is overridden). When the turn
+passing verification (an approval of a rejected proposal is overridden). An executor told it
+has enough verified workers that does something else may then only propose among them (its
+action schema narrows); the reviewer is not shown lessons about calling tools. When the turn
 budget runs out the task fails with the reason. One rescue attempt follows a failure (the
 escalation model if one is set, a lesson's wider radius if one applies).
 
