@@ -17,6 +17,16 @@ from agentlake.llm import ScriptedProvider
 FIND = {"role": "Warehouse Associate", "city": "New York", "state": "NY"}
 
 
+@pytest.fixture
+def store(tmp_path):
+    """A lesson store of the test's own, closed after it."""
+    from agentlake.learn import LessonStore
+
+    lessons = LessonStore.open(path=tmp_path / "lessons.duckdb", embedder=False)
+    yield lessons
+    lessons.close()
+
+
 def _prompt(provider, call: int) -> str:
     messages, _ = provider.history[call]
     return "\n".join(m.content for m in messages)
@@ -410,11 +420,10 @@ def test_rescue_with_escalated_model(make_ctx, order, qualified, models) -> None
 
 
 def test_lessons_reach_the_executor_as_find_workers_arguments(
-    make_ctx, order, qualified, models, tmp_path
+    make_ctx, order, qualified, models, store
 ) -> None:
-    from agentlake.learn import LessonDraft, LessonMatch, LessonStore, MachineAction
+    from agentlake.learn import LessonDraft, LessonMatch, MachineAction
 
-    store = LessonStore.open(path=tmp_path / "lessons.duckdb", embedder=False)
     lesson_id = store.add(
         LessonDraft(
             trigger="Warehouse Associate orders in New York",
@@ -441,15 +450,13 @@ def test_lessons_reach_the_executor_as_find_workers_arguments(
     assert outcome.lessons_cited == [lesson_id]
     citations = store.citations(run_id="run-lessons-1")
     assert [(c["lesson_id"], c["used"]) for c in citations] == [(lesson_id, True)]
-    store.close()
 
 
 def test_a_lesson_about_calling_tools_is_not_put_to_the_reviewer(
-    make_ctx, order, qualified, models, tmp_path
+    make_ctx, order, qualified, models, store
 ) -> None:
-    from agentlake.learn import LessonDraft, LessonMatch, LessonStore
+    from agentlake.learn import LessonDraft, LessonMatch
 
-    store = LessonStore.open(path=tmp_path / "lessons.duckdb", embedder=False)
     lesson_id = store.add(
         LessonDraft(
             trigger="When tool.find_workers fails with bad arguments",
@@ -470,16 +477,14 @@ def test_a_lesson_about_calling_tools_is_not_put_to_the_reviewer(
     reviewed = _prompt(reviewer, 0)
     assert f"[{lesson_id}]" not in reviewed
     assert "Kettering" not in reviewed  # no words-only lesson to judge: no rejection example either
-    store.close()
 
 
 def test_a_proposal_that_breaks_a_lesson_goes_back_without_a_review(
-    make_ctx, lake, order, models, tmp_path
+    make_ctx, lake, order, models, store
 ) -> None:
-    from agentlake.learn import LessonDraft, LessonMatch, LessonStore, MachineAction
+    from agentlake.learn import LessonDraft, LessonMatch, MachineAction
     from agentlake.workforce.candidates import CandidateQuery, find_candidates
 
-    store = LessonStore.open(path=tmp_path / "lessons.duckdb", embedder=False)
     store.add(
         LessonDraft(
             trigger="Warehouse Associate orders in New York",
@@ -504,7 +509,6 @@ def test_a_proposal_that_breaks_a_lesson_goes_back_without_a_review(
     assert f"workers {weak} pass verification but not the lessons' filters (reliability >= 0.9)" in _prompt(
         executor, 1
     )
-    store.close()
 
 
 def test_lake_text_reaches_prompts_only_inside_data_blocks(make_ctx, order, qualified, models) -> None:
@@ -626,14 +630,13 @@ def test_executor_and_reviewer_over_a_real_http_model_server(make_ctx, lake, ord
 
 
 def test_held_workers_a_later_lesson_rules_out_are_left_out(
-    make_ctx, lake, order, qualified, models, tmp_path
+    make_ctx, lake, order, qualified, models, store
 ) -> None:
     """Within the day: spares kept in reserve in the morning are checked against the lessons
     learned since (here a worker left out by id after a refusal, which no search argument says)."""
-    from agentlake.learn import LessonDraft, LessonMatch, LessonStore, MachineAction
+    from agentlake.learn import LessonDraft, LessonMatch, MachineAction
 
     refused_since, *others = qualified[:4]
-    store = LessonStore.open(path=tmp_path / "lessons.duckdb", embedder=False)
     store.add(
         LessonDraft(
             trigger="Warehouse Associate orders in New York",
@@ -654,16 +657,14 @@ def test_held_workers_a_later_lesson_rules_out_are_left_out(
         f"worker(s) [{refused_since}] kept in reserve by an earlier fill no longer fit the lessons" in first
     )
     assert f"workers {others} pass verification" in first
-    store.close()
 
 
 def test_a_learned_synonym_lets_the_llm_staffer_propose_that_role(
-    make_ctx, lake, order, models, tmp_path
+    make_ctx, lake, order, models, store
 ) -> None:
-    from agentlake.learn import LessonDraft, LessonMatch, LessonStore, MachineAction
+    from agentlake.learn import LessonDraft, LessonMatch, MachineAction
     from agentlake.workforce.candidates import CandidateQuery, find_candidates
 
-    store = LessonStore.open(path=tmp_path / "lessons.duckdb", embedder=False)
     store.add(
         LessonDraft(
             trigger="Warehouse Associate orders in New York",
@@ -689,4 +690,3 @@ def test_a_learned_synonym_lets_the_llm_staffer_propose_that_role(
 
     assert outcome.success
     assert outcome.proposed == free[:3]
-    store.close()
