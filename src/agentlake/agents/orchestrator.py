@@ -250,16 +250,12 @@ class LLMPolicy:
             given = lessons_for(order, ctx, run_id)
             first = _Attempt(order=order, executor=executor, reviewer=reviewer, budget=budget, meter=meter)
             if given.lessons:
-                self._emit(
+                self._note(
                     ctx,
                     first,
-                    TurnRecord(
-                        turn=0,
-                        agent="orchestrator",
-                        kind="lessons",
-                        summary=f"{len(given.lessons)} lesson(s) given: {', '.join(given.ids)}",
-                        detail=given.text,
-                    ),
+                    "lessons",
+                    summary=f"{len(given.lessons)} lesson(s) given: {', '.join(given.ids)}",
+                    detail=given.text,
                 )
             self._loop(first, ctx, _brief(order, ctx, given))
             final, rescue_attempted = first, False
@@ -404,16 +400,12 @@ class LLMPolicy:
         if not told or not state.enough:
             return
         if not state.ignored_enough:
-            self._emit(
+            self._note(
                 ctx,
                 state,
-                TurnRecord(
-                    turn=0,
-                    agent="orchestrator",
-                    kind="narrowed",
-                    summary=f"the executor did not propose although {len(state.enough)} verified worker(s) "
-                    "fill the order: its next action is a proposal among them",
-                ),
+                "narrowed",
+                summary=f"the executor did not propose although {len(state.enough)} verified worker(s) "
+                "fill the order: its next action is a proposal among them",
             )
         state.ignored_enough = True
         state.feedback.append(
@@ -445,19 +437,14 @@ class LLMPolicy:
         text = f"propose_done {action.worker_ids}" + (f" spares {action.spares}" if action.spares else "")
         state.log.add(state.turns, "executor", text, verification.summary().splitlines()[0])
         self._turn(ctx, state, "executor", "propose_done", text, reply, action)
-        self._emit(
+        self._note(
             ctx,
             state,
-            TurnRecord(
-                turn=0,
-                agent="orchestrator",
-                kind="verification",
-                summary=("passed" if verification.ok else "failed")
-                + f": {len(verification.accepted)} accepted, "
-                f"{len(verification.rejected_ids)} rejected",
-                detail=verification.summary(),
-                ok=verification.ok,
-            ),
+            "verification",
+            summary=("passed" if verification.ok else "failed") + f": {len(verification.accepted)} accepted, "
+            f"{len(verification.rejected_ids)} rejected",
+            detail=verification.summary(),
+            ok=verification.ok,
         )
         if invented:
             state.feedback.append(
@@ -615,15 +602,11 @@ class LLMPolicy:
         if critique.approve:
             state.success = True
             state.failure_reason = None
-            self._emit(
+            self._note(
                 ctx,
                 state,
-                TurnRecord(
-                    turn=0,
-                    agent="orchestrator",
-                    kind="consensus",
-                    summary=f"consensus: {len(state.verification.accepted)} verified worker(s) approved",
-                ),
+                "consensus",
+                summary=f"consensus: {len(state.verification.accepted)} verified worker(s) approved",
             )
             return True
         key = _action_key(proposal)
@@ -632,11 +615,7 @@ class LLMPolicy:
         state.objected += [w for w in proposal.worker_ids if w not in state.objected]
         for note in critique.drift:
             state.feedback.append(f"reviewer (drift): {note}")
-            self._emit(
-                ctx,
-                state,
-                TurnRecord(turn=0, agent="orchestrator", kind="drift", summary=f"drift fed back: {note}"),
-            )
+            self._note(ctx, state, "drift", summary=f"drift fed back: {note}")
         if critique.notes:
             state.feedback.append(f"reviewer: {critique.notes}")
         state.feedback += self._progress(state, ctx, brief)
@@ -795,16 +774,11 @@ class LLMPolicy:
         )
         if first.verification is not None and not first.verification.ok:
             rescue.feedback.append(_rejections_feedback(first.verification))
-        self._emit(
+        self._note(
             ctx,
             rescue,
-            TurnRecord(
-                turn=0,
-                agent="orchestrator",
-                kind="rescue",
-                summary="rescue attempt"
-                + (": " + "; ".join(notes) if notes else " (same models and radius)"),
-            ),
+            "rescue",
+            summary="rescue attempt" + (": " + "; ".join(notes) if notes else " (same models and radius)"),
         )
         self._loop(rescue, ctx, _brief(order, ctx, given))
         return rescue
@@ -840,6 +814,11 @@ class LLMPolicy:
             ok=ok,
         )
         self._emit(ctx, state, record)
+
+    @classmethod
+    def _note(cls, ctx: RunContext, state: _Attempt, kind: str, **fields: Any) -> None:
+        """A record of the orchestrator's own (lessons given, verification, consensus...)."""
+        cls._emit(ctx, state, TurnRecord(turn=0, agent="orchestrator", kind=kind, **fields))
 
     @staticmethod
     def _emit(ctx: RunContext, state: _Attempt, record: TurnRecord) -> None:
