@@ -222,13 +222,14 @@ def datasets_text(
 
     def build() -> list[str]:
         known = {info.name: info for info in lake.datasets() if names is None or info.name in names}
+        listed = listed_values(lake) if values else {}
         lines = ["Datasets (SQL tables) and their columns:"] if known else []
         for name in names if names is not None else sorted(known):
             if name in known:
                 columns = []
                 for column, kind in known[name].columns:
                     text = f"{column} {kind.lower()}"
-                    few = _few_values(lake, name, column) if values and kind.upper() == "VARCHAR" else []
+                    few = listed.get((name, column), [])
                     columns.append(text + (f" (values: {', '.join(few)})" if few else ""))
                 lines.append(f"- {name} ({known[name].row_count} rows): {', '.join(columns)}")
         return lines
