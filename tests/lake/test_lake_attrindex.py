@@ -1,9 +1,12 @@
 """The attribute index answers a filter with exactly the rows DuckDB keeps, on random filters
 (equality, IN, ranges, BETWEEN, IS NULL, AND/OR/NOT) over a table with NULLs in every column,
-and answers nothing it cannot answer exactly."""
+and answers nothing it cannot answer exactly. The strict grammar (``lake/filtergrammar.py``),
+which spares such filters the guard's DuckDB parse, gives the guard's own tree for every one
+of them, and accepts nothing the guard refuses (random filters, and random damage to them)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,8 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentlake.errors import UserError
 from agentlake.lake import Lake
 from agentlake.lake.attrindex import AttributeIndex
+from agentlake.lake.filtergrammar import parse_simple
 from agentlake.lake.guard import parse_where
 from agentlake.settings import load_settings
 
@@ -56,7 +61,11 @@ def people(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lake, Att
 texts = st.sampled_from(sorted(TEXTS)).flatmap(
     lambda column: st.tuples(st.just(column), st.sampled_from([*TEXTS[column], "Absent"]))
 )
-numbers = st.one_of(st.integers(0, 13).map(str), st.integers(0, 100).map(lambda n: f"{n / 100:.2f}"))
+numbers = st.one_of(
+    st.integers(-2, 13).map(str),
+    st.integers(-10, 100).map(lambda n: f"{n / 100:.2f}"),
+    st.integers(0, 3).map(lambda n: f"{n}.5"),
+)
 comparisons = st.sampled_from(["=", "<>", "!=", "<", "<=", ">", ">="])
 
 atoms = st.one_of(
@@ -72,7 +81,9 @@ atoms = st.one_of(
             + ")"
         )
     ),
-    st.tuples(st.sampled_from(sorted(NUMBERS)), comparisons, numbers).map(lambda t: f"{t[0]} {t[1]} {t[2]}"),
+    st.tuples(st.sampled_from(sorted(NUMBERS)), comparisons, numbers, st.booleans()).map(
+        lambda t: f"{t[0]} {t[1]} {t[2]}" if t[3] else f"{t[2]} {t[1]} {t[0]}"
+    ),
     st.tuples(st.sampled_from(sorted(NUMBERS)), numbers, numbers).map(
         lambda t: f"{t[0]} BETWEEN {t[1]} AND {t[2]}"
     ),
@@ -89,9 +100,25 @@ filters = st.recursive(
         st.tuples(inner, inner).map(lambda p: f"({p[0]}) AND ({p[1]})"),
         st.tuples(inner, inner).map(lambda p: f"({p[0]}) OR ({p[1]})"),
         inner.map(lambda x: f"NOT ({x})"),
+        # without parentheses: SQL's precedence (NOT over AND over OR) decides
+        st.tuples(inner, st.sampled_from([" AND ", " OR ", " and ", "\nOR\t"]), inner).map("".join),
+        inner.map(lambda x: f"not {x}"),
     ),
     max_leaves=6,
 )
+
+
+def _without_positions(node: object) -> object:
+    """The guard's tree as the strict grammar gives it: no aliases, no source positions."""
+    if isinstance(node, dict):
+        return {
+            key: _without_positions(value)
+            for key, value in node.items()
+            if key != "alias" and not key.startswith("query_location")
+        }
+    if isinstance(node, list):
+        return [_without_positions(item) for item in node]
+    return node
 
 
 def _index_keys(index: AttributeIndex, fragment: str) -> list[int] | None:
@@ -114,6 +141,202 @@ def test_the_index_keeps_exactly_the_rows_duckdb_keeps(
     answered = _index_keys(index, fragment)
     assert answered is not None  # every generated filter is in the subset the index answers
     assert answered == _duckdb_keys(lake, fragment)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(fragment=filters)
+def test_the_strict_grammar_gives_the_guards_tree_and_duckdbs_rows(
+    people: tuple[Lake, AttributeIndex], fragment: str
+) -> None:
+    lake, index = people
+    tree = parse_simple(fragment)
+    assert tree is not None  # every generated filter is in the strict grammar
+    assert tree == _without_positions(parse_where(fragment).tree)
+    plan = index.compile(tree)
+    assert plan is not None
+    assert sorted(index.keys_of(plan).tolist()) == _duckdb_keys(lake, fragment)
+
+
+# Pieces that break a filter, or smuggle something into it: statements, comments, quotes,
+# functions, casts, other literals, keywords, unknown and qualified names.
+DAMAGE = [
+    ";",
+    "; DROP TABLE people",
+    "--",
+    "-- x",
+    "/*",
+    "*/",
+    "/* x */",
+    "'",
+    "''",
+    '"',
+    '"role"',
+    "(",
+    ")",
+    ",",
+    "lower(role)",
+    "::INTEGER",
+    "CAST(",
+    "||",
+    "+",
+    "-",
+    "*",
+    ".",
+    "1e3",
+    ".5",
+    "1.",
+    "E'x'",
+    "x'00'",
+    "$$",
+    "TRUE",
+    "NULL",
+    "LIKE",
+    "SELECT",
+    "FROM people",
+    "UNION SELECT 1",
+    "ORDER BY 1",
+    "LIMIT 1",
+    "IS",
+    "NOT",
+    "IN",
+    "AND",
+    "OR",
+    "BETWEEN",
+    "missing",
+    "people.role",
+    "year",
+    "interval",
+    "COLLATE",
+    "'a\\b'",
+    "'\n'",
+    "'é'",
+    "\x00",
+    "\u00a0",
+    "\f",
+    "99999999999999999999",
+]
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    fragment=filters,
+    damage=st.lists(
+        st.tuples(st.sampled_from(DAMAGE), st.floats(0, 1), st.booleans()), min_size=1, max_size=3
+    ),
+)
+def test_the_strict_grammar_accepts_nothing_the_guard_refuses(
+    fragment: str, damage: list[tuple[str, float, bool]]
+) -> None:
+    for piece, where, spaced in damage:
+        at = int(where * len(fragment))
+        fragment = fragment[:at] + (f" {piece} " if spaced else piece) + fragment[at:]
+    tree = parse_simple(fragment)
+    if tree is None:
+        return  # the guard decides, as it always did
+    try:
+        guarded = parse_where(fragment).tree
+    except UserError as exc:
+        pytest.fail(f"the strict grammar accepted {fragment!r}, which the guard refuses: {exc}")
+    assert tree == _without_positions(guarded)
+
+
+# The grammar's own words, in any order: where its precedence or DuckDB's could differ.
+WORDS = [
+    "role",
+    "shifts",
+    "ROLE",
+    "year",
+    "'OH'",
+    "'O''Brien crew'",
+    "1",
+    "-2",
+    "0.50",
+    "=",
+    "<>",
+    "!=",
+    "<",
+    ">=",
+    "IN",
+    "NOT",
+    "not",
+    "AND",
+    "OR",
+    "IS",
+    "NULL",
+    "BETWEEN",
+    "(",
+    ")",
+    ",",
+]
+
+
+_TOKEN = re.compile(r"'(?:[^']|'')*'|[A-Za-z_]+|-?[0-9.]+|<>|!=|<=|>=|[=<>(),]")
+mutations = st.lists(
+    st.tuples(
+        st.sampled_from(["drop", "repeat", "swap", "insert"]),
+        st.floats(0, 1),
+        st.floats(0, 1),
+        st.sampled_from(WORDS),
+    ),
+    min_size=1,
+    max_size=2,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(fragment=filters, changes=mutations)
+def test_filters_with_words_moved_the_grammar_accepts_the_guard_reads_alike(
+    fragment: str, changes: list[tuple[str, float, float, str]]
+) -> None:
+    words = _TOKEN.findall(fragment)
+    for change, first, second, word in changes:
+        i, j = int(first * len(words)), int(second * len(words))
+        if change == "insert":
+            words.insert(i, word)
+        elif words and change == "drop":
+            del words[min(i, len(words) - 1)]
+        elif words and change == "repeat":
+            words.insert(i, words[min(i, len(words) - 1)])
+        elif words:
+            i, j = min(i, len(words) - 1), min(j, len(words) - 1)
+            words[i], words[j] = words[j], words[i]
+    fragment = " ".join(words)
+    tree = parse_simple(fragment)
+    if tree is None:
+        return
+    try:
+        guarded = parse_where(fragment).tree
+    except UserError as exc:
+        pytest.fail(f"the strict grammar accepted {fragment!r}, which the guard refuses: {exc}")
+    assert tree == _without_positions(guarded)
+
+
+@pytest.mark.parametrize(
+    "fragment",
+    [
+        "role = 'Welder'; DROP TABLE people",
+        "role = 'Welder' -- AND state = 'OH'",
+        "role = 'Welder' /* comment */",
+        "role = 'Welder') OR (1 = 1",
+        "role = 'O'Brien crew'",
+        "role = 'Welder'' OR 1=1",
+        "\"role\" = 'Welder'",
+        "lower(role) = 'welder'",
+        "shifts = CAST('3' AS INTEGER)",
+        "shifts = 1e3",
+        "role = E'Welder'",
+        "role = 'Welder' OR TRUE",
+        "role = (SELECT max(role) FROM people)",
+        "people.role = 'Welder'",
+        "select = 1",
+        "(" * 40 + "shifts = 1" + ")" * 40,
+        " OR ".join(["shifts = 1"] * 300),  # over the guard's length cap
+        "shifts IN ()",
+        "role LIKE 'W%'",
+    ],
+)
+def test_injection_shaped_fragments_are_left_to_the_guard(fragment: str) -> None:
+    assert parse_simple(fragment) is None
 
 
 @pytest.mark.parametrize(

@@ -206,17 +206,28 @@ def test_a_filter_is_parsed_once_until_the_lake_changes(lake: Lake, monkeypatch:
 
     parses: list[str] = []
     compiles: list[object] = []
-    parse, compile_plan = search_module.parse_where, AttributeIndex.compile
+    parse, parse_quick, compile_plan = (
+        search_module.parse_where,
+        search_module.parse_simple,
+        AttributeIndex.compile,
+    )
 
     def counted_parse(fragment: str) -> object:
         parses.append(fragment)
         return parse(fragment)
+
+    def counted_quick_parse(fragment: str) -> object:
+        tree = parse_quick(fragment)
+        if tree is not None:
+            parses.append(fragment)
+        return tree
 
     def counted_compile(self: AttributeIndex, tree: dict) -> object:
         compiles.append(tree)
         return compile_plan(self, tree)
 
     monkeypatch.setattr(search_module, "parse_where", counted_parse)
+    monkeypatch.setattr(search_module, "parse_simple", counted_quick_parse)
     monkeypatch.setattr(AttributeIndex, "compile", counted_compile)
     vector = get_embedder().embed(["forklift operator"])[0]
     where = "state IN ('CA', 'TX') AND reliability >= 0.5"
@@ -245,3 +256,93 @@ def test_a_refused_filter_is_not_cached(lake: Lake) -> None:
     with pytest.raises(UserError):
         cache.checked(lake, "workers", "1=1; DROP TABLE workers")
     assert not cache._entries
+
+
+# Every filter the test suite gives a search of the workers dataset (here, and the gateway's
+# and the agents' tests), plus forms only the guard reads.
+SUITE_FILTERS = [
+    "worker_id > 20",
+    "worker_id >= 777777",
+    "worker_id < 5",
+    "state IN ('OH', 'TX')",
+    "state = 'ZZ'",
+    "state = 'OH' AND reliability > 0.3",
+    "state = 'NY'",
+    "reliability >= 0.7 AND state = 'OH'",
+    "archetype <> 'flaky'",
+    "role = 'Welder'",
+    "state = 'OH'",
+    "state IN ('CA', 'TX', 'NY') AND reliability >= 0.5",
+    "NOT (state = 'CA') OR worker_id < 40",
+    "state IN ('CA', 'TX') AND reliability >= 0.5",
+    "lower(state) = 'oh'",  # a function: only the guard reads it
+    "state > 'NY'",  # in the strict grammar, but the index leaves text ranges to DuckDB
+]
+
+
+@pytest.mark.parametrize("where", SUITE_FILTERS)
+def test_results_are_the_same_with_the_strict_grammar_as_through_the_guard(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    search_module.FILTERS.clear()
+    quick = hybrid_search(lake, "workers", "forklift operator in a warehouse", where=where, k=10)
+    monkeypatch.setattr(search_module, "parse_simple", lambda fragment: None)
+    search_module.FILTERS.clear()
+    guarded = hybrid_search(lake, "workers", "forklift operator in a warehouse", where=where, k=10)
+    assert quick == guarded
+
+
+def test_a_new_filter_the_index_answers_needs_no_duckdb_parse(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_guard(fragment: str) -> None:
+        raise AssertionError(f"the strict grammar should have read {fragment!r}")
+
+    search_module.FILTERS.clear()
+    monkeypatch.setattr(search_module, "parse_where", no_guard)
+    sources = hybrid_search(
+        lake, "workers", "welder", where="state IN ('OH', 'TX') AND reliability >= 0.5", k=5
+    )
+    assert len(sources) == 5
+
+
+def test_a_filter_in_the_grammar_reaches_duckdb_only_through_the_guard(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    guarded: list[str] = []
+    parse = search_module.parse_where
+
+    def counted_parse(fragment: str) -> object:
+        guarded.append(fragment)
+        return parse(fragment)
+
+    search_module.FILTERS.clear()
+    monkeypatch.setattr(search_module, "parse_where", counted_parse)
+    sources = hybrid_search(
+        lake, "workers", "welder", where="state > 'NY'", k=5
+    )  # DuckDB answers text ranges
+    assert {s.key for s in sources} <= keys_where(lake, "state > 'NY'")
+    assert guarded == ["state > 'NY'"]
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "state = 'OH'; DROP TABLE workers",
+        "state = 'OH' -- AND archetype = 'flaky'",
+        "state = 'OH') OR (1=1",
+        "state = 'OH'' OR 1=1",
+        "state = 'OH' OR read_csv('/etc/passwd') IS NOT NULL",
+        "current_setting('home_directory') IS NOT NULL",
+    ],
+)
+def test_injection_shaped_filters_are_still_refused(lake: Lake, where: str) -> None:
+    search_module.FILTERS.clear()
+    with pytest.raises(UserError):
+        hybrid_search(lake, "workers", "welder", where=where, k=5)
+
+
+def test_a_filter_naming_an_unknown_column_still_fails_with_a_user_error(lake: Lake) -> None:
+    search_module.FILTERS.clear()
+    with pytest.raises(UserError, match="nonexistent_column"):
+        hybrid_search(lake, "workers", "welder", where="nonexistent_column = 1", k=5)

@@ -161,3 +161,18 @@ def test_the_layout_holds_every_row_once(wide: tuple[Lake, np.ndarray]) -> None:
     assert sorted(layout.order.tolist()) == list(range(ROWS))
     assert np.array_equal(layout.order[layout.position], np.arange(ROWS))
     np.testing.assert_allclose(layout.tensor.numpy()[layout.position].astype(np.float32), vectors, atol=1e-3)
+
+
+def test_wide_filters_rank_alike_with_the_strict_grammar_and_through_the_guard(
+    wide: tuple[Lake, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lake, _vectors = wide
+    queries = clustered(3, seed=7)
+    search_module.FILTERS.clear()
+    quick = [search_vector(lake, "items", query, where=where, k=10) for where in FILTERS for query in queries]
+    monkeypatch.setattr(search_module, "parse_simple", lambda fragment: None)
+    search_module.FILTERS.clear()
+    guarded = [
+        search_vector(lake, "items", query, where=where, k=10) for where in FILTERS for query in queries
+    ]
+    assert quick == guarded

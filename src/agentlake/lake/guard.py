@@ -111,6 +111,7 @@ _ONLY = "only one SELECT (or WITH ... SELECT) query may run here"
 _PROBE_TABLE = "__agentlake_filter_probe"
 _parser_lock = threading.Lock()
 _parser: duckdb.DuckDBPyConnection | None = None
+_reserved: frozenset[str] | None = None
 
 
 def _parse_conn() -> duckdb.DuckDBPyConnection:
@@ -118,6 +119,23 @@ def _parse_conn() -> duckdb.DuckDBPyConnection:
     if _parser is None:
         _parser = duckdb.connect(":memory:", config={"enable_external_access": False})
     return _parser
+
+
+def reserved_words() -> frozenset[str]:
+    """The keywords DuckDB's parser does not take as a bare column name (every category but
+    ``unreserved``), lower case; read from ``duckdb_keywords()`` once."""
+    global _reserved
+    if _reserved is None:
+        with _parser_lock:
+            rows = (
+                _parse_conn()
+                .execute(
+                    "SELECT lower(keyword_name) FROM duckdb_keywords() WHERE keyword_category <> 'unreserved'"
+                )
+                .fetchall()
+            )
+        _reserved = frozenset(row[0] for row in rows)
+    return _reserved
 
 
 def _statements(sql: str) -> list[Any]:

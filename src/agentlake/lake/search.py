@@ -2,10 +2,13 @@
 
 Owns :func:`hybrid_search` (question in, ranked :class:`Source` out), :func:`search_vector`
 (the same from a query vector), the per-row boost hook and the cache of checked filters
-(:class:`FilterCache`). The order is fixed: the WHERE fragment passes the lake's guard
-(:func:`agentlake.lake.guard.parse_where`, once per distinct fragment while the lake is
-unchanged), the attribute index (or DuckDB, for what it cannot answer) gives the integer keys
-of the matching rows, and only those rows are scored against the query.
+(:class:`FilterCache`). The order is fixed: the WHERE fragment is parsed once per distinct
+fragment while the lake is unchanged, the attribute index (or DuckDB, for what it cannot
+answer) gives the integer keys of the matching rows, and only those rows are scored against
+the query. A fragment in the strict grammar of ``agentlake.lake.filtergrammar`` (columns,
+literals, comparisons, IN, BETWEEN, IS NULL, AND/OR/NOT) is parsed in Python; any other goes
+through the lake's guard (:func:`agentlake.lake.guard.parse_where`, one DuckDB call), and no
+fragment's text reaches DuckDB before the guard has passed it.
 
 How rows are scored, by how many there are:
 
@@ -38,6 +41,7 @@ from agentlake.errors import RunError, UserError
 from agentlake.lake.attrindex import AttributeIndex, Plan, attributes_of
 from agentlake.lake.bounds import error_line, excerpt
 from agentlake.lake.catalog import quote_ident
+from agentlake.lake.filtergrammar import parse_simple
 from agentlake.lake.guard import parse_where
 from agentlake.lake.index import IndexInfo, VectorIndex, fresh_index
 from agentlake.lake.lakehouse import QUERY_USER_ERRORS
@@ -80,19 +84,25 @@ def doc_prefix(dataset: str) -> str:
 
 @dataclass
 class CompiledFilter:
-    """A WHERE fragment the guard passed, and its plan on the attribute index once compiled."""
+    """A WHERE fragment, its parse tree, and its plan on the attribute index once compiled.
+
+    ``guarded`` is False while only the strict grammar (``agentlake.lake.filtergrammar``) has
+    read it: the attribute index may answer it, but its text reaches DuckDB only after the
+    guard has passed it (:meth:`FilterCache.guarded`)."""
 
     text: str
     tree: dict[str, Any]
     token: int  # the lake's change_token when it was checked
+    guarded: bool = True
     # (the attribute index, its plan or None when it cannot answer), set as one value so
     # that threads never see a plan beside another index than its own
     compiled: tuple[AttributeIndex, Plan | None] | None = None
 
 
 class FilterCache:
-    """The search filters seen lately: each distinct fragment is parsed and checked by the guard
-    once, and compiled into an attribute-index plan once, while the lake is unchanged.
+    """The search filters seen lately: each distinct fragment is parsed once (by the strict
+    grammar when it is in it, else by the guard, which checks it) and compiled into an
+    attribute-index plan once, while the lake is unchanged.
 
     Keyed on (lake file, dataset, fragment); an entry is used only while the lake's
     ``change_token`` is the one it was made under, so a write to the lake (which may rebuild
@@ -107,7 +117,10 @@ class FilterCache:
         self._lock = threading.Lock()
 
     def checked(self, lake: Lake, dataset: str, fragment: str) -> CompiledFilter:
-        """The checked ``fragment`` (stripped, not empty); ``UserError`` if the guard refuses it."""
+        """The parsed ``fragment`` (stripped, not empty); ``UserError`` if the guard refuses it.
+
+        A fragment in the strict grammar is not sent to the guard here (no DuckDB call): its
+        entry is ``guarded=False`` until :meth:`guarded` is asked for its text."""
         key = (str(lake.path), dataset, fragment)
         token = lake.change_token
         with self._lock:
@@ -115,14 +128,27 @@ class FilterCache:
             if entry is not None and entry.token == token:
                 self._entries.move_to_end(key)
                 return entry
-        where = parse_where(fragment)
-        entry = CompiledFilter(where.text, where.tree, token)
+        tree = parse_simple(fragment)
+        if tree is not None:
+            entry = CompiledFilter(fragment.strip(), tree, token, guarded=False)
+        else:
+            where = parse_where(fragment)
+            entry = CompiledFilter(where.text, where.tree, token)
         with self._lock:
             self._entries[key] = entry
             self._entries.move_to_end(key)
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
         return entry
+
+    @staticmethod
+    def guarded(entry: CompiledFilter) -> str:
+        """``entry``'s text once the guard has passed it (checked now if only the strict
+        grammar read it); ``UserError`` if the guard refuses it. The one door to DuckDB."""
+        if not entry.guarded:
+            parse_where(entry.text)
+            entry.guarded = True
+        return entry.text
 
     @staticmethod
     def plan(entry: CompiledFilter, attributes: AttributeIndex) -> Plan | None:
@@ -162,7 +188,7 @@ def _filter_rows(lake: Lake, index: VectorIndex, where: CompiledFilter) -> _Kept
     attributes = attributes_of(lake, index)
     plan = FILTERS.plan(where, attributes)
     if plan is None:
-        keys = _duckdb_filter_keys(lake, index.info, where.text)
+        keys = _duckdb_filter_keys(lake, index.info, FILTERS.guarded(where))
         return _Kept(index.rows_of(keys), attributes if attributes.aligned else None, None)
     positions, column = attributes.narrowed(plan)
     if attributes.aligned:  # the attribute index's rows are the vector index's rows
