@@ -96,13 +96,16 @@ class Database:
     server went away mid-run) raise ``RunError`` naming the statement's store.
     """
 
-    def __init__(self, url: str, *, name: str, max_size: int = 4) -> None:
+    def __init__(self, url: str, *, name: str, max_size: int = 4, schema: str | None = None) -> None:
         import psycopg
         from psycopg_pool import ConnectionPool
 
         self.url = url
         self.name = name
         self.where = where(url)
+        # ``schema``: every connection's search_path, so a store's unqualified SQL (and its
+        # migrations table) lives in that schema; the caller creates it and checks its name.
+        extra = {"options": f"-c search_path={schema}"} if schema else {}
         try:
             with psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_S):
                 pass
@@ -114,7 +117,7 @@ class Database:
             url,
             min_size=1,
             max_size=max_size,
-            kwargs={"connect_timeout": CONNECT_TIMEOUT_S},
+            kwargs={"connect_timeout": CONNECT_TIMEOUT_S, **extra},
             open=True,
             name=name,
         )

@@ -43,7 +43,7 @@ from agentlake.learn.model import (
     TaskSignature,
 )
 from agentlake.learn.retrieval import record_citation
-from agentlake.learn.store import LessonStore
+from agentlake.learn.store import LessonStore, PgSchema
 from agentlake.observe import open_reader
 
 if TYPE_CHECKING:
@@ -305,7 +305,7 @@ def learn_recorded(
 
 
 def learn_between_batches(
-    path: Path,
+    path: Path | PgSchema,
     source: Any,
     *,
     run_id: str,
@@ -314,7 +314,8 @@ def learn_between_batches(
     semantic: bool = False,
     pool_check: PoolChecker | None = None,
 ) -> CycleReport:
-    """Learn a staffer's batch into its own lesson store at ``path`` (opened and closed here).
+    """Learn a staffer's batch into its own lesson store at ``path`` (a file, or a schema in
+    PostgreSQL; opened and closed here).
 
     ``run_id`` selects the batch's ops in ``source`` (a run-id prefix such as
     ``"<run>:<staffer>:b2:*"``); ``proposals`` are the overseer's deltas of the batch. The

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import duckdb
 import numpy as np
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentlake.errors import NotFoundError, RunError, UserError
 from agentlake.learn.curation import apply_deltas, maintain, promote
@@ -169,6 +169,18 @@ PG_MIGRATIONS = [
     ),
     Migration("002_evidence", MIGRATIONS[1].sql),
 ]
+
+
+class PgSchema(BaseModel):
+    """A lesson store of its own in a schema of the ``database_url`` database, beside the
+    project's store (a scenario arm's: arms never share lessons). Pass it as ``path``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+
+    def __str__(self) -> str:
+        return f"schema {self.name}"
 
 
 def _utc_now() -> datetime:
@@ -337,14 +349,16 @@ class LessonStore:
         cls,
         settings: Settings | None = None,
         *,
-        path: Path | str | None = None,
+        path: Path | str | PgSchema | None = None,
         read_only: bool = False,
         clock: Callable[[], datetime] | None = None,
         embedder: Embedder | None | Literal[False] = None,
     ) -> LessonStore:
         """Open (creating and migrating) the lesson store.
 
-        ``path`` defaults to ``settings.data_dir / settings.learn_file``. ``clock`` returns
+        ``path`` defaults to ``settings.data_dir / settings.learn_file`` (with ``database_url``
+        set: the database's default schema); a ``PgSchema`` is a store of its own in that
+        database, and without ``database_url`` it is a ``UserError``, never a DuckDB file. ``clock`` returns
         the current time (tz-aware) for every timestamp, decay and expiry; tests pass their
         own. ``embedder`` is used for dedup and semantic retrieval: ``None`` loads the default
         (``agentlake.embed.get_embedder``) on first need, ``False`` turns similarity off
@@ -353,8 +367,15 @@ class LessonStore:
         mode, ``RunError`` when it cannot be migrated.
         """
         settings = settings or load_settings()
-        if path is None and settings.database_url is not None:
-            return cls._open_pg(settings, read_only=read_only, clock=clock or _utc_now, embedder=embedder)
+        if isinstance(path, PgSchema) and settings.database_url is None:
+            raise UserError(
+                f"the lesson store in PostgreSQL {path} needs database_url; set AGENTLAKE_DATABASE_URL"
+            )
+        if (path is None or isinstance(path, PgSchema)) and settings.database_url is not None:
+            schema = path.name if isinstance(path, PgSchema) else None
+            return cls._open_pg(
+                settings, schema=schema, read_only=read_only, clock=clock or _utc_now, embedder=embedder
+            )
         target = Path(path) if path is not None else settings.data_dir / settings.learn_file
         if read_only and not target.exists():
             raise UserError(
@@ -388,17 +409,25 @@ class LessonStore:
         cls,
         settings: Settings,
         *,
+        schema: str | None,
         read_only: bool,
         clock: Callable[[], datetime],
         embedder: Embedder | None | Literal[False],
     ) -> LessonStore:
-        """The lesson store in PostgreSQL (``settings.database_url``), migrated unless read-only."""
+        """The lesson store in PostgreSQL (``settings.database_url``), in ``schema`` (created)
+        or the default one, migrated unless read-only."""
         assert settings.database_url is not None
-        db = Database(settings.database_url.get_secret_value(), name="the lesson store")
+        db = Database(settings.database_url.get_secret_value(), name="the lesson store", schema=schema)
         try:
+            if schema is not None and not read_only:
+                with db.transaction() as session:
+                    # The migrations' lock: two processes creating the schema at once create it once.
+                    session.execute("SELECT pg_advisory_xact_lock(hashtext('agentlake_migrations'))")
+                    session.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
             if not read_only:
                 apply_pg_migrations(db, PG_STORE, PG_MIGRATIONS)
-            return cls(db, db.where, settings, read_only=read_only, clock=clock, embedder=embedder)
+            where = db.where if schema is None else f"{db.where} {PgSchema(name=schema)}"
+            return cls(db, where, settings, read_only=read_only, clock=clock, embedder=embedder)
         except BaseException:
             db.close()
             raise
@@ -1003,7 +1032,7 @@ _LESSON_COLUMNS = (
 
 @contextmanager
 def lesson_snapshot(
-    path: Path | str | None, settings: Settings, *, semantic: bool = False, create: bool = False
+    path: Path | str | PgSchema | None, settings: Settings, *, semantic: bool = False, create: bool = False
 ) -> Iterator[LessonStore | None]:
     """A private copy of the lesson store at ``path`` as it stands now, open for the duration.
 
@@ -1015,14 +1044,17 @@ def lesson_snapshot(
     without an embedder (retrieval by structure only, no embedding-model calls).
 
     ``path`` naming the project's store (``data_dir / learn_file``) while ``database_url`` is
-    set means the store in PostgreSQL: the copy is filled from there (its current lessons).
+    set means the store in PostgreSQL: the copy is filled from there (its current lessons), as
+    it is from a ``PgSchema`` (which must exist: ``UserError`` otherwise, and without
+    ``database_url``: there is no file to fall back to).
     """
-    exists = path is not None and Path(path).is_file()
-    shared = (
+    in_schema = isinstance(path, PgSchema)
+    exists = path is not None and not in_schema and Path(path).is_file()  # type: ignore[arg-type]
+    shared = in_schema or (
         not exists
         and path is not None
         and settings.database_url is not None
-        and Path(path).resolve() == (settings.data_dir / settings.learn_file).resolve()
+        and Path(path).resolve() == (settings.data_dir / settings.learn_file).resolve()  # type: ignore[arg-type]
     )
     if not exists and not shared and not create:
         yield None
@@ -1034,7 +1066,10 @@ def lesson_snapshot(
         store = LessonStore.open(settings, path=copy, embedder=None if semantic else False)
         try:
             if shared:
-                with LessonStore.open(settings, embedder=False) as source:
+                source_at = path if in_schema else None
+                with LessonStore.open(
+                    settings, path=source_at, read_only=in_schema, embedder=False
+                ) as source:
                     store.import_json(source.export_json(), actor="human")
             yield store
         finally:

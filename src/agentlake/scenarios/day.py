@@ -32,7 +32,7 @@ from agentlake.agents import Overseer, RunContext, get_policy
 from agentlake.errors import AgentlakeError, UserError
 from agentlake.lake import Lake
 from agentlake.learn.loop import learn_recorded, outcome_attributes
-from agentlake.learn.store import lesson_snapshot
+from agentlake.learn.store import PgSchema, lesson_snapshot
 from agentlake.observe import MemorySink, Observer, event, set_observer
 from agentlake.observe.model import ObservedOp
 from agentlake.scenarios.judge import Judgement, Matching, judge_fill
@@ -71,7 +71,10 @@ class DayTask(BaseModel):
     profile: StafferProfile
     settings: Settings
     lake_path: str
-    lessons_path: str | None = Field(None, description="The staffer's lesson store; a private copy is read.")
+    lessons_path: str | PgSchema | None = Field(
+        None,
+        description="The staffer's lesson store (a file, or its schema in PostgreSQL); a private copy is read.",
+    )
     semantic_lessons: bool = Field(
         False, description="Rank lessons by embedding similarity too (loads the embedder)."
     )

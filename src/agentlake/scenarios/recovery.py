@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from agentlake.learn import LessonStore, MachineAction, retrieve_lessons
+from agentlake.learn.store import PgSchema
 from agentlake.scenarios.scenario import Acceptance
 
 if TYPE_CHECKING:
@@ -223,7 +224,7 @@ def client_recovery(
 
 
 def rule_recovery(
-    arms: Iterable[tuple[str, str, Path, Mapping[str, tuple[ClientPools, Acceptance]]]],
+    arms: Iterable[tuple[str, str, Path | PgSchema, Mapping[str, tuple[ClientPools, Acceptance]]]],
     settings: Settings,
 ) -> list[ClientRecovery]:
     """``client_recovery`` for each (arm, feedback mode, its lesson store, its clients: id ->

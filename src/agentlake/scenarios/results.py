@@ -6,14 +6,17 @@ Owns the result record, the run directory's layout and reading/writing it:
     runs/<run_id>/results.jsonl      one EventResult per line, appended as days finish
     runs/<run_id>/leaderboard.json   metrics per staffer and per batch (``metrics``)
     runs/<run_id>/report.html        the offline report (``report``)
-    runs/<run_id>/lessons/<arm>.duckdb   each learning arm's own lesson store (arm_name)
+    runs/<run_id>/lessons/<arm>.duckdb   each learning arm's own lesson store (arm_name); with
+                                         database_url set, its schema in PostgreSQL (arm_schema)
 
 It does not compute metrics nor run days.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
@@ -38,6 +41,14 @@ def arm_name(staffer: str, feedback: str = "explicit") -> str:
     Each arm has its own lesson store and its own rows on the leaderboard.
     """
     return staffer if feedback == "explicit" else f"{staffer}@{feedback}"
+
+
+def arm_schema(run_id: str, arm: str) -> str:
+    """The PostgreSQL schema of one arm's lesson store (``database_url`` set): a valid
+    identifier of at most 63 characters, the run and arm readable in it, unique by a hash."""
+    readable = re.sub(r"[^a-z0-9_]+", "_", f"{run_id}_{arm}".lower())[:44]
+    digest = hashlib.sha256(f"{run_id}\0{arm}".encode()).hexdigest()[:10]
+    return f"run_{readable}_{digest}"
 
 
 def batch_run_prefix(run_id: str, arm: str, batch: int) -> str:

@@ -6,7 +6,8 @@ each batch's days to a backend, recording every op in the observer (the parent i
 writer), and, between batches, learning: for each staffer with learning on,
 ``learn.learn_between_batches`` reads the staffer's ops of the batch back from the observer
 (by run-id prefix: their rejections, outcomes and citations) into its OWN lesson store under
-``runs/<run_id>/lessons/<staffer>.duckdb``, so the next batch retrieves what was learned. Staffers never share a store, so arms cannot
+``runs/<run_id>/lessons/<staffer>.duckdb`` (with ``database_url`` set: its own schema in
+PostgreSQL, ``arm_schema``, which the workers read too), so the next batch retrieves what was learned. Staffers never share a store, so arms cannot
 leak into each other. Metrics and the report are computed from the results file at the end.
 It does not own a day (``day``) nor where days run (``backends``).
 """
@@ -27,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentlake.errors import NotFoundError, UserError
 from agentlake.lake import Lake
 from agentlake.learn.loop import learn_between_batches
+from agentlake.learn.store import LessonStore, PgSchema
 from agentlake.observe import get_observer
 from agentlake.scenarios.backends import BACKENDS, make_backend
 from agentlake.scenarios.day import DayLedger, DayResult, DayTask, plan_event
@@ -41,6 +43,7 @@ from agentlake.scenarios.results import (
     PLAN_FILE,
     append_results,
     arm_name,
+    arm_schema,
     batch_run_prefix,
     read_json,
     read_plan,
@@ -104,6 +107,7 @@ class RunSummary(BaseModel):
         default_factory=list, description="Each learning arm's recovery of each client's hidden rules."
     )
     report: Path
+    ops: int = Field(0, description="Ops the run's days recorded into the observer (every batch, every arm).")
 
     @property
     def recovery_by_arm(self) -> dict[str, dict[str, Any]]:
@@ -380,6 +384,12 @@ def execute_run(
             ],
             "lake": str(lake.path),
         }
+        for arm in plan.arms:
+            where = _lessons_path(run_dir, arm, settings)
+            if arm.profile.learning and isinstance(where, PgSchema):
+                # Created before batch 1, so every worker finds its arm's store (empty at first)
+                # and an unreachable database is refused before any day runs.
+                LessonStore.open(settings, path=where, embedder=False).close()
         write_json(run_dir / PLAN_FILE, header)
         if observer is None:
             observer = get_observer(settings)
@@ -391,11 +401,21 @@ def execute_run(
             matching=matching,
         )
         learning: list[BatchLearning] = []
+        recorded = [0]
         pools = client_pools(lake, plan.scenarios) if any(a.profile.learning for a in plan.arms) else None
         try:
             for batch in range(1, plan.batches + 1):
                 learning += _run_batch(
-                    plan, batch, run_dir, engine, settings, str(lake.path), observer, on_progress, pools
+                    plan,
+                    batch,
+                    run_dir,
+                    engine,
+                    settings,
+                    str(lake.path),
+                    observer,
+                    on_progress,
+                    pools,
+                    recorded,
                 )
         finally:
             engine.close()
@@ -417,6 +437,7 @@ def execute_run(
             learning=learning,
             recovery=recovery,
             report=report,
+            ops=recorded[0],
         )
     finally:
         if own_lake:
@@ -433,7 +454,10 @@ def _run_batch(
     observer: Observer,
     on_progress: Callable[[Progress], None] | None,
     pools: PoolChecks | None = None,
+    recorded: list[int] | None = None,
 ) -> list[BatchLearning]:
+    """Run one batch's days on ``engine``, record their results and ops (``recorded[0]``
+    counts the ops), then let each learning arm learn the batch."""
     tasks = [
         DayTask(
             run_id=run_dir.name,
@@ -443,7 +467,9 @@ def _run_batch(
             profile=arm.profile,
             settings=settings,
             lake_path=lake_path,
-            lessons_path=str(_lessons_path(run_dir, arm, settings)) if arm.profile.lessons else None,
+            lessons_path=_task_lessons(_lessons_path(run_dir, arm, settings))
+            if arm.profile.lessons
+            else None,
             semantic_lessons=plan.semantic_lessons,
             feedback=arm.feedback,
         )
@@ -456,6 +482,8 @@ def _run_batch(
         # Results and ops are written as each day lands, so a crash keeps what finished.
         append_results(run_dir, day.results)
         observer.record_many(day.ops)
+        if recorded is not None:
+            recorded[0] += len(day.ops)
         if not day.results:
             continue
         first = day.results[0]
@@ -562,11 +590,18 @@ def _profiles(staffers: Sequence[str | StafferProfile] | str) -> list[StafferPro
     return profiles
 
 
-def _lessons_path(run_dir: Path, arm: Arm, settings: Settings) -> Path:
-    """A learning arm's own store in the run; a lessons-only staffer reads the project's store."""
+def _lessons_path(run_dir: Path, arm: Arm, settings: Settings) -> Path | PgSchema:
+    """A learning arm's own store in the run (its file, or with ``database_url`` its schema in
+    PostgreSQL); a lessons-only staffer reads the project's store."""
+    if arm.profile.learning and settings.database_url is not None:
+        return PgSchema(name=arm_schema(run_dir.name, arm.name))
     if arm.profile.learning:
         return run_dir / LESSONS_DIR / f"{arm.name}.duckdb"
     return settings.data_dir / settings.learn_file
+
+
+def _task_lessons(where: Path | PgSchema) -> str | PgSchema:
+    return where if isinstance(where, PgSchema) else str(where)
 
 
 def regenerate_outputs(run_dir: Path) -> tuple[Path, Path]:
