@@ -65,3 +65,17 @@ def test_chat_fails_with_the_models_error(cli, lake_dir: Path) -> None:
     err = " ".join(err.split())  # Rich wraps at 80 columns
     assert code == 1
     assert "cannot reach ollama:absent at http://127.0.0.1:9" in err
+
+
+def test_chat_without_a_model_runs_the_demo_and_says_so(
+    cli, lake_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentlake.llm import packaged
+
+    monkeypatch.setattr(packaged, "installed", lambda model: False)  # no embedded model here
+    monkeypatch.setenv("AGENTLAKE_GRAPH_MODEL", "")
+    monkeypatch.setenv("AGENTLAKE_DEFAULT_MODEL", "auto")
+    code, out, err = cli("graph", "chat", "how many forklift operators are in CA?")
+    assert code == 0, err
+    assert "(one read-only SQL query)" in " ".join(out.split())  # the demo's answer
+    assert "the scripted demo (function:graph-demo) answers" in " ".join(err.split())

@@ -178,6 +178,40 @@ def test_the_websocket_streams_a_reply_then_done_and_broadcasts_the_trace(make_w
         assert any(e["type"] == "hud" and e["node"] == "thinker" for e in events)
 
 
+def test_the_dashboard_picks_the_embedded_model_when_none_is_configured(
+    make_web_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentlake.llm import packaged
+
+    monkeypatch.setattr(packaged, "installed", lambda model: model.name == "qwen2.5-coder-0.5b")
+    client, _ = make_web_app(graph_model="", default_model="auto")
+    with client.websocket_connect("/ws") as ws:
+        hello = ws.receive_json()
+        ws.send_json({"type": "message", "text": "thank you"})  # the reflex path: no model call
+        events = _receive_until(ws, "done")
+    assert hello["model"] == "local:qwen2.5-coder-0.5b"
+    assert [e for e in events if e.get("flag") == "demo_model"] == []
+
+
+def test_without_a_model_the_dashboard_runs_the_demo_and_says_so(
+    make_web_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentlake.llm import packaged
+
+    monkeypatch.setattr(packaged, "installed", lambda model: False)
+    client, _ = make_web_app(graph_model="", default_model="auto")
+    with client.websocket_connect("/ws") as ws:
+        hello = ws.receive_json()
+        note = ws.receive_json()
+        ws.send_json({"type": "message", "text": "how many forklift operators are in CA?"})
+        done = _receive_until(ws, "done")[-1]
+    assert hello["model"] == "function:graph-demo"
+    assert note["type"] == "hud"
+    assert note["flag"] == "demo_model"
+    assert "install the embedded models (`make models`)" in note["message"]
+    assert "(one read-only SQL query)" in done["text"]  # the demo answered
+
+
 def test_a_reconnecting_browser_gets_its_session_back(make_web_app: MakeApp) -> None:
     client, app = make_web_app()
     with client.websocket_connect("/ws") as ws:

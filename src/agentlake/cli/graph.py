@@ -106,8 +106,10 @@ def chat(
 ) -> None:
     """Run one message through a graph, as the dashboard would, and print what the browser would get."""
     from agentlake.cli.beside_server import running_gateway
+    from agentlake.cli.output import err_console
     from agentlake.errors import RunError
     from agentlake.graph import GraphDef, GraphRuntime, load_graph_file
+    from agentlake.graph.modelcalls import graph_model_choice
     from agentlake.settings import load_settings
 
     server = running_gateway()
@@ -116,7 +118,11 @@ def chat(
         sent, events = _chat_through(server, message, graph=graph, model=model)
     else:
         chosen: str | GraphDef = load_graph_file(graph) if graph.endswith((".yaml", ".yml")) else graph
-        runtime = GraphRuntime(load_settings(graph_model=model), graph=chosen)
+        settings = load_settings(graph_model=model)
+        _, note = graph_model_choice(settings)
+        if note:
+            err_console.print(f"note: {note}", highlight=False)
+        runtime = GraphRuntime(settings, graph=chosen)
         sent = []
         try:
             events = runtime.handle(runtime.session(), {"type": "message", "text": message}, sent.append)

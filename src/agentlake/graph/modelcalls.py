@@ -1,7 +1,9 @@
 """Model calls of graph nodes: through the LLM layer, tagged with the node, observed as ops.
 
 Owns resolving the graph's model (``settings.graph_model``, else ``default_model``: the
-embedded model; the shipped demo model ``function:graph-demo`` is registered on first use), :class:`NodeModels` (what a node uses to ask for a typed reply), and
+embedded model when installed, else the shipped demo model ``function:graph-demo``, registered
+on first use, with a note saying so), :class:`NodeModels` (what a node uses to ask for a typed
+reply), and
 :func:`record_turn_calls`, which records the model calls of one turn as ``llm.*`` ops (agent
 ``graph.<node>``, the turn's trace id) by subscribing to the LLM layer's accounting and keeping
 only the calls tagged with that turn. So each call is recorded once, by the same mapping every
@@ -28,20 +30,30 @@ log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
 
 
-def graph_model(settings: Settings) -> str:
-    """The model string the graph's nodes call (``graph_model``, else ``default_model``), with
-    the demo model registered if it is that. ``UnavailableError`` when there is none."""
+def graph_model_choice(settings: Settings) -> tuple[str, str | None]:
+    """``(model, note)``: the model the graph's nodes call (``graph_model``, else
+    ``default_model``: the embedded model when one is installed), else the scripted demo
+    ``function:graph-demo`` with a note saying so and what would give it a real model."""
     # Lazy (start-up time): the graph runtime loads on first use.
-    from agentlake.errors import UnavailableError
-    from agentlake.graph.demo import DEMO_MODEL, ensure_demo_model
+    from agentlake.graph.demo import DEMO_MODEL
     from agentlake.llm import default_model
 
     model = default_model(settings, "graph_model")
-    if not model:
-        raise UnavailableError(
-            "the graph has no model: install the embedded models (`make models`), set AGENTLAKE_GRAPH_MODEL "
-            f"(e.g. ollama:qwen3:4b), or use the scripted demo ({DEMO_MODEL})"
-        )
+    if model:
+        return model, None
+    return DEMO_MODEL, (
+        f"no model configured or installed: the scripted demo ({DEMO_MODEL}) answers; install the embedded "
+        "models (`make models`) or set AGENTLAKE_GRAPH_MODEL (e.g. ollama:qwen3:4b)"
+    )
+
+
+def graph_model(settings: Settings) -> str:
+    """The model string the graph's nodes call (``graph_model_choice``), with the demo model
+    registered if it is that."""
+    # Lazy (start-up time): the graph runtime loads on first use.
+    from agentlake.graph.demo import DEMO_MODEL, ensure_demo_model
+
+    model, _ = graph_model_choice(settings)
     if model == DEMO_MODEL:
         ensure_demo_model()
     return model
@@ -75,17 +87,38 @@ class NodeModels:
     def model(self) -> str:
         return graph_model(self.settings)
 
-    def structured(self, messages: list[Any], output_type: type[M], *, max_tokens: int = 1024) -> M:
-        """An ``output_type`` from the graph's model (``generate_structured``: schema retries,
-        continuations, breaker); raises what the LLM layer raises."""
+    def structured(
+        self,
+        messages: list[Any],
+        output_type: type[M],
+        *,
+        max_tokens: int = 1024,
+        schema: dict[str, Any] | None = None,
+        example: str | None = None,
+    ) -> M:
+        """An ``output_type`` from the graph's model (schema retries, continuations, breaker);
+        raises what the LLM layer raises. ``schema``: a narrower JSON schema to decode with
+        (the reply is still validated as ``output_type``); ``example``: the reply's shape, shown
+        instead of a schema to a model without native schema support."""
         # Lazy (start-up time): the LLM layer loads on the first model call.
-        from agentlake.llm import call_tags, generate_structured
+        from agentlake.llm import call_tags, generate_json, generate_structured
 
         self.calls += 1
         with (
             observe_context(agent_id=f"graph.{self.node_id}", trace_id=self.trace_id),
             call_tags(graph_turn=self.turn_tag, graph_node=self.node_id),
         ):
-            return generate_structured(
-                self.model, messages, output_type, settings=self.settings, max_tokens=max_tokens
-            )
+            if schema is None and example is None:
+                return generate_structured(
+                    self.model, messages, output_type, settings=self.settings, max_tokens=max_tokens
+                )
+            return generate_json(
+                self.model,
+                messages,
+                schema or output_type.model_json_schema(),
+                validate=output_type.model_validate,
+                label=output_type.__name__,
+                example=example,
+                settings=self.settings,
+                max_tokens=max_tokens,
+            ).value

@@ -1,7 +1,8 @@
 """The dashboard's WebSocket: browser events in, the graph runtime's events out.
 
 Owns one connection's pumps. On connect it sends ``hello`` (the session id, the active graph,
-the model), subscribes the connection to the trace broadcast and then runs three
+the model; then a ``hud`` note when that is the scripted demo because no model is configured or
+installed), subscribes the connection to the trace broadcast and then runs three
 tasks: a reader (JSON text frames into an inbox; non-JSON is answered with ``error``), a worker
 (one event at a time, each as a turn in a worker thread, so a slow model never blocks the
 event loop and a session's turns stay in order) and a writer (everything queued for the
@@ -23,7 +24,7 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from agentlake.llm import default_model
+from agentlake.graph.modelcalls import graph_model_choice
 
 log = logging.getLogger(__name__)
 
@@ -53,15 +54,18 @@ async def serve_socket(websocket: WebSocket, runtime: Any) -> None:
             send({"type": "trace", **record})
 
     stop_trace = runtime.trace.subscribe(on_trace)
+    model, note = graph_model_choice(runtime.settings)
     await outbox.put(
         {
             "type": "hello",
             "session": session.id,
             "graph": runtime.active.view(),
-            "model": default_model(runtime.settings, "graph_model") or "",
+            "model": model,
             "controls": session.controls_sent,
         }
     )
+    if note:  # the scripted demo answers: the HUD says so, and how to get a real model
+        await outbox.put({"type": "hud", "node": "runtime", "message": note, "flag": "demo_model"})
 
     async def reader() -> None:
         while True:
