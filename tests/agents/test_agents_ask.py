@@ -129,7 +129,7 @@ def test_a_query_that_fails_is_sent_back_once_with_its_error(lake: Lake, asker: 
 
 
 @pytest.mark.parametrize(
-    ("sql", "compares"),
+    ("sql", "expected"),
     [
         ("SELECT 1 FROM workers WHERE state = 'OH'", True),
         ("SELECT 1 FROM workers w WHERE w.\"state\" IN ('IN', 'OH')", True),
@@ -138,7 +138,7 @@ def test_a_query_that_fails_is_sent_back_once_with_its_error(lake: Lake, asker: 
         ("SELECT 1 FROM workers WHERE state = 'OHIO'", False),
     ],
 )
-def test_a_query_filters_a_named_value_only_on_its_column(sql: str, compares: bool) -> None:
-    from agentlake.agents.ask import _compares
+def test_a_query_filters_a_named_value_only_on_its_column(sql: str, expected: bool) -> None:
+    from agentlake.agents.ask import compares
 
-    assert _compares(sql, "state", "OH") is compares
+    assert compares(sql, "state", "OH") is expected

@@ -76,3 +76,16 @@ class FakeContext:
 
     def events(self, name: str) -> list[dict[str, Any]]:
         return [data for event, data in self.traced if event == name]
+
+
+def without_examples(messages: list[Any]) -> list[Any]:
+    """A thinker's prompt without the worked examples shown before every request."""
+    from agentlake.graph.nodes.thinker_v1 import worked_examples
+
+    shown = [message for shot in worked_examples().values() for message in shot]
+    return [message for message in messages if message not in shown]
+
+
+def system_text(messages: list[Any]) -> str:
+    """What a prompt's system messages say (the constant one and the turn's context)."""
+    return "\n\n".join(message.content for message in messages if message.role == "system")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from graph_support import of_type, plan, reply_text, step
+from graph_support import of_type, plan, reply_text, step, system_text
 
 from agentlake.graph import GraphRuntime, read_trace
 from agentlake.llm import ScriptedProvider
@@ -72,7 +72,7 @@ def test_a_data_request_is_planned_then_answered_with_read_only_sql(
     assert of_type(sent, "done")[0]["path"] == "director"
     # The director's plan reached the thinker's prompt; the SQL result went back as a tool message.
     thinker_first = model.history[1][0]
-    assert "count workers per state" in thinker_first[0].content
+    assert "count workers per state" in system_text(thinker_first)
     assert thinker_first[0].content.startswith("ROLE: thinker")
     tool_message = json.loads(model.history[2][0][-1].content)
     assert tool_message["tool"] == "sql"
@@ -255,6 +255,89 @@ def test_the_audit_retries_an_intent_without_action(
     assert [a["data"]["kind"] for a in audits] == ["intent_without_action"]
 
 
+def test_the_values_a_question_names_reach_the_thinker_as_filters(
+    make_runtime: MakeRuntime, lake_dir: Path, model: ScriptedProvider
+) -> None:
+    runtime = make_runtime(data_dir=lake_dir, graph="minimal")
+    model.enqueue(step("Four."))
+    runtime.chat("how many welders are in CA?")
+    asked = model.history[0][0][-1].content
+    assert asked.startswith("how many welders are in CA?")
+    assert "role = 'Welder'; state = 'CA' (columns of workers)" in asked
+
+
+def test_the_thinker_sees_one_worked_example_per_tool_before_the_request(
+    make_runtime: MakeRuntime, lake_dir: Path, model: ScriptedProvider
+) -> None:
+    runtime = make_runtime(data_dir=lake_dir, graph="minimal")
+    model.enqueue(step("Hello."))
+    runtime.chat("what can you do")
+    prompt = model.history[0][0]
+    steps = [json.loads(m.content) for m in prompt if m.role == "assistant"]
+    called = [step["tool_calls"][0]["tool"] for step in steps if step["tool_calls"]]
+    assert called == ["sql", "hybrid_search", "machine_create"]
+    assert prompt[1].content.startswith(
+        "How many forklift operators are in TX?"
+    )  # right after the system prompt
+
+
+def test_a_lookup_is_asked_for_when_a_question_names_lake_values(
+    make_runtime: MakeRuntime, lake_dir: Path, model: ScriptedProvider
+) -> None:
+    runtime = make_runtime(data_dir=lake_dir, graph="minimal")
+    model.enqueue(step("There are some welders in CA."))
+    model.enqueue(
+        step(
+            "", ("sql", {"query": "SELECT count(*) AS n FROM workers WHERE role = 'Welder' AND state = 'CA'"})
+        )
+    )
+    model.enqueue(step("There are 4 welders in CA."))
+    _, sent = runtime.chat("how many welders are in CA?")
+    feedback = model.history[1][0][-1].content
+    assert feedback.startswith("AUDIT: the question names values in the lake (role = 'Welder', state = 'CA')")
+    assert reply_text(sent) == "There are 4 welders in CA."
+    assert len(ops(runtime, endpoint="tool.sql")) == 1
+
+
+@pytest.mark.parametrize(
+    ("first", "problem"),
+    [
+        (
+            "SELECT count(*) AS n FROM workers WHERE state = 'CA'",
+            "the query leaves out role = 'Welder', which the question names",
+        ),
+        (
+            "SELECT count(*) AS n FROM workers WHERE role = 'Welder' AND state = 'CA' AND city = 'Fremont'",
+            "the query filters on city = 'Fremont', which the question does not name",
+        ),
+    ],
+)
+def test_a_count_with_the_wrong_filters_is_sent_back_once_without_running(
+    make_runtime: MakeRuntime, lake_dir: Path, model: ScriptedProvider, first: str, problem: str
+) -> None:
+    runtime = make_runtime(data_dir=lake_dir, graph="minimal")
+    fixed = "SELECT count(*) AS n FROM workers WHERE role = 'Welder' AND state = 'CA'"
+    model.enqueue(step("", ("sql", {"query": first})))
+    model.enqueue(step("", ("sql", {"query": fixed})))
+    model.enqueue(step("There are 4 welders in CA."))
+    runtime.chat("how many welders are in CA?")
+    sent_back = json.loads(model.history[1][0][-1].content)
+    assert sent_back["ok"] is False
+    assert sent_back["error"].startswith(f"not run: {problem}")
+    (ran,) = ops(runtime, endpoint="tool.sql")
+    assert json.loads(ran.input_summary) == {"query": fixed}
+
+
+def test_a_count_reaches_the_thinker_as_one_value(
+    make_runtime: MakeRuntime, lake_dir: Path, model: ScriptedProvider
+) -> None:
+    runtime = make_runtime(data_dir=lake_dir, graph="minimal")
+    model.enqueue(step("", ("sql", {"query": "SELECT count(*) AS n FROM workers"})))
+    model.enqueue(step("There are 200 workers."))
+    runtime.chat("how many workers are there?")
+    assert json.loads(model.history[1][0][-1].content)["result"] == "<data>one value: n = 200</data>"
+
+
 def test_a_controls_mismatch_is_flagged_and_the_controls_sent_again(
     make_runtime: MakeRuntime, lake_dir: Path, model: ScriptedProvider
 ) -> None:
@@ -275,7 +358,7 @@ def test_a_controls_mismatch_is_flagged_and_the_controls_sent_again(
     # The thinker hears about it on its next run.
     model.enqueue(step("Noted."))
     runtime.chat("what happened?", session)
-    assert "did not show the controls sent" in model.last_messages[0].content
+    assert "did not show the controls sent" in system_text(model.last_messages)
 
 
 def test_memory_and_an_idle_return_reach_the_thinkers_next_prompt(
@@ -288,7 +371,7 @@ def test_memory_and_an_idle_return_reach_the_thinkers_next_prompt(
     session.last_activity -= 3600  # an hour without a message
     model.enqueue(step("Welcome back."))
     runtime.chat("are you still there", session)
-    system = model.last_messages[0].content
+    system = system_text(model.last_messages)
     assert "Compact memory of the conversation" in system
     assert "an order workflow please" in system
     assert "came back after 60 min" in system

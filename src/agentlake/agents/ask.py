@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, RootModel, model_validator
 
+from agentlake.agents import render
 from agentlake.agents.tools import datasets_text, listed_values
 from agentlake.errors import AgentlakeError, UnavailableError, UserError
 from agentlake.llm.fence import DATA_RULE, data_block
@@ -33,6 +34,14 @@ if TYPE_CHECKING:
 
 MAX_SQL_ROWS = 50
 MAX_SOURCE_CHARS = 400
+
+# One worked count, shown to a model before a real question (ask's plan and answer, the graph's
+# thinker): constant, so it stays in the model's prefix cache, and over the domain's real table
+# (a small model otherwise writes FROM welders for "welders").
+EXAMPLE_QUESTION = "How many forklift operators are in TX?"
+EXAMPLE_NAMED = [("role", "Forklift Operator"), ("state", "TX")]
+EXAMPLE_SQL = f"SELECT count(*) AS n FROM {WORKERS} WHERE role = 'Forklift Operator' AND state = 'TX'"
+EXAMPLE_COUNT = 12
 
 PLAN_PROMPT = """\
 You plan how to answer a question about an operational database (DuckDB).
@@ -160,7 +169,7 @@ def ask(
             ),
         ),
         *(Message(**shot) for shot in PLAN_SHOTS),
-        Message(role="user", content=question + _named_text(named, _tables_with(named, listed))),
+        Message(role="user", content=question + named_values_hint(named, listed, question)),
     ]
     plan = generate_structured(model, messages, AskPlan, settings=settings, max_tokens=800).root
     revision = None
@@ -222,9 +231,9 @@ def ask(
 # A worked answer before the real one (constant, cached): shown one, the 0.5B gives the value
 # the query returned instead of a number of its own.
 ANSWER_SHOTS = [
-    {"role": "user", "content": "Question: How many forklift operators are in TX?\n\nEvidence:\n[SQL] "
-     + data_block("one value: n = 12")},
-    {"role": "assistant", "content": "There are 12 forklift operators in TX [SQL]."},
+    {"role": "user", "content": f"Question: {EXAMPLE_QUESTION}\n\nEvidence:\n[SQL] "
+     + data_block(f"one value: n = {EXAMPLE_COUNT}")},
+    {"role": "assistant", "content": f"There are {EXAMPLE_COUNT} forklift operators in TX [SQL]."},
 ]  # fmt: skip
 
 
@@ -252,19 +261,41 @@ def named_values(question: str, listed: dict[tuple[str, str], list[str]]) -> lis
     return sorted(kept, key=lambda key: found[key])
 
 
-def _tables_with(named: list[tuple[str, str]], listed: dict[tuple[str, str], list[str]]) -> list[str]:
-    """The tables in which every named value is one of its column's values."""
-    tables = [{table for (table, col), values in listed.items() if col == column and value in values}
-              for column, value in named]  # fmt: skip
-    return sorted(set.intersection(*tables)) if tables else []
-
-
-def _named_text(named: list[tuple[str, str]], tables: list[str]) -> str:
+def named_values_hint(
+    named: list[tuple[str, str]], listed: dict[tuple[str, str], list[str]], question: str = ""
+) -> str:
+    """The line given to a model after a question that names ``named`` values (empty when it
+    names none): each as a filter, and the tables in which all of them are column values (only
+    those the ``question`` names, when it names some: "workers in CA" is not about clients in
+    CA). Constant for a given question, so a worked example can show it too."""
     if not named:
         return ""
     values = "; ".join(f"{column} = '{value}'" for column, value in named)
-    where = f" (columns of {' and of '.join(tables)})" if tables else ""
+    tables = [{table for (table, col), found in listed.items() if col == column and value in found}
+              for column, value in named]  # fmt: skip
+    common = sorted(set.intersection(*tables))
+    asked = [table for table in common if re.search(rf"\b{re.escape(table.rstrip('s'))}s?\b", question, re.I)]
+    common = asked or common
+    where = f" (columns of {' and of '.join(common)})" if common else ""
     return f"\n\nValues the question names (filter on each, exactly as written): {values}{where}"
+
+
+def unnamed_values(
+    sql: str, question: str, named: list[tuple[str, str]], listed: dict[tuple[str, str], list[str]]
+) -> str | None:
+    """The listed values ``sql`` filters on that the question neither names nor contains
+    (``"state = 'TX'"``: a small model copies a worked example's filter), or None."""
+    text = question.lower()
+    extra = {(column, value) for (_, column), values in listed.items() for value in values
+             if (column, value) not in named and value.lower() not in text and compares(sql, column, value)}  # fmt: skip
+    return " and ".join(f"{column} = '{value}'" for column, value in sorted(extra)) or None
+
+
+def missing_values(sql: str, named: list[tuple[str, str]]) -> str | None:
+    """What ``sql`` leaves out of the values a question names (``"role = 'Welder'"``), or None
+    when it compares every one."""
+    missing = [(column, value) for column, value in named if not compares(sql, column, value)]
+    return " and ".join(f"{column} = '{value}'" for column, value in missing) or None
 
 
 def _run_plan(
@@ -277,27 +308,27 @@ def _run_plan(
         result = lake.query(plan.sql, max_rows=MAX_SQL_ROWS)
     except AgentlakeError as exc:
         return f"did not run: {exc.message}", None, exc
-    missing = [(column, value) for column, value in named if not _compares(plan.sql, column, value)]
-    if missing:
-        left = " and ".join(f"{column} = '{value}'" for column, value in missing)
+    left = missing_values(plan.sql, named)
+    if left:
         return f"leaves out {left}, which the question names", result, None
     return None, result, None
 
 
 # A worked plan for each route before the real question (constant: it stays in the model's prefix
 # cache). Shown one, the 0.5B and the 1.5B filter on every value a question names far more often.
+EXAMPLE_HINT = named_values_hint(
+    EXAMPLE_NAMED, {(WORKERS, column): [value] for column, value in EXAMPLE_NAMED}
+)
 PLAN_SHOTS = [
-    {"role": "user", "content": "How many forklift operators are in TX?"
-     + _named_text([("role", "Forklift Operator"), ("state", "TX")], [WORKERS])},
-    {"role": "assistant", "content": json.dumps({"route": "sql", "sql": f"SELECT count(*) AS n FROM {WORKERS} "
-     "WHERE role = 'Forklift Operator' AND state = 'TX'"})},
+    {"role": "user", "content": EXAMPLE_QUESTION + EXAMPLE_HINT},
+    {"role": "assistant", "content": json.dumps({"route": "sql", "sql": EXAMPLE_SQL})},
     {"role": "user", "content": "Who has experience repairing hydraulic presses?"},
     {"role": "assistant", "content": json.dumps({"route": "search", "dataset": WORKERS,
      "search_text": "experience repairing hydraulic presses"})},
 ]  # fmt: skip
 
 
-def _compares(sql: str, column: str, value: str) -> bool:
+def compares(sql: str, column: str, value: str) -> bool:
     """``sql`` compares ``column`` with ``value``: ``state = 'OH'``, ``w."state" IN ('IN', 'OH')``,
     ``role LIKE 'Welder'`` (not ``city = 'OH'``)."""
     quoted = "'" + value.replace("'", "''") + "'"
@@ -306,10 +337,9 @@ def _compares(sql: str, column: str, value: str) -> bool:
 
 
 def _sql_source(result: Any) -> AskSource:
-    if len(result.columns) == 1 and len(result.rows) == 1:
-        # One value (a count, an average): said as one, so a small model does not answer "1 rows".
-        value = result.rows[0][0]
-        return AskSource(id="SQL", kind="sql", text=f"one value: {result.columns[0]} = {value}"[:4000])
+    one = render.one_value_text(result.to_dicts())
+    if one is not None:
+        return AskSource(id="SQL", kind="sql", text=one[:4000])
     header = " | ".join(result.columns)
     lines = [" | ".join("" if value is None else str(value) for value in row) for row in result.rows]
     more = " (more rows exist)" if result.truncated else ""

@@ -38,6 +38,15 @@ def value_text(value: Any) -> str:
     return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 3] + "..."
 
 
+def one_value_text(rows: Any) -> str | None:
+    """``one value: n = 61`` for a result of one row of one column (a count, an average), else
+    None. Said as one value, a small model quotes it, where it answers "1 row" to ``1 row: n=61``."""
+    if isinstance(rows, list) and len(rows) == 1 and isinstance(rows[0], Mapping) and len(rows[0]) == 1:
+        ((column, value),) = rows[0].items()
+        return f"one value: {column} = {value}"
+    return None
+
+
 def row_text(row: Mapping[str, Any], *, skip: Sequence[str] = ()) -> str:
     """``worker_id=12 name=Ann Lee role=Welder ...``: leading columns first, Nones dropped."""
     keys = [key for key in _LEADING if key in row] + [key for key in row if key not in _LEADING]

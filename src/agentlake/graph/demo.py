@@ -1,6 +1,7 @@
 """The graph's demo model: a deterministic stand-in for an LLM, so the dashboard works with none.
 
-``function:graph-demo`` (the default ``graph_model``) is a ``FunctionProvider`` that reads the
+``function:graph-demo`` (named as ``graph_model``, or used when no model is configured or
+installed, with a note saying so) is a ``FunctionProvider`` that reads the
 node's prompt and answers in the JSON the node asks for, with rules instead of a model:
 
 * director: a short plan naming the tool the request needs;
@@ -151,7 +152,10 @@ def _rows(result_text: str) -> list[dict[str, str]]:
     # Tool results reach a model fenced as data (agentlake.llm.fence): the rows are inside.
     rows = []
     for line in result_text.removeprefix(DATA_OPEN).removesuffix(DATA_CLOSE).splitlines():
-        if line.startswith("- "):
+        one = re.fullmatch(r"one value: (\w+) = (\S+)", line)
+        if one:  # a count, said as one value
+            rows.append({one[1]: one[2]})
+        elif line.startswith("- "):
             rows.append(dict(pair.split("=", 1) for pair in re.findall(r"(\w+=\S+)", line)))
     return rows
 

@@ -39,6 +39,49 @@ WORKSPACE_TOOLS: dict[str, str] = {
 }
 
 
+def _object(properties: dict[str, Any], required: tuple[str, ...]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+_NAME = {"type": "string", "maxLength": 32}
+_STATES = {"type": "array", "items": {"type": "string", "maxLength": 40}, "minItems": 1, "maxItems": 12}
+_TRANSITIONS = {
+    "type": "array",
+    "items": _object(
+        {"from": {"type": "string", "maxLength": 40}, "to": {"type": "string", "maxLength": 40},
+         "label": {"type": "string", "maxLength": 40}},
+        ("from", "to", "label"),
+    ),
+    "maxItems": 16,
+}  # fmt: skip
+# The workspace tools' arguments as JSON schemas, for constrained decoding (the machines and
+# controls modules validate what arrives; these only keep a model's call in shape).
+WORKSPACE_ARGS: dict[str, dict[str, Any]] = {
+    "machine_create": _object(
+        {"name": _NAME, "states": _STATES, "transitions": _TRANSITIONS, "initial": {"type": "string", "maxLength": 40}},
+        ("name", "states", "transitions", "initial"),
+    ),
+    "machine_extend": _object(
+        {"name": _NAME, "states": _STATES, "transitions": _TRANSITIONS}, ("name", "states", "transitions")
+    ),
+    "machine_reset": _object({"name": _NAME}, ("name",)),
+    "machine_destroy": _object({"name": _NAME}, ("name",)),
+    "show_controls": _object(
+        {"controls": {"type": "array", "maxItems": 6, "items": {"anyOf": [
+            _object({"kind": {"const": "button"}, "label": {"type": "string", "maxLength": 40},
+                     "action": {"type": "string", "maxLength": 120}}, ("kind", "label", "action")),
+            _object({"kind": {"const": "label"}, "text": {"type": "string", "maxLength": 120}}, ("kind", "text")),
+        ]}}},
+        ("controls",),
+    ),
+}  # fmt: skip
+
+
 @dataclass
 class ToolOutcome:
     """One tool call as the thinker sees it."""
@@ -80,6 +123,27 @@ class ToolOutcome:
         }
 
 
+def _listed_values(resources: Any) -> dict[tuple[str, str], list[str]]:
+    # Lazy (start-up time): the agents load on first use.
+    from agentlake.agents.tools import listed_values
+
+    try:
+        return listed_values(resources.lake)
+    except AgentlakeError:
+        return {}
+
+
+def question_values(resources: Any, question: str) -> tuple[list[tuple[str, str]], str]:
+    """The lake's listed column values ``question`` names, and the hint line that passes them
+    to a model with the question (``agents.ask.named_values_hint``); none without a lake."""
+    # Lazy (start-up time): the agents load on first use.
+    from agentlake.agents.ask import named_values, named_values_hint
+
+    listed = _listed_values(resources)
+    named = named_values(question, listed)
+    return named, named_values_hint(named, listed, question)
+
+
 class ThinkerTools:
     """The tools one thinker may call: ``lake_tools`` from the agents' registry plus the workspace."""
 
@@ -93,6 +157,40 @@ class ThinkerTools:
 
     def names(self) -> list[str]:
         return [*self.lake_tools, *WORKSPACE_TOOLS]
+
+    def call_schemas(self) -> dict[str, dict[str, Any]]:
+        """Each tool's arguments as a JSON schema (the lake tools' own, the workspace's above):
+        what a model's call of it may look like under constrained decoding."""
+        schemas: dict[str, dict[str, Any]] = {}
+        try:
+            schemas = {
+                schema["name"]: schema["parameters"]
+                for schema in self.resources.tools.schemas()
+                if schema["name"] in self.lake_tools
+            }
+        except AgentlakeError:
+            pass
+        return {**schemas, **WORKSPACE_ARGS}
+
+    def named_values(self, question: str) -> tuple[list[tuple[str, str]], str]:
+        """``question_values`` over this thinker's lake."""
+        return question_values(self.resources, question)
+
+    def query_problem(self, query: str, question: str, named: list[tuple[str, str]]) -> str | None:
+        """What is wrong with a ``sql`` query for ``question`` before it runs: it leaves out a
+        value the question names, or filters on a listed value the question does not name (a
+        small model copies a worked example's); None when neither."""
+        # Lazy (start-up time): the agents load on first use.
+        from agentlake.agents.ask import missing_values, unnamed_values
+
+        left = missing_values(query, named)
+        if left:
+            return f"the query leaves out {left}, which the question names"
+        extra = unnamed_values(query, question, named, self._listed())
+        return f"the query filters on {extra}, which the question does not name" if extra else None
+
+    def _listed(self) -> dict[tuple[str, str], list[str]]:
+        return _listed_values(self.resources)
 
     def catalog(self) -> str:
         """Tool signatures and the datasets' real columns, for the prompt."""
@@ -142,13 +240,18 @@ class ThinkerTools:
             return ToolOutcome(tool, args, False, "", error=exc.message)
         result = self.resources.tools.call(tool, args, ctx=ctx)
         extra: dict[str, Any] = {}
+        text = result.text
         if tool == "sql":
             extra["query"] = args.get("query")
+            # Lazy (start-up time): the agents load on first use.
+            from agentlake.agents.render import one_value_text
+
+            text = one_value_text(result.data) or text
         return ToolOutcome(
             tool,
             args,
             result.ok,
-            result.text,
+            text,
             data=result.data,
             rows=result.rows,
             error=result.error,

@@ -2,19 +2,27 @@
 
 One structured model call (``DirectorPlan``: the goal, a few steps, the tools they need), made
 with the conversation's compact memory as context, then the request goes on to the thinker
-with the plan attached. A failing planner does not fail the turn: the thinker gets the request
+with the plan attached. Like the thinker, it sees one worked plan and the values the question
+names (without them the 0.5B planned ``FROM welder WHERE city = 'TX'``), and the plan's tools are
+decoded as names of real tools, a few of them (it listed every tool it had read of). A failing planner does not fail the turn: the thinker gets the request
 without a plan and the trace says why. It does not call tools or answer.
 """
 
 from __future__ import annotations
 
 import json
+from functools import cache
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentlake.errors import AgentlakeError
 from agentlake.graph.node import Emit, Node, NodeContext, NodeInfo, Packet, register_node
+from agentlake.graph.toolbox import WORKSPACE_TOOLS, question_values
 from agentlake.llm import Message
+
+TOOLS = ("sql", "hybrid_search", *WORKSPACE_TOOLS)
+MAX_PLAN_TOOLS = 3
 
 SYSTEM = """\
 ROLE: director
@@ -31,6 +39,39 @@ class DirectorPlan(BaseModel):
     goal: str = Field(..., max_length=300)
     steps: list[str] = Field(default_factory=list, max_length=8)
     tools: list[str] = Field(default_factory=list, max_length=8)
+
+
+def plan_schema(max_steps: int) -> dict[str, Any]:
+    """``DirectorPlan``'s schema narrowed for decoding: at most ``max_steps`` steps and a few
+    tools, each a tool's real name (the reply is still validated as ``DirectorPlan``)."""
+    schema = DirectorPlan.model_json_schema()
+    schema["properties"]["steps"]["maxItems"] = max_steps
+    schema["properties"]["tools"].update(
+        items={"type": "string", "enum": list(TOOLS)}, maxItems=MAX_PLAN_TOOLS
+    )
+    schema["required"] = ["goal", "steps", "tools"]
+    return schema
+
+
+@cache
+def plan_example() -> tuple[Message, Message]:
+    """One worked plan (``ask``'s worked count, with the values it names), constant so it stays
+    in the prefix cache. Its steps name no value: the 0.5B copies what an example says."""
+    # Lazy (start-up time): the agents load on first use.
+    from agentlake.agents.ask import EXAMPLE_HINT, EXAMPLE_QUESTION
+
+    example = DirectorPlan(
+        goal="count the forklift operators in TX",
+        steps=[
+            "count them with one sql query, filtered on each value the question names",
+            "answer with the count",
+        ],
+        tools=["sql"],
+    )
+    return (
+        Message(role="user", content=EXAMPLE_QUESTION + EXAMPLE_HINT),
+        Message(role="assistant", content=example.model_dump_json()),
+    )
 
 
 class DirectorConfig(BaseModel):
@@ -55,17 +96,29 @@ class DirectorV1(Node):
 
     def run(self, packet: Packet, ctx: NodeContext) -> list[Emit]:
         text = str(packet.payload["text"])
-        system = SYSTEM.format(max_steps=self.config.max_steps)
         memory = ctx.context.get("memorizer")
-        if memory:
-            system += "\n\nWhat the conversation so far established (compact memory):\n" + json.dumps(
-                memory, ensure_ascii=False
-            )
+        context = (
+            [
+                Message(
+                    role="system",
+                    content="What the conversation so far established (compact memory):\n"
+                    + json.dumps(memory, ensure_ascii=False),
+                )
+            ]
+            if memory
+            else []
+        )
         try:
             plan = ctx.models.structured(
-                [Message(role="system", content=system), Message(role="user", content=text)],
+                [
+                    Message(role="system", content=SYSTEM.format(max_steps=self.config.max_steps)),
+                    *plan_example(),
+                    *context,
+                    Message(role="user", content=text + question_values(ctx.resources, text)[1]),
+                ],
                 DirectorPlan,
                 max_tokens=self.config.max_tokens,
+                schema=plan_schema(self.config.max_steps),
             )
         except AgentlakeError as exc:
             ctx.trace("plan_failed", error=exc.message)

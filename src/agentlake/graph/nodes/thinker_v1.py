@@ -12,6 +12,17 @@ without tool calls is audited first, and retried once per kind with the reason w
 * it states a number although no tool ran in this turn (``number_without_tool``): a small model
   answers "how many ..." with a number it made up.
 
+* it looks nothing up although the question names values the lake lists (a role, a state) and no
+  tool ran (``lookup_missing``): a small model answers "how many welders are in OH?" from nothing.
+
+What makes a small model (the embedded 0.5B) call its tools, the way ``ask`` does: each step is
+decoded under a schema of the real calls (a tool named in the catalog, with that tool's own
+arguments); worked examples (a count through ``sql``, a search, a workflow) come after the
+constant system prompt, so both stay in the model's prefix cache, and the turn's context (plan,
+memory, notes) after them; the values a question names are passed on with it as filters; a
+``sql`` call that leaves one of them out, or filters on a listed value the question does not
+name, is sent back once, not run, saying which.
+
 When a step only repeats calls already made in the turn (same tool, same arguments), they are
 not run again: the answer is asked for from the results alone, in a short prompt, which a small
 model reads where it loses them in a long conversation.
@@ -23,8 +34,10 @@ not render controls, stream text or keep memory.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -60,6 +73,8 @@ AUDIT_FEEDBACK = {
     "nothing happened. Make the tool call now, or answer directly without announcing an action.",
     "number_without_tool": "AUDIT: your reply states a number, but no tool looked anything up, so the "
     "number is a guess. Look it up with a tool call (sql for a count) and answer from the result.",
+    "lookup_missing": "AUDIT: the question names values in the lake ({values}), but you looked nothing up. "
+    "Call sql with a query that filters on each of them, and answer from its result.",
 }
 _CODE = re.compile(r"```|\bSELECT\s+[^;]{1,400}?\s+FROM\s+\w+|^\s*(def|class|import)\s+\w+", re.MULTILINE)
 _NUMBER = re.compile(r"\b\d[\d,.]*\b")
@@ -71,14 +86,17 @@ _INTENT = re.compile(
 )
 
 
-def audit_reply(say: str, *, looked_up: bool = True) -> str | None:
+def audit_reply(say: str, *, looked_up: bool = True, names_values: bool = False) -> str | None:
     """Why a reply without tool calls must be retried (``code_without_tool``,
     ``intent_without_action``, and with ``looked_up=False``, when no tool ran in this turn,
+    ``lookup_missing`` when the question ``names_values`` of the lake, else
     ``number_without_tool``), or None when it may go to the user."""
     if _CODE.search(say):
         return "code_without_tool"
     if _INTENT.search(say):
         return "intent_without_action"
+    if not looked_up and names_values:
+        return "lookup_missing"
     if not looked_up and _NUMBER.search(say):
         return "number_without_tool"
     return None
@@ -102,10 +120,120 @@ class ThinkerStep(BaseModel):
     say: str = ""
 
 
+# The reply's shape, shown to a model without native schema support instead of the schema.
+STEP_EXAMPLE = '{"tool_calls": [{"tool": "sql", "args": {"query": "SELECT ..."}}], "say": ""}'
+
+
+def step_schema(call_schemas: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The JSON schema a step is decoded under: ``ThinkerStep``'s shape, each call one of the
+    tools in ``call_schemas`` (name -> its arguments' JSON schema) with that tool's arguments.
+    Under constrained decoding a model cannot misspell a tool or invent an argument (the 0.5B
+    called ``HYbrid_search`` with ``k`` running to the token limit); validation stays
+    ``ThinkerStep``'s, so a reply from a provider without native schema support is judged by
+    the tools (an unknown tool comes back as an error)."""
+    defs: dict[str, Any] = {}
+    calls = []
+    for name, args in call_schemas.items():
+        args = copy.deepcopy(args)
+        defs.update(args.pop("$defs", {}))  # refs are "#/$defs/...": they resolve from the root
+        calls.append(
+            {
+                "type": "object",
+                "properties": {"tool": {"type": "string", "enum": [name]}, "args": args},
+                "required": ["tool", "args"],
+                "additionalProperties": False,
+            }
+        )
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "tool_calls": {"type": "array", "items": {"anyOf": calls}, "maxItems": MAX_CALLS_PER_STEP},
+            "say": {"type": "string"},
+        },
+        "required": ["tool_calls", "say"],
+        "additionalProperties": False,
+    }
+    if defs:
+        schema["$defs"] = defs
+    return schema
+
+
+def _said(say: str = "", *calls: tuple[str, dict[str, Any]]) -> Message:
+    step = ThinkerStep(tool_calls=[ToolCall(tool=tool, args=args) for tool, args in calls], say=say)
+    return Message(role="assistant", content=step.model_dump_json())
+
+
+def _result(tool: str, args: dict[str, Any], text: str, rows: int) -> Message:
+    return Message(role="tool", content=ToolOutcome(tool, args, True, text, rows=rows).for_model())
+
+
+@cache
+def worked_examples() -> dict[str, tuple[Message, ...]]:
+    """One worked exchange per kind of tool, by the tool it calls: a count through ``sql`` (the
+    same example as ``ask``'s, with the named values passed on), a search, a workflow. Shown
+    before the real conversation, a small model calls a tool, over the real table, and answers
+    from its result; constant, so they stay in its prefix cache."""
+    # Lazy (start-up time): the agents load on first use.
+    from agentlake.agents.ask import EXAMPLE_COUNT, EXAMPLE_HINT, EXAMPLE_QUESTION, EXAMPLE_SQL
+
+    count = {"query": EXAMPLE_SQL}
+    search = {"question": "experience repairing hydraulic presses"}
+    found = (
+        "2 results:\n- worker_id=17 score=0.812: Maintenance technician, six years repairing hydraulic presses\n"
+        "- worker_id=342 score=0.774: Millwright; rebuilt press hydraulics at a stamping plant"
+    )
+    workflow = {
+        "name": "review",
+        "states": ["draft", "in review", "approved"],
+        "transitions": [
+            {"from": "draft", "to": "in review", "label": "submit"},
+            {"from": "in review", "to": "approved", "label": "approve"},
+        ],
+        "initial": "draft",
+    }
+    return {
+        "sql": (
+            Message(role="user", content=EXAMPLE_QUESTION + EXAMPLE_HINT),
+            _said("", ("sql", count)),
+            _result("sql", count, f"one value: n = {EXAMPLE_COUNT}", 1),
+            _said(f"There are {EXAMPLE_COUNT} forklift operators in TX."),
+        ),
+        "hybrid_search": (
+            Message(role="user", content="Who has experience repairing hydraulic presses?"),
+            _said("", ("hybrid_search", search)),
+            _result("hybrid_search", search, found, 2),
+            _said("Workers 17 and 342 fit best: both have repaired press hydraulics."),
+        ),
+        "machine_create": (
+            Message(role="user", content="set up a review workflow"),
+            _said("", ("machine_create", workflow)),
+            _result("machine_create", workflow, "created review: states ['draft', 'in review', 'approved'], now at draft", 0),
+            _said("The review workflow is set up: its buttons move it from draft to approved."),
+        ),
+    }  # fmt: skip
+
+
 class FinalAnswer(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     say: str
+
+
+@cache
+def answer_example() -> tuple[Message, Message]:
+    """The worked count's answer from its result alone: shown one, a small model answers in a
+    sentence that quotes the value ("1" was the 0.5B's whole answer without it)."""
+    # Lazy (start-up time): the agents load on first use.
+    from agentlake.agents.ask import EXAMPLE_COUNT, EXAMPLE_QUESTION, EXAMPLE_SQL
+
+    result = ToolOutcome("sql", {"query": EXAMPLE_SQL}, True, f"one value: n = {EXAMPLE_COUNT}", rows=1)
+    return (
+        Message(role="user", content=f"Question: {EXAMPLE_QUESTION}\n\nTool results:\n{result.for_model()}"),
+        Message(
+            role="assistant",
+            content=FinalAnswer(say=f"There are {EXAMPLE_COUNT} forklift operators in TX.").model_dump_json(),
+        ),
+    )
 
 
 ANSWER_FROM_RESULTS = (
@@ -153,8 +281,14 @@ class ThinkerV1(Node):
     )
     Config = ThinkerConfig
 
-    def system_prompt(self, tools: ThinkerTools, ctx: NodeContext, plan: dict | None) -> str:
-        parts = [SYSTEM.format(catalog=tools.catalog(), max_calls=MAX_CALLS_PER_STEP, data_rule=DATA_RULE)]
+    def system_prompt(self, tools: ThinkerTools) -> str:
+        """The constant part of the prompt: the role, the tools and the datasets, the rules."""
+        return SYSTEM.format(catalog=tools.catalog(), max_calls=MAX_CALLS_PER_STEP, data_rule=DATA_RULE)
+
+    def context_prompt(self, ctx: NodeContext, plan: dict | None) -> str:
+        """What this turn adds (machines, the director's plan, memory, sensor notes); empty when
+        nothing. It follows the worked examples, so they stay cached across turns."""
+        parts = []
         machines = ctx.session.machines
         if machines:
             lines = [
@@ -184,24 +318,34 @@ class ThinkerV1(Node):
         prior = (
             ctx.session.history[:-1][-self.config.history_messages :] if self.config.history_messages else []
         )
+        call_schemas = tools.call_schemas()
+        schema = step_schema(call_schemas)
+        named, hint = tools.named_values(text)
+        context = self.context_prompt(ctx, plan)
         messages = [
-            Message(role="system", content=self.system_prompt(tools, ctx, plan)),
+            Message(role="system", content=self.system_prompt(tools)),
+            *(m for tool, shot in worked_examples().items() if tool in call_schemas for m in shot),
             *(
                 Message(role=m["role"], content=m["content"])
                 for m in prior
                 if m["role"] in ("user", "assistant")
             ),
-            Message(role="user", content=text),
+            *([Message(role="system", content=context)] if context else []),
+            Message(role="user", content=text + hint),
         ]
+        start = len(messages) - 1  # this request: the worked examples' rounds are not its own
         outcomes: list[ToolOutcome] = []
         audited: set[str] = set()
         done: set[str] = set()
+        sent_back = False
         answer: str | None = None
         for round_number in range(self.config.max_tool_rounds + len(AUDIT_FEEDBACK) + 1):
-            step = ctx.models.structured(messages, ThinkerStep, max_tokens=self.config.max_tokens)
+            step = ctx.models.structured(
+                messages, ThinkerStep, max_tokens=self.config.max_tokens, schema=schema, example=STEP_EXAMPLE
+            )
             calls = step.tool_calls[:MAX_CALLS_PER_STEP]
             ctx.trace("step", round=round_number, say=step.say[:300], tool_calls=[c.tool for c in calls])
-            if calls and self._rounds(messages) >= self.config.max_tool_rounds:
+            if calls and self._rounds(messages[start:]) >= self.config.max_tool_rounds:
                 ctx.trace("round_limit_ignored", tool_calls=[c.tool for c in calls])
                 answer = step.say.strip()
                 break
@@ -210,13 +354,36 @@ class ThinkerV1(Node):
                     c for c in calls if json.dumps([c.tool, c.args], sort_keys=True, default=str) not in done
                 ]
                 if not fresh and outcomes:
-                    # A small model calls the same tools again instead of reading their results:
-                    # the answer is asked for from the results alone, in a short prompt.
+                    # A small model calls the same tools again instead of reading their results
+                    # (and what it says beside them is no answer: the 0.5B said "0 workers in
+                    # CA" beside a count of 421): the answer is asked for from the results
+                    # alone, in a short prompt.
                     ctx.trace("repeat", tool_calls=[c.tool for c in calls])
                     answer = self._answer_from(ctx, text, outcomes)
                     break
                 messages.append(Message(role="assistant", content=step.model_dump_json()))
                 for call in fresh:
+                    problem = (
+                        tools.query_problem(str(call.args.get("query", "")), text, named)
+                        if call.tool == "sql" and not sent_back
+                        else None
+                    )
+                    if problem:
+                        # Sent back once, not run: a small model counts "welders in OH" over
+                        # every worker in OH (as ask's plans did), or keeps the example's TX.
+                        sent_back = True
+                        ctx.trace("sent_back", tool=call.tool, args=call.args, problem=problem)
+                        error = (
+                            f"not run: {problem}; call sql again with the whole query, filtering on "
+                            "each value the question names and no other"
+                        )
+                        messages.append(
+                            Message(
+                                role="tool",
+                                content=ToolOutcome(call.tool, call.args, False, "", error=error).for_model(),
+                            )
+                        )
+                        continue
                     done.add(json.dumps([call.tool, call.args], sort_keys=True, default=str))
                     ctx.hud(f"calling {call.tool}")
                     ctx.trace("tool_call", tool=call.tool, args=call.args)
@@ -226,7 +393,7 @@ class ThinkerV1(Node):
                     )
                     outcomes.append(outcome)
                     messages.append(Message(role="tool", content=outcome.for_model()))
-                if self._rounds(messages) >= self.config.max_tool_rounds:
+                if self._rounds(messages[start:]) >= self.config.max_tool_rounds:
                     ctx.trace("round_limit", rounds=self.config.max_tool_rounds)
                     messages.append(
                         Message(
@@ -235,14 +402,15 @@ class ThinkerV1(Node):
                         )
                     )
                 continue
-            kind = audit_reply(step.say, looked_up=bool(outcomes))
+            kind = audit_reply(step.say, looked_up=bool(outcomes), names_values=bool(named))
             if kind is not None and kind not in audited:
                 audited.add(kind)
                 ctx.trace("audit", kind=kind, say=step.say[:300])
                 ctx.hud(f"audit: {kind.replace('_', ' ')}; asking again", flag=kind)
+                values = ", ".join(f"{column} = '{value}'" for column, value in named)
                 messages += [
                     Message(role="assistant", content=step.model_dump_json()),
-                    Message(role="user", content=AUDIT_FEEDBACK[kind]),
+                    Message(role="user", content=AUDIT_FEEDBACK[kind].format(values=values)),
                 ]
                 continue
             if kind is not None:
@@ -274,6 +442,7 @@ class ThinkerV1(Node):
         reply = ctx.models.structured(
             [
                 Message(role="system", content=ANSWER_FROM_RESULTS),
+                *answer_example(),
                 Message(role="user", content=f"Question: {question}\n\nTool results:\n{results}"),
             ],
             FinalAnswer,
