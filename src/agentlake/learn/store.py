@@ -599,8 +599,9 @@ class LessonStore:
         PostgreSQL the block runs inside the database transaction, which first locks the head
         row (``SELECT ... FOR UPDATE``) and takes in every change committed before: writers in
         other processes wait for it, so curation always starts from the latest versions and
-        no lesson update is lost. (Curation reads every lesson with the same match, so the
-        unit locked is the store, not one lesson's row.)
+        no lesson update is lost. (Curation reads every lesson with the same match and may add
+        one, and ``_sync`` catches up by ``seq``, complete only while commits follow ``seq``
+        order: so the unit locked is the store, not one lesson's row; docs/architecture.md.)
         """
         if self.read_only:
             raise UserError(f"the lesson store {self.path} is open read-only")
