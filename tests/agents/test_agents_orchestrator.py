@@ -452,6 +452,41 @@ def test_lessons_reach_the_executor_as_find_workers_arguments(
     assert [(c["lesson_id"], c["used"]) for c in citations] == [(lesson_id, True)]
 
 
+def test_the_executor_may_cite_only_the_lessons_it_was_given(
+    make_ctx, order, qualified, models, store
+) -> None:
+    from agentlake.learn import LessonDraft, LessonMatch
+
+    lesson_id = store.add(
+        LessonDraft(
+            trigger="Warehouse Associate orders in New York",
+            action="call the client first",
+            match=LessonMatch(role="Warehouse Associate", city="New York"),
+        )
+    ).lesson_id
+    executor, reviewer = models
+    executor.enqueue(action("tool_call", tool="find_workers", args=FIND))
+    executor.enqueue(action("propose_done", worker_ids=qualified[:3]))
+    reviewer.enqueue(action("critique", approve=True))
+
+    LLMPolicy(executor, reviewer).run(order, make_ctx(lessons=store))
+
+    cited = executor.history[0][1].schema_["$defs"]["ToolCall_find_workers"]["properties"]["cited_lessons"]
+    assert cited["items"]["enum"] == [lesson_id]
+
+
+def test_with_no_lessons_the_executor_cites_none(make_ctx, order, qualified, models) -> None:
+    executor, reviewer = models
+    executor.enqueue(action("tool_call", tool="find_workers", args=FIND))
+    executor.enqueue(action("propose_done", worker_ids=qualified[:3]))
+    reviewer.enqueue(action("critique", approve=True))
+
+    LLMPolicy(executor, reviewer).run(order, make_ctx())
+
+    proposal = executor.history[1][1].schema_["$defs"]["ProposeDoneAction"]["properties"]
+    assert proposal["cited_lessons"]["maxItems"] == 0
+
+
 def test_a_lesson_about_calling_tools_is_not_put_to_the_reviewer(
     make_ctx, order, qualified, models, store
 ) -> None:

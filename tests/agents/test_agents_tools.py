@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pydantic import BaseModel
 
@@ -251,3 +253,49 @@ def test_hybrid_search_tool_over_a_real_index(tmp_path, sink) -> None:
     assert op.success
     assert op.attributes["rows"] == result.rows
     assert op.agent_id == "searcher"
+
+
+def _executor_schema(**kwargs: Any) -> dict[str, Any]:
+    from agentlake.agents.actions import executor_schema
+
+    tools = {schema["name"]: schema["parameters"] for schema in default_tools().schemas()}
+    return executor_schema(tools, [], 3, **kwargs)
+
+
+def _matches(reply: dict[str, Any], schema: dict[str, Any]) -> bool:
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(schema).is_valid(reply)
+
+
+def test_a_tool_call_with_its_own_arguments_matches_the_action_schema() -> None:
+    reply = {
+        "kind": "tool_call",
+        "tool": "find_workers",
+        "args": {"role": "Welder", "city": "Cleveland", "state": "OH"},
+    }
+    assert _matches(reply, _executor_schema())
+
+
+def test_a_tool_call_without_its_required_arguments_does_not_match() -> None:
+    # The 1.5B called find_workers() with nothing; under the grammar it now cannot.
+    assert not _matches({"kind": "tool_call", "tool": "find_workers", "args": {}}, _executor_schema())
+
+
+def test_an_argument_no_tool_takes_does_not_match() -> None:
+    args = {"role": "Welder", "city": "Cleveland", "state": "OH", "certification": "AWS"}
+    assert not _matches({"kind": "tool_call", "tool": "find_workers", "args": args}, _executor_schema())
+
+
+def test_one_tools_arguments_do_not_pass_for_another_tool() -> None:
+    args = {"role": "Welder", "city": "Cleveland", "state": "OH"}
+    assert not _matches({"kind": "tool_call", "tool": "get_worker", "args": args}, _executor_schema())
+
+
+def test_a_tool_without_required_arguments_may_be_called_without_args() -> None:
+    from agentlake.agents.actions import executor_schema
+
+    schema = executor_schema(
+        {"ping": {"type": "object", "properties": {}, "additionalProperties": False}}, [], 1
+    )
+    assert _matches({"kind": "tool_call", "tool": "ping"}, schema)

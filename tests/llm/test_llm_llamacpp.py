@@ -14,7 +14,15 @@ from pydantic import BaseModel, Field
 
 from agentlake.errors import UserError
 from agentlake.llm import GenerateOptions, Message, get_provider
-from agentlake.llm.llamacpp import STRING_CAP, build_prompt, cap_schema, example_from_schema
+from agentlake.llm.llamacpp import (
+    ARRAY_CAP,
+    KEY_CAP,
+    NUMBER_CAP,
+    STRING_CAP,
+    build_prompt,
+    cap_schema,
+    example_from_schema,
+)
 
 
 class Worker(BaseModel):
@@ -98,3 +106,49 @@ def test_text_prompt_and_examples_for_every_type() -> None:
         False,
         False,
     ]
+
+
+def _grammar_accepts(schema: dict, text: str) -> bool:
+    """Whether xgrammar's grammar for the capped ``schema`` accepts all of ``text`` (one-character
+    vocabulary: the grammar, not a tokenizer, is under test)."""
+    import json
+
+    import xgrammar
+
+    info = xgrammar.TokenizerInfo([chr(code) for code in range(32, 127)])
+    compiled = xgrammar.GrammarCompiler(info, max_threads=1).compile_json_schema(
+        json.dumps(cap_schema(schema)), any_whitespace=False, strict_mode=True
+    )
+    return xgrammar.GrammarMatcher(compiled).accept_string(text)
+
+
+def test_a_number_without_bounds_gets_bounds_so_its_digits_end() -> None:
+    capped = cap_schema({"type": "object", "properties": {"x": {"type": "number"}, "n": {"type": "integer"}}})
+    assert capped["properties"]["x"]["maximum"] == NUMBER_CAP
+    assert capped["properties"]["n"]["minimum"] == -NUMBER_CAP
+
+
+def test_a_number_keeps_the_bounds_it_has() -> None:
+    capped = cap_schema({"type": "number", "exclusiveMinimum": 0, "maximum": 500})
+    assert "minimum" not in capped
+    assert capped["maximum"] == 500
+
+
+def test_endless_digits_are_refused_by_the_grammar() -> None:
+    schema = {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}
+    assert _grammar_accepts(schema, '{"x": 0.7}')
+    assert not _grammar_accepts(schema, '{"x": 0.' + "7" * 40 + "}")
+
+
+def test_an_object_of_free_keys_is_capped_in_keys_and_key_length() -> None:
+    schema = {"type": "object", "additionalProperties": {"type": "number"}}
+    ten = "{" + ", ".join(f'"k{i}": 1' for i in range(10)) + "}"
+    many = "{" + ", ".join(f'"k{i}": 1' for i in range(ARRAY_CAP + 1)) + "}"
+    assert _grammar_accepts(schema, ten)
+    assert not _grammar_accepts(schema, many)
+    assert not _grammar_accepts(schema, '{"' + "k" * (KEY_CAP + 1) + '": 1}')
+
+
+def test_a_date_time_keeps_its_format_without_a_length_xgrammar_would_ignore() -> None:
+    capped = cap_schema({"type": "string", "format": "date-time"})
+    assert "maxLength" not in capped

@@ -12,7 +12,7 @@ obtained (the LLM layer's ``generate_json``) or applied (``orchestrator``).
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Annotated, Any, Literal
 
@@ -219,20 +219,35 @@ def json_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def executor_schema(
-    tools: Sequence[str], candidates: Sequence[int], count: int, *, propose_from: Sequence[int] = ()
+    tools: Sequence[str] | Mapping[str, dict[str, Any]],
+    candidates: Sequence[int],
+    count: int,
+    *,
+    propose_from: Sequence[int] = (),
+    lessons: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The executor's action schema for one turn, narrowed to what it can do now: a tool named
     in the catalog; before any tool returned a worker, only a tool call; after, a tool call or a
-    proposal of at most ``count`` ids (and spares) among ``candidates``, the workers tools
-    returned. With ``propose_from`` (verified workers, at least ``count`` of them) only a
+    proposal of at most ``count`` ids (and ``LIST_CAP`` spares) among ``candidates``, the workers
+    tools returned. With ``propose_from`` (verified workers, at least ``count`` of them) only a
     proposal of exactly ``count`` of them: the loop asks for it once the executor was told it
     has enough and did something else. Under constrained decoding a small model then cannot
     propose before it searched, invent an id, call a tool that does not exist or keep searching
     past a fill it already has; validation (``ExecutorAction``) stays as wide as before, so a
-    provider without native schema support is judged by verification."""
+    provider without native schema support is judged by verification.
+
+    ``tools`` maps each tool's name to its parameters' JSON schema (``ToolRegistry.schemas``):
+    then each tool is a branch of its own whose ``args`` are exactly that tool's, required ones
+    required, so a model cannot call ``find_workers()`` with nothing or write arguments no tool
+    takes (a free-form object, under a grammar, is where a small model ran to the token limit).
+    Names alone keep ``args`` free-form. ``lessons``, the ids of the lessons in the prompt,
+    narrows ``cited_lessons`` to them (none given: an empty list)."""
     schema = copy.deepcopy(json_schema(ExecutorAction))
     defs = schema["$defs"]
-    defs["ToolCallAction"]["properties"]["tool"]["enum"] = list(dict.fromkeys(tools))
+    if lessons is not None:
+        for name in ("ToolCallAction", "ProposeDoneAction"):
+            _cite_only(defs[name]["properties"]["cited_lessons"], lessons)
+    _tool_branches(defs, tools)
     allowed = ["ToolCallAction"]
     if candidates or propose_from:
         proposal = defs["ProposeDoneAction"]["properties"]
@@ -244,13 +259,43 @@ def executor_schema(
             ids = sorted(set(candidates))
             proposal["worker_ids"].update(items={"type": "integer", "enum": ids}, minItems=1)
         proposal["worker_ids"]["maxItems"] = count
-        proposal["spares"].update(items={"type": "integer", "enum": ids})
+        proposal["spares"].update(items={"type": "integer", "enum": ids}, maxItems=LIST_CAP)
         allowed.append("ProposeDoneAction")
     schema["oneOf"] = [{"$ref": f"#/$defs/{name}"} for name in allowed]
     kinds = {"ToolCallAction": "tool_call", "ProposeDoneAction": "propose_done"}
     schema["discriminator"]["mapping"] = {kinds[name]: f"#/$defs/{name}" for name in allowed}
     del defs["PlanAction"]
     return schema
+
+
+def _cite_only(cited: dict[str, Any], lessons: Sequence[str]) -> None:
+    ids = list(dict.fromkeys(lessons))
+    if ids:
+        cited.update(items={"type": "string", "enum": ids}, maxItems=len(ids))
+    else:
+        cited.update(maxItems=0)
+
+
+def _tool_branches(defs: dict[str, Any], tools: Sequence[str] | Mapping[str, dict[str, Any]]) -> None:
+    """``ToolCallAction`` in ``defs`` as one branch per tool (``ToolCall_<name>``, its ``args``
+    that tool's parameters) when ``tools`` carries parameters, else its ``tool`` as an enum."""
+    call = defs["ToolCallAction"]
+    if not isinstance(tools, Mapping):
+        call["properties"]["tool"]["enum"] = list(dict.fromkeys(tools))
+        return
+    branches = []
+    for name, parameters in tools.items():
+        branch = copy.deepcopy(call)
+        branch["title"] = f"ToolCall_{name}"
+        branch["properties"]["tool"] = {"type": "string", "const": name}
+        args = {key: value for key, value in parameters.items() if key != "title"}
+        args["description"] = call["properties"]["args"].get("description", "")
+        branch["properties"]["args"] = args
+        if args.get("required"):
+            branch["required"] = ["tool", "args"]
+        defs[f"ToolCall_{name}"] = branch
+        branches.append({"$ref": f"#/$defs/ToolCall_{name}"})
+    defs["ToolCallAction"] = {"anyOf": branches, "title": "ToolCallAction"}
 
 
 def action_kinds(output_type: type[RootModel]) -> list[str]:

@@ -171,6 +171,7 @@ class _Brief:
     words_only: bool  # one of those has no filter code can check: the reviewer must read the workers
     eligible: set[int] | None  # workers the lessons' filters allow; None: no filter to check
     wanted: str  # the lessons' filters in words
+    tools: dict[str, dict[str, Any]]  # each tool's parameters' JSON schema, for the action schema
 
 
 class LLMPolicy:
@@ -327,10 +328,11 @@ class LLMPolicy:
         state.feedback = []
         told_enough = bool(state.enough)
         schema = executor_schema(
-            ctx.tools.names(),
+            brief.tools,
             sorted(state.surfaced),
             state.order.count,
             propose_from=_proposable(state) if state.ignored_enough else (),
+            lessons=brief.given.ids,
         )
         reply = self._ask(state, ctx, "executor", state.executor, messages, ExecutorAction, schema)
         if reply is None:
@@ -853,6 +855,7 @@ def _brief(order: FillOrder, ctx: RunContext, given: TaskLessons) -> _Brief:
         words_only=any(lesson.machine is None for lesson in judged),
         eligible=eligible,
         wanted=wanted,
+        tools={schema["name"]: schema["parameters"] for schema in ctx.tools.schemas()},
     )
 
 

@@ -45,6 +45,8 @@ INSTALL_HINT = (
 STRING_CAP = 200
 # Items of any list a grammar-constrained reply may hold.
 ARRAY_CAP = 16
+KEY_CAP = 64
+NUMBER_CAP = 10**15
 MAX_EXAMPLE_DEPTH = 6
 TEXT_EXAMPLE = ("Name the capital of France.", "Paris")
 SCHEMA_EXAMPLE_INPUT = "Produce the requested record."
@@ -84,25 +86,39 @@ def default_gguf() -> Path:
     return Path(assemble())
 
 
+def _bound(node: dict) -> None:
+    """``minimum``/``maximum`` within +-``NUMBER_CAP`` on a number schema (exclusive bounds count)."""
+    low = node.get("minimum", node.get("exclusiveMinimum"))
+    high = node.get("maximum", node.get("exclusiveMaximum"))
+    if low is None:
+        node["minimum"] = -NUMBER_CAP
+    if high is None:
+        node["maximum"] = NUMBER_CAP
+
+
 def cap_schema(schema: dict, max_length: int = STRING_CAP, max_items: int = ARRAY_CAP) -> dict:
     """A copy of ``schema`` in which every string without an enum/const has ``maxLength`` at
-    most ``max_length``, every array ``maxItems`` at most ``max_items``, and an object of any
-    values (``additionalProperties`` unconstrained, no properties) holds only scalars, capped
-    lists of scalars and flat objects of scalars (``$defs`` and nested schemas included): so
-    under a grammar no string, list or free-form argument can run to the token limit."""
+    most ``max_length``, every array ``maxItems`` at most ``max_items``, every object with
+    keys of its own choosing at most ``max_items`` keys of at most ``KEY_CAP`` characters, every
+    number bounds (``NUMBER_CAP``, so at most 15 digits and 6 decimals under xgrammar), and an
+    object of any values (``additionalProperties`` unconstrained, no properties) holds only
+    scalars, capped lists of scalars and flat objects of scalars (``$defs`` and nested schemas
+    included): so under a grammar no string, list, key, number or free-form argument can run to
+    the token limit (a reply of 2,048 tokens took the 1.5B five minutes)."""
     capped = copy.deepcopy(schema)
     # Free-form arguments, bounded: scalars, capped lists (of scalars, lists of scalars or flat
     # objects) and flat objects (of scalars and capped lists); enough for tool arguments such as
     # transitions [{from, to}] or a table's rows [[...]], never an endless structure.
     scalar: list[dict[str, Any]] = [
         {"type": "string", "maxLength": max_length},
-        {"type": "number"},
+        {"type": "number", "minimum": -NUMBER_CAP, "maximum": NUMBER_CAP},
         {"type": "boolean"},
         {"type": "null"},
     ]
     short_list = {"type": "array", "items": {"anyOf": scalar}, "maxItems": max_items}
     nested_list = {"type": "array", "items": {"anyOf": [*scalar, short_list]}, "maxItems": max_items}
-    flat_object = {"type": "object", "additionalProperties": {"anyOf": [*scalar, nested_list]}}
+    keys = {"maxProperties": max_items, "propertyNames": {"maxLength": KEY_CAP}}
+    flat_object = {"type": "object", "additionalProperties": {"anyOf": [*scalar, nested_list]}, **keys}
     bounded_value = {
         "anyOf": [
             *scalar,
@@ -115,12 +131,25 @@ def cap_schema(schema: dict, max_length: int = STRING_CAP, max_items: int = ARRA
         if isinstance(node, dict):
             kind = node.get("type")
             is_string = kind == "string" or (isinstance(kind, list) and "string" in kind)
-            if is_string and "enum" not in node and "const" not in node:
+            if is_string and not {"enum", "const", "format"} & node.keys():
+                # A format (date-time) is its own bounded grammar; xgrammar ignores a length beside it.
                 node["maxLength"] = min(int(node.get("maxLength", max_length)), max_length)
                 node["minLength"] = min(int(node.get("minLength", 0)), node["maxLength"])
             if kind == "array":
                 node["maxItems"] = min(int(node.get("maxItems", max_items)), max_items)
                 node["minItems"] = min(int(node.get("minItems", 0)), node["maxItems"])
+            is_number = kind in ("number", "integer") or (
+                isinstance(kind, list) and ("number" in kind or "integer" in kind)
+            )
+            if is_number and "enum" not in node and "const" not in node:
+                _bound(node)
+            if (
+                kind == "object"
+                and not node.get("properties")
+                and node.get("additionalProperties", True) is not False
+            ):
+                node["maxProperties"] = min(int(node.get("maxProperties", max_items)), max_items)
+                node["propertyNames"] = {"maxLength": KEY_CAP}
             if "oneOf" in node:
                 # A grammar cannot enforce "exactly one"; the branches agentlake writes are told
                 # apart by a const field anyway. Saying anyOf keeps xgrammar from warning on

@@ -159,16 +159,19 @@ def _tidy(node: Any) -> Any:
     return out
 
 
-def _is_object(node: Any, root: dict[str, Any]) -> bool:
-    """Whether ``node`` (inline or a local ``$ref``) is an object schema."""
-    if not isinstance(node, dict):
+def _is_object(node: Any, root: dict[str, Any], depth: int = 0) -> bool:
+    """Whether ``node`` (inline or a local ``$ref``) is an object schema, or a union of them."""
+    if not isinstance(node, dict) or depth > 8:
         return False
     ref = node.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/"):
         target: Any = root
         for part in ref[2:].split("/"):
             target = target.get(part) if isinstance(target, dict) else None
-        return isinstance(target, dict) and target.get("type") == "object"
+        return _is_object(target, root, depth + 1)
+    alternatives = node.get("anyOf") or node.get("oneOf")
+    if "type" not in node and isinstance(alternatives, list) and alternatives:
+        return all(_is_object(alternative, root, depth + 1) for alternative in alternatives)
     return node.get("type") == "object"
 
 
