@@ -13,9 +13,9 @@ import jsonschema
 import pytest
 
 from agentlake.errors import UserError
-from agentlake.llm import CallRecord, ContextOverflowError, generate, generate_json
-from agentlake.llm.local import STRING_CAP, LocalProvider
-from agentlake.llm.packaged import installed, packaged_model
+from agentlake.llm import CallRecord, ContextOverflowError, Message, generate, generate_json
+from agentlake.llm.local import STRING_CAP, LocalProvider, render_chat
+from agentlake.llm.packaged import gguf_info, installed, packaged_model
 from agentlake.settings import load_settings
 
 MODEL = "qwen2.5-coder-0.5b"
@@ -96,6 +96,27 @@ def test_the_unchanged_prompt_prefix_is_not_evaluated_again(
     assert second.completion.usage.cached_input_tokens > 200  # the system prompt's tokens
     assert evaluated_second < evaluated_first / 5
     assert records[-1].cached_input_tokens == second.completion.usage.cached_input_tokens
+
+
+def test_what_the_grammar_forces_is_evaluated_without_a_step_of_its_own(
+    provider: LocalProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoder = provider.decoder()
+    passes: list[int] = []
+    evaluate = decoder.engine.evaluate
+    monkeypatch.setattr(decoder.engine, "evaluate", lambda *args: passes.append(1) or evaluate(*args))
+    prompt = render_chat(
+        gguf_info(provider.gguf_path).chat_template,
+        [Message(role="user", content="Read this order: fill 3 x Welder in Cleveland, OH")],
+    )
+    generation = decoder.generate(
+        prompt, schema=ORDER_SCHEMA, max_tokens=120, temperature=None, stop=None, window=4096
+    )
+    jsonschema.validate(json.loads(generation.text), ORDER_SCHEMA)
+    assert generation.forced_tokens >= 10  # the five keys and their punctuation, at least
+    # The prompt's pass, then one per sampled token but the last (it closes the object: nothing
+    # but the stop token may follow, and no pass is spent to pick it).
+    assert len(passes) == generation.output_tokens - generation.forced_tokens
 
 
 def test_a_free_text_field_is_capped_and_the_reply_ends(provider: LocalProvider) -> None:

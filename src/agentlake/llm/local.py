@@ -280,6 +280,9 @@ class Generation:
     output_tokens: int
     prompt_ms: float
     generation_ms: float
+    forced_tokens: int = (
+        0  # of output_tokens, those the grammar forced (evaluated without a step of their own)
+    )
 
 
 class Decoder:
@@ -360,6 +363,7 @@ class Decoder:
             out: list[int] = []
             finish = "length"
             text = ""
+            forced = 0
             while len(out) < max_tokens:
                 if matcher is not None:
                     matcher.fill_next_token_bitmask(bitmask)
@@ -370,8 +374,14 @@ class Decoder:
                     break
                 if matcher is not None and not matcher.accept_token(token):
                     raise RunError(f"the grammar refused token {token} it had allowed")
-                out.append(token)
-                if matcher is not None and matcher.is_terminated():
+                step = [token]
+                if matcher is not None and not matcher.is_terminated():
+                    step += self._forced(matcher, max_tokens - len(out) - 1)
+                forced += len(step) - 1
+                out.extend(step)
+                if matcher is not None and (
+                    matcher.is_terminated() or self._only_stop_left(matcher, bitmask)
+                ):
                     finish = "stop"
                     break
                 if stop:
@@ -382,8 +392,8 @@ class Decoder:
                         break
                 if len(out) >= max_tokens:
                     break
-                logits = self.engine.evaluate(index, len(slot.tokens), [token])
-                slot.tokens.append(token)
+                logits = self.engine.evaluate(index, len(slot.tokens), step)
+                slot.tokens.extend(step)
             slot.last_used = time.perf_counter()
         if not (stop and finish == "stop"):
             text = self.engine.tokenizer.decode(out, skip_special_tokens=True)
@@ -395,7 +405,40 @@ class Decoder:
             output_tokens=len(out),
             prompt_ms=(prompt_done - started) * 1000,
             generation_ms=(slot.last_used - prompt_done) * 1000,
+            forced_tokens=forced,
         )
+
+    def _only_stop_left(self, matcher: Any, bitmask: Any) -> bool:
+        """Whether the grammar is complete and allows nothing but a stop token next (a JSON
+        object's closing brace): then the reply ends without the forward pass that would only
+        pick the stop token."""
+        import numpy as np
+
+        if not matcher.is_completed():
+            return False
+        matcher.fill_next_token_bitmask(bitmask)
+        words = bitmask[0].numpy().view(np.uint32).copy()
+        for token in self.stop_ids:
+            words[token // 32] &= np.uint32(~(1 << (token % 32)) & 0xFFFFFFFF)
+        return not words.any()
+
+    def _forced(self, matcher: Any, room: int) -> list[int]:
+        """The tokens the grammar allows no alternative to from here (a key, ``", "``, the rest
+        of the only enum value left), accepted into ``matcher``: they are evaluated in one
+        forward pass with the token before them instead of one pass each (jump-forward
+        decoding). At most ``room`` tokens; a tokenisation the grammar does not take stops the
+        jump where it stops (what was accepted is kept; the model writes the rest)."""
+        if room <= 0:
+            return []
+        text = matcher.find_jump_forward_string()
+        if not text:
+            return []
+        taken = []
+        for token in self.engine.tokenize(text)[:room]:
+            if token in self.stop_ids or not matcher.accept_token(token):
+                break
+            taken.append(token)
+        return taken
 
 
 def _pick(logits: Any, temperature: float | None, generator: Any) -> int:
