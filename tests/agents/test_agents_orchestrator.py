@@ -32,6 +32,15 @@ def _prompt(provider, call: int) -> str:
     return "\n".join(m.content for m in messages)
 
 
+def _search_propose_approve(models, qualified):
+    """The scripted models of a good fill: search, propose the first three, approve."""
+    executor, reviewer = models
+    executor.enqueue(action("tool_call", tool="find_workers", args=FIND))
+    executor.enqueue(action("propose_done", worker_ids=qualified[:3]))
+    reviewer.enqueue(action("critique", approve=True))
+    return executor, reviewer
+
+
 def _model_turns(records: list[TurnRecord]) -> list[tuple[str, str]]:
     return [(r.agent, r.kind) for r in records if r.turn]
 
@@ -67,10 +76,7 @@ def test_a_good_fill_is_search_propose_approve(make_ctx, order, qualified, model
 
 
 def test_after_a_search_the_executor_is_told_which_ids_to_propose(make_ctx, order, qualified, models) -> None:
-    executor, reviewer = models
-    executor.enqueue(action("tool_call", tool="find_workers", args=FIND))
-    executor.enqueue(action("propose_done", worker_ids=qualified[:3]))
-    reviewer.enqueue(action("critique", approve=True))
+    executor, reviewer = _search_propose_approve(models, qualified)
 
     LLMPolicy(executor, reviewer).run(order, make_ctx())
 
@@ -419,19 +425,28 @@ def test_rescue_with_escalated_model(make_ctx, order, qualified, models) -> None
     )
 
 
+def _new_york_lesson(store, action: str, **draft) -> str:
+    """A lesson for the test order (Warehouse Associate in New York) in ``store``; its id."""
+    from agentlake.learn import LessonDraft, LessonMatch
+
+    return store.add(
+        LessonDraft(
+            trigger="Warehouse Associate orders in New York",
+            action=action,
+            match=LessonMatch(role="Warehouse Associate", city="New York"),
+            **draft,
+        )
+    ).lesson_id
+
+
 def test_lessons_reach_the_executor_as_find_workers_arguments(
     make_ctx, order, qualified, models, store
 ) -> None:
-    from agentlake.learn import LessonDraft, LessonMatch, MachineAction
+    from agentlake.learn import MachineAction
 
-    lesson_id = store.add(
-        LessonDraft(
-            trigger="Warehouse Associate orders in New York",
-            action="prefer reliability 0.9 and up",
-            match=LessonMatch(role="Warehouse Associate", city="New York"),
-            machine=MachineAction(min_scores={"reliability": 0.9}),
-        )
-    ).lesson_id
+    lesson_id = _new_york_lesson(
+        store, "prefer reliability 0.9 and up", machine=MachineAction(min_scores={"reliability": 0.9})
+    )
     executor, reviewer = models
     executor.enqueue(
         action("propose_done", worker_ids=qualified[:3], cited_lessons=[lesson_id, "L-invented"])
@@ -455,19 +470,8 @@ def test_lessons_reach_the_executor_as_find_workers_arguments(
 def test_the_executor_may_cite_only_the_lessons_it_was_given(
     make_ctx, order, qualified, models, store
 ) -> None:
-    from agentlake.learn import LessonDraft, LessonMatch
-
-    lesson_id = store.add(
-        LessonDraft(
-            trigger="Warehouse Associate orders in New York",
-            action="call the client first",
-            match=LessonMatch(role="Warehouse Associate", city="New York"),
-        )
-    ).lesson_id
-    executor, reviewer = models
-    executor.enqueue(action("tool_call", tool="find_workers", args=FIND))
-    executor.enqueue(action("propose_done", worker_ids=qualified[:3]))
-    reviewer.enqueue(action("critique", approve=True))
+    lesson_id = _new_york_lesson(store, "call the client first")
+    executor, reviewer = _search_propose_approve(models, qualified)
 
     LLMPolicy(executor, reviewer).run(order, make_ctx(lessons=store))
 
@@ -476,10 +480,7 @@ def test_the_executor_may_cite_only_the_lessons_it_was_given(
 
 
 def test_with_no_lessons_the_executor_cites_none(make_ctx, order, qualified, models) -> None:
-    executor, reviewer = models
-    executor.enqueue(action("tool_call", tool="find_workers", args=FIND))
-    executor.enqueue(action("propose_done", worker_ids=qualified[:3]))
-    reviewer.enqueue(action("critique", approve=True))
+    executor, reviewer = _search_propose_approve(models, qualified)
 
     LLMPolicy(executor, reviewer).run(order, make_ctx())
 
@@ -500,10 +501,7 @@ def test_a_lesson_about_calling_tools_is_not_put_to_the_reviewer(
             domain="tools",
         )
     ).lesson_id
-    executor, reviewer = models
-    executor.enqueue(action("tool_call", tool="find_workers", args=FIND))
-    executor.enqueue(action("propose_done", worker_ids=qualified[:3]))
-    reviewer.enqueue(action("critique", approve=True))
+    executor, reviewer = _search_propose_approve(models, qualified)
 
     outcome = LLMPolicy(executor, reviewer).run(order, make_ctx(lessons=store))
 
