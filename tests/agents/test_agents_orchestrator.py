@@ -344,18 +344,49 @@ def test_a_repeated_call_is_not_run_again_and_costs_no_turn(make_ctx, order, qua
     assert "'Certified Warehouse Pro' is not a known certification" in _prompt(executor, 1)
 
 
+def _stuck(executor, times: int) -> None:
+    for _ in range(times):
+        executor.enqueue(action("tool_call", tool="nearby_cities", args={"city": "New York", "state": "NY"}))
+
+
 def test_an_executor_stuck_on_one_call_ends_the_attempt(make_ctx, order, models, sink) -> None:
     executor, reviewer = models
-    for _ in range(5):
-        executor.enqueue(action("tool_call", tool="nearby_cities", args={"city": "New York", "state": "NY"}))
+    _stuck(executor, 8)  # a provider without native schemas is not held to the steered search
 
     outcome = LLMPolicy(executor, reviewer).run(order, make_ctx())
 
     assert not outcome.success
     assert "repeated nearby_cities(" in outcome.failure_reason
     assert "3 times in a row" in outcome.failure_reason
-    assert executor.calls == 4
+    assert executor.calls == 6  # the call, two repeats, the steered turn, two more repeats
     assert len(sink.endpoint("tool.nearby_cities")) == 1
+
+
+def test_a_stuck_executor_may_then_only_run_the_search_for_the_order(make_ctx, order, models) -> None:
+    executor, reviewer = models
+    _stuck(executor, 8)
+
+    outcome = LLMPolicy(executor, reviewer).run(order, make_ctx())
+
+    steered = executor.history[3][1].schema_["$defs"]
+    assert steered["ToolCallAction"]["anyOf"] == [{"$ref": "#/$defs/ToolCall_find_workers"}]
+    args = steered["ToolCall_find_workers"]["properties"]["args"]["properties"]
+    assert {name: spec["const"] for name, spec in args.items() if name in FIND} == FIND
+    assert "run the search for this order above, exactly as written." in _prompt(executor, 3)
+    assert [r.kind for r in outcome.transcript if r.agent == "orchestrator"][0] == "steered"
+
+
+def test_before_a_search_no_tool_that_takes_a_worker_id_can_be_called(
+    make_ctx, order, qualified, models
+) -> None:
+    executor, reviewer = _search_propose_approve(models, qualified)
+
+    LLMPolicy(executor, reviewer).run(order, make_ctx())
+
+    first, second = (executor.history[n][1].schema_["$defs"] for n in (0, 1))
+    assert "ToolCall_get_worker" not in first
+    worker_id = second["ToolCall_get_worker"]["properties"]["args"]["properties"]["worker_id"]
+    assert set(worker_id["enum"]) >= set(qualified[:3])
 
 
 def test_a_reviewer_rejection_goes_back_and_other_workers_are_offered(

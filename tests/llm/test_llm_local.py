@@ -119,6 +119,18 @@ def test_what_the_grammar_forces_is_evaluated_without_a_step_of_its_own(
     assert len(passes) == generation.output_tokens - generation.forced_tokens
 
 
+def test_a_forced_text_stops_before_a_word_two_values_begin_alike(provider: LocalProvider) -> None:
+    import xgrammar
+
+    from agentlake.llm.llamacpp import cap_schema
+
+    decoder = provider.decoder()
+    schema = {"type": "object", "properties": {"route": {"enum": ["sql", "search"]}}, "required": ["route"]}
+    matcher = xgrammar.GrammarMatcher(decoder._compiled(cap_schema(schema)))
+    forced = decoder.engine.tokenizer.decode(decoder._forced(matcher, 20))
+    assert forced == '{"route": "'  # not '{"route": "s': the model picks its own token for "sql"
+
+
 def test_a_free_text_field_is_capped_and_the_reply_ends(provider: LocalProvider) -> None:
     result = generate(
         provider,

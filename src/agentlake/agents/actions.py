@@ -225,6 +225,7 @@ def executor_schema(
     *,
     propose_from: Sequence[int] = (),
     lessons: Sequence[str] | None = None,
+    search: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The executor's action schema for one turn, narrowed to what it can do now: a tool named
     in the catalog; before any tool returned a worker, only a tool call; after, a tool call or a
@@ -240,14 +241,20 @@ def executor_schema(
     then each tool is a branch of its own whose ``args`` are exactly that tool's, required ones
     required, so a model cannot call ``find_workers()`` with nothing or write arguments no tool
     takes (a free-form object, under a grammar, is where a small model ran to the token limit).
-    Names alone keep ``args`` free-form. ``lessons``, the ids of the lessons in the prompt,
-    narrows ``cited_lessons`` to them (none given: an empty list)."""
+    Names alone keep ``args`` free-form. An argument that names workers (``worker_id``,
+    ``worker_ids``) takes only ``candidates``, and a tool that needs one is left out before a
+    tool returned anyone: a small model looked up worker 1 three times before it searched.
+    ``lessons``, the ids of the lessons in the prompt, narrows ``cited_lessons`` to them (none
+    given: an empty list). ``search`` (``find_workers`` arguments) leaves one tool call: that
+    search, exactly; the loop asks for it once, for a model stuck repeating a call."""
     schema = copy.deepcopy(json_schema(ExecutorAction))
     defs = schema["$defs"]
     if lessons is not None:
         for name in ("ToolCallAction", "ProposeDoneAction"):
             _cite_only(defs[name]["properties"]["cited_lessons"], lessons)
-    _tool_branches(defs, tools)
+    if search is not None and isinstance(tools, Mapping) and "find_workers" in tools:
+        tools = {"find_workers": _exactly(search)}
+    _tool_branches(defs, tools, candidates)
     allowed = ["ToolCallAction"]
     if candidates or propose_from:
         proposal = defs["ProposeDoneAction"]["properties"]
@@ -276,26 +283,62 @@ def _cite_only(cited: dict[str, Any], lessons: Sequence[str]) -> None:
         cited.update(maxItems=0)
 
 
-def _tool_branches(defs: dict[str, Any], tools: Sequence[str] | Mapping[str, dict[str, Any]]) -> None:
+def _exactly(args: Mapping[str, Any]) -> dict[str, Any]:
+    """A parameters schema that takes exactly ``args``."""
+    return {
+        "type": "object",
+        "properties": {name: {"const": value} for name, value in args.items()},
+        "required": list(args),
+        "additionalProperties": False,
+    }
+
+
+def _tool_branches(
+    defs: dict[str, Any], tools: Sequence[str] | Mapping[str, dict[str, Any]], candidates: Sequence[int]
+) -> None:
     """``ToolCallAction`` in ``defs`` as one branch per tool (``ToolCall_<name>``, its ``args``
-    that tool's parameters) when ``tools`` carries parameters, else its ``tool`` as an enum."""
+    that tool's parameters, worker ids among ``candidates``) when ``tools`` carries parameters,
+    else its ``tool`` as an enum."""
     call = defs["ToolCallAction"]
     if not isinstance(tools, Mapping):
         call["properties"]["tool"]["enum"] = list(dict.fromkeys(tools))
         return
     branches = []
+    ids = sorted(set(candidates))
     for name, parameters in tools.items():
+        args = {key: value for key, value in copy.deepcopy(parameters).items() if key != "title"}
+        if not _among(args, ids):
+            continue
         branch = copy.deepcopy(call)
         branch["title"] = f"ToolCall_{name}"
         branch["properties"]["tool"] = {"type": "string", "const": name}
-        args = {key: value for key, value in parameters.items() if key != "title"}
         args["description"] = call["properties"]["args"].get("description", "")
         branch["properties"]["args"] = args
         if args.get("required"):
             branch["required"] = ["tool", "args"]
         defs[f"ToolCall_{name}"] = branch
         branches.append({"$ref": f"#/$defs/ToolCall_{name}"})
+    if not branches:  # no tool can be called as its schema says: leave the call free-form
+        call["properties"]["tool"]["enum"] = list(tools)
+        return
     defs["ToolCallAction"] = {"anyOf": branches, "title": "ToolCallAction"}
+
+
+def _among(args: dict[str, Any], ids: list[int]) -> bool:
+    """Narrow ``args``' worker-id parameters to ``ids``; False when one is required and there
+    are none (the tool cannot be called yet)."""
+    properties = args.get("properties", {})
+    for name, kind in (("worker_id", "integer"), ("worker_ids", "array")):
+        if properties.get(name, {}).get("type") != kind:
+            continue
+        if not ids:
+            if name in args.get("required", []):
+                return False
+            properties.pop(name)
+            continue
+        target = properties[name] if kind == "integer" else properties[name].setdefault("items", {})
+        target.update(type="integer", enum=ids)
+    return True
 
 
 def action_kinds(output_type: type[RootModel]) -> list[str]:

@@ -150,6 +150,8 @@ class _Attempt:
     objected: list[int] = field(default_factory=list)  # workers of proposals the reviewer rejected
     enough: list[int] = field(default_factory=list)  # verified workers, best first, when they fill the order
     ignored_enough: bool = False  # told it had enough, the executor did something else than propose
+    steer: bool = False  # stuck repeating a call: the next action may only be the brief's search (once)
+    steered: bool = False
     invalid_in_row: int = 0
     invented: list[int] = field(default_factory=list)
     model_turns: int = 0
@@ -333,7 +335,9 @@ class LLMPolicy:
             state.order.count,
             propose_from=_proposable(state) if state.ignored_enough else (),
             lessons=brief.given.ids,
+            search=brief.search if state.steer else None,
         )
+        state.steer = False
         reply = self._ask(state, ctx, "executor", state.executor, messages, ExecutorAction, schema)
         if reply is None:
             self._ignored_enough(state, ctx, told_enough)
@@ -496,6 +500,19 @@ class LLMPolicy:
         state.feedback += hints or [
             "change the arguments (the filter its result names, a wider radius_miles, a higher limit) or propose."
         ]
+        if state.repeats_in_row == REPEATS_IN_ROW_MAX - 1 and not state.steered and not state.enough:
+            # Told once and repeated again: a small model does not get out of this by itself
+            # (the 1.5B sent find_workers(requirements=['']) three times). Its next action may
+            # be only the search the brief names, whose arguments the grammar then writes.
+            state.steer = state.steered = True
+            state.repeats_in_row = 0
+            self._note(
+                ctx,
+                state,
+                "steered",
+                summary=f"the executor repeated {what} after being told: its next action is the search for this order",
+            )
+            state.feedback.append("run the search for this order above, exactly as written.")
         if state.repeats_in_row >= REPEATS_IN_ROW_MAX:
             state.aborted = True
             state.failure_reason = (

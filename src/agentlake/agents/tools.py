@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -337,11 +337,13 @@ class _Args(BaseModel):
 
 
 class FindWorkersArgs(_Args):
-    role: str
-    city: str
+    role: str = Field(..., min_length=1)
+    city: str = Field(..., min_length=1)
     state: str = Field(..., description="2 letters")
     radius_miles: float = Field(25.0, gt=0, le=500)
-    requirements: list[str] = Field(default_factory=list, description="certifications")
+    requirements: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list, description="certifications"
+    )
     min_reliability: float | None = Field(None, ge=0, le=1)
     min_scores: dict[str, float] = Field(default_factory=dict, description='e.g. {"reliability": 0.7}')
     exclude_no_show_client: str | None = Field(None, description="client id: skip its past no-shows")
@@ -353,9 +355,11 @@ class FindWorkersArgs(_Args):
     @field_validator("requirements", mode="before")
     @classmethod
     def _one_requirement(cls, value: Any) -> Any:
-        # Small models write one requirement as a bare string.
+        # Small models write one requirement as a bare string, and an empty one for none.
         if isinstance(value, str):
             return [value] if value.strip() else []
+        if isinstance(value, list):
+            return [item for item in value if not (isinstance(item, str) and not item.strip())]
         return [] if value is None else value
 
 

@@ -63,6 +63,8 @@ if TYPE_CHECKING:
     from agentlake.settings import Settings
 
 STRING_CAP = 200
+# Characters a forced (jump-forward) text does not end on: they may continue into the model's word.
+_WORD = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-."
 # Prefix caches kept per loaded model: an executor, its reviewer and one more prompt family.
 CACHE_SLOTS = 3
 # A cached prefix shorter than this is not worth evicting another prompt's cache for.
@@ -431,6 +433,10 @@ class Decoder:
         if room <= 0:
             return []
         text = matcher.find_jump_forward_string()
+        # Not into a word: where two values share a beginning (route "sql" | "search") the
+        # grammar forces the "s", and a model handed `"s` instead of its own token `sql` chose
+        # the other route. The forced text stops before a word it would end inside.
+        text = text.rstrip(_WORD)
         if not text:
             return []
         taken = []
