@@ -14,23 +14,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import pytest
 from agents_support import INJECTED
 
 from agentlake.agents import LLMPolicy, RunContext, ScheduleBook, TurnRecord
 from agentlake.llm import get_provider
-from agentlake.llm.packaged import PACKAGED_MODELS, installed
+from real_model_support import MARKS, MODEL
 
-MODEL = "local:qwen2.5-coder-0.5b"
-
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.timeout(1200),  # minutes on a busy 2-core machine; about one on a quiet one
-    pytest.mark.skipif(
-        not installed(PACKAGED_MODELS["qwen2.5-coder-0.5b"]),
-        reason="the 0.5B is not installed (make models-0.5b; make test installs it)",
-    ),
-]
+pytestmark = MARKS
 
 
 class Recorded:

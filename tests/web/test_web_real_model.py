@@ -24,21 +24,13 @@ from typing import Any
 import httpx
 import pytest
 
-from agentlake.llm.packaged import PACKAGED_MODELS, installed
 from agentlake.settings import Settings, load_settings
+from real_model_support import MARKS, MODEL
 
-MODEL = "local:qwen2.5-coder-0.5b"
 QUESTION = "how many welders are in TX?"
 COUNT_SQL = "SELECT count(*) FROM workers WHERE role = 'Welder' AND state = 'TX'"
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.timeout(1200),  # minutes on a busy 2-core machine; under one on a quiet one
-    pytest.mark.skipif(
-        not installed(PACKAGED_MODELS["qwen2.5-coder-0.5b"]),
-        reason="the 0.5B is not installed (make models-0.5b; make test installs it)",
-    ),
-]
+pytestmark = MARKS
 
 
 @pytest.fixture(scope="module")

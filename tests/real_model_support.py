@@ -1,0 +1,19 @@
+"""What every real-model test module shares: the model it runs and its marks (slow, a long
+timeout, skipped with the reason and the install command when the 0.5B is not installed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentlake.llm.packaged import PACKAGED_MODELS, installed
+
+MODEL = "local:qwen2.5-coder-0.5b"
+
+MARKS = [
+    pytest.mark.slow,
+    pytest.mark.timeout(1200),  # minutes on a busy 2-core machine; about one on a quiet one
+    pytest.mark.skipif(
+        not installed(PACKAGED_MODELS["qwen2.5-coder-0.5b"]),
+        reason="the 0.5B is not installed (make models-0.5b; make test installs it)",
+    ),
+]
