@@ -262,7 +262,11 @@ def run_main_job(
 
             started = clock()
             llm, skipped = reachable_llm_staffers(settings)
-            step("model check", started, f"LLM staffers ready: {', '.join(llm) or 'none'}")
+            step(
+                "model check",
+                started,
+                f"LLM staffers on model hosts: {', '.join(llm) or 'none reachable'}",
+            )
             if llm and not build.finished:
                 emit(
                     Notice(
