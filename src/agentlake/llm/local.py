@@ -282,9 +282,8 @@ class Generation:
     output_tokens: int
     prompt_ms: float
     generation_ms: float
-    forced_tokens: int = (
-        0  # of output_tokens, those the grammar forced (evaluated without a step of their own)
-    )
+    # Of output_tokens, those the grammar forced (evaluated without a step of their own).
+    forced_tokens: int = 0
 
 
 class Decoder:
