@@ -12,6 +12,7 @@ forward pass; the decoding loop is ``local.Decoder``.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import os
@@ -195,6 +196,11 @@ class TorchEngine:
         self.model = model
         self.vocab_size = int(model.config.vocab_size)
         self.caches = [transformers.DynamicCache(config=model.config) for _ in range(slots)]
+        # transformers 5.24 renamed forward's ``past_key_values`` to ``cache`` (the old name warns
+        # and goes in 5.40); the range in pyproject.toml admits both, so ask the signature.
+        self.cache_arg = (
+            "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+        )
         self.decoder = Decoder(self, slots)
 
     def tokenize(self, text: str) -> list[int]:
@@ -210,8 +216,8 @@ class TorchEngine:
         with torch.inference_mode():
             out = self.model(
                 input_ids=torch.tensor([list(tokens)]),
-                past_key_values=cache,
                 use_cache=True,
+                **{self.cache_arg: cache},
                 logits_to_keep=1,
             )
         return out.logits[0, -1].float()
