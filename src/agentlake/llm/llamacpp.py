@@ -47,6 +47,17 @@ STRING_CAP = 200
 ARRAY_CAP = 16
 KEY_CAP = 64
 NUMBER_CAP = 10**15
+# What a date or time string may be under a grammar, in place of its ``format``: xgrammar's own
+# date-time needs seconds and a zone and takes endless fractional digits (the 0.5B wrote
+# "08:00:20.000..." to the token limit three times); these take what pydantic reads, bounded.
+_DATE = "[0-9]{4}-[0-9]{2}-[0-9]{2}"
+_TIME = "[0-9]{2}:[0-9]{2}(:[0-9]{2}([.][0-9]{1,6})?)?"
+_ZONE = "(Z|[+-][0-9]{2}:[0-9]{2})?"
+FORMAT_PATTERNS = {
+    "date-time": f"^{_DATE}[T ]{_TIME}{_ZONE}$",
+    "date": f"^{_DATE}$",
+    "time": f"^{_TIME}{_ZONE}$",
+}
 MAX_EXAMPLE_DEPTH = 6
 TEXT_EXAMPLE = ("Name the capital of France.", "Paris")
 SCHEMA_EXAMPLE_INPUT = "Produce the requested record."
@@ -100,7 +111,8 @@ def cap_schema(schema: dict, max_length: int = STRING_CAP, max_items: int = ARRA
     """A copy of ``schema`` in which every string without an enum/const has ``maxLength`` at
     most ``max_length``, every array ``maxItems`` at most ``max_items``, every object with
     keys of its own choosing at most ``max_items`` keys of at most ``KEY_CAP`` characters, every
-    number bounds (``NUMBER_CAP``, so at most 15 digits and 6 decimals under xgrammar), and an
+    number bounds (``NUMBER_CAP``, so at most 15 digits and 6 decimals under xgrammar), every
+    date, time or date-time a bounded pattern instead of its format (``FORMAT_PATTERNS``), and an
     object of any values (``additionalProperties`` unconstrained, no properties) holds only
     scalars, capped lists of scalars and flat objects of scalars (``$defs`` and nested schemas
     included): so under a grammar no string, list, key, number or free-form argument can run to
@@ -131,8 +143,10 @@ def cap_schema(schema: dict, max_length: int = STRING_CAP, max_items: int = ARRA
         if isinstance(node, dict):
             kind = node.get("type")
             is_string = kind == "string" or (isinstance(kind, list) and "string" in kind)
-            if is_string and not {"enum", "const", "format"} & node.keys():
-                # A format (date-time) is its own bounded grammar; xgrammar ignores a length beside it.
+            if is_string and node.get("format") in FORMAT_PATTERNS and "pattern" not in node:
+                node["pattern"] = FORMAT_PATTERNS[node.pop("format")]
+            if is_string and not {"enum", "const", "format", "pattern"} & node.keys():
+                # A pattern or another format is its own grammar; xgrammar ignores a length beside it.
                 node["maxLength"] = min(int(node.get("maxLength", max_length)), max_length)
                 node["minLength"] = min(int(node.get("minLength", 0)), node["maxLength"])
             if kind == "array":
