@@ -299,3 +299,32 @@ def test_a_tool_without_required_arguments_may_be_called_without_args() -> None:
         {"ping": {"type": "object", "properties": {}, "additionalProperties": False}}, [], 1
     )
     assert _matches({"kind": "tool_call", "tool": "ping"}, schema)
+
+
+def _find_welders(requirements: list[str]) -> dict[str, Any]:
+    args = {"role": "Welder", "city": "Cleveland", "state": "OH", "requirements": requirements}
+    return {"kind": "tool_call", "tool": "find_workers", "args": args}
+
+
+def test_a_catalogue_certification_is_a_requirement_the_action_schema_takes() -> None:
+    assert _matches(_find_welders(["AWS D1.1", "OSHA 10"]), _executor_schema())
+
+
+def test_a_requirement_outside_the_catalogue_does_not_match() -> None:
+    # The 0.5B wrote '.NET' and a lesson's id as requirements and repeated the empty search.
+    assert not _matches(_find_welders([".NET", "L-ea6bb2f0b5"]), _executor_schema())
+
+
+def test_a_blank_requirement_does_not_match() -> None:
+    assert not _matches(_find_welders([""]), _executor_schema())
+
+
+def test_find_workers_still_reads_a_spelling_variant_of_a_certification(make_ctx) -> None:
+    ctx = make_ctx()
+    args = {
+        "role": "Warehouse Associate",
+        "city": "New York",
+        "state": "NY",
+        "requirements": ["OSHA-10 Hour"],
+    }
+    assert ctx.tools.call("find_workers", args, ctx=ctx).rows > 0

@@ -30,6 +30,7 @@ from agentlake.lake.versioned import PerLakeCache, dataset_versions
 from agentlake.observe import observe
 from agentlake.workforce.candidates import CandidateQuery, explain_empty, find_candidates
 from agentlake.workforce.geo import gazetteer
+from agentlake.workforce.roles import CERTIFICATIONS
 from agentlake.workforce.tables import SEARCH_DATASET, TABLES, fetch_workers, resolve_client
 
 if TYPE_CHECKING:
@@ -341,9 +342,12 @@ class FindWorkersArgs(_Args):
     city: str = Field(..., min_length=1)
     state: str = Field(..., description="2 letters")
     radius_miles: float = Field(25.0, gt=0, le=500)
-    requirements: list[Annotated[str, Field(min_length=1)]] = Field(
-        default_factory=list, description="certifications"
-    )
+    # Each item one of the catalogue's certifications in the schema (so under a grammar): the
+    # search finds no one for any other, and the 0.5B wrote '.NET' and lesson ids there, then
+    # repeated the empty search. Validation still reads any spelling ('OSHA-10 Hour').
+    requirements: list[
+        Annotated[str, Field(min_length=1, json_schema_extra={"enum": list(CERTIFICATIONS)})]
+    ] = Field(default_factory=list, description="certifications")
     min_reliability: float | None = Field(None, ge=0, le=1)
     min_scores: dict[str, float] = Field(default_factory=dict, description='e.g. {"reliability": 0.7}')
     exclude_no_show_client: str | None = Field(None, description="client id: skip its past no-shows")
