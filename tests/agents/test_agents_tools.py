@@ -328,3 +328,20 @@ def test_find_workers_still_reads_a_spelling_variant_of_a_certification(make_ctx
         "requirements": ["OSHA-10 Hour"],
     }
     assert ctx.tools.call("find_workers", args, ctx=ctx).rows > 0
+
+
+def test_a_tool_whose_arguments_nest_a_model_resolves_in_the_action_schema() -> None:
+    from pydantic import BaseModel
+
+    from agentlake.agents.actions import executor_schema, json_schema
+
+    class Shift(BaseModel):
+        start: str
+        end: str
+
+    class PlanShiftArgs(BaseModel):
+        shift: Shift
+
+    schema = executor_schema({"plan_shift": json_schema(PlanShiftArgs)}, [], 1)
+    call = {"kind": "tool_call", "tool": "plan_shift", "args": {"shift": {"start": "08:00", "end": "16:00"}}}
+    assert _matches(call, schema)

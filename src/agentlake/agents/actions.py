@@ -306,7 +306,7 @@ def _tool_branches(
     branches = []
     ids = sorted(set(candidates))
     for name, parameters in tools.items():
-        args = {key: value for key, value in copy.deepcopy(parameters).items() if key != "title"}
+        args = call_arguments(parameters, defs)
         if not _among(args, ids):
             continue
         branch = copy.deepcopy(call)
@@ -322,6 +322,16 @@ def _tool_branches(
         call["properties"]["tool"]["enum"] = list(tools)
         return
     defs["ToolCallAction"] = {"anyOf": branches, "title": "ToolCallAction"}
+
+
+def call_arguments(parameters: Mapping[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """A tool's parameters schema as the ``args`` of its branch in a schema of calls (the
+    executor's actions, the graph thinker's steps): a copy without its title, its ``$defs``
+    moved into ``defs``, the root's, where its refs (``#/$defs/...``) resolve beside every other
+    tool's."""
+    args = {key: value for key, value in copy.deepcopy(dict(parameters)).items() if key != "title"}
+    defs.update(args.pop("$defs", {}))
+    return args
 
 
 def _among(args: dict[str, Any], ids: list[int]) -> bool:

@@ -34,7 +34,6 @@ not render controls, stream text or keep memory.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from functools import cache
@@ -131,15 +130,18 @@ def step_schema(call_schemas: dict[str, dict[str, Any]]) -> dict[str, Any]:
     called ``HYbrid_search`` with ``k`` running to the token limit); validation stays
     ``ThinkerStep``'s, so a reply from a provider without native schema support is judged by
     the tools (an unknown tool comes back as an error)."""
+    from agentlake.agents.actions import call_arguments
+
     defs: dict[str, Any] = {}
     calls = []
-    for name, args in call_schemas.items():
-        args = copy.deepcopy(args)
-        defs.update(args.pop("$defs", {}))  # refs are "#/$defs/...": they resolve from the root
+    for name, parameters in call_schemas.items():
         calls.append(
             {
                 "type": "object",
-                "properties": {"tool": {"type": "string", "enum": [name]}, "args": args},
+                "properties": {
+                    "tool": {"type": "string", "enum": [name]},
+                    "args": call_arguments(parameters, defs),
+                },
                 "required": ["tool", "args"],
                 "additionalProperties": False,
             }
