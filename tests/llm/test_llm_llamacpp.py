@@ -149,32 +149,24 @@ def test_an_object_of_free_keys_is_capped_in_keys_and_key_length() -> None:
     assert not _grammar_accepts(schema, '{"' + "k" * (KEY_CAP + 1) + '": 1}')
 
 
+_DATE_TIME = {
+    "type": "object",
+    "properties": {"t": {"type": "string", "format": "date-time"}},
+    "required": ["t"],
+}
+
+
 def test_a_date_time_takes_the_short_form_pydantic_reads() -> None:
-    schema = {
-        "type": "object",
-        "properties": {"t": {"type": "string", "format": "date-time"}},
-        "required": ["t"],
-    }
-    assert _grammar_accepts(schema, '{"t": "2026-04-21T08:00"}')
+    assert _grammar_accepts(_DATE_TIME, '{"t": "2026-04-21T08:00"}')
 
 
 def test_a_date_time_takes_seconds_a_fraction_and_a_zone() -> None:
-    schema = {
-        "type": "object",
-        "properties": {"t": {"type": "string", "format": "date-time"}},
-        "required": ["t"],
-    }
-    assert _grammar_accepts(schema, '{"t": "2026-04-21T08:00:20.123+02:00"}')
+    assert _grammar_accepts(_DATE_TIME, '{"t": "2026-04-21T08:00:20.123+02:00"}')
 
 
 def test_endless_fractional_seconds_are_refused_by_the_grammar() -> None:
     # The 0.5B wrote "08:00:20.000..." to the token limit under xgrammar's own date-time format.
-    schema = {
-        "type": "object",
-        "properties": {"t": {"type": "string", "format": "date-time"}},
-        "required": ["t"],
-    }
-    assert not _grammar_accepts(schema, '{"t": "2026-04-21T08:00:20.' + "0" * 40 + 'Z"}')
+    assert not _grammar_accepts(_DATE_TIME, '{"t": "2026-04-21T08:00:20.' + "0" * 40 + 'Z"}')
 
 
 _DATE_AND_TIME = {
