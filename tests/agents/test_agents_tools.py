@@ -345,3 +345,26 @@ def test_a_tool_whose_arguments_nest_a_model_resolves_in_the_action_schema() -> 
     schema = executor_schema({"plan_shift": json_schema(PlanShiftArgs)}, [], 1)
     call = {"kind": "tool_call", "tool": "plan_shift", "args": {"shift": {"start": "08:00", "end": "16:00"}}}
     assert _matches(call, schema)
+
+
+def _find_welders_with(**args: Any) -> dict[str, Any]:
+    call = _find_welders([])
+    call["args"].update(args)
+    return call
+
+
+def test_a_known_score_is_a_min_score_the_action_schema_takes() -> None:
+    assert _matches(_find_welders_with(min_scores={"reliability": 0.7}), _executor_schema())
+
+
+def test_a_min_score_of_a_models_own_naming_does_not_match() -> None:
+    # A free-keyed object let a model write keys of 64 characters, 16 of them, under a grammar.
+    assert not _matches(_find_welders_with(min_scores={"dependability": 0.7}), _executor_schema())
+
+
+def test_a_state_is_two_letters_in_the_action_schema() -> None:
+    assert not _matches(_find_welders_with(state="Ohio"), _executor_schema())
+
+
+def test_a_role_longer_than_any_name_does_not_match() -> None:
+    assert not _matches(_find_welders_with(role="Welder " * 20), _executor_schema())

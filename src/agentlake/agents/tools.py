@@ -31,7 +31,7 @@ from agentlake.observe import observe
 from agentlake.workforce.candidates import CandidateQuery, explain_empty, find_candidates
 from agentlake.workforce.geo import gazetteer
 from agentlake.workforce.roles import CERTIFICATIONS
-from agentlake.workforce.tables import SEARCH_DATASET, TABLES, fetch_workers, resolve_client
+from agentlake.workforce.tables import SCORE_COLUMNS, SEARCH_DATASET, TABLES, fetch_workers, resolve_client
 
 if TYPE_CHECKING:
     from agentlake.agents.policy import RunContext
@@ -337,10 +337,20 @@ class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# The longest role, city or client id a tool takes. With the bounds below (two-letter states,
+# scores by name) no argument under a grammar can run an action to the token limit.
+NAME_CAP = 80
+# min_scores as the object it is: the known scores by name, each 0-1 (not keys of a model's choosing).
+_SCORES_SCHEMA = {
+    "properties": {name: {"type": "number", "minimum": 0, "maximum": 1} for name in SCORE_COLUMNS},
+    "additionalProperties": False,
+}
+
+
 class FindWorkersArgs(_Args):
-    role: str = Field(..., min_length=1)
-    city: str = Field(..., min_length=1)
-    state: str = Field(..., description="2 letters")
+    role: str = Field(..., min_length=1, max_length=NAME_CAP)
+    city: str = Field(..., min_length=1, max_length=NAME_CAP)
+    state: str = Field(..., min_length=2, max_length=2, description="2 letters")
     radius_miles: float = Field(25.0, gt=0, le=500)
     # Each item one of the catalogue's certifications in the schema (so under a grammar): the
     # search finds no one for any other, and the 0.5B wrote '.NET' and lesson ids there, then
@@ -349,8 +359,12 @@ class FindWorkersArgs(_Args):
         Annotated[str, Field(min_length=1, json_schema_extra={"enum": list(CERTIFICATIONS)})]
     ] = Field(default_factory=list, description="certifications")
     min_reliability: float | None = Field(None, ge=0, le=1)
-    min_scores: dict[str, float] = Field(default_factory=dict, description='e.g. {"reliability": 0.7}')
-    exclude_no_show_client: str | None = Field(None, description="client id: skip its past no-shows")
+    min_scores: dict[str, float] = Field(
+        default_factory=dict, description='e.g. {"reliability": 0.7}', json_schema_extra=_SCORES_SCHEMA
+    )
+    exclude_no_show_client: str | None = Field(
+        None, max_length=NAME_CAP, description="client id: skip its past no-shows"
+    )
     where: str | None = Field(None, description="SQL WHERE fragment")
     exclude_booked_from: datetime | None = Field(None, description="skip workers booked over this shift")
     exclude_booked_to: datetime | None = None
@@ -524,8 +538,8 @@ class ScheduleConflicts:
 
 
 class NearbyCitiesArgs(_Args):
-    city: str
-    state: str = Field(..., description="2-letter code")
+    city: str = Field(..., min_length=1, max_length=NAME_CAP)
+    state: str = Field(..., min_length=2, max_length=2, description="2-letter code")
     radius_miles: float = Field(25.0, gt=0, le=500)
 
 
