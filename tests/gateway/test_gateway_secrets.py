@@ -81,6 +81,14 @@ def _send_everywhere(client: Any, keys: H, n: int, text: str) -> None:
     client.post("/sql", json={"sql": f"SELECT '{short.replace(chr(39), '')}' AS x"}, headers=keys["read"])
 
 
+def _unless_vector(value: Any) -> Any:
+    """An embedding holds no text, but its floats printed hold every run of digits sooner or later
+    (a worker's resume vector printed '-0.0780511200428009', the corpus' SSN 078051120): left out."""
+    if isinstance(value, (list, tuple)) and value and all(isinstance(item, float) for item in value):
+        return "<vector>"
+    return value
+
+
 def _stored_text(data_dir: Path) -> str:
     chunks: list[str] = []
     for path in sorted(data_dir.rglob("*")):
@@ -88,7 +96,10 @@ def _stored_text(data_dir: Path) -> str:
             with duckdb.connect(str(path), read_only=True) as conn:
                 tables = conn.execute("SELECT schema_name, table_name FROM duckdb_tables()").fetchall()
                 for schema, table in tables:
-                    rows = conn.execute(f'SELECT * FROM "{schema}"."{table}"').fetchall()
+                    rows = [
+                        [_unless_vector(value) for value in row]
+                        for row in conn.execute(f'SELECT * FROM "{schema}"."{table}"').fetchall()
+                    ]
                     chunks.append(json.dumps(rows, default=str, ensure_ascii=False))
                     chunks.append(repr(rows))
         elif path.is_file() and path.suffix in (".jsonl", ".json", ".log", ".txt"):
