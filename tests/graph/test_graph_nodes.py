@@ -533,3 +533,39 @@ def test_controls_a_model_asks_for_are_validated() -> None:
         validate_controls([{"kind": "button", "label": "x", "action": "javascript:alert(1)"}])
     with pytest.raises(UserError, match="kind"):
         validate_controls([{"kind": "iframe"}])
+
+
+def _forced_retry(resources: Resources, model: ScriptedProvider) -> ScriptedProvider:
+    """A thinker turn that states a number without a lookup, then (asked again) makes a call."""
+    model.enqueue(step("There are 1000 workers."))
+    model.enqueue(step("", ("machine_reset", {"name": "nothing"})))
+    model.enqueue(step("There is no machine to reset."))
+    ctx = FakeContext(
+        reach=(("output", "data"),), resources=resources, models=models_for(resources, "thinker")
+    )
+    make("thinker_v1").run(Packet("message", {"text": "how many workers?"}), ctx)
+    return model
+
+
+def test_the_retry_after_a_made_up_number_must_make_a_call(
+    resources: Resources, model: ScriptedProvider
+) -> None:
+    # The 0.5B, asked again, said "There are 12 welders in TX." again (16 in the lake).
+    retry = _forced_retry(resources, model).history[1][1].schema_
+    assert retry["properties"]["tool_calls"]["minItems"] == 1
+
+
+def test_the_round_after_the_forced_call_may_answer(resources: Resources, model: ScriptedProvider) -> None:
+    after = _forced_retry(resources, model).history[2][1].schema_
+    assert "minItems" not in after["properties"]["tool_calls"]
+
+
+def test_a_step_that_must_call_refuses_an_answer_without_calls() -> None:
+    import jsonschema
+
+    from agentlake.graph.nodes.thinker_v1 import step_schema
+
+    schema = step_schema(
+        {"sql": {"type": "object", "properties": {"query": {"type": "string"}}}}, must_call=True
+    )
+    assert not jsonschema.Draft202012Validator(schema).is_valid({"tool_calls": [], "say": "There are 12."})

@@ -15,6 +15,10 @@ without tool calls is audited first, and retried once per kind with the reason w
 * it looks nothing up although the question names values the lake lists (a role, a state) and no
   tool ran (``lookup_missing``): a small model answers "how many welders are in OH?" from nothing.
 
+The retry of an audit that asks for a tool call (code, a number, a missing lookup) is decoded
+under a schema that holds at least one call (``sql`` for a missing lookup), so under a grammar
+the second reply is a lookup, not the same made-up answer.
+
 What makes a small model (the embedded 0.5B) call its tools, the way ``ask`` does: each step is
 decoded under a schema of the real calls (a tool named in the catalog, with that tool's own
 arguments); worked examples (a count through ``sql``, a search, a workflow) come after the
@@ -75,6 +79,10 @@ AUDIT_FEEDBACK = {
     "lookup_missing": "AUDIT: the question names values in the lake ({values}), but you looked nothing up. "
     "Call sql with a query that filters on each of them, and answer from its result.",
 }
+# The audits whose feedback asks for a tool call, and the one tool it names (None: any). Their
+# retry is decoded under a schema that holds at least one call of it: a small model asked again
+# answers from nothing again (the 0.5B said "There are 12 welders in TX." twice, with 16 in the lake).
+MUST_CALL = {"code_without_tool": None, "number_without_tool": None, "lookup_missing": "sql"}
 _CODE = re.compile(r"```|\bSELECT\s+[^;]{1,400}?\s+FROM\s+\w+|^\s*(def|class|import)\s+\w+", re.MULTILINE)
 _NUMBER = re.compile(r"\b\d[\d,.]*\b")
 _INTENT = re.compile(
@@ -123,9 +131,10 @@ class ThinkerStep(BaseModel):
 STEP_EXAMPLE = '{"tool_calls": [{"tool": "sql", "args": {"query": "SELECT ..."}}], "say": ""}'
 
 
-def step_schema(call_schemas: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def step_schema(call_schemas: dict[str, dict[str, Any]], *, must_call: bool = False) -> dict[str, Any]:
     """The JSON schema a step is decoded under: ``ThinkerStep``'s shape, each call one of the
-    tools in ``call_schemas`` (name -> its arguments' JSON schema) with that tool's arguments.
+    tools in ``call_schemas`` (name -> its arguments' JSON schema) with that tool's arguments;
+    with ``must_call``, at least one call and nothing said (an audit's retry, ``MUST_CALL``).
     Under constrained decoding a model cannot misspell a tool or invent an argument (the 0.5B
     called ``HYbrid_search`` with ``k`` running to the token limit); validation stays
     ``ThinkerStep``'s, so a reply from a provider without native schema support is judged by
@@ -146,11 +155,14 @@ def step_schema(call_schemas: dict[str, dict[str, Any]]) -> dict[str, Any]:
                 "additionalProperties": False,
             }
         )
+    tool_calls: dict[str, Any] = {"type": "array", "items": {"anyOf": calls}, "maxItems": MAX_CALLS_PER_STEP}
+    if must_call:
+        tool_calls["minItems"] = 1
     schema: dict[str, Any] = {
         "type": "object",
         "properties": {
-            "tool_calls": {"type": "array", "items": {"anyOf": calls}, "maxItems": MAX_CALLS_PER_STEP},
-            "say": {"type": "string"},
+            "tool_calls": tool_calls,
+            "say": {"type": "string", "const": ""} if must_call else {"type": "string"},
         },
         "required": ["tool_calls", "say"],
         "additionalProperties": False,
@@ -341,10 +353,16 @@ class ThinkerV1(Node):
         done: set[str] = set()
         sent_back = False
         answer: str | None = None
+        retry_schema: dict[str, Any] | None = None
         for round_number in range(self.config.max_tool_rounds + len(AUDIT_FEEDBACK) + 1):
             step = ctx.models.structured(
-                messages, ThinkerStep, max_tokens=self.config.max_tokens, schema=schema, example=STEP_EXAMPLE
+                messages,
+                ThinkerStep,
+                max_tokens=self.config.max_tokens,
+                schema=retry_schema or schema,
+                example=STEP_EXAMPLE,
             )
+            retry_schema = None
             calls = step.tool_calls[:MAX_CALLS_PER_STEP]
             ctx.trace("step", round=round_number, say=step.say[:300], tool_calls=[c.tool for c in calls])
             if calls and self._rounds(messages[start:]) >= self.config.max_tool_rounds:
@@ -414,6 +432,12 @@ class ThinkerV1(Node):
                     Message(role="assistant", content=step.model_dump_json()),
                     Message(role="user", content=AUDIT_FEEDBACK[kind].format(values=values)),
                 ]
+                if kind in MUST_CALL and call_schemas:
+                    named_tool = MUST_CALL[kind]
+                    wanted = (
+                        {named_tool: call_schemas[named_tool]} if named_tool in call_schemas else call_schemas
+                    )
+                    retry_schema = step_schema(wanted, must_call=True)
                 continue
             if kind is not None:
                 ctx.trace("audit_unresolved", kind=kind)
