@@ -41,6 +41,22 @@ def test_run_then_read_the_numbers(cli_env: Settings, cli) -> None:
     assert "report:" in out
     run_dir = cli_env.runs_dir / "cli"
     assert (run_dir / "report.html").is_file()
+    # Resuming a run that finished runs no day again and reprints its board.
+    code, again, err = cli(
+        "run",
+        "-s",
+        ",".join(days),
+        "-t",
+        "rules-learning,rules-static",
+        "-b",
+        "2",
+        "--run-id",
+        "cli",
+        "--resume",
+    )
+    assert code == 0, err
+    assert "batch 2/2" not in again
+    assert "report:" in again
 
     code, out, err = cli("leaderboard", "cli", "--format", "json")
     assert code == 0, err
@@ -82,6 +98,9 @@ def test_cli_refuses_bad_input_with_one_line(cli_env: Settings, cli, tmp_path: P
     code, _, err = cli("run", "-t", "rules-static,nobody", "--check")
     assert code == 2
     assert "unknown staffer 'nobody'" in err
+    code, _, err = cli("run", "--resume")
+    assert code == 2
+    assert "--resume needs the --run-id of the run to continue" in err
     code, _, err = cli("leaderboard", str(tmp_path))
     assert code == 2
     assert "not a run directory" in err

@@ -184,6 +184,79 @@ def test_process_backend_gives_the_inline_results(scenario_settings: Settings, o
     )
 
 
+class _Interrupted(Exception):
+    """Stands for the crash or kill that stops a run between two days."""
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_resumes_where_it_stopped(scenario_settings: Settings, observer) -> None:
+    days = [
+        s
+        for s in load_scenarios("builtin")
+        if s.scenario in ("eagle-container-day1", "tri-county-container-day1")
+    ]
+    staffers = ["rules-learning", "rules-static"]
+    whole = run_scenarios(
+        days, staffers, batches=3, settings=scenario_settings, observer=observer, run_id="whole"
+    )
+
+    def stop_in_batch_2(p) -> None:  # noqa: ANN001 - a runner.Progress
+        if p.batch == 2 and p.done == 2:
+            raise _Interrupted
+
+    with pytest.raises(_Interrupted):
+        run_scenarios(
+            days,
+            staffers,
+            batches=3,
+            settings=scenario_settings,
+            observer=observer,
+            run_id="cut",
+            on_progress=stop_in_batch_2,
+        )
+    ran: list[tuple[int, str, str]] = []
+    resumed = run_scenarios(
+        days,
+        staffers,
+        batches=3,
+        settings=scenario_settings,
+        observer=observer,
+        run_id="cut",
+        resume=True,
+        on_progress=lambda p: ran.append((p.batch, p.staffer, p.scenario)),
+    )
+
+    def outcomes(run_dir: Path) -> list[tuple]:
+        return sorted(
+            (r.arm, r.batch, r.scenario, r.event_id, r.filled, r.accepted) for r in read_results(run_dir)
+        )
+
+    # 4 days a batch; 4 of batch 1 and 2 of batch 2 had finished, so 6 days were left.
+    assert len(ran) == 6
+    assert [b for b, *_ in ran].count(2) == 2
+    assert outcomes(resumed.run_dir) == outcomes(whole.run_dir)
+    assert [(item.staffer, item.batch) for item in resumed.learning] == [
+        ("rules-learning", b) for b in (1, 2, 3)
+    ]
+    assert resumed.learning_curve == whole.learning_curve
+    assert len(json.loads((resumed.run_dir / "plan.json").read_text())["resumed_at"]) == 1
+
+
+def test_resuming_asks_for_the_run_as_it_was_started(scenario_settings: Settings) -> None:
+    days = [s for s in load_scenarios("builtin") if s.scenario == "eagle-container-day1"]
+    with pytest.raises(UserError, match="no run to resume"):
+        run_scenarios(days, ["rules-static"], settings=scenario_settings, run_id="never", resume=True)
+    with pytest.raises(UserError, match="--resume needs the --run-id"):
+        run_scenarios(days, ["rules-static"], settings=scenario_settings, resume=True)
+    started = scenario_settings.runs_dir / "started"
+    started.mkdir(parents=True)
+    (started / "plan.json").write_text(json.dumps({"scenarios": ["eagle-container-day1"], "batches": 2}))
+    with pytest.raises(UserError, match="started was started with other staffers"):
+        run_scenarios(days, ["rules-static"], settings=scenario_settings, run_id="started", resume=True)
+    with pytest.raises(UserError, match="or --resume to continue it"):
+        run_scenarios(days, ["rules-static"], settings=scenario_settings, run_id="started")
+
+
 def test_bad_runs_are_refused_before_anything_runs(scenario_settings: Settings, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(

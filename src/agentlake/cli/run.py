@@ -64,6 +64,12 @@ def run(
         "words) or silent (accepted or not); comma-separate for one arm per mode. Default: each "
         "scenario's own feedback key (explicit when unset).",
     ),
+    resume: bool = typer.Option(
+        False,
+        "--resume",
+        help="Continue the interrupted run --run-id names, with the options it was started with: "
+        "its finished days are kept, the rest run.",
+    ),
     check: bool = typer.Option(
         False,
         "--check",
@@ -105,7 +111,12 @@ def run(
         )
 
     summary = run_scenarios(
-        _split(scenarios), _split(staffers), run_id=run_id, on_progress=None if quiet else progress, **options
+        _split(scenarios),
+        _split(staffers),
+        run_id=run_id,
+        on_progress=None if quiet else progress,
+        resume=resume,
+        **options,
     )
     results = read_results(summary.run_dir)
     print_board(leaderboard_rows(leaderboard(results), learning_curve(results)), f"run {summary.run_id}")

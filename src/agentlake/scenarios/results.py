@@ -4,6 +4,8 @@ Owns the result record, the run directory's layout and reading/writing it:
 
     runs/<run_id>/plan.json          what was asked (scenarios, staffers, batches, backend)
     runs/<run_id>/results.jsonl      one EventResult per line, appended as days finish
+    runs/<run_id>/proposals.jsonl    the overseer's lesson deltas of each finished day (if any)
+    runs/<run_id>/learning.jsonl     what each learning arm learned after each batch
     runs/<run_id>/leaderboard.json   metrics per staffer and per batch (``metrics``)
     runs/<run_id>/report.html        the offline report (``report``)
     runs/<run_id>/lessons/<arm>.duckdb   each learning arm's own lesson store (arm_name); with
@@ -33,6 +35,9 @@ PLAN_FILE = "plan.json"
 LEADERBOARD_FILE = "leaderboard.json"
 REPORT_FILE = "report.html"
 LESSONS_DIR = "lessons"
+# Written as each day lands or each arm learns, so an interrupted run can be resumed exactly.
+PROPOSALS_FILE = "proposals.jsonl"
+LEARNING_FILE = "learning.jsonl"
 
 
 def arm_name(staffer: str, feedback: str = "explicit") -> str:
@@ -124,6 +129,20 @@ def append_results(run_dir: Path, results: Iterable[EventResult]) -> None:
     with (run_dir / RESULTS_FILE).open("a", encoding="utf-8") as handle:
         for result in results:
             handle.write(result.model_dump_json() + "\n")
+
+
+def append_lines(path: Path, payloads: Iterable[Any]) -> None:
+    """Append JSON lines to ``path`` (the run's side files; the parent process is their only writer)."""
+    with path.open("a", encoding="utf-8") as handle:
+        for payload in payloads:
+            handle.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
+
+
+def read_lines(path: Path) -> list[Any]:
+    """The JSON lines of a side file written by ``append_lines``; ``[]`` when it is missing."""
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def resolve_run_dir(spec: str | Path, runs_dir: Path | None = None) -> Path:

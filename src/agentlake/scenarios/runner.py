@@ -9,15 +9,17 @@ writer), and, between batches, learning: for each staffer with learning on,
 ``runs/<run_id>/lessons/<staffer>.duckdb`` (with ``database_url`` set: its own schema in
 PostgreSQL, ``arm_schema``, which the workers read too), so the next batch retrieves what was learned. Staffers never share a store, so arms cannot
 leak into each other. Metrics and the report are computed from the results file at the end.
+A day's results, ops and overseer proposals are written as it lands and each arm's learning
+when it is done, so an interrupted run resumes (``resume``) without running a day twice.
 It does not own a day (``day``) nor where days run (``backends``).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import time
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,10 +30,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentlake.errors import NotFoundError, UserError
 from agentlake.lake import Lake
 from agentlake.learn.loop import learn_between_batches
+from agentlake.learn.model import Delta
 from agentlake.learn.store import LessonStore, PgSchema
 from agentlake.observe import get_observer
 from agentlake.scenarios.backends import BACKENDS, make_backend
-from agentlake.scenarios.day import DayLedger, DayResult, DayTask, plan_event
+from agentlake.scenarios.day import DayLedger, DayTask, plan_event
 from agentlake.scenarios.metrics import leaderboard_document
 from agentlake.scenarios.pools import ClientPools, PoolChecks
 from agentlake.scenarios.profile import StafferProfile, load_profiles, unreachable_models
@@ -39,13 +42,18 @@ from agentlake.scenarios.recovery import recovery_by_arm, rule_recovery
 from agentlake.scenarios.report import write_report
 from agentlake.scenarios.results import (
     LEADERBOARD_FILE,
+    LEARNING_FILE,
     LESSONS_DIR,
     PLAN_FILE,
+    PROPOSALS_FILE,
+    RESULTS_FILE,
+    append_lines,
     append_results,
     arm_name,
     arm_schema,
     batch_run_prefix,
     read_json,
+    read_lines,
     read_plan,
     read_results,
     write_json,
@@ -304,6 +312,7 @@ def run_scenarios(
     observer: Observer | None = None,
     matching: Matching | None = None,
     on_progress: Callable[[Progress], None] | None = None,
+    resume: bool = False,
 ) -> RunSummary:
     """Run ``staffers`` x ``scenarios`` x ``repeat`` repetitions, ``batches`` times, learning in between.
 
@@ -314,8 +323,13 @@ def run_scenarios(
     Everything is validated (``prepare_run``) before the run directory is created. Results go
     to ``settings.runs_dir / run_id``. ``lake`` reuses an open lake (read-write only with the
     inline backend); otherwise the lake is opened read-only. ``observer`` defaults to the
-    process-wide one. Raises ``UserError`` before running, ``RunError`` while running.
+    process-wide one. ``resume``: continue the interrupted run ``run_id`` (same scenarios,
+    staffers, batches, repetitions and feedback; ``UserError`` names what differs): its finished
+    days are kept and not run again, a batch's learning that happened is not repeated. Raises
+    ``UserError`` before running, ``RunError`` while running.
     """
+    if resume and run_id is None:
+        raise UserError("--resume needs the --run-id of the run to continue")
     settings = _absolute(settings or load_settings())
     plan = prepare_run(
         scenarios,
@@ -334,8 +348,10 @@ def run_scenarios(
     if not _RUN_ID.match(run_id):
         raise UserError(f"run id {run_id!r}: use letters, digits, '-', '_' and '.' only")
     run_dir = settings.runs_dir / run_id
-    if run_dir.exists() and any(run_dir.iterdir()):
-        raise UserError(f"{run_dir} already exists; pick another --run-id")
+    if resume and not (run_dir / PLAN_FILE).is_file():
+        raise UserError(f"{run_dir}: no run to resume (no {PLAN_FILE}); start it without --resume")
+    if not resume and run_dir.exists() and any(run_dir.iterdir()):
+        raise UserError(f"{run_dir} already exists; pick another --run-id, or --resume to continue it")
     return execute_run(
         plan,
         run_dir,
@@ -344,6 +360,7 @@ def run_scenarios(
         observer=observer,
         matching=matching,
         on_progress=on_progress,
+        resume=resume,
     )
 
 
@@ -356,8 +373,10 @@ def execute_run(
     observer: Observer | None = None,
     matching: Matching | None = None,
     on_progress: Callable[[Progress], None] | None = None,
+    resume: bool = False,
 ) -> RunSummary:
-    """Run a prepared plan into ``run_dir`` (see :func:`run_scenarios`)."""
+    """Run a prepared plan into ``run_dir`` (see :func:`run_scenarios`; ``resume`` keeps what an
+    earlier, interrupted execution of the same plan finished there)."""
     started = time.perf_counter()
     run_id = run_dir.name
     own_lake = lake is None
@@ -384,6 +403,11 @@ def execute_run(
             ],
             "lake": str(lake.path),
         }
+        done: set[tuple[str, int, str, int]] = set()
+        learned: set[tuple[str, int]] = set()
+        if resume:
+            header = _resumed_header(read_plan(run_dir), header, run_dir)
+            done, learned = _finished(run_dir, plan)
         for arm in plan.arms:
             where = _lessons_path(run_dir, arm, settings)
             if arm.profile.learning and isinstance(where, PgSchema):
@@ -400,12 +424,11 @@ def execute_run(
             lake=lake if plan.backend == "inline" else None,
             matching=matching,
         )
-        learning: list[BatchLearning] = []
         recorded = [0]
         pools = client_pools(lake, plan.scenarios) if any(a.profile.learning for a in plan.arms) else None
         try:
             for batch in range(1, plan.batches + 1):
-                learning += _run_batch(
+                _run_batch(
                     plan,
                     batch,
                     run_dir,
@@ -416,11 +439,15 @@ def execute_run(
                     on_progress,
                     pools,
                     recorded,
+                    done,
+                    learned,
                 )
         finally:
             engine.close()
         results = read_results(run_dir)
         document = leaderboard_document(results, run_id=run_id)
+        # Read back, so a resumed run reports the learning of its earlier execution too.
+        learning = [BatchLearning.model_validate(item) for item in read_lines(run_dir / LEARNING_FILE)]
         document["learning"] = [item.model_dump() for item in learning]
         recovery = _recovery(plan, run_dir, settings, pools)
         document["rule_recovery"] = recovery
@@ -455,10 +482,13 @@ def _run_batch(
     on_progress: Callable[[Progress], None] | None,
     pools: PoolChecks | None = None,
     recorded: list[int] | None = None,
-) -> list[BatchLearning]:
-    """Run one batch's days on ``engine``, record their results and ops (``recorded[0]``
-    counts the ops), then let each learning arm learn the batch."""
-    tasks = [
+    done: set[tuple[str, int, str, int]] | frozenset[tuple[str, int, str, int]] = frozenset(),
+    learned: set[tuple[str, int]] | frozenset[tuple[str, int]] = frozenset(),
+) -> None:
+    """Run one batch's days on ``engine``, record their results, ops (``recorded[0]`` counts
+    them) and overseer proposals, then let each learning arm learn the batch. Days in ``done``
+    (``EventResult.day_key``) and arms' learning in ``learned`` (arm, batch) already happened."""
+    planned = [
         DayTask(
             run_id=run_dir.name,
             batch=batch,
@@ -477,9 +507,14 @@ def _run_batch(
         for scenario in arm.scenarios
         for rep in range(1, plan.repeat + 1)
     ]
-    finished: dict[str, list[DayResult]] = defaultdict(list)
-    for done, day in enumerate(engine.map(tasks), start=1):
-        # Results and ops are written as each day lands, so a crash keeps what finished.
+    tasks = [
+        t
+        for t in planned
+        if (arm_name(t.profile.staffer, t.feedback), batch, t.scenario.scenario, t.repetition) not in done
+    ]
+    for count, day in enumerate(engine.map(tasks), start=len(planned) - len(tasks) + 1):
+        # Results, ops and proposals are written as each day lands, so a crash keeps what
+        # finished and a resumed run learns from the whole batch.
         append_results(run_dir, day.results)
         observer.record_many(day.ops)
         if recorded is not None:
@@ -487,7 +522,9 @@ def _run_batch(
         if not day.results:
             continue
         first = day.results[0]
-        finished[first.arm].append(day)
+        if day.overseer_deltas:
+            deltas = [d.model_dump(mode="json") for d in day.overseer_deltas]
+            append_lines(run_dir / PROPOSALS_FILE, [{"arm": first.arm, "batch": batch, "deltas": deltas}])
         if on_progress is not None:
             on_progress(
                 Progress(
@@ -498,16 +535,15 @@ def _run_batch(
                     repetition=first.repetition,
                     filled=sum(r.filled for r in day.results),
                     requested=sum(r.requested for r in day.results),
-                    done=done,
-                    total=len(tasks),
+                    done=count,
+                    total=len(planned),
                     seconds=day.seconds,
                 )
             )
-    return [
-        _learn(plan, arm, batch, run_dir, settings, observer, finished[arm.name], pools)
-        for arm in plan.arms
-        if arm.profile.learning
-    ]
+    for arm in plan.arms:
+        if arm.profile.learning and (arm.name, batch) not in learned:
+            learning = _learn(plan, arm, batch, run_dir, settings, observer, pools)
+            append_lines(run_dir / LEARNING_FILE, [learning.model_dump()])
 
 
 def _learn(
@@ -517,17 +553,23 @@ def _learn(
     run_dir: Path,
     settings: Settings,
     observer: Observer,
-    days: Sequence[DayResult],
     pools: PoolChecks | None = None,
 ) -> BatchLearning:
     """The arm learns its batch from what the observer recorded (its ops, outcomes and
-    citations, by run-id prefix) plus the overseer's proposals, into its own store."""
+    citations, by run-id prefix) plus the overseer's proposals (the run's proposals file),
+    into its own store."""
+    proposals = [
+        Delta.model_validate(delta)
+        for line in read_lines(run_dir / PROPOSALS_FILE)
+        if line["arm"] == arm.name and line["batch"] == batch
+        for delta in line["deltas"]
+    ]
     report = learn_between_batches(
         _lessons_path(run_dir, arm, settings),
         observer,
         run_id=batch_run_prefix(run_dir.name, arm.name, batch) + "*",
         settings=settings,
-        proposals=[delta for day in days for delta in day.overseer_deltas],
+        proposals=proposals,
         semantic=plan.semantic_lessons,
         pool_check=pools,
     )
@@ -540,6 +582,31 @@ def _learn(
         measured=len(report.effects),
         notes=list(report.notes.get("induction_notes", [])),
     )
+
+
+def _resumed_header(before: dict[str, Any], now: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """The run's recorded plan, after checking the resumed one asks for the same days; how
+    they run (backend, workers) may change. ``UserError`` names what differs."""
+    same = ("scenarios", "staffers", "batches", "repeat", "feedback", "semantic_lessons")
+    for key in same:
+        if json.loads(json.dumps(now[key], default=str)) != before.get(key):
+            raise UserError(
+                f"{run_dir.name} was started with other {key.replace('_', ' ')}: "
+                "resume it with the options it was started with"
+            )
+    return {**before, "resumed_at": [*before.get("resumed_at", []), now["created_at"]]}
+
+
+def _finished(run_dir: Path, plan: RunPlan) -> tuple[set[tuple[str, int, str, int]], set[tuple[str, int]]]:
+    """The days an interrupted run finished (``EventResult.day_key``) and the (arm, batch)
+    learning it did. A run from before the learning file existed learned batch b if any day of
+    a later batch ran: learning is the barrier between batches."""
+    results = read_results(run_dir) if (run_dir / RESULTS_FILE).is_file() else []
+    done = {r.day_key for r in results}
+    learned = {(line["staffer"], line["batch"]) for line in read_lines(run_dir / LEARNING_FILE)}
+    latest = max((r.batch for r in results), default=0)
+    learned |= {(arm.name, batch) for arm in plan.arms for batch in range(1, latest)}
+    return done, learned
 
 
 def _recovery(
