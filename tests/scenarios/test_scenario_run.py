@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -195,35 +196,25 @@ def test_an_interrupted_run_resumes_where_it_stopped(scenario_settings: Settings
         for s in load_scenarios("builtin")
         if s.scenario in ("eagle-container-day1", "tri-county-container-day1")
     ]
-    staffers = ["rules-learning", "rules-static"]
-    whole = run_scenarios(
-        days, staffers, batches=3, settings=scenario_settings, observer=observer, run_id="whole"
+    run = partial(
+        run_scenarios,
+        days,
+        ["rules-learning", "rules-static"],
+        batches=3,
+        settings=scenario_settings,
+        observer=observer,
     )
+    whole = run(run_id="whole")
 
     def stop_in_batch_2(p) -> None:  # noqa: ANN001 - a runner.Progress
         if p.batch == 2 and p.done == 2:
             raise _Interrupted
 
     with pytest.raises(_Interrupted):
-        run_scenarios(
-            days,
-            staffers,
-            batches=3,
-            settings=scenario_settings,
-            observer=observer,
-            run_id="cut",
-            on_progress=stop_in_batch_2,
-        )
+        run(run_id="cut", on_progress=stop_in_batch_2)
     ran: list[tuple[int, str, str]] = []
-    resumed = run_scenarios(
-        days,
-        staffers,
-        batches=3,
-        settings=scenario_settings,
-        observer=observer,
-        run_id="cut",
-        resume=True,
-        on_progress=lambda p: ran.append((p.batch, p.staffer, p.scenario)),
+    resumed = run(
+        run_id="cut", resume=True, on_progress=lambda p: ran.append((p.batch, p.staffer, p.scenario))
     )
 
     def outcomes(run_dir: Path) -> list[tuple]:
