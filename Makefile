@@ -60,7 +60,8 @@ lint: install
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 
-# The optional local model (base Gemma 3 270M under llama-cpp-python). Compiles for ~11 minutes;
+# llama-cpp-python: the optional llama.cpp engine (AGENTLAKE_LOCAL_ENGINE=llamacpp) for the embedded
+# Qwen GGUFs, and the base Gemma 3 270M of local-tiny. Compiles for ~11 minutes;
 # the flags avoid the AMX code that crashes on this CPU.
 local-llm: install
 	CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF" \
