@@ -488,7 +488,7 @@ def _run_batch(
     """Run one batch's days on ``engine``, record their results, ops (``recorded[0]`` counts
     them) and overseer proposals, then let each learning arm learn the batch. Days in ``done``
     (``EventResult.day_key``) and arms' learning in ``learned`` (arm, batch) already happened."""
-    planned = [
+    tasks = [
         DayTask(
             run_id=run_dir.name,
             batch=batch,
@@ -506,13 +506,9 @@ def _run_batch(
         for arm in plan.arms
         for scenario in arm.scenarios
         for rep in range(1, plan.repeat + 1)
+        if (arm.name, batch, scenario.scenario, rep) not in done
     ]
-    tasks = [
-        t
-        for t in planned
-        if (arm_name(t.profile.staffer, t.feedback), batch, t.scenario.scenario, t.repetition) not in done
-    ]
-    for count, day in enumerate(engine.map(tasks), start=len(planned) - len(tasks) + 1):
+    for count, day in enumerate(engine.map(tasks), start=plan.days_per_batch - len(tasks) + 1):
         # Results, ops and proposals are written as each day lands, so a crash keeps what
         # finished and a resumed run learns from the whole batch.
         append_results(run_dir, day.results)
@@ -536,7 +532,7 @@ def _run_batch(
                     filled=sum(r.filled for r in day.results),
                     requested=sum(r.requested for r in day.results),
                     done=count,
-                    total=len(planned),
+                    total=plan.days_per_batch,
                     seconds=day.seconds,
                 )
             )
