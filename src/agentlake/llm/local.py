@@ -78,16 +78,18 @@ GIB = 1024**3
 class Engine(Protocol):
     """One loaded model. Slots are independent KV caches; ``evaluate`` appends ``tokens`` to
     slot ``slot`` after cutting it to ``keep`` tokens, and returns the logits of the last one
-    (a 1-D float32 torch tensor over the vocabulary)."""
+    (a 1-D float32 torch tensor over the vocabulary), or of the last ``rows`` ones (a
+    ``[rows, vocabulary]`` tensor) where the engine ``verifies_drafts``."""
 
     name: str
     vocab_size: int
     tokenizer: Any  # a transformers tokenizer: the grammar needs its vocabulary
     decoder: Decoder  # the decoding loop over this engine, made by the engine on load
+    verifies_drafts: bool  # whether ``evaluate`` gives logits for more than the last token
 
     def tokenize(self, text: str) -> list[int]: ...
 
-    def evaluate(self, slot: int, keep: int, tokens: Sequence[int]) -> Any: ...
+    def evaluate(self, slot: int, keep: int, tokens: Sequence[int], rows: int = 1) -> Any: ...
 
 
 @dataclass

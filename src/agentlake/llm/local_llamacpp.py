@@ -29,6 +29,7 @@ class LlamaCppEngine:
     """A packaged model on llama.cpp (see the module docstring)."""
 
     name = "llamacpp"
+    verifies_drafts = False  # Llama.eval keeps the logits of the last token only (unless logits_all)
 
     def __init__(
         self,
@@ -70,7 +71,7 @@ class LlamaCppEngine:
     def tokenize(self, text: str) -> list[int]:
         return list(self._context(0).tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
-    def evaluate(self, slot: int, keep: int, tokens: Sequence[int]) -> Any:
+    def evaluate(self, slot: int, keep: int, tokens: Sequence[int], rows: int = 1) -> Any:
         import numpy as np
         import torch
 

@@ -6,7 +6,10 @@ config and tokenizer, under a manifest of sha256s, and later loads memory-map th
 (seconds). A cache whose files no longer match their manifest is rebuilt from the verified
 GGUF. On load the linear layers are quantised to int8 (``local_torch_dtype=int8``, the
 default): decoding on this CPU is bound by reading the weights, and int8 reads half of what
-bfloat16 does (docs/benchmarks.md has the figures for both). This module owns loading and the
+bfloat16 does (docs/benchmarks.md has the figures for both). The forward pass keeps each KV
+cache in a buffer that grows in place (``growing_cache``) and, for several new tokens, folds
+the query heads of grouped-query attention onto their shared key/value heads
+(``grouped_sdpa``) instead of copying the cache per head. This module owns loading and the
 forward pass; the decoding loop is ``local.Decoder``.
 """
 
@@ -127,6 +130,115 @@ def _dequantise(packaged: PackagedModel, gguf: Path, directory: Path) -> None:
     show("weights cache written")
 
 
+ATTENTION = "agentlake_sdpa"
+
+
+def grouped_sdpa(
+    module: Any,
+    query: Any,
+    key: Any,
+    value: Any,
+    attention_mask: Any,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    is_causal: bool | None = None,
+    **kwargs: Any,
+) -> tuple[Any, None]:
+    """transformers' sdpa attention, but for several new tokens over a cache with grouped-query
+    attention (a verified draft, a prompt's new tail) the query heads that share a key/value head
+    are folded into one longer query, with the mask repeated for each, where transformers
+    copies the keys and values of the whole cache once per query head (``repeat_kv``): for the
+    0.5B over a 2k-token cache, 7 copies of every layer's cache on each pass. One new token,
+    or no mask, is transformers' own path (it folds a single token the same way)."""
+    import torch
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    groups = getattr(module, "num_key_value_groups", 1)
+    batch, heads, length, dim = query.shape
+    if (
+        groups == 1
+        or length == 1
+        or attention_mask is None
+        or attention_mask.shape[1] != 1
+        or kwargs.get("position_bias") is not None
+    ):
+        return sdpa_attention_forward(
+            module,
+            query,
+            key,
+            value,
+            attention_mask,
+            dropout=dropout,
+            scaling=scaling,
+            is_causal=is_causal,
+            **kwargs,
+        )
+    query = query.reshape(batch, heads // groups, groups * length, dim)
+    mask_batch, _, _, width = attention_mask.shape
+    mask = attention_mask[:, :, None].expand(mask_batch, 1, groups, length, width)
+    out = torch.nn.functional.scaled_dot_product_attention(
+        query,
+        key,
+        value,
+        attn_mask=mask.reshape(mask_batch, 1, groups * length, width),
+        dropout_p=dropout,
+        scale=scaling,
+    )
+    return out.reshape(batch, heads, length, dim).transpose(1, 2).contiguous(), None
+
+
+def register_attention(transformers: Any) -> None:
+    """Make ``grouped_sdpa`` loadable as ``attn_implementation=ATTENTION``, with the masks
+    transformers makes for its own sdpa (a name without a mask function gets no mask at all)."""
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
+
+    transformers.AttentionInterface.register(ATTENTION, grouped_sdpa)
+    transformers.AttentionMaskInterface.register(ATTENTION, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
+
+
+def growing_cache(transformers: Any, config: Any) -> Any:
+    """A ``DynamicCache`` whose layers keep their keys and values in buffers with room to grow
+    (``GrowingLayer``), where transformers' own layer concatenates the whole cache with the new
+    tokens on every pass: for the 0.5B at 2k tokens, 48 MB copied per generated token."""
+    base = transformers.cache_utils.DynamicLayer
+
+    class GrowingLayer(base):  # type: ignore[misc, valid-type]
+        """Keys and values as views of a buffer that doubles when full (amortised one copy)."""
+
+        def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+            import torch
+
+            if not self.is_initialized:
+                self.lazy_initialization(key_states, value_states)
+                self.buffers = None
+            held = self.get_seq_length()
+            needed = held + key_states.shape[-2]
+            if self.buffers is None or needed > self.buffers[0].shape[-2]:
+                room = max(needed, 2 * held, 256)
+                grown = []
+                for old, new in ((self.keys, key_states), (self.values, value_states)):
+                    buffer = torch.empty(
+                        *new.shape[:-2], room, new.shape[-1], dtype=new.dtype, device=new.device
+                    )
+                    if held:
+                        buffer[..., :held, :] = old
+                    grown.append(buffer)
+                self.buffers = tuple(grown)
+            keys, values = self.buffers
+            keys[..., held:needed, :] = key_states
+            values[..., held:needed, :] = value_states
+            self.keys, self.values = keys[..., :needed, :], values[..., :needed, :]
+            return self.keys, self.values
+
+        def reset(self) -> None:
+            self.buffers = None
+            super().reset()
+
+    cache = transformers.DynamicCache(config=config)
+    cache.layers = [GrowingLayer() if type(layer) is base else layer for layer in cache.layers]
+    return cache
+
+
 def _to_int8(model: Any, torch: Any) -> None:
     """Quantise every linear layer to int8 (dynamic, as ``torch.ao.quantization.quantize_dynamic``
     does), one layer at a time from bfloat16, then the rest of the model to float32: at most one
@@ -155,6 +267,7 @@ class TorchEngine:
     """A packaged model on transformers + the CPU torch (see the module docstring)."""
 
     name = "transformers"
+    verifies_drafts = True
 
     def __init__(
         self,
@@ -180,12 +293,13 @@ class TorchEngine:
             peak + slots * window * kv_bytes_per_token(info, element),
         )
         torch.set_num_threads(threads(settings))
+        register_attention(transformers)
         if not cached:
             _dequantise(packaged, gguf, directory)
         try:
             # bfloat16 on load in either mode: int8 converts one layer at a time (``_to_int8``).
             model = transformers.AutoModelForCausalLM.from_pretrained(
-                str(directory), dtype=torch.bfloat16, attn_implementation="sdpa"
+                str(directory), dtype=torch.bfloat16, attn_implementation=ATTENTION
             )
             self.tokenizer = load_tokenizer(packaged, gguf, settings)
         except (OSError, ValueError, RuntimeError) as exc:
@@ -195,7 +309,7 @@ class TorchEngine:
             _to_int8(model, torch)
         self.model = model
         self.vocab_size = int(model.config.vocab_size)
-        self.caches = [transformers.DynamicCache(config=model.config) for _ in range(slots)]
+        self.caches = [growing_cache(transformers, model.config) for _ in range(slots)]
         # transformers 5.24 renamed forward's ``past_key_values`` to ``cache`` (the old name warns
         # and goes in 5.40); the range in pyproject.toml admits both, so ask the signature.
         self.cache_arg = (
@@ -206,7 +320,7 @@ class TorchEngine:
     def tokenize(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def evaluate(self, slot: int, keep: int, tokens: Sequence[int]) -> Any:
+    def evaluate(self, slot: int, keep: int, tokens: Sequence[int], rows: int = 1) -> Any:
         import torch
 
         cache = self.caches[slot]
@@ -218,6 +332,6 @@ class TorchEngine:
                 input_ids=torch.tensor([list(tokens)]),
                 use_cache=True,
                 **{self.cache_arg: cache},
-                logits_to_keep=1,
+                logits_to_keep=rows,
             )
-        return out.logits[0, -1].float()
+        return out.logits[0, -1].float() if rows == 1 else out.logits[0, -rows:].float()
