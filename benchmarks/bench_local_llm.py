@@ -11,6 +11,7 @@ engine is measured in both weight modes (int8, bfloat16); the ratio column is ea
 median against transformers-int8's, measured in the same run.
 
 Run: .venv/bin/python benchmarks/bench_local_llm.py [--models 0.5b,1.5b] [--turns 10] [--cold]
+[--drafts 0,8] (prompt-lookup decoding off and on, side by side)
 Targets (issue 14): 0.5B <= 2 s median per turn, 1.5B <= 5 s.
 """
 
@@ -116,8 +117,12 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def measure(model: str, engine: str, dtype: str, turns: int, cold: bool, max_tokens: int) -> dict:
+def measure(
+    model: str, engine: str, dtype: str, turns: int, cold: bool, max_tokens: int, draft: int | None = None
+) -> dict:
     settings = load_settings(local_engine=engine, local_torch_dtype=dtype)
+    if draft is not None:
+        settings = settings.model_copy(update={"local_draft_tokens": draft})
     reset_llm_state()
     unload_engines()
     provider = LocalProvider(model, settings)
@@ -161,7 +166,9 @@ def measure(model: str, engine: str, dtype: str, turns: int, cold: bool, max_tok
     evaluated = sum(r[1] - r[2] for r in rows)
     return {
         "model": model,
-        "engine": engine if engine == "llamacpp" else f"transformers-{dtype}",
+        "engine": engine
+        if engine == "llamacpp"
+        else f"transformers-{dtype}" + ("" if draft is None else f" (draft {draft})"),
         "median_s": statistics.median(times),
         "p90_s": percentile(times, 0.9),
         "prompt_tokens": statistics.median(r[1] for r in rows),
@@ -183,6 +190,12 @@ def main() -> None:
         help="comma-separated: transformers-int8, transformers-bfloat16, llamacpp (default: all installed)",
     )
     parser.add_argument("--turns", type=int, default=10, help="measured turns per model and engine")
+    parser.add_argument(
+        "--drafts",
+        default="",
+        help="comma-separated local_draft_tokens to measure the transformers engines with, e.g. 0,8 "
+        "(default: the setting's value)",
+    )
     parser.add_argument("--max-tokens", type=int, default=160)
     parser.add_argument(
         "--cold", action="store_true", help="also time a cold load (rebuilds the transformers weights cache)"
@@ -201,12 +214,18 @@ def main() -> None:
         "| model | engine | median s/turn | p90 s/turn | prompt tokens (cached) | prompt tok/s | reply tokens | gen tok/s | cold load s | warm load s | median vs transformers-int8 |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
+    drafts = [int(d) for d in args.drafts.split(",") if d] or [None]
+    runs = [
+        (spec, draft) for spec in engines for draft in (drafts if spec.startswith("transformers") else [None])
+    ]
     for size in args.models.split(","):
         baseline = None
-        for spec in engines:
+        for spec, draft in runs:
             engine, _, dtype = spec.partition("-")
-            result = measure(MODELS[size], engine, dtype or "int8", args.turns, args.cold, args.max_tokens)
-            if spec == "transformers-int8":
+            result = measure(
+                MODELS[size], engine, dtype or "int8", args.turns, args.cold, args.max_tokens, draft
+            )
+            if spec == "transformers-int8" and baseline is None:
                 baseline = result["median_s"]
             ratio = f"{result['median_s'] / baseline:.2f}" if baseline else "-"
             cold = "-" if result["cold_load_s"] is None else f"{result['cold_load_s']:.1f}"

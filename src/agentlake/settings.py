@@ -146,6 +146,12 @@ class Settings(BaseSettings):
         description="Context window (tokens) local: models are run with, at most what the model was trained on; each cached prompt costs KV memory in proportion.",
     )
     local_threads: int = Field(0, ge=0, description="CPU threads of the local: engines; 0: every core.")
+    local_draft_tokens: int = Field(
+        16,
+        ge=0,
+        le=32,
+        description="Prompt-lookup decoding on the transformers engine: tokens guessed from the prompt and checked in the pass of the token before them (greedy replies only; the same reply, up to rounding); 0: off.",
+    )
     default_model: str = Field(
         "auto",
         description="Model of every LLM door whose own setting is empty (fill --policy llm and ask: executor_model; the graph's thinker: graph_model; the llm lesson extractor: learn_model): auto = the largest packaged local: model installed (local:qwen2.5-coder-1.5b, else local:qwen2.5-coder-0.5b; `make models`), none = no default, or a model string.",

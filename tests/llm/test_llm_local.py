@@ -119,6 +119,100 @@ def test_what_the_grammar_forces_is_evaluated_without_a_step_of_its_own(
     assert len(passes) == generation.output_tokens - generation.forced_tokens
 
 
+class CopyingModel:
+    """A deterministic stand-in for a model over the real tokenizer: at each place it favours the
+    token that followed the latest earlier occurrence of the token before it (a model copying its
+    prompt), over a fixed random preference. Its logits depend only on the tokens before them, as
+    a real model's would in exact arithmetic, so a draft cannot change what it writes."""
+
+    name = "copying"
+    verifies_drafts = True
+
+    def __init__(self, tokenizer) -> None:
+        import torch
+
+        from agentlake.llm.local import Decoder
+
+        self.tokenizer = tokenizer
+        self.vocab_size = len(tokenizer)
+        self.bias = torch.randn(self.vocab_size, generator=torch.Generator().manual_seed(0))
+        self.histories: dict[int, list[int]] = {}
+        self.passes = 0
+        self.decoder = Decoder(self, 1)
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _logits(self, history: list[int]):
+        logits = self.bias.clone()
+        last = history[-1]
+        for place in range(len(history) - 2, -1, -1):
+            if history[place] == last:
+                logits[history[place + 1]] += 10.0
+                break
+        return logits
+
+    def evaluate(self, slot: int, keep: int, tokens, rows: int = 1):
+        import torch
+
+        self.passes += 1
+        history = self.histories.get(slot, [])[:keep] + list(tokens)
+        self.histories[slot] = history
+        each = [self._logits(history[: len(history) - back]) for back in range(rows - 1, -1, -1)]
+        return each[0] if rows == 1 else torch.stack(each)
+
+
+def test_drafts_change_the_passes_not_the_reply(provider: LocalProvider) -> None:
+    model = CopyingModel(provider.decoder().engine.tokenizer)
+    order = "fill 3 x Welder in Cleveland, OH; notes: AWS D1.1 certified, steel-toe boots, 8-hour shift"
+    prompt = f'Order: {order}. Reply: {{"role": "Welder", "notes": "AWS D1.1 certified"}}, {{"role": "Welder"}}'
+    # After a role the grammar forces only the closing quote (notes may follow, or not): the
+    # step without a draft writes it as a token of its own, and so must the step after a draft.
+    schema = {
+        "type": "object",
+        "properties": {"role": ORDER_SCHEMA["properties"]["role"], "notes": {"type": "string"}},
+        "required": ["role"],
+        "additionalProperties": False,
+    }
+    replies = {}
+    for draft in (0, 8):
+        model.passes = 0
+        generation = model.decoder.generate(
+            prompt, schema=schema, max_tokens=80, temperature=None, stop=None, window=4096, draft=draft
+        )
+        replies[draft] = (generation, model.passes)
+    (plain, plain_passes), (drafted, drafted_passes) = replies[0], replies[8]
+    assert drafted.text == plain.text
+    assert drafted.drafted_tokens > 0
+    assert drafted_passes < plain_passes
+
+
+def test_a_real_reply_copying_its_prompt_takes_fewer_passes_with_drafts(
+    provider: LocalProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoder = provider.decoder()
+    passes: list[int] = []
+    evaluate = decoder.engine.evaluate
+    monkeypatch.setattr(decoder.engine, "evaluate", lambda *args: passes.append(1) or evaluate(*args))
+    order = "fill 3 x Welder in Cleveland, OH; notes: AWS D1.1 certified, steel-toe boots, 8-hour shift"
+    prompt = render_chat(
+        gguf_info(provider.gguf_path).chat_template,
+        [Message(role="user", content=f"Read this order and copy its notes word for word: {order}")],
+    )
+    generation = decoder.generate(
+        prompt, schema=ORDER_SCHEMA, max_tokens=120, temperature=None, stop=None, window=4096, draft=8
+    )
+    value = json.loads(generation.text)
+    jsonschema.validate(value, ORDER_SCHEMA)
+    assert value["role"] == "Welder"
+    if decoder.engine.verifies_drafts:
+        assert generation.drafted_tokens > 0
+        # Without drafts: the prompt's pass, then one per sampled token but the last.
+        assert len(passes) < generation.output_tokens - generation.forced_tokens
+    else:
+        assert generation.drafted_tokens == 0
+
+
 def test_a_forced_text_stops_before_a_word_two_values_begin_alike(provider: LocalProvider) -> None:
     import xgrammar
 
@@ -147,6 +241,22 @@ def test_a_free_text_field_is_capped_and_the_reply_ends(provider: LocalProvider)
     notes = json.loads(result.text)["notes"]
     assert len(notes) <= STRING_CAP
     assert result.finish_reason == "stop"
+
+
+def test_a_reply_ends_before_its_stop_string(provider: LocalProvider) -> None:
+    result = generate(
+        provider, "Write a Python function that adds two numbers.", max_tokens=120, stop=["return"]
+    )
+    assert result.finish_reason == "stop"
+    assert "return" not in result.text
+    assert "def " in result.text
+
+
+def test_a_reply_ending_on_its_own_keeps_its_text_when_stop_strings_are_given(
+    provider: LocalProvider,
+) -> None:
+    result = generate(provider, "Say the word: yes", max_tokens=20, stop=["@@@"])
+    assert result.text.strip() != ""
 
 
 def test_timings_and_usage_are_reported(provider: LocalProvider) -> None:

@@ -1,14 +1,41 @@
-"""Parts of the in-process ``local:`` engine checked without a model: the grouped-query
-attention of several new tokens, and the KV cache that grows in place."""
+"""Parts of the in-process ``local:`` engine checked without a model: prompt-lookup drafts, the
+grouped-query attention of several new tokens, and the KV cache that grows in place."""
 
 from __future__ import annotations
 
 import pytest
 
+from agentlake.llm.local import lookup_draft
+
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from agentlake.llm.local_torch import grouped_sdpa, growing_cache  # noqa: E402
+
+
+def test_a_draft_is_what_followed_the_latest_earlier_run_of_the_last_tokens() -> None:
+    assert lookup_draft([7, 1, 2, 3, 9, 1, 2, 3, 4, 5, 1, 2, 3], 3) == [4, 5, 1]
+
+
+def test_a_longer_matching_run_wins_over_a_later_shorter_one() -> None:
+    # "8 2 3" recurs early; only "2 3" recurs later.
+    assert lookup_draft([8, 2, 3, 40, 41, 0, 2, 3, 50, 8, 2, 3], 2) == [40, 41]
+
+
+def test_no_draft_when_the_last_tokens_do_not_recur() -> None:
+    assert lookup_draft([1, 2, 3, 4, 5, 6], 4) == []
+
+
+def test_a_single_recurring_token_is_not_enough_for_a_draft() -> None:
+    assert lookup_draft([5, 1, 9, 6, 1], 4) == []
+
+
+def test_a_draft_is_at_most_the_limit() -> None:
+    assert len(lookup_draft(list(range(50)) + [10, 11], 5)) == 5
+
+
+def test_no_draft_under_a_limit_of_zero() -> None:
+    assert lookup_draft([1, 2, 1, 2], 0) == []
 
 
 class _Attention(torch.nn.Module):

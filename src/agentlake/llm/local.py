@@ -16,7 +16,12 @@ GGUF (in Jinja's sandbox: the template is untrusted data); JSON-schema-constrain
 with xgrammar, every free-text string capped at ``STRING_CAP`` characters so no reply runs to
 the token limit; the KV caches of recent prompts, one per recurring prefix (a staffer's
 executor, its reviewer), the longest common token prefix reused and only the new tokens
-evaluated; usage (input, output and cached input tokens) and timings in the ``Completion``.
+evaluated; what the grammar forces evaluated in the pass of the token before it (jump-forward),
+and on engines that verify drafts (transformers) prompt-lookup decoding: a pass also evaluates
+the tokens that followed the reply's last words where those occur earlier, and keeps those the
+model picks itself (``local_draft_tokens``; agents copy much of their prompt: the order's role
+and city, worker ids from a tool result); usage (input, output and cached input tokens) and
+timings in the ``Completion``.
 
 It checks, before loading, that the machine has the memory the model needs, and registers the
 model's context window (the GGUF's, capped by ``local_context_window``) so the budget check
@@ -286,6 +291,9 @@ class Generation:
     generation_ms: float
     # Of output_tokens, those the grammar forced (evaluated without a step of their own).
     forced_tokens: int = 0
+    # Of output_tokens, those taken from a draft the model confirmed (``lookup_draft``): each
+    # was evaluated in the pass of the token before it.
+    drafted_tokens: int = 0
 
 
 class Decoder:
@@ -338,7 +346,16 @@ class Decoder:
         temperature: float | None,
         stop: list[str] | None,
         window: int,
+        draft: int = 0,
     ) -> Generation:
+        """One reply to ``prompt``. ``draft`` > 0 turns on prompt-lookup decoding where the
+        engine verifies drafts and the reply is greedy (no ``temperature``): each pass also
+        evaluates up to ``draft`` tokens that followed the reply's last words where those occur
+        earlier in the prompt or the reply (``lookup_draft``), and the reply keeps those the
+        model picks itself at their places, with what the grammar forces after them written as
+        after a sampled token: the same greedy reply in fewer passes. (Same in exact arithmetic:
+        int8 layers quantise a pass's activations with one scale, so a near tie between two
+        tokens can go the other way, as it can with or without a cached prefix.)"""
         import torch
         import xgrammar
 
@@ -356,6 +373,23 @@ class Decoder:
         generator = None
         if temperature:
             generator = torch.Generator().manual_seed(0)
+        if temperature or not self.engine.verifies_drafts:
+            draft = 0
+
+        def choose(logits: Any) -> int:
+            if matcher is not None:
+                matcher.fill_next_token_bitmask(bitmask)
+                xgrammar.apply_token_bitmask_inplace(logits.view(1, -1), bitmask)
+            return _pick(logits, temperature, generator)
+
+        def ended() -> bool:
+            return matcher is not None and (matcher.is_terminated() or self._only_stop_left(matcher, bitmask))
+
+        def jump(room: int) -> list[int]:
+            if matcher is None or matcher.is_terminated():
+                return []
+            return self._forced(matcher, room)
+
         with self.lock:
             index, keep = choose_slot(self.slots, tokens)
             slot = self.slots[index]
@@ -365,40 +399,63 @@ class Decoder:
             prompt_done = time.perf_counter()
             out: list[int] = []
             finish = "length"
-            text = ""
-            forced = 0
+            text = None  # set where a stop string cuts the reply
+            forced = drafted = 0
             while len(out) < max_tokens:
-                if matcher is not None:
-                    matcher.fill_next_token_bitmask(bitmask)
-                    xgrammar.apply_token_bitmask_inplace(logits.view(1, -1), bitmask)
-                token = _pick(logits, temperature, generator)
+                token = choose(logits)
                 if token in self.stop_ids:
                     finish = "stop"
                     break
                 if matcher is not None and not matcher.accept_token(token):
                     raise RunError(f"the grammar refused token {token} it had allowed")
-                step = [token]
-                if matcher is not None and not matcher.is_terminated():
-                    step += self._forced(matcher, max_tokens - len(out) - 1)
+                step = [token] + jump(max_tokens - len(out) - 1)
                 forced += len(step) - 1
                 out.extend(step)
-                if matcher is not None and (
-                    matcher.is_terminated() or self._only_stop_left(matcher, bitmask)
-                ):
-                    finish = "stop"
-                    break
-                if stop:
-                    text = self.engine.tokenizer.decode(out, skip_special_tokens=True)
-                    cut = min((text.find(s) for s in stop if s in text), default=-1)
-                    if cut != -1:
-                        text, finish = text[:cut], "stop"
+                # Evaluate the step (with a draft after it), then the model's own pick at each
+                # drafted place: the draft is kept up to the first place it differs, and what
+                # the grammar forces after a kept token is written as it is after a sampled
+                # one (a forced text the draft does not hold is the next step to evaluate).
+                while step and finish != "stop" and len(out) < max_tokens:
+                    if ended():
+                        finish = "stop"
                         break
-                if len(out) >= max_tokens:
+                    guess = self._draft(list(tokens) + out, matcher, min(draft, max_tokens - len(out)))
+                    rows = self.engine.evaluate(index, len(slot.tokens), step + guess, len(guess) + 1)
+                    slot.tokens.extend(step)
+                    step = []
+                    if not guess:
+                        logits = rows
+                        break
+                    place = 0
+                    while place < len(guess):
+                        if choose(rows[place]) != guess[place]:
+                            break
+                        if matcher is not None:
+                            matcher.accept_token(guess[place])
+                        out.append(guess[place])
+                        slot.tokens.append(guess[place])
+                        drafted += 1
+                        place += 1
+                        forced_text = jump(max_tokens - len(out))
+                        forced += len(forced_text)
+                        out.extend(forced_text)
+                        if forced_text and guess[place : place + len(forced_text)] == forced_text:
+                            slot.tokens.extend(forced_text)  # the draft's own next tokens: evaluated
+                            place += len(forced_text)
+                        elif forced_text:
+                            step = forced_text
+                            break
+                        if ended():
+                            finish = "stop"
+                            break
+                    logits = rows[place]
+                if finish == "stop":
                     break
-                logits = self.engine.evaluate(index, len(slot.tokens), step)
-                slot.tokens.extend(step)
+                if stop and (cut := _stop_cut(self.engine.tokenizer, out, stop)) is not None:
+                    text, finish = cut, "stop"
+                    break
             slot.last_used = time.perf_counter()
-        if not (stop and finish == "stop"):
+        if text is None:
             text = self.engine.tokenizer.decode(out, skip_special_tokens=True)
         return Generation(
             text=text,
@@ -409,7 +466,30 @@ class Decoder:
             prompt_ms=(prompt_done - started) * 1000,
             generation_ms=(slot.last_used - prompt_done) * 1000,
             forced_tokens=forced,
+            drafted_tokens=drafted,
         )
+
+    def _draft(self, history: list[int], matcher: Any, limit: int) -> list[int]:
+        """Up to ``limit`` draft tokens after ``history`` (``lookup_draft``), cut before a stop
+        token and, under a grammar, before the first token it would refuse (the matcher is
+        rolled back: the draft is only a guess)."""
+        if limit <= 0:
+            return []
+        guess = lookup_draft(history, limit)
+        for place, token in enumerate(guess):
+            if token in self.stop_ids:
+                guess = guess[:place]
+                break
+        if matcher is not None and guess:
+            taken = 0
+            for token in guess:
+                if matcher.is_terminated() or not matcher.accept_token(token):
+                    break
+                taken += 1
+            if taken:
+                matcher.rollback(taken)
+            guess = guess[:taken]
+        return guess
 
     def _only_stop_left(self, matcher: Any, bitmask: Any) -> bool:
         """Whether the grammar is complete and allows nothing but a stop token next (a JSON
@@ -446,6 +526,41 @@ class Decoder:
                 break
             taken.append(token)
         return taken
+
+
+def lookup_draft(history: Sequence[int], limit: int, longest: int = 4, shortest: int = 2) -> list[int]:
+    """Prompt-lookup drafting: the (at most ``limit``) tokens that followed the latest earlier
+    occurrence of ``history``'s last ``n`` tokens, for the longest ``n`` from ``longest`` down
+    to ``shortest`` that occurs; none when no such run recurs. An agent's reply copies much of
+    its prompt (the order's role and city, worker ids from a tool result), which is what makes
+    these guesses good."""
+    import numpy as np
+
+    size = len(history)
+    if limit <= 0 or size <= shortest:
+        return []
+    seq = np.asarray(history, dtype=np.int64)
+    # The earlier places where the last token occurs, and how many tokens, ending there, equal
+    # the history's last ones (counted up to ``longest``).
+    ends = np.flatnonzero(seq[:-1] == seq[-1])
+    matched = np.ones(len(ends), dtype=np.int64)
+    for back in range(1, longest):
+        before = ends - back
+        same = (before >= 0) & (seq[np.maximum(before, 0)] == seq[size - 1 - back]) & (matched == back)
+        matched[same] += 1
+    for n in range(longest, shortest - 1, -1):
+        found = ends[matched >= n]
+        if len(found):
+            end = int(found[-1])  # the latest
+            return [int(t) for t in seq[end + 1 : end + 1 + limit]]
+    return []
+
+
+def _stop_cut(tokenizer: Any, out: list[int], stop: list[str]) -> str | None:
+    """The reply's text up to the first ``stop`` string in it, or None when there is none."""
+    text = tokenizer.decode(out, skip_special_tokens=True)
+    cut = min((text.find(s) for s in stop if s in text), default=-1)
+    return None if cut == -1 else text[:cut]
 
 
 def _pick(logits: Any, temperature: float | None, generator: Any) -> int:
@@ -506,6 +621,7 @@ class LocalProvider:
             temperature=options.temperature,
             stop=options.stop,
             window=self._capabilities.context_window,
+            draft=self.settings.local_draft_tokens,
         )
         return Completion(
             text=generation.text,

@@ -360,6 +360,7 @@ def get_provider(model: str, settings: Settings | None = None) -> Provider:
                 "local_context_window",
                 "local_threads",
                 "local_torch_dtype",
+                "local_draft_tokens",
             }
         ),
     )
