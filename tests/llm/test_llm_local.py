@@ -165,7 +165,9 @@ class CopyingModel:
 def test_drafts_change_the_passes_not_the_reply(provider: LocalProvider) -> None:
     model = CopyingModel(provider.decoder().engine.tokenizer)
     order = "fill 3 x Welder in Cleveland, OH; notes: AWS D1.1 certified, steel-toe boots, 8-hour shift"
-    prompt = f'Order: {order}. Reply: {{"role": "Welder", "notes": "AWS D1.1 certified"}}, {{"role": "Welder"}}'
+    prompt = (
+        f'Order: {order}. Reply: {{"role": "Welder", "notes": "AWS D1.1 certified"}}, {{"role": "Welder"}}'
+    )
     # After a role the grammar forces only the closing quote (notes may follow, or not): the
     # step without a draft writes it as a token of its own, and so must the step after a draft.
     schema = {

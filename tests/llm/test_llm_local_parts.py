@@ -18,20 +18,20 @@ def test_a_draft_is_what_followed_the_latest_earlier_run_of_the_last_tokens() ->
 
 
 def test_a_longer_matching_run_wins_over_a_later_shorter_one() -> None:
-    # "8 2 3" recurs early; only "2 3" recurs later.
-    assert lookup_draft([8, 2, 3, 40, 41, 0, 2, 3, 50, 8, 2, 3], 2) == [40, 41]
+    # "1 8 2 3" recurs early; only "8 2 3" recurs later.
+    assert lookup_draft([1, 8, 2, 3, 40, 41, 0, 8, 2, 3, 50, 1, 8, 2, 3], 2) == [40, 41]
 
 
 def test_no_draft_when_the_last_tokens_do_not_recur() -> None:
     assert lookup_draft([1, 2, 3, 4, 5, 6], 4) == []
 
 
-def test_a_single_recurring_token_is_not_enough_for_a_draft() -> None:
-    assert lookup_draft([5, 1, 9, 6, 1], 4) == []
+def test_two_recurring_tokens_are_not_enough_for_a_draft() -> None:
+    assert lookup_draft([5, 1, 2, 9, 6, 1, 2], 4) == []
 
 
 def test_a_draft_is_at_most_the_limit() -> None:
-    assert len(lookup_draft(list(range(50)) + [10, 11], 5)) == 5
+    assert len(lookup_draft([*range(50), 10, 11, 12], 5)) == 5
 
 
 def test_no_draft_under_a_limit_of_zero() -> None:
