@@ -98,20 +98,23 @@ def test_the_unchanged_prompt_prefix_is_not_evaluated_again(
     assert records[-1].cached_input_tokens == second.completion.usage.cached_input_tokens
 
 
-def test_what_the_grammar_forces_is_evaluated_without_a_step_of_its_own(
-    provider: LocalProvider, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _counted(provider: LocalProvider, monkeypatch: pytest.MonkeyPatch, content: str, draft: int = 0):
+    """A greedy constrained reply to ``content``, with the engine's forward passes counted."""
     decoder = provider.decoder()
     passes: list[int] = []
     evaluate = decoder.engine.evaluate
     monkeypatch.setattr(decoder.engine, "evaluate", lambda *args: passes.append(1) or evaluate(*args))
-    prompt = render_chat(
-        gguf_info(provider.gguf_path).chat_template,
-        [Message(role="user", content="Read this order: fill 3 x Welder in Cleveland, OH")],
-    )
+    prompt = render_chat(gguf_info(provider.gguf_path).chat_template, [Message(role="user", content=content)])
     generation = decoder.generate(
-        prompt, schema=ORDER_SCHEMA, max_tokens=120, temperature=None, stop=None, window=4096
+        prompt, schema=ORDER_SCHEMA, max_tokens=120, temperature=None, stop=None, window=4096, draft=draft
     )
+    return generation, passes
+
+
+def test_what_the_grammar_forces_is_evaluated_without_a_step_of_its_own(
+    provider: LocalProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    generation, passes = _counted(provider, monkeypatch, "Read this order: fill 3 x Welder in Cleveland, OH")
     jsonschema.validate(json.loads(generation.text), ORDER_SCHEMA)
     assert generation.forced_tokens >= 10  # the five keys and their punctuation, at least
     # The prompt's pass, then one per sampled token but the last (it closes the object: nothing
@@ -192,22 +195,13 @@ def test_drafts_change_the_passes_not_the_reply(provider: LocalProvider) -> None
 def test_a_real_reply_copying_its_prompt_takes_fewer_passes_with_drafts(
     provider: LocalProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    decoder = provider.decoder()
-    passes: list[int] = []
-    evaluate = decoder.engine.evaluate
-    monkeypatch.setattr(decoder.engine, "evaluate", lambda *args: passes.append(1) or evaluate(*args))
     order = "fill 3 x Welder in Cleveland, OH; notes: AWS D1.1 certified, steel-toe boots, 8-hour shift"
-    prompt = render_chat(
-        gguf_info(provider.gguf_path).chat_template,
-        [Message(role="user", content=f"Read this order and copy its notes word for word: {order}")],
-    )
-    generation = decoder.generate(
-        prompt, schema=ORDER_SCHEMA, max_tokens=120, temperature=None, stop=None, window=4096, draft=8
-    )
+    content = f"Read this order and copy its notes word for word: {order}"
+    generation, passes = _counted(provider, monkeypatch, content, draft=8)
     value = json.loads(generation.text)
     jsonschema.validate(value, ORDER_SCHEMA)
     assert value["role"] == "Welder"
-    if decoder.engine.verifies_drafts:
+    if provider.decoder().engine.verifies_drafts:
         assert generation.drafted_tokens > 0
         # Without drafts: the prompt's pass, then one per sampled token but the last.
         assert len(passes) < generation.output_tokens - generation.forced_tokens
