@@ -385,10 +385,15 @@ class Decoder:
         def ended() -> bool:
             return matcher is not None and (matcher.is_terminated() or self._only_stop_left(matcher, bitmask))
 
-        def jump(room: int) -> list[int]:
-            if matcher is None or matcher.is_terminated():
-                return []
-            return self._forced(matcher, room)
+        def take(token: int) -> list[int]:
+            """``token`` and what the grammar forces after it (jump-forward), both accepted."""
+            if matcher is None:
+                return [token]
+            if not matcher.accept_token(token):
+                raise RunError(f"the grammar refused token {token} it had allowed")
+            if matcher.is_terminated():
+                return [token]
+            return [token, *self._forced(matcher, max_tokens - len(out) - 1)]
 
         with self.lock:
             index, keep = choose_slot(self.slots, tokens)
@@ -406,9 +411,7 @@ class Decoder:
                 if token in self.stop_ids:
                     finish = "stop"
                     break
-                if matcher is not None and not matcher.accept_token(token):
-                    raise RunError(f"the grammar refused token {token} it had allowed")
-                step = [token] + jump(max_tokens - len(out) - 1)
+                step = take(token)
                 forced += len(step) - 1
                 out.extend(step)
                 # Evaluate the step (with a draft after it), then the model's own pick at each
@@ -419,7 +422,7 @@ class Decoder:
                     if ended():
                         finish = "stop"
                         break
-                    guess = self._draft(list(tokens) + out, matcher, min(draft, max_tokens - len(out)))
+                    guess = self._draft(tokens, out, matcher, min(draft, max_tokens - len(out)))
                     rows = self.engine.evaluate(index, len(slot.tokens), step + guess, len(guess) + 1)
                     slot.tokens.extend(step)
                     step = []
@@ -430,13 +433,11 @@ class Decoder:
                     while place < len(guess):
                         if choose(rows[place]) != guess[place]:
                             break
-                        if matcher is not None:
-                            matcher.accept_token(guess[place])
-                        out.append(guess[place])
-                        slot.tokens.append(guess[place])
+                        kept, *forced_text = take(guess[place])
+                        out.append(kept)
+                        slot.tokens.append(kept)
                         drafted += 1
                         place += 1
-                        forced_text = jump(max_tokens - len(out))
                         forced += len(forced_text)
                         out.extend(forced_text)
                         if forced_text and guess[place : place + len(forced_text)] == forced_text:
@@ -469,13 +470,13 @@ class Decoder:
             drafted_tokens=drafted,
         )
 
-    def _draft(self, history: list[int], matcher: Any, limit: int) -> list[int]:
-        """Up to ``limit`` draft tokens after ``history`` (``lookup_draft``), cut before a stop
-        token and, under a grammar, before the first token it would refuse (the matcher is
-        rolled back: the draft is only a guess)."""
+    def _draft(self, prompt: Sequence[int], reply: list[int], matcher: Any, limit: int) -> list[int]:
+        """Up to ``limit`` draft tokens after ``prompt`` + ``reply`` (``lookup_draft``), cut
+        before a stop token and, under a grammar, before the first token it would refuse (the
+        matcher is rolled back: the draft is only a guess)."""
         if limit <= 0:
             return []
-        guess = lookup_draft(history, limit)
+        guess = lookup_draft([*prompt, *reply], limit)
         for place, token in enumerate(guess):
             if token in self.stop_ids:
                 guess = guess[:place]
