@@ -1,6 +1,6 @@
 """Ingest reads files the way users expect: null markers, numbers, booleans, dates in the
-formats people write, never a guessed day/month order, and a schema that says why a column
-is text."""
+formats people write, never a guessed day/month order, a schema that says why a column is
+text, and appends that keep the dataset's types or refuse with one line and write nothing."""
 
 from __future__ import annotations
 
@@ -240,3 +240,91 @@ def test_json_text_gets_the_same_reading(lake: Lake, tmp_path: Path) -> None:
     lake.ingest(write(tmp_path / "j.jsonl", "\n".join(lines) + "\n"), "items")
     assert column_type(lake, "items", "d") == "DATE"
     assert values(lake, "items", "s") == [None, "x"]
+
+
+# --- appends keep the dataset's types -------------------------------------------------------
+
+BASE = "id,d,code,n\n1,2012-01-01,007,1.5\n"
+
+
+@pytest.fixture
+def typed(lake: Lake, tmp_path: Path) -> Lake:
+    """Dataset 'items' keyed by id: id BIGINT, d DATE, code VARCHAR (leading zeros), n DOUBLE."""
+    lake.ingest(write(tmp_path / "base.csv", BASE), "items", key="id")
+    return lake
+
+
+def test_an_append_keeps_the_types(typed: Lake, tmp_path: Path) -> None:
+    typed.ingest(write(tmp_path / "more.csv", "id,d,code,n\n2,Jan 5 2013,12,NA\n"), "items")
+    assert typed.dataset("items").columns == [
+        ("id", "BIGINT"),
+        ("d", "DATE"),
+        ("code", "VARCHAR"),
+        ("n", "DOUBLE"),
+    ]
+
+
+def test_an_append_reads_values_into_the_types(typed: Lake, tmp_path: Path) -> None:
+    typed.ingest(write(tmp_path / "more.csv", "id,d,code,n\n2,Jan 5 2013,12,NA\n"), "items")
+    assert typed.query("SELECT * FROM items WHERE id = 2").rows == [[2, dt.date(2013, 1, 5), "12", None]]
+
+
+def test_a_text_column_keeps_the_text_as_written(typed: Lake, tmp_path: Path) -> None:
+    # '1.50' read as a number would come back as '1.5'; a date-like code would become a date
+    typed.ingest(
+        write(tmp_path / "more.csv", "id,d,code,n\n2,2013-01-05,1.50,1\n3,2013-01-06,2013-01-06,2\n"), "items"
+    )
+    assert values(typed, "items", "code") == ["007", "1.50", "2013-01-06"]
+
+
+def test_an_upsert_keeps_the_types(typed: Lake, tmp_path: Path) -> None:
+    typed.ingest(
+        write(tmp_path / "up.csv", "id,d,code,n\n1,Feb 2 2014,8,NA\n"), "items", mode="upsert", key="id"
+    )
+    assert typed.query("SELECT * FROM items").rows == [[1, dt.date(2014, 2, 2), "8", None]]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            "id,d,code,n\n2,2012-01-01,1,1\n4.5,2012-01-01,1,1\n",
+            "id is BIGINT in items but the input has VARCHAR values such as '4.5'",
+        ),
+        (
+            "id,d,code,n\n2,2012-01-01,1,1\nabc,2012-01-01,1,1\n",
+            "id is BIGINT in items but the input has VARCHAR values such as 'abc'",
+        ),
+        (
+            "id,d,code,n\n2,03/04/2012,1,1\n",
+            "d is DATE in items but the input has VARCHAR values such as '03/04/2012' (ambiguous dates",
+        ),
+        (
+            "id,d,code,n\n2,2012-01-01 10:00,1,1\n",
+            "d is DATE in items but the input has TIMESTAMP values such as 2012-01-01 10:00:00",
+        ),
+        (
+            "id,d,code,n\n2,2012-01-01,1,1\n3,2012-01-01,1,lots\n",
+            "line 3: column n has 'lots', which is not a DOUBLE",
+        ),
+    ],
+)
+def test_a_value_that_does_not_fit_the_dataset_is_refused_and_nothing_is_written(
+    typed: Lake, tmp_path: Path, content: str, message: str
+) -> None:
+    with pytest.raises(UserError) as refused:
+        typed.ingest(write(tmp_path / "bad.csv", content), "items")
+    assert message in refused.value.message
+    assert len(refused.value.message.splitlines()) == 1
+    assert typed.query("SELECT id FROM items").rows == [[1]]
+    assert len(typed.dataset("items").history) == 1
+
+
+def test_an_upsert_that_does_not_fit_writes_nothing(typed: Lake, tmp_path: Path) -> None:
+    with pytest.raises(
+        UserError, match="id is BIGINT in items but the input has VARCHAR values such as '1.5'"
+    ):
+        typed.ingest(
+            write(tmp_path / "up.csv", "id,d,code,n\n1.5,2012-01-01,1,1\n"), "items", mode="upsert", key="id"
+        )
+    assert typed.query("SELECT * FROM items").rows == [[1, dt.date(2012, 1, 1), "007", 1.5]]

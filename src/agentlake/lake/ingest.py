@@ -295,10 +295,13 @@ def _read_csv_strictly(read: _CsvRead, pinned: dict[str, str]) -> pa.Table:
 
 
 def _csv_type(dtype: str) -> str:
-    """The type a dataset's column is read as from CSV: its own (a wrong value is then
-    reported at its line), but dates and timestamps as text for column_types, which knows
-    more formats than the reader's one per file."""
+    """The type a dataset's column is read as from CSV: its own where the CSV reader's cast
+    loses nothing (a wrong value is then reported at its line), else text for the merge's
+    checks (the reader rounds 4.5 into an integer column) or for column_types (dates in
+    more formats than the reader's one per file)."""
     if dtype.startswith(("DATE", "TIMESTAMP")):
+        return "VARCHAR"
+    if _NUMERIC.match(dtype) and dtype not in ("DOUBLE", "FLOAT"):
         return "VARCHAR"
     return dtype
 
@@ -367,7 +370,7 @@ def apply_ingest(
 
     Every check happens before the first write, and the caller's transaction makes the
     writes all-or-nothing. ``notes`` (column -> what reading the file found, from
-    :func:`read_source`) go into the result's schema. Raises
+    :func:`read_source`) go into the result's schema and into a wrong-type message. Raises
     ``UserError`` for schema mismatches (naming the missing, extra and mistyped columns),
     key problems and bad modes.
     """
@@ -378,7 +381,7 @@ def apply_ingest(
     notes_by_lower = {name.lower(): note for name, note in (notes or {}).items()}
     conn.register(_INCOMING, table)
     try:
-        result = _merge(conn, dataset, table.num_rows, mode, key, evolve, source)
+        result = _merge(conn, dataset, table.num_rows, mode, key, evolve, source, notes_by_lower)
         result.columns = [
             ColumnSchema(name=name, type=dtype, note=notes_by_lower.get(name.lower(), ""))
             for name, dtype in table_columns(conn, dataset)
@@ -398,6 +401,7 @@ def _merge(
     key: str | None,
     evolve: bool,
     source: str,
+    notes: dict[str, str],
 ) -> IngestResult:
     target = quote_ident(dataset)
     incoming = [
@@ -427,7 +431,7 @@ def _merge(
             effective_key = incoming_by_lower[effective_key.lower()][0]
     else:
         existing = table_columns(conn, dataset)
-        added = _reconcile(conn, dataset, existing, incoming, mode, evolve)
+        added = _reconcile(conn, dataset, existing, incoming, mode, evolve, notes)
         existing = table_columns(conn, dataset)
         types = {name.lower(): dtype for name, dtype in existing}
         effective_key = key if mode == "upsert" else recorded_key
@@ -506,9 +510,10 @@ def _reconcile(
     incoming: list[tuple[str, str]],
     mode: str,
     evolve: bool,
+    notes: dict[str, str],
 ) -> list[str]:
     """Compare schemas; raise one ``UserError`` naming every problem, or evolve. Returns
-    the columns added."""
+    the columns added. ``notes`` (lower-case column -> note) say why a value is text."""
     existing_by_lower = {name.lower(): (name, dtype) for name, dtype in existing}
     incoming_lower = {name.lower() for name, _ in incoming}
     missing = [name for name, _ in existing if name.lower() not in incoming_lower]
@@ -521,8 +526,10 @@ def _reconcile(
         if dtype != want:
             bad = _first_unconvertible(conn, name, dtype, want)
             if bad is not None:
+                why = f" ({notes[name.lower()]})" if name.lower() in notes else ""
+                shown = repr(bad) if isinstance(bad, str) else str(bad)
                 mistyped.append(
-                    f"{name} is {want} in {dataset} but the input has {dtype} values such as {bad!r}"
+                    f"{name} is {want} in {dataset} but the input has {dtype} values such as {shown}{why}"
                 )
     problems = []
     if missing:
@@ -545,13 +552,17 @@ def _reconcile(
 def _first_unconvertible(conn: duckdb.DuckDBPyConnection, column: str, have: str, want: str) -> object | None:
     """A value of ``column`` that does not survive conversion to ``want``, or None.
 
-    Numeric-to-numeric conversions must round-trip: 1.5 into an INTEGER column would
-    otherwise silently become 2.
+    Conversions must not round: 1.5 (or '1.5') into an INTEGER column would otherwise
+    silently become 2, and 2012-01-01 10:00 into a DATE column 2012-01-01. Typed values
+    must round-trip; text going into a number must keep its value as a DOUBLE.
     """
     col = quote_ident(column)
-    lost = f"TRY_CAST({col} AS {want}) IS NULL"
-    if _NUMERIC.match(have) and _NUMERIC.match(want):
-        lost += f" OR CAST(TRY_CAST({col} AS {want}) AS {have}) IS DISTINCT FROM {col}"
+    converted = f"TRY_CAST({col} AS {want})"
+    lost = f"{converted} IS NULL"
+    if have == "VARCHAR" and _NUMERIC.match(want):
+        lost += f" OR TRY_CAST({converted} AS DOUBLE) IS DISTINCT FROM TRY_CAST({col} AS DOUBLE)"
+    elif have != "VARCHAR" and want != "VARCHAR":
+        lost += f" OR CAST({converted} AS {have}) IS DISTINCT FROM {col}"
     row = conn.execute(
         f"SELECT {col} FROM {_INCOMING} WHERE {col} IS NOT NULL AND ({lost}) LIMIT 1"
     ).fetchone()
