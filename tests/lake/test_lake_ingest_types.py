@@ -5,6 +5,7 @@ text, and appends that keep the dataset's types or refuse with one line and writ
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import pytest
@@ -328,3 +329,83 @@ def test_an_upsert_that_does_not_fit_writes_nothing(typed: Lake, tmp_path: Path)
             write(tmp_path / "up.csv", "id,d,code,n\n1.5,2012-01-01,1,1\n"), "items", mode="upsert", key="id"
         )
     assert typed.query("SELECT * FROM items").rows == [[1, dt.date(2012, 1, 1), "007", 1.5]]
+
+
+# --- the CLI prints the schema --------------------------------------------------------------
+
+MESSY = (
+    "id,score,joined,amb,mixed,code\n"
+    "1,0.5,2012-01-01,03/04/2012,12,04412\n"
+    "2,NA,Jan 2 2012,05/06/2012,n/a (broken),-\n"
+    "3,?,January 3 2012,NA,14,44120\n"
+)
+
+
+@pytest.fixture
+def messy(tmp_path: Path) -> Path:
+    return write(tmp_path / "messy.csv", MESSY)
+
+
+def schema_rows(out: str) -> dict[str, list[str]]:
+    """The schema table's rows as {column: [type, why]}."""
+    rows = {}
+    for line in out.splitlines():
+        line = line.strip()
+        if not (line.startswith("│") and line.endswith("│")):
+            continue
+        cells = [cell.strip() for cell in line[1:-1].split("│")]
+        if len(cells) == 3 and cells[0]:
+            rows[cells[0]] = cells[1:]
+    return rows
+
+
+def test_the_cli_prints_the_schema_with_why(cli, messy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = cli("ingest", str(messy), "-d", "items", "--null", "?", "--null", "-")
+    assert code == 0
+    assert schema_rows(out) == {
+        "id": ["BIGINT", ""],
+        "score": ["DOUBLE", ""],
+        "joined": ["DATE", ""],
+        "amb": ["VARCHAR", "ambiguous dates: day/month order unknown, e.g. '03/04/2012'"],
+        "mixed": ["VARCHAR", "mixed values: 1 of 3 are not numbers, e.g. 'n/a (broken)'"],
+        "code": ["VARCHAR", "numbers with leading zeros, e.g. '04412': kept as text so the zeros stay"],
+    }
+
+
+def test_the_cli_prints_the_schema_as_json(cli, messy: Path) -> None:
+    code, out, _ = cli("ingest", str(messy), "-d", "items", "--null", "?", "--format", "json")
+    assert code == 0
+    result = json.loads(out)
+    assert (result["rows_after"], result["columns"][1]) == (
+        3,
+        {"name": "score", "type": "DOUBLE", "note": ""},
+    )
+
+
+def test_the_cli_without_the_marker_keeps_the_column_text(cli, messy: Path) -> None:
+    code, out, _ = cli("ingest", str(messy), "-d", "items", "--format", "json")
+    assert code == 0
+    assert json.loads(out)["columns"][1] == {
+        "name": "score",
+        "type": "VARCHAR",
+        "note": "mixed values: 1 of 2 are not numbers, e.g. '?'",
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "extra", "message"),
+    [
+        ("empty.csv", "", [], "is empty; nothing to ingest"),
+        ("header.csv", "id,score\n", [], "has no data rows"),
+        ("ok.csv", "id,score\n1,2\n", ["--null", ""], "--null needs a value"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(
+    cli, tmp_path: Path, name: str, content: str, extra: list[str], message: str
+) -> None:
+    code, _, err = cli("ingest", str(write(tmp_path / name, content)), "-d", "items", *extra)
+    assert code == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+    assert cli("datasets", "--format", "json").out.strip() == "[]"
