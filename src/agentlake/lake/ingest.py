@@ -2,7 +2,11 @@
 
 Two halves with one boundary. :func:`read_source` turns a file into an Arrow table on a
 private in-memory DuckDB (the lake itself runs with external access off) and converts every
-reader failure into a ``UserError`` naming the file and, where known, the line.
+reader failure into a ``UserError`` naming the file and, where known, the line. It reads text
+the way people write it: null markers (``NA``, ``N/A``, ``null``, ``NULL``, ``NaN``, empty)
+are missing values, numbers and booleans come from DuckDB's sniffer, dates and timestamps
+from ``column_types`` (which never guesses a day/month order), and every column kept as text
+gets a note saying why.
 :func:`apply_ingest` runs inside the lake writer's transaction and does append / replace /
 upsert with schema checks, ``evolve``, key checks and the catalog record, so a failure at
 any step leaves the dataset exactly as it was. This module does not open the lake file;
@@ -13,13 +17,15 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import duckdb
 from pydantic import BaseModel, Field
 
-from agentlake.errors import UserError
+from agentlake.errors import RunError, UserError
 from agentlake.lake.catalog import (
     catalog_key,
     check_dataset_name,
@@ -28,6 +34,7 @@ from agentlake.lake.catalog import (
     table_columns,
     table_exists,
 )
+from agentlake.lake.column_types import examine_text_columns
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -39,13 +46,36 @@ CSV_SUFFIXES = (".csv", ".tsv", ".txt")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
 _INCOMING = "__agentlake_incoming"
+_SOURCE = "__agentlake_source"
+# Fields that mean "missing" in text files: R writes NA (and NaN for a numeric NaN, which SQL
+# aggregates cannot use), spreadsheets N/A, JSON-minded tools null. Exact, case-sensitive.
+DEFAULT_NULLS: tuple[str, ...] = ("NA", "N/A", "null", "NULL", "NaN", "")
+# The types DuckDB's CSV sniffer may pick. No DATE or TIMESTAMP: its sniffer reads 03/04/2012
+# as day-first with nothing in the file saying so; column_types reads dates instead.
+_SNIFFED_TYPES = ["BOOLEAN", "BIGINT", "HUGEINT", "DOUBLE", "TIME", "VARCHAR"]
+# What DuckDB's sniffer takes for an integer (no leading zeros, no fraction, no separators).
+_PLAIN_INTEGER = r"\s*-?(0|[1-9][0-9]*)\s*"
+_LATE = "agentlake: a value past the sample of the CSV sniffer does not fit its type"
 _NUMERIC = re.compile(
     r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|DECIMAL.*)$"
 )
 
 
+class ColumnSchema(BaseModel):
+    """One column of a dataset after an ingest, with what reading the file found out."""
+
+    name: str
+    type: str
+    note: str = Field(
+        default="",
+        description="Why the column is text (e.g. 'ambiguous dates: day/month order unknown, e.g. ...'), "
+        "or which day/month order was read; empty when there is nothing to say.",
+    )
+
+
 class IngestResult(BaseModel):
-    """What one ingest did: row counts before/after and any columns ``evolve`` added."""
+    """What one ingest did: row counts before/after, any columns ``evolve`` added, and the
+    dataset's schema afterwards."""
 
     dataset: str
     mode: str
@@ -53,6 +83,15 @@ class IngestResult(BaseModel):
     rows_before: int
     rows_after: int
     added_columns: list[str] = Field(default_factory=list)
+    columns: list[ColumnSchema] = Field(default_factory=list)
+
+
+@dataclass
+class SourceTable:
+    """A file read by :func:`read_source`: its rows, and a note per column worth one."""
+
+    table: pa.Table
+    notes: dict[str, str] = field(default_factory=dict)
 
 
 def check_mode(mode: str, key: str | None) -> None:
@@ -65,16 +104,36 @@ def check_mode(mode: str, key: str | None) -> None:
         )
 
 
+def null_markers(extra: Sequence[str] = ()) -> list[str]:
+    """:data:`DEFAULT_NULLS` plus ``extra``; ``UserError`` for an empty extra marker."""
+    for marker in extra:
+        if not marker.strip():
+            raise UserError(
+                "--null needs a value, e.g. --null '-' or --null 'n/a' (empty fields are already missing values)"
+            )
+    return list(dict.fromkeys([*DEFAULT_NULLS, *extra]))
+
+
 # --- reading -------------------------------------------------------------------------
 
 
-def read_source(source: Path | str, *, types: dict[str, str] | None = None, threads: int = 2) -> pa.Table:
-    """Read a CSV, Parquet or JSONL file into an Arrow table.
+def read_source(
+    source: Path | str,
+    *,
+    types: dict[str, str] | None = None,
+    nulls: Sequence[str] = (),
+    threads: int = 2,
+) -> SourceTable:
+    """Read a CSV, Parquet or JSONL file into an Arrow table, with a note per column worth one.
 
-    ``types`` (column -> DuckDB type) pins CSV column types, used when appending so that a
-    wrong value is reported at its line instead of silently changing the column's type.
-    Raises ``UserError`` for a missing, empty, unreadable or malformed file.
+    Text fields equal to a null marker (:data:`DEFAULT_NULLS` plus ``nulls``) are missing
+    values, in CSV and in JSON strings; Parquet is read as typed. ``types`` (lower-case column
+    -> DuckDB type) are the columns of the dataset the file goes into: a text column stays
+    text, and a CSV column of another type is pinned to it, so that a wrong value is reported
+    at its line instead of silently changing the column's type. Raises ``UserError`` for a
+    missing, empty, header-only, unreadable or malformed file and for an empty null marker.
     """
+    markers = null_markers(nulls)
     path = Path(source).expanduser()
     if not path.exists():
         raise UserError(f"file not found: {path}; check the path")
@@ -87,11 +146,13 @@ def read_source(source: Path | str, *, types: dict[str, str] | None = None, thre
         )
     if path.stat().st_size == 0:
         raise UserError(f"file {path} is empty; nothing to ingest")
+    types = types or {}
+    text = {name for name, dtype in types.items() if dtype == "VARCHAR"}
     # A private database: file access is allowed here because the user named this file.
     reader = duckdb.connect(":memory:", config={"threads": threads, "autoinstall_known_extensions": False})
     try:
         if suffix in CSV_SUFFIXES:
-            table = _read_csv(reader, path, types or {})
+            table = _read_csv(reader, path, types, markers)
         elif suffix in PARQUET_SUFFIXES:
             table = _read_with(reader, "SELECT * FROM read_parquet(?)", [str(path)], path, "Parquet")
         else:
@@ -99,8 +160,16 @@ def read_source(source: Path | str, *, types: dict[str, str] | None = None, thre
             table = _read_with(
                 reader, f"SELECT * FROM read_json(?, format='{fmt}')", [str(path)], path, "JSON"
             )
+        _check_shape(table, path)
+        if suffix in PARQUET_SUFFIXES:
+            return SourceTable(table)
+        # The CSV reader has dropped the null markers itself; JSON strings keep them until here.
+        return _read_text_columns(reader, table, path, text, () if suffix in CSV_SUFFIXES else markers)
     finally:
         reader.close()
+
+
+def _check_shape(table: pa.Table, path: Path) -> None:
     if table.num_rows == 0:
         raise UserError(
             f"file {path} has no data rows (only a header or an empty document); nothing to ingest"
@@ -111,7 +180,23 @@ def read_source(source: Path | str, *, types: dict[str, str] | None = None, thre
         raise UserError(
             f"file {path} has duplicate column names {duplicated} (column names are case-insensitive)"
         )
-    return table
+
+
+def _read_text_columns(
+    reader: duckdb.DuckDBPyConnection, table: pa.Table, path: Path, keep: set[str], nulls: Sequence[str]
+) -> SourceTable:
+    """Dates out of text columns, null markers out of JSON strings, and why the rest is text."""
+    reader.register(_SOURCE, table)
+    try:
+        found = examine_text_columns(reader, _SOURCE, keep=keep, nulls=nulls)
+        if found.replace:
+            replaced = ", ".join(f"{sql} AS {quote_ident(name)}" for name, sql in found.replace.items())
+            table = reader.sql(f"SELECT * REPLACE ({replaced}) FROM {_SOURCE}").to_arrow_table()
+    except duckdb.Error as exc:
+        raise RunError(f"reading the column types of {path} failed: {_condense(exc)}") from exc
+    finally:
+        reader.unregister(_SOURCE)
+    return SourceTable(table, found.notes)
 
 
 def _read_with(reader: duckdb.DuckDBPyConnection, sql: str, params: list, path: Path, kind: str) -> pa.Table:
@@ -129,7 +214,9 @@ def _sniff_delimiter(header_line: str, suffix: str) -> str:
     return best if counts[best] else ","
 
 
-def _read_csv(reader: duckdb.DuckDBPyConnection, path: Path, types: dict[str, str]) -> pa.Table:
+def _read_csv(
+    reader: duckdb.DuckDBPyConnection, path: Path, types: dict[str, str], nulls: list[str]
+) -> pa.Table:
     # utf-8-sig: a byte-order mark must not become part of the first column's name.
     with path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
         first = handle.readline()
@@ -142,16 +229,81 @@ def _read_csv(reader: duckdb.DuckDBPyConnection, path: Path, types: dict[str, st
         raise UserError(
             f"file {path}: header column(s) {blank} have no name; name every column in the first line"
         )
-    pinned = {name: types[name.lower()] for name in header if name.lower() in types}
-    options = "delim=?, header=true, quote='\"', escape='\"', strict_mode=true, null_padding=false"
-    params: list = [str(path), delim]
-    if pinned:
-        options += ", types=?"
-        params.append(pinned)
+    pinned = {name: _csv_type(types[name.lower()]) for name in header if name.lower() in types}
+    read = _CsvRead(reader, path, delim, nulls)
     try:
-        return reader.sql(f"SELECT * FROM read_csv(?, {options})", params=params).to_arrow_table()
+        try:
+            return _read_csv_strictly(read, pinned)
+        except (duckdb.ConversionException, duckdb.InvalidInputException) as exc:
+            convert = _CONVERT.search(str(exc))
+            if _LATE not in str(exc) and (not convert or convert.group(1) in pinned):
+                raise
+            # The sniffer typed a column from its sample and a later row disagrees: let it see
+            # every row (slower, so only when needed).
+            return read.arrow("SELECT * FROM {csv}", pinned, "sample_size=-1")
     except duckdb.Error as exc:
         raise UserError(_csv_error(path, delim, len(header), exc)) from None
+
+
+@dataclass
+class _CsvRead:
+    """One CSV file and the reader options every read of it shares."""
+
+    reader: duckdb.DuckDBPyConnection
+    path: Path
+    delim: str
+    nulls: list[str]
+
+    def arrow(self, sql: str, types: dict[str, str], extra: str = "") -> pa.Table:
+        """Run ``sql`` with ``{csv}`` standing for ``read_csv(path, ...)`` with ``types`` pinned."""
+        options = (
+            "delim=?, header=true, quote='\"', escape='\"', strict_mode=true, null_padding=false, "
+            "nullstr=?, auto_type_candidates=?"
+        )
+        params: list = [str(self.path), self.delim, self.nulls, _SNIFFED_TYPES]
+        if types:
+            options += ", types=?"
+            params.append(types)
+        if extra:
+            options += ", " + extra
+        return self.reader.sql(
+            sql.replace("{csv}", f"read_csv(?, {options})"), params=params
+        ).to_arrow_table()
+
+
+def _read_csv_strictly(read: _CsvRead, pinned: dict[str, str]) -> pa.Table:
+    """Read with the sniffer's types, but integer columns as text cast strictly: past its
+    sample the CSV reader rounds 1.5 into a column it typed BIGINT and drops the zeros of 007
+    (duckdb#25824). A value that is not a plain integer raises :data:`_LATE`."""
+    sniffed = read.arrow("SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {csv})", pinned)
+    integers = {
+        name: dtype
+        for name, dtype in zip(sniffed.column(0).to_pylist(), sniffed.column(1).to_pylist(), strict=True)
+        if dtype in ("BIGINT", "HUGEINT") and name not in pinned
+    }
+    if not integers:
+        return read.arrow("SELECT * FROM {csv}", pinned)
+    casts = ", ".join(
+        f"CASE WHEN {quote_ident(name)} IS NULL THEN NULL "
+        f"WHEN regexp_full_match({quote_ident(name)}, '{_PLAIN_INTEGER}') THEN CAST({quote_ident(name)} AS {dtype}) "
+        f"ELSE error('{_LATE}') END AS {quote_ident(name)}"
+        for name, dtype in integers.items()
+    )
+    return read.arrow(
+        f"SELECT * REPLACE ({casts}) FROM {{csv}}", {**pinned, **dict.fromkeys(integers, "VARCHAR")}
+    )
+
+
+def _csv_type(dtype: str) -> str:
+    """The type a dataset's column is read as from CSV: its own where the CSV reader's cast
+    loses nothing (a wrong value is then reported at its line), else text for the merge's
+    checks (the reader rounds 4.5 into an integer column) or for column_types (dates in
+    more formats than the reader's one per file)."""
+    if dtype.startswith(("DATE", "TIMESTAMP")):
+        return "VARCHAR"
+    if _NUMERIC.match(dtype) and dtype not in ("DOUBLE", "FLOAT"):
+        return "VARCHAR"
+    return dtype
 
 
 _LINE = re.compile(r"CSV Error on Line: (\d+)")
@@ -212,20 +364,29 @@ def apply_ingest(
     key: str | None,
     evolve: bool,
     source: str,
+    notes: dict[str, str] | None = None,
 ) -> IngestResult:
     """Merge ``table`` into ``dataset``; run inside the writer's transaction.
 
     Every check happens before the first write, and the caller's transaction makes the
-    writes all-or-nothing. Raises ``UserError`` for schema mismatches (naming the missing,
-    extra and mistyped columns), key problems and bad modes.
+    writes all-or-nothing. ``notes`` (column -> what reading the file found, from
+    :func:`read_source`) go into the result's schema and into a wrong-type message. Raises
+    ``UserError`` for schema mismatches (naming the missing, extra and mistyped columns),
+    key problems and bad modes.
     """
     check_dataset_name(dataset)
     check_mode(mode, key)
     if table.num_rows == 0:
         raise UserError(f"nothing to ingest into {dataset}: the input has no rows")
+    notes_by_lower = {name.lower(): note for name, note in (notes or {}).items()}
     conn.register(_INCOMING, table)
     try:
-        return _merge(conn, dataset, table.num_rows, mode, key, evolve, source)
+        result = _merge(conn, dataset, table.num_rows, mode, key, evolve, source, notes_by_lower)
+        result.columns = [
+            ColumnSchema(name=name, type=dtype, note=notes_by_lower.get(name.lower(), ""))
+            for name, dtype in table_columns(conn, dataset)
+        ]
+        return result
     finally:
         # DuckDB 2 refuses unregister while a result is half-read (an early raise after fetchone).
         conn.complete()
@@ -240,6 +401,7 @@ def _merge(
     key: str | None,
     evolve: bool,
     source: str,
+    notes: dict[str, str],
 ) -> IngestResult:
     target = quote_ident(dataset)
     incoming = [
@@ -269,7 +431,7 @@ def _merge(
             effective_key = incoming_by_lower[effective_key.lower()][0]
     else:
         existing = table_columns(conn, dataset)
-        added = _reconcile(conn, dataset, existing, incoming, mode, evolve)
+        added = _reconcile(conn, dataset, existing, incoming, mode, evolve, notes)
         existing = table_columns(conn, dataset)
         types = {name.lower(): dtype for name, dtype in existing}
         effective_key = key if mode == "upsert" else recorded_key
@@ -348,9 +510,10 @@ def _reconcile(
     incoming: list[tuple[str, str]],
     mode: str,
     evolve: bool,
+    notes: dict[str, str],
 ) -> list[str]:
     """Compare schemas; raise one ``UserError`` naming every problem, or evolve. Returns
-    the columns added."""
+    the columns added. ``notes`` (lower-case column -> note) say why a value is text."""
     existing_by_lower = {name.lower(): (name, dtype) for name, dtype in existing}
     incoming_lower = {name.lower() for name, _ in incoming}
     missing = [name for name, _ in existing if name.lower() not in incoming_lower]
@@ -363,8 +526,10 @@ def _reconcile(
         if dtype != want:
             bad = _first_unconvertible(conn, name, dtype, want)
             if bad is not None:
+                why = f" ({notes[name.lower()]})" if name.lower() in notes else ""
+                shown = repr(bad) if isinstance(bad, str) else str(bad)
                 mistyped.append(
-                    f"{name} is {want} in {dataset} but the input has {dtype} values such as {bad!r}"
+                    f"{name} is {want} in {dataset} but the input has {dtype} values such as {shown}{why}"
                 )
     problems = []
     if missing:
@@ -387,13 +552,17 @@ def _reconcile(
 def _first_unconvertible(conn: duckdb.DuckDBPyConnection, column: str, have: str, want: str) -> object | None:
     """A value of ``column`` that does not survive conversion to ``want``, or None.
 
-    Numeric-to-numeric conversions must round-trip: 1.5 into an INTEGER column would
-    otherwise silently become 2.
+    Conversions must not round: 1.5 (or '1.5') into an INTEGER column would otherwise
+    silently become 2, and 2012-01-01 10:00 into a DATE column 2012-01-01. Typed values
+    must round-trip; text going into a number must keep its value as a DOUBLE.
     """
     col = quote_ident(column)
-    lost = f"TRY_CAST({col} AS {want}) IS NULL"
-    if _NUMERIC.match(have) and _NUMERIC.match(want):
-        lost += f" OR CAST(TRY_CAST({col} AS {want}) AS {have}) IS DISTINCT FROM {col}"
+    converted = f"TRY_CAST({col} AS {want})"
+    lost = f"{converted} IS NULL"
+    if have == "VARCHAR" and _NUMERIC.match(want):
+        lost += f" OR TRY_CAST({converted} AS DOUBLE) IS DISTINCT FROM TRY_CAST({col} AS DOUBLE)"
+    elif have != "VARCHAR" and want != "VARCHAR":
+        lost += f" OR CAST({converted} AS {have}) IS DISTINCT FROM {col}"
     row = conn.execute(
         f"SELECT {col} FROM {_INCOMING} WHERE {col} IS NOT NULL AND ({lost}) LIMIT 1"
     ).fetchone()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -264,13 +264,18 @@ class Lake:
         mode: Literal["append", "replace", "upsert"] = "append",
         key: str | None = None,
         evolve: bool = False,
+        nulls: Sequence[str] = (),
     ) -> IngestResult:
         """Load a CSV, Parquet or JSONL file into ``dataset``, atomically.
 
         ``append`` (default) adds rows, refusing a schema mismatch unless ``evolve`` adds the
         new columns; ``replace`` swaps the whole dataset; ``upsert`` replaces rows whose
-        ``key`` matches and adds the rest. Every ingest is recorded in the history. Raises
-        ``UserError`` for bad input; nothing is written then.
+        ``key`` matches and adds the rest. An existing dataset keeps its column types. Text
+        fields equal to ``NA``, ``N/A``, ``null``, ``NULL``, ``NaN``, empty or one of ``nulls``
+        are missing values. The result lists the dataset's columns afterwards, with a note
+        for each column kept as text (:func:`~agentlake.lake.ingest.read_source`). Every
+        ingest is recorded in the history. Raises ``UserError`` for bad input; nothing is
+        written then.
         """
         catalog.check_dataset_name(dataset)
         check_mode(mode, key)
@@ -280,9 +285,11 @@ class Lake:
             with self.cursor() as cur:
                 if catalog.table_exists(cur, dataset):
                     types = {name.lower(): dtype for name, dtype in catalog.table_columns(cur, dataset)}
-        table = read_source(source, types=types, threads=self.settings.duckdb_threads)
+        read = read_source(source, types=types, nulls=nulls, threads=self.settings.duckdb_threads)
         label = str(Path(source).expanduser().resolve())
-        return self.write_table(dataset, table, mode=mode, key=key, evolve=evolve, source=label)
+        return self.write_table(
+            dataset, read.table, mode=mode, key=key, evolve=evolve, source=label, notes=read.notes
+        )
 
     def write_table(
         self,
@@ -293,12 +300,20 @@ class Lake:
         key: str | None = None,
         evolve: bool = False,
         source: str = "library",
+        notes: dict[str, str] | None = None,
     ) -> IngestResult:
         """Same as :meth:`ingest`, from an Arrow table already in memory (``source`` labels
-        the history row)."""
+        the history row; ``notes``, column -> note, go into the result's schema)."""
         return self.write(
             lambda conn: apply_ingest(
-                conn, dataset=dataset, table=table, mode=mode, key=key, evolve=evolve, source=source
+                conn,
+                dataset=dataset,
+                table=table,
+                mode=mode,
+                key=key,
+                evolve=evolve,
+                source=source,
+                notes=notes,
             )
         )
 
