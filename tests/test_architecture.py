@@ -44,6 +44,7 @@ RULES = (
     Rule("workforce", ("agents", "scenarios", "observe", "llm", "embed", *DOORS), "the domain sits on the lake only"),
     Rule("agents", ("scenarios", *DOORS), "machinery under the main job and the doors"),
     Rule("scenarios", DOORS, "the main job is library code; doors call it"),
+    Rule("questions", ("workforce", "agents", "scenarios", *DOORS), "questions over any user's tables; who asks them is above it"),
     Rule("http", ("lake", "llm", "embed", "observe", "learn", "workforce", "agents", "scenarios", *DOORS), "the HTTP edge sits under every door and client"),
 )  # fmt: skip
 
