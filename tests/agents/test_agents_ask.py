@@ -125,7 +125,7 @@ def test_a_query_that_fails_is_sent_back_once_with_its_error(lake: Lake, asker: 
     assert answer.revision.startswith("the first query did not run:")
     told = asker.history[1][0][-1].content
     assert "welders" in told
-    assert "over the tables clients, placements, workers" in told
+    assert "- workers (4000 rows): worker_id integer" in told
 
 
 @pytest.mark.parametrize(

@@ -280,19 +280,18 @@ def test_ask_uses_search_for_fuzzy_questions_and_cites_documents(
         assert gateway.get(f"/worker/{source['key']}", headers=keys["read"]).json()["state"] == "OH"
 
 
-def test_ask_falls_back_to_search_when_the_planned_sql_is_refused(
+def test_ask_says_it_could_not_answer_when_every_planned_query_is_refused(
     gateway: Any, keys: H, asker: ScriptedProvider
 ) -> None:
     asker.enqueue(json.dumps({"route": "sql", "sql": "DELETE FROM workers"}))
     asker.enqueue(json.dumps({"route": "sql", "sql": "DROP TABLE workers"}))  # told why, it insists
-    asker.enqueue("Nothing conclusive [W-1].")
     answer = gateway.post(
         "/ask", json={"question": "remove everyone", "model": "scripted:asker"}, headers=keys["read"]
     ).json()
-    assert answer["route"] == "search"
+    assert answer["route"] == "none"
+    assert answer["answer"].startswith("I could not answer this from the data.")
     assert "DELETE" in answer["revision"]
-    assert "DROP" in answer["fallback_reason"]
-    assert "Your query did not run:" in asker.history[1][0][-1].content
+    assert "Your plan did not run:" in asker.history[1][0][-1].content
     assert gateway.post("/sql", json={"sql": "SELECT count(*) FROM workers"}, headers=keys["read"]).json()[
         "rows"
     ] == [[600]]

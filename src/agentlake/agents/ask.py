@@ -1,16 +1,27 @@
-"""Answering a question about the lake with an LLM, citing where every fact came from.
+"""Answering a question about any lake with an LLM, citing where every fact came from.
 
-Owns the recipe behind ``POST /ask``, the MCP ``ask`` tool and anything else that wants a
-written answer: (1) the model plans, seeing the datasets' real columns: one read-only SQL query
-for a structured question (counts, averages, filters, top-N), hybrid search otherwise; (2) the
-plan runs through the lake's guarded paths (``Lake.query``, ``lake.search.hybrid_search``), and
-a SQL plan that the guard refuses or that fails falls back to search; (3) the model writes the
-answer from that evidence only, citing source ids (``[SQL]`` for the query result, ``[W-7995]``
-for a worker's profile). An answer that cites nothing gets its sources appended, so no answer
-leaves without them.
+Owns the recipe behind ``agentlake ask``, ``POST /ask``, the MCP ``ask`` tool and anything else
+that wants a written answer:
 
-It does not own model calls (``agentlake.llm``), SQL safety (``agentlake.lake.guard``) or the
-search index (``agentlake.lake.search``). No model configured or reachable raises
+1. **plan**: the model sees the datasets' real columns (and the listed values of short text
+   columns) and a worked example made from the same lake (``examples``), and chooses one read-only
+   SQL query, or a hybrid search over a dataset that has a vector index (the search route is
+   offered only when one has; its dataset is one of them).
+2. **run**: the plan runs through the lake's guarded paths (``Lake.query``, every attempt
+   recorded as a ``tool.sql`` op; ``lake.search.hybrid_search``). A plan that fails (the guard
+   refuses it, a column does not exist, a search without an index), returns nothing, leaves out
+   a value the question names, or searches where the question counts or averages, is sent back
+   to the model ONCE with what went wrong (the real message, the tables and their columns);
+   then the answer is written from what did run.
+3. **answer**: the model writes the answer from that evidence only, citing source ids (``[SQL]``
+   for the query result, a document id for a search hit); an answer that cites nothing gets its
+   sources appended. When nothing ran, no model is asked: the answer says so and what was
+   tried (``route="none"``), which is an answer, not an error.
+
+Every answer is recorded as one ``ask.answer`` op whose id is the answer's ``id``: feedback on
+it (``agentlake feedback ID``) is learned from. It does not own model calls
+(``agentlake.llm``), SQL safety (``agentlake.lake.guard``) or the search index
+(``agentlake.lake.search``). No model configured or reachable raises
 ``UnavailableError``/``ModelServerUnreachable`` (HTTP 503).
 """
 
@@ -18,52 +29,59 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field, RootModel, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from agentlake.agents import render
-from agentlake.agents.tools import datasets_text, listed_values
+from agentlake.agents.examples import WorkedCount, worked_count, worked_search
+from agentlake.agents.tools import datasets_text, listed_values, searchable
 from agentlake.errors import AgentlakeError, UnavailableError, UserError
 from agentlake.llm.fence import DATA_RULE, data_block
+from agentlake.observe import event, observe
+from agentlake.observe.model import new_op_id
 from agentlake.settings import Settings
-from agentlake.workforce.tables import SEARCH_DATASET, WORKERS
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
+    from agentlake.observe import Observer
 
 MAX_SQL_ROWS = 50
 MAX_SOURCE_CHARS = 400
-
-# One worked count, shown to a model before a real question (ask's plan and answer, the graph's
-# thinker): constant, so it stays in the model's prefix cache, and over the domain's real table
-# (a small model otherwise writes FROM welders for "welders").
-EXAMPLE_QUESTION = "How many forklift operators are in TX?"
-EXAMPLE_NAMED = [("role", "Forklift Operator"), ("state", "TX")]
-EXAMPLE_SQL = f"SELECT count(*) AS n FROM {WORKERS} WHERE role = 'Forklift Operator' AND state = 'TX'"
-EXAMPLE_COUNT = 12
+MAX_QUESTION_CHARS = 2000
 
 PLAN_PROMPT = """\
-You plan how to answer a question about an operational database (DuckDB).
+You plan how to answer a question about the user's database (DuckDB).
 Datasets (tables) and their columns:
 {catalog}
 {data_rule}
 
-Choose ONE route:
-- "sql" for structured questions (counts, sums, averages, filters on columns, top-N, lists by
+{routes}"""
+
+SQL_ROUTE = """\
+"sql" for structured questions (counts, sums, averages, filters on columns, top-N, lists by
   exact attributes): write ONE read-only DuckDB SELECT (or WITH ... SELECT) over these tables,
-  with a LIMIT of at most {max_rows} rows when it returns rows. Compare a column with one of its
-  listed values exactly as written: WHERE <column> = '<one of its values, as listed>'.
-- "search" for fuzzy or descriptive questions (experience, skills described in words, "who is
-  good at ..."): give the dataset, the search text, and optionally a SQL WHERE fragment over
-  that dataset's columns (no "WHERE" keyword) to narrow it first.
-"""
+  with a LIMIT of at most {max_rows} rows when it returns rows. Use only the columns listed.
+  Compare a column with one of its listed values exactly as written: WHERE <column> = '<value>'."""
+
+SEARCH_ROUTE = """\
+"search" for fuzzy or descriptive questions (things described in words): give the dataset (one
+  of {indexed}), the search text, and optionally a SQL WHERE fragment over that dataset's
+  columns (no "WHERE" keyword) to narrow it first."""
 
 ANSWER_PROMPT = """\
 Answer the question using ONLY the evidence below. Cite the id in square brackets of every
-source you rely on, e.g. [SQL] or [W-7995]. If the evidence does not answer the question, say so.
-Be brief and concrete.
+source you rely on, e.g. [SQL]. If the evidence does not answer the question, say so.
+Be brief and concrete: quote the numbers of the evidence exactly.
 {data_rule}"""
+
+# A question that counts, sums, averages or ranks needs every row: a search returns a few.
+_AGGREGATE = re.compile(
+    r"\b(how many|number of|count|average|mean|median|total|sum|highest|lowest|maximum|minimum|"
+    r"max|min|most|least|largest|smallest|percent|percentage|proportion|share)\b",
+    re.IGNORECASE,
+)
 
 
 class SqlPlan(BaseModel):
@@ -72,29 +90,27 @@ class SqlPlan(BaseModel):
     route: Literal["sql"]
     sql: str = Field(..., min_length=1, description="One read-only SELECT.")
 
-
-class SearchPlan(BaseModel):
-    """A fuzzy question: hybrid search over a dataset's documents."""
-
-    route: Literal["search"]
-    dataset: str = Field(SEARCH_DATASET, description="The dataset to search.")
-    search_text: str = Field(..., min_length=1, description="What to look for, in words.")
-    where: str | None = Field(None, description="Optional WHERE fragment (no 'WHERE').")
-
-
-class AskPlan(RootModel[Annotated[SqlPlan | SearchPlan, Field(discriminator="route")]]):
-    """What the model decided to look up. One shape per route: under constrained decoding a
-    query cannot land in the search text (the 0.5B put its SELECT there when both shapes were
-    one). A reply that does it anyway, without native schema support, is taken as the query."""
-
     @model_validator(mode="before")
     @classmethod
     def _query_in_the_wrong_field(cls, data: Any) -> Any:
+        # A reply without native schema support may put its query under the search text.
         if isinstance(data, dict) and data.get("route") == "sql" and not data.get("sql"):
             text = str(data.get("search_text") or "")
             if re.match(r"\s*(SELECT|WITH)\b", text, re.IGNORECASE):
                 return {"route": "sql", "sql": text}
         return data
+
+
+class SearchPlan(BaseModel):
+    """A fuzzy question: hybrid search over an indexed dataset's documents."""
+
+    route: Literal["search"]
+    dataset: str = Field(..., min_length=1, description="The dataset to search (it has a vector index).")
+    search_text: str = Field(..., min_length=1, description="What to look for, in words.")
+    where: str | None = Field(None, description="Optional WHERE fragment (no 'WHERE').")
+
+
+Plan = SqlPlan | SearchPlan
 
 
 class AskSource(BaseModel):
@@ -103,26 +119,69 @@ class AskSource(BaseModel):
     id: str = Field(..., description="What the answer cites: 'SQL' or a document id like 'W-7995'.")
     kind: Literal["sql", "document"]
     text: str = Field(..., description="The evidence as the model saw it (shortened).")
-    key: int | None = Field(None, description="The row's key, for documents.")
+    key: int | str | None = Field(None, description="The row's key, for documents.")
     score: float | None = Field(None, description="Search similarity, for documents.")
 
 
 class Answer(BaseModel):
     """A written answer and the evidence behind it."""
 
+    id: str = Field("", description="The answer's id (its ask.answer op): what feedback names.")
     question: str
     answer: str
-    route: Literal["sql", "search"] = Field(..., description="The route that produced the evidence.")
+    route: Literal["sql", "search", "none"] = Field(
+        ..., description="The route that produced the evidence; none: nothing ran."
+    )
     sql: str | None = Field(None, description="The query that ran (route=sql).")
+    dataset: str | None = Field(None, description="The dataset searched (route=search).")
     where: str | None = Field(None, description="The search filter that ran (route=search).")
-    fallback_reason: str | None = Field(None, description="Why a planned SQL query was replaced by search.")
+    fallback_reason: str | None = Field(
+        None, description="Why the evidence is not the first plan's: what went wrong with it."
+    )
     revision: str | None = Field(
         None,
-        description="Why the first planned query was sent back once (it left out a value the question names).",
+        description="Why the first plan was sent back once (the error, an empty result, a left-out value).",
     )
+    tried: list[str] = Field(default_factory=list, description="Each plan tried and how it ended.")
     sources: list[AskSource]
     cited: list[str] = Field(..., description="Source ids the answer text cites.")
     model: str
+
+
+@dataclass
+class _Run:
+    """One plan and what running it gave."""
+
+    plan: Plan
+    result: Any = None  # QueryResult for sql
+    sources: list[AskSource] = field(default_factory=list)
+    where: str | None = None
+    error: str | None = None  # it did not run
+    problem: str | None = None  # what to send back: the error, an empty result, a left-out value
+    kind: Literal["error", "aggregate", "empty", "missing"] | None = None
+
+    @property
+    def ran(self) -> bool:
+        return self.error is None
+
+    @property
+    def noun(self) -> str:
+        return "query" if isinstance(self.plan, SqlPlan) else "search"
+
+    def describe(self) -> str:
+        what = (
+            f"sql: {self.plan.sql}"
+            if isinstance(self.plan, SqlPlan)
+            else (f"search {self.plan.dataset}: {self.plan.search_text}")
+        )
+        if self.error:
+            return f"{what} -> failed: {self.error}"
+        if isinstance(self.plan, SqlPlan):
+            rows = len(self.result.rows) if self.result is not None else 0
+            return f"{what} -> {rows} row{'s' if rows != 1 else ''}" + (
+                f" ({self.problem})" if self.problem else ""
+            )
+        return f"{what} -> {len(self.sources)} hits"
 
 
 def ask(
@@ -134,107 +193,326 @@ def ask(
     k: int = 8,
     settings: Settings | None = None,
     embedder: Any = None,
+    observer: Observer | None = None,
 ) -> Answer:
     """Answer ``question`` from the lake with ``model`` (default ``settings.executor_model``, then
     ``default_model``: the embedded model).
 
-    ``dataset`` pins the search route's dataset (the plan may otherwise pick one). Raises
-    ``UserError`` for an empty question or an unknown dataset, ``UnavailableError`` (503) when no
-    model is configured, and what ``agentlake.llm`` raises when the model cannot be reached.
+    ``dataset`` pins the search route's dataset (it must have a vector index). Raises
+    ``UserError`` for an empty question, an empty lake or an unknown or unindexed pinned
+    dataset, ``UnavailableError`` (503) when no model is configured, and what ``agentlake.llm``
+    raises when the model cannot be reached. A question the data cannot answer is answered
+    saying so (``route="none"``), never raised.
     """
     # Lazy (start-up time): the LLM layer loads on the first model call.
-    from agentlake.llm import Message, default_model, generate, generate_structured
+    from agentlake.llm import Message, default_model, generate
 
     settings = settings or lake.settings
     question = " ".join(question.split())
     if not question:
         raise UserError("ask needs a question")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise UserError(f"the question is {len(question)} characters; ask in at most {MAX_QUESTION_CHARS}")
+    datasets = {info.name: info for info in lake.datasets()}
+    if not datasets:
+        raise UserError(
+            "the lake holds no datasets yet: load a file first, e.g. `agentlake ingest data.csv --dataset NAME`"
+        )
     model = model or default_model(settings, "executor_model")
     if not model:
         raise UnavailableError(
             "no model to answer with: install the embedded models (`make models`), set AGENTLAKE_EXECUTOR_MODEL "
             "(e.g. ollama:qwen3:4b) or pass a model"
         )
-    datasets = {info.name: info for info in lake.datasets()}
-    if dataset is not None and dataset not in datasets:
-        raise UserError(f"unknown dataset {dataset!r}; known datasets: {', '.join(datasets) or 'none yet'}")
-    catalog = "\n".join(datasets_text(lake, None, values=True)[1:]) or "(no datasets yet)"
+    indexed = searchable(lake)
+    if dataset is not None:
+        if dataset not in datasets:
+            raise UserError(f"unknown dataset {dataset!r}; known datasets: {', '.join(datasets)}")
+        if dataset not in indexed:
+            raise UserError(
+                f"dataset {dataset!r} has no vector index to search: run `agentlake index build {dataset} --column TEXT_COLUMN`"
+            )
+        indexed = [dataset]
     listed = listed_values(lake)
     named = named_values(question, listed)
+    example = worked_count(lake)
     messages = [
-        Message(
-            role="system",
-            content=PLAN_PROMPT.format(
-                catalog=data_block(catalog), max_rows=MAX_SQL_ROWS, data_rule=DATA_RULE
-            ),
-        ),
-        *(Message(**shot) for shot in PLAN_SHOTS),
+        Message(role="system", content=plan_system(lake, indexed)),
+        *(Message(**shot) for shot in plan_shots(lake, example, indexed)),
         Message(role="user", content=question + named_values_hint(named, listed, question)),
     ]
-    plan = generate_structured(model, messages, AskPlan, settings=settings, max_tokens=800).root
+    first = _run_plan(_plan(model, messages, indexed, settings), question, named, lake, k, embedder, observer)
+    runs = [first]
     revision = None
-    problem, result, error = _run_plan(plan, named, lake)
-    if problem:
+    if first.problem:
         # Sent back once, saying what is wrong: a small model counts "welders in OH" over every
-        # worker in OH, or queries a table named after the question's noun ("FROM welders").
-        revision = f"the first query {problem}"
+        # worker in OH, queries a table named after the question's noun ("FROM welders"),
+        # compares a text date with a date, or searches where it should count.
+        revision = f"the first {first.noun} {first.problem}"
         messages += [
-            Message(role="assistant", content=plan.model_dump_json(exclude_none=True)),
-            Message(
-                role="user",
-                content=f"Your query {problem}. Write the whole query again"
-                + (f", over the tables {', '.join(sorted(datasets))}." if error is not None else "."),
-            ),
+            Message(role="assistant", content=first.plan.model_dump_json(exclude_none=True)),
+            Message(role="user", content=_send_back(first, lake)),
         ]
-        plan = generate_structured(model, messages, AskPlan, settings=settings, max_tokens=800).root
-        problem, result, error = _run_plan(plan, named, lake)
-    answer = Answer(
-        question=question, answer="", route="search", sources=[], cited=[], model=model, revision=revision
-    )
-    if isinstance(plan, SqlPlan):
-        if result is not None:
-            answer.route, answer.sql = "sql", plan.sql
-            answer.sources = [_sql_source(result)]
-        elif error is not None:  # refused or failing SQL: the question still deserves an answer
-            answer.fallback_reason = f"the planned SQL did not run ({error.message})"
-    if answer.route == "search":
-        # A failed query falls back to searching for the question itself.
-        searched = plan if isinstance(plan, SearchPlan) else None
-        chosen = searched.dataset if searched and searched.dataset in datasets else SEARCH_DATASET
-        answer.sources, answer.where = _search(
-            lake,
-            dataset or chosen,
-            searched.search_text if searched else question,
-            searched.where if searched else None,
-            k,
-            embedder,
+        second = _run_plan(
+            _plan(model, messages, indexed, settings), question, named, lake, k, embedder, observer, last=True
         )
-    # Each source fenced on its own, its id outside: the model cites the id, never obeys the text.
-    evidence = (
-        "\n".join(f"[{source.id}] {data_block(source.text)}" for source in answer.sources)
-        or "(no evidence found)"
+        runs.append(second)
+    chosen = _evidence_run(runs)
+    answer = Answer(
+        id=new_op_id(),
+        question=question,
+        answer="",
+        route="none",
+        sources=[],
+        cited=[],
+        model=model,
+        revision=revision,
+        tried=[run.describe() for run in runs],
     )
-    completion = generate(
-        model,
-        [
-            Message(role="system", content=ANSWER_PROMPT.format(data_rule=DATA_RULE)),
-            *(Message(**shot) for shot in ANSWER_SHOTS),
-            Message(role="user", content=f"Question: {question}\n\nEvidence:\n{evidence}"),
-        ],
-        settings=settings,
-        max_tokens=800,
-    )
-    answer.answer, answer.cited = _with_citations(completion.text.strip(), answer.sources)
+    if chosen is not None:
+        if chosen is not first:
+            answer.fallback_reason = f"the first {first.noun} {first.problem}"
+        if isinstance(chosen.plan, SqlPlan):
+            answer.route, answer.sql, answer.sources = "sql", chosen.plan.sql, [_sql_source(chosen.result)]
+        else:
+            answer.route, answer.dataset, answer.where = "search", chosen.plan.dataset, chosen.where
+            answer.sources = chosen.sources
+    if chosen is None:
+        answer.answer = "I could not answer this from the data. Tried: " + "; ".join(answer.tried)
+    else:
+        # Each source fenced on its own, its id outside: the model cites the id, never obeys the text.
+        evidence = (
+            "\n".join(f"[{source.id}] {data_block(source.text)}" for source in answer.sources)
+            or "(no evidence found)"
+        )
+        completion = generate(
+            model,
+            [
+                Message(role="system", content=ANSWER_PROMPT.format(data_rule=DATA_RULE)),
+                *(Message(**shot) for shot in answer_shots(example)),
+                Message(role="user", content=f"Question: {question}\n\nEvidence:\n{evidence}"),
+            ],
+            settings=settings,
+            max_tokens=800,
+        )
+        answer.answer, answer.cited = _with_citations(completion.text.strip(), answer.sources)
+    _record(answer, runs, observer)
     return answer
 
 
-# A worked answer before the real one (constant, cached): shown one, the 0.5B gives the value
-# the query returned instead of a number of its own.
-ANSWER_SHOTS = [
-    {"role": "user", "content": f"Question: {EXAMPLE_QUESTION}\n\nEvidence:\n[SQL] "
-     + data_block(f"one value: n = {EXAMPLE_COUNT}")},
-    {"role": "assistant", "content": f"There are {EXAMPLE_COUNT} forklift operators in TX [SQL]."},
-]  # fmt: skip
+def plan_system(lake: Lake, indexed: list[str]) -> str:
+    """The plan's system prompt: the catalog with listed values, and the routes on offer."""
+    catalog = "\n".join(datasets_text(lake, None, values=True)[1:]) or "(no datasets yet)"
+    routes = (
+        "Choose ONE route:\n- "
+        + SQL_ROUTE.format(max_rows=MAX_SQL_ROWS)
+        + "\n- "
+        + SEARCH_ROUTE.format(indexed=", ".join(indexed))
+        if indexed
+        else "Answer with the route " + SQL_ROUTE.format(max_rows=MAX_SQL_ROWS)
+    )
+    return PLAN_PROMPT.format(catalog=data_block(catalog), data_rule=DATA_RULE, routes=routes)
+
+
+def plan_schema(indexed: list[str]) -> dict[str, Any]:
+    """The plan's JSON schema: the sql route, and the search route only over ``indexed``
+    datasets (under constrained decoding a model cannot pick a dataset without an index)."""
+    sql = {
+        "type": "object",
+        "properties": {
+            "route": {"const": "sql"},
+            "sql": {"type": "string", "minLength": 1, "maxLength": 2000},
+        },
+        "required": ["route", "sql"],
+        "additionalProperties": False,
+    }
+    if not indexed:
+        return sql
+    search = {
+        "type": "object",
+        "properties": {
+            "route": {"const": "search"},
+            "dataset": {"type": "string", "enum": list(indexed)},
+            "search_text": {"type": "string", "minLength": 1, "maxLength": 300},
+            "where": {"type": "string", "maxLength": 300},
+        },
+        "required": ["route", "dataset", "search_text"],
+        "additionalProperties": False,
+    }
+    return {"anyOf": [sql, search]}
+
+
+def _plan(model: str, messages: list[Any], indexed: list[str], settings: Settings) -> Plan:
+    # Lazy (start-up time): the LLM layer loads on the first model call.
+    from agentlake.llm import generate_json
+
+    def validate(value: Any) -> Plan:
+        route = value.get("route") if isinstance(value, dict) else None
+        if route == "search" and len(indexed) == 1 and not value.get("dataset"):
+            value = {**value, "dataset": indexed[0]}  # the one dataset search can use
+        if route == "search" and indexed:
+            plan: Plan = SearchPlan.model_validate(value)
+            if plan.dataset not in indexed:
+                raise ValueError(
+                    f"dataset {plan.dataset!r} has no search index; search one of {', '.join(indexed)}"
+                )
+            return plan
+        if route == "search":
+            raise ValueError("no dataset has a search index: answer with the sql route")
+        return SqlPlan.model_validate(value)
+
+    example = '{"route": "sql", "sql": "SELECT ..."}'
+    result = generate_json(
+        model, messages, plan_schema(indexed), validate=validate, label="plan", example=example, settings=settings,
+        max_tokens=800,
+    )  # fmt: skip
+    return result.value
+
+
+def _run_plan(
+    plan: Plan,
+    question: str,
+    named: list[tuple[str, str]],
+    lake: Lake,
+    k: int,
+    embedder: Any,
+    observer: Any,
+    *,
+    last: bool = False,
+) -> _Run:
+    """Run ``plan``; ``problem`` says what to send back. ``last``: no sending back follows, so
+    a search for a counting question runs anyway (some evidence beats none)."""
+    run = _Run(plan=plan)
+    if isinstance(plan, SearchPlan):
+        if _AGGREGATE.search(question) and not last:
+            run.kind, run.error = (
+                "aggregate",
+                "not run: a search returns a few matching rows and cannot count, sum or average",
+            )
+            run.problem = "searched, but the question counts or aggregates over a table"
+            return run
+        try:
+            run.sources, run.where = _search(lake, plan.dataset, plan.search_text, plan.where, k, embedder)
+        except AgentlakeError as exc:
+            run.kind, run.error, run.problem = "error", exc.message, f"did not run: {exc.message}"
+        return run
+    with observe("tool.sql", source="agent", input={"query": plan.sql}, observer=observer) as op:
+        try:
+            run.result = lake.query(plan.sql, max_rows=MAX_SQL_ROWS)
+        except AgentlakeError as exc:
+            op.fail(exc.message)
+            op.attributes["rows"] = 0
+            run.kind, run.error, run.problem = "error", exc.message, f"did not run: {exc.message}"
+            return run
+        op.attributes["rows"] = len(run.result.rows)
+        op.set_output(_sql_source(run.result).text)
+    left = missing_values(plan.sql, named)
+    if left:
+        run.kind, run.problem = "missing", f"leaves out {left}, which the question names"
+    elif _empty(run.result):
+        run.kind, run.problem = "empty", "returned no rows (or only empty values)"
+    return run
+
+
+def _empty(result: Any) -> bool:
+    return not result.rows or all(value is None for row in result.rows for value in row)
+
+
+def _send_back(run: _Run, lake: Lake) -> str:
+    """What the model is told about its first plan: the problem and how to fix it."""
+    tables = data_block("\n".join(datasets_text(lake, None)[1:]))
+    if run.kind == "aggregate":
+        return f"Your plan {run.problem}: a search returns a few rows. Write one SQL query over:\n{tables}"
+    if run.kind == "error":
+        return (
+            f"Your plan {run.problem}. Use only these tables and columns, with their types:\n{tables}\n"
+            "Write the whole plan again."
+        )
+    if run.kind == "empty":
+        return (
+            "Your query returned no rows (or only empty values). Check each value you compare with against "
+            "the column's listed values and type (a text column holding dates or numbers needs TRY_CAST or "
+            f"the text's own format), or widen the filter. The tables:\n{tables}\nWrite the whole query again."
+        )
+    return f"Your query {run.problem}. Write the whole query again."
+
+
+def _evidence_run(runs: list[_Run]) -> _Run | None:
+    """The run whose evidence answers: the revised plan when it ran, else the first when it ran."""
+    last = runs[-1]
+    if last.ran:
+        return last
+    return next((run for run in runs if run.ran), None)
+
+
+def _record(answer: Answer, runs: list[_Run], observer: Any) -> None:
+    """The answer as one ``ask.answer`` op (its id is the answer's): what the feedback on it
+    and the learner read."""
+    attempts = []
+    for run in runs:
+        item: dict[str, Any] = {"route": run.plan.route}
+        if isinstance(run.plan, SqlPlan):
+            item["sql"] = run.plan.sql
+            item["rows"] = len(run.result.rows) if run.result is not None else 0
+        else:
+            item.update(dataset=run.plan.dataset, search_text=run.plan.search_text, hits=len(run.sources))
+        if run.error:
+            item["error"] = run.error
+        if run.problem:
+            item["problem"] = run.problem
+        attempts.append(item)
+    event(
+        "ask.answer",
+        source="agent",
+        observer=observer,
+        id=answer.id,
+        input_summary=answer.question,
+        output_summary=answer.answer,
+        success=answer.route != "none",
+        error=None if answer.route != "none" else "no plan ran: " + "; ".join(answer.tried),
+        attributes={
+            "question": answer.question,
+            "route": answer.route,
+            "sql": answer.sql,
+            "dataset": answer.dataset,
+            "model": answer.model,
+            "attempts": attempts,
+            "evidence": answer.sources[0].text[:500] if answer.sources else None,
+        },
+    )
+
+
+def plan_shots(lake: Lake, example: WorkedCount | None, indexed: list[str]) -> list[dict[str, str]]:
+    """A worked plan for each route before the real question, made from this lake (constant
+    while the lake is unchanged: it stays in the model's prefix cache). Shown one, the 0.5B and
+    the 1.5B filter on every value a question names far more often."""
+    shots: list[dict[str, str]] = []
+    if example is not None:
+        hint = named_values_hint(list(example.named), {(example.table, c): [v] for c, v in example.named})
+        shots += [
+            {"role": "user", "content": example.question + hint},
+            {"role": "assistant", "content": json.dumps({"route": "sql", "sql": example.sql})},
+        ]
+    search = worked_search(lake, indexed) if indexed else None
+    if search is not None:
+        shots += [
+            {"role": "user", "content": search.question},
+            {"role": "assistant", "content": json.dumps(
+                {"route": "search", "dataset": search.dataset, "search_text": search.search_text})},
+        ]  # fmt: skip
+    return shots
+
+
+def answer_shots(example: WorkedCount | None) -> list[dict[str, str]]:
+    """A worked answer before the real one: shown one, the 0.5B gives the value the query
+    returned instead of a number of its own."""
+    if example is None:
+        return []
+    return [
+        {"role": "user", "content": f"Question: {example.question}\n\nEvidence:\n[SQL] "
+         + data_block(f"one value: n = {example.value}")},
+        {"role": "assistant", "content": f"{example.answer()[:-1]} [SQL]."},
+    ]  # fmt: skip
 
 
 def named_values(question: str, listed: dict[tuple[str, str], list[str]]) -> list[tuple[str, str]]:
@@ -298,36 +576,6 @@ def missing_values(sql: str, named: list[tuple[str, str]]) -> str | None:
     return " and ".join(f"{column} = '{value}'" for column, value in missing) or None
 
 
-def _run_plan(
-    plan: SqlPlan | SearchPlan, named: list[tuple[str, str]], lake: Lake
-) -> tuple[str | None, Any, AgentlakeError | None]:
-    """A SQL plan run through the guard: ``(what is wrong with it, its result, its error)``."""
-    if not isinstance(plan, SqlPlan):
-        return None, None, None
-    try:
-        result = lake.query(plan.sql, max_rows=MAX_SQL_ROWS)
-    except AgentlakeError as exc:
-        return f"did not run: {exc.message}", None, exc
-    left = missing_values(plan.sql, named)
-    if left:
-        return f"leaves out {left}, which the question names", result, None
-    return None, result, None
-
-
-# A worked plan for each route before the real question (constant: it stays in the model's prefix
-# cache). Shown one, the 0.5B and the 1.5B filter on every value a question names far more often.
-EXAMPLE_HINT = named_values_hint(
-    EXAMPLE_NAMED, {(WORKERS, column): [value] for column, value in EXAMPLE_NAMED}
-)
-PLAN_SHOTS = [
-    {"role": "user", "content": EXAMPLE_QUESTION + EXAMPLE_HINT},
-    {"role": "assistant", "content": json.dumps({"route": "sql", "sql": EXAMPLE_SQL})},
-    {"role": "user", "content": "Who has experience repairing hydraulic presses?"},
-    {"role": "assistant", "content": json.dumps({"route": "search", "dataset": WORKERS,
-     "search_text": "experience repairing hydraulic presses"})},
-]  # fmt: skip
-
-
 def compares(sql: str, column: str, value: str) -> bool:
     """``sql`` compares ``column`` with ``value``: ``state = 'OH'``, ``w."state" IN ('IN', 'OH')``,
     ``role LIKE 'Welder'`` (not ``city = 'OH'``)."""
@@ -365,7 +613,7 @@ def _search(
             id=str(hit.doc_id),
             kind="document",
             text=str(hit.chunk_text)[:MAX_SOURCE_CHARS],
-            key=int(hit.key),
+            key=hit.key if isinstance(hit.key, (int, str)) else str(hit.key),
             score=float(hit.score),
         )
         for hit in found

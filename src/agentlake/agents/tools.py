@@ -563,26 +563,69 @@ class HybridSearchArgs(_Args):
     k: int = Field(10, ge=1, le=50)
 
 
-class HybridSearch:
-    name = "hybrid_search"
-    description = "semantic + keyword search over worker profiles, filtered by an optional WHERE fragment"
-    args_model = HybridSearchArgs
+class DatasetSearchArgs(_Args):
+    dataset: str = Field(..., min_length=1, max_length=64, description="a dataset with a search index")
+    question: str = Field(..., min_length=1, max_length=300, description="what you look for, in words")
+    where: str | None = Field(
+        None, max_length=300, description="optional SQL WHERE fragment over its columns"
+    )
+    k: int = Field(10, ge=1, le=50)
 
-    def run(self, args: HybridSearchArgs, ctx: RunContext) -> ToolOutput:
+
+class HybridSearch:
+    """Semantic + keyword search over a dataset's indexed text, after an optional SQL filter.
+
+    ``dataset`` fixed: the tool searches only it and takes no ``dataset`` argument (a domain's
+    own registry: the staffing agents search the workers' profiles); ``None``: the caller names
+    one of the lake's indexed datasets (``searchable``), as any lake's doors do."""
+
+    name = "hybrid_search"
+
+    def __init__(self, dataset: str | None = None, description: str | None = None) -> None:
+        self.dataset = dataset
+        self.args_model: type[_Args] = HybridSearchArgs if dataset else DatasetSearchArgs
+        self.description = description or (
+            "semantic + keyword search over an indexed dataset's text, filtered by an optional WHERE fragment"
+        )
+
+    def run(self, args: Any, ctx: RunContext) -> ToolOutput:
         try:
             from agentlake.lake.search import hybrid_search
         except ImportError as exc:  # the search package is part of agentlake; a broken install says so
             raise UserError(f"hybrid_search is not available in this installation ({exc})") from None
+        dataset = self.dataset or args.dataset
+        if self.dataset is None:
+            indexed = searchable(ctx.lake)
+            if dataset not in indexed:
+                raise UserError(
+                    f"dataset {dataset!r} has no search index; searchable: {', '.join(indexed) or 'none (use sql)'}"
+                )
         sources = hybrid_search(
-            ctx.lake, SEARCH_DATASET, args.question, where=args.where, k=args.k, embedder=ctx.embedder
+            ctx.lake, dataset, args.question, where=args.where, k=args.k, embedder=ctx.embedder
         )
-        ids = [int(s.key) for s in sources if str(s.key).lstrip("-").isdigit()]
+        key = "worker_id" if self.dataset is not None else "key"
+        ids = (
+            [int(s.key) for s in sources if str(s.key).lstrip("-").isdigit()]
+            if self.dataset is not None
+            else []
+        )
         lines = [f"{len(sources)} results:"] + [
-            f"- worker_id={s.key} score={s.score:.3f}{'' if s.sql_verified else ' (unverified)'}: {render.value_text(s.chunk_text)}"
+            f"- {key}={s.key} score={s.score:.3f}{'' if s.sql_verified else ' (unverified)'}: {render.value_text(s.chunk_text)}"
             for s in sources
         ]
         data = [s.model_dump(mode="json") if hasattr(s, "model_dump") else dict(vars(s)) for s in sources]
         return ToolOutput(data=data, text="\n".join(lines), rows=len(sources), worker_ids=ids)
+
+
+def searchable(lake: Lake) -> list[str]:
+    """The datasets of ``lake`` with a vector index: the only ones a search may use."""
+    # Lazy (start-up time): the index module loads numpy and the vector files.
+    from agentlake.lake.index import list_indexes
+
+    try:
+        return [info.dataset for info in list_indexes(lake)]
+    except AgentlakeError:
+        return []
 
 
 def _rows_output(
@@ -594,11 +637,14 @@ def _rows_output(
 
 
 def default_tools() -> ToolRegistry:
-    """A fresh registry with the built-in tools."""
+    """A fresh registry with the staffing agents' tools (the executor's catalogue)."""
     return ToolRegistry(
         [
             FindWorkers(),
-            HybridSearch(),
+            HybridSearch(
+                SEARCH_DATASET,
+                "semantic + keyword search over worker profiles, filtered by an optional WHERE fragment",
+            ),
             Sql(),
             GetWorker(),
             WorkerSchedule(),
@@ -606,3 +652,20 @@ def default_tools() -> ToolRegistry:
             NearbyCities(),
         ]
     )
+
+
+def lake_tools() -> ToolRegistry:
+    """A fresh registry with the tools that work over any lake: read-only SQL and a search over
+    a dataset the caller names (one with a vector index). The graph's thinker uses these."""
+    return ToolRegistry([Sql(), HybridSearch()])
+
+
+def tools_for(lake: Lake | None) -> ToolRegistry:
+    """The tools a door offers over ``lake``: the staffing agents' (``default_tools``) when the
+    lake holds the staffing domain's tables, else the ones that work over any lake (also
+    without a lake yet)."""
+    try:
+        known = {info.name for info in lake.datasets()} if lake is not None else set()
+    except AgentlakeError:
+        known = set()
+    return default_tools() if set(TABLES) <= known else lake_tools()

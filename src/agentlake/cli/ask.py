@@ -40,13 +40,15 @@ def ask(
         print_json(answer.model_dump(mode="json"))
         return
     console.print(answer.answer, highlight=False, soft_wrap=True)
-    how = (
-        f"SQL: {answer.sql}"
-        if answer.route == "sql"
-        else f"search{f' WHERE {answer.where}' if answer.where else ''}"
-    )
+    how = {
+        "sql": f"SQL: {answer.sql}",
+        "search": f"search {answer.dataset}{f' WHERE {answer.where}' if answer.where else ''}",
+        "none": "nothing ran",
+    }[answer.route]
     console.print(
-        f"[dim]{how} · sources: {', '.join(s.id for s in answer.sources) or 'none'}[/]", highlight=False
+        f"[dim]{how} · sources: {', '.join(s.id for s in answer.sources) or 'none'} · answer {answer.id}[/]",
+        highlight=False,
+        soft_wrap=True,
     )
 
 

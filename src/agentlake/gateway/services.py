@@ -17,6 +17,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from agentlake.errors import AgentlakeError
 from agentlake.settings import Settings
 
 if TYPE_CHECKING:
@@ -89,14 +90,19 @@ class Services:
 
     @property
     def tools(self) -> Any:
-        """The agents' tool registry (``agentlake.agents.default_tools()``)."""
+        """The agents' tool registry for this lake (``agentlake.agents.tools.tools_for``)."""
         if self._tools is None:
+            # The lake first, outside the lock (it takes the lock itself to open the lake).
+            try:
+                lake = self.lake
+            except AgentlakeError:
+                lake = None
             with self._lock:
                 if self._tools is None:
                     # Lazy (start-up time): the agents load on first use.
-                    from agentlake.agents.tools import default_tools
+                    from agentlake.agents.tools import tools_for
 
-                    self._tools = default_tools()
+                    self._tools = tools_for(lake)
         return self._tools
 
     @property
