@@ -78,11 +78,17 @@ class FakeContext:
         return [data for event, data in self.traced if event == name]
 
 
-def without_examples(messages: list[Any]) -> list[Any]:
-    """A thinker's prompt without the worked examples shown before every request."""
+def without_examples(messages: list[Any], resources: Any) -> list[Any]:
+    """A thinker's prompt without the worked examples shown before every request (made from
+    ``resources``' lake)."""
     from agentlake.graph.nodes.thinker_v1 import worked_examples
+    from agentlake.graph.toolbox import WORKSPACE_ARGS
 
-    shown = [message for shot in worked_examples().values() for message in shot]
+    shown = [
+        message
+        for shot in worked_examples(resources, {"sql": {}, **WORKSPACE_ARGS}).values()
+        for message in shot
+    ]
     return [message for message in messages if message not in shown]
 
 

@@ -177,7 +177,7 @@ def test_thinker_calls_a_tool_then_answers_from_its_result(
     assert results.payload["results"][0]["ok"] is True
     assert ctx.session.machines["door"].current == "closed"
     # The tool result went back to the model as a tool message.
-    tool_messages = [m for m in without_examples(model.last_messages) if m.role == "tool"]
+    tool_messages = [m for m in without_examples(model.last_messages, resources) if m.role == "tool"]
     assert json.loads(tool_messages[0].content)["tool"] == "machine_create"
     assert [e["tool"] for e in ctx.events("tool_call")] == ["machine_create"]
 
@@ -217,6 +217,18 @@ def test_thinker_retries_once_when_it_announces_an_action_it_does_not_take(
     assert reply.payload["text"] == "Let me check again."
 
 
+def test_thinker_never_passes_on_a_number_it_did_not_look_up_after_its_retry(
+    resources: Resources, model: ScriptedProvider
+) -> None:
+    model.enqueue(step("There are 12 of them."))
+    model.enqueue(step("Still 12."))  # no tool call on the retry either (a provider without a grammar)
+    ctx = FakeContext(
+        reach=(("output", "data"),), resources=resources, models=models_for(resources, "thinker")
+    )
+    (reply,) = make("thinker_v1").run(Packet("message", {"text": "how many are there?"}), ctx)
+    assert reply.payload["text"].startswith("I did not look this up")
+
+
 def test_thinker_stops_calling_tools_at_its_round_limit(
     resources: Resources, model: ScriptedProvider
 ) -> None:
@@ -246,7 +258,9 @@ def test_thinker_repeating_its_calls_answers_from_their_results(
     assert len(ctx.events("tool_call")) == 1  # the repeat did not run
     assert reply.payload["text"] == "There are 2000 workers."
     final = model.history[2][0]
-    assert len(final) == 4  # a short prompt: one worked answer, the question and the results, no history
+    # A short prompt: the question and the results, no history (and no worked answer: this
+    # thinker has no lake to make one from).
+    assert [m.role for m in final] == ["system", "user"]
     assert 'Tool results:\n{"tool": "sql"' in final[-1].content
     assert "how many workers?" in final[-1].content
 

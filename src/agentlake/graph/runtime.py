@@ -109,9 +109,9 @@ class Resources:
         with self._lock:
             if self._tools is None:
                 # Lazy (start-up time): the agents load on first use.
-                from agentlake.agents.tools import default_tools
+                from agentlake.agents.tools import lake_tools
 
-                self._tools = default_tools()
+                self._tools = lake_tools()
             return self._tools
 
     @property

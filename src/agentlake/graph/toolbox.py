@@ -11,6 +11,7 @@ the thinker reads. It does not own the tools' SQL, search or machine rules.
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -170,7 +171,26 @@ class ThinkerTools:
             }
         except AgentlakeError:
             pass
+        dataset = schemas.get("hybrid_search", {}).get("properties", {}).get("dataset")
+        if dataset is not None:
+            # Search is offered over the datasets with an index only, named in the schema (under
+            # a grammar a model cannot search a dataset the lake cannot search), or not at all.
+            indexed = self._searchable()
+            if indexed:
+                schemas["hybrid_search"] = copy.deepcopy(schemas["hybrid_search"])
+                schemas["hybrid_search"]["properties"]["dataset"]["enum"] = indexed
+            else:
+                del schemas["hybrid_search"]
         return {**schemas, **WORKSPACE_ARGS}
+
+    def _searchable(self) -> list[str]:
+        # Lazy (start-up time): the agents load on first use.
+        from agentlake.agents.tools import searchable
+
+        try:
+            return searchable(self.resources.lake)
+        except AgentlakeError:
+            return []
 
     def named_values(self, question: str) -> tuple[list[tuple[str, str]], str]:
         """``question_values`` over this thinker's lake."""
@@ -197,8 +217,9 @@ class ThinkerTools:
         lines = ["Tools:"]
         try:
             registry = self.resources.tools
+            offered = self.call_schemas()
             for schema in registry.schemas():
-                if schema["name"] in self.lake_tools:
+                if schema["name"] in self.lake_tools and schema["name"] in offered:
                     params = ", ".join(schema["parameters"].get("properties", {}))
                     lines.append(f"- {schema['name']}({params}): {schema['description']}")
         except AgentlakeError:

@@ -11,7 +11,6 @@ without a plan and the trace says why. It does not call tools or answer.
 from __future__ import annotations
 
 import json
-from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -53,23 +52,31 @@ def plan_schema(max_steps: int) -> dict[str, Any]:
     return schema
 
 
-@cache
-def plan_example() -> tuple[Message, Message]:
-    """One worked plan (``ask``'s worked count, with the values it names), constant so it stays
-    in the prefix cache. Its steps name no value: the 0.5B copies what an example says."""
+def plan_example(resources: Any) -> tuple[Message, ...]:
+    """One worked plan, over the user's own lake (``ask``'s worked count, with the values it
+    names): constant while the lake is unchanged, so it stays in the prefix cache. Its steps
+    name no value: the 0.5B copies what an example says. None without a lake."""
     # Lazy (start-up time): the agents load on first use.
-    from agentlake.agents.ask import EXAMPLE_HINT, EXAMPLE_QUESTION
+    from agentlake.agents.ask import named_values_hint
+    from agentlake.agents.examples import worked_count
 
+    try:
+        count = worked_count(resources.lake)
+    except AgentlakeError:
+        return ()
+    if count is None:
+        return ()
     example = DirectorPlan(
-        goal="count the forklift operators in TX",
+        goal=f"count the rows of {count.table} the question asks about",
         steps=[
             "count them with one sql query, filtered on each value the question names",
             "answer with the count",
         ],
         tools=["sql"],
     )
+    hint = named_values_hint(list(count.named), {(count.table, c): [v] for c, v in count.named})
     return (
-        Message(role="user", content=EXAMPLE_QUESTION + EXAMPLE_HINT),
+        Message(role="user", content=count.question + hint),
         Message(role="assistant", content=example.model_dump_json()),
     )
 
@@ -112,7 +119,7 @@ class DirectorV1(Node):
             plan = ctx.models.structured(
                 [
                     Message(role="system", content=SYSTEM.format(max_steps=self.config.max_steps)),
-                    *plan_example(),
+                    *plan_example(ctx.resources),
                     *context,
                     Message(role="user", content=text + question_values(ctx.resources, text)[1]),
                 ],

@@ -40,11 +40,11 @@ from __future__ import annotations
 
 import json
 import re
-from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentlake.errors import AgentlakeError
 from agentlake.graph.node import Emit, Node, NodeContext, NodeInfo, Packet, register_node
 from agentlake.graph.toolbox import ThinkerTools, ToolOutcome
 from agentlake.llm import Message
@@ -83,6 +83,13 @@ AUDIT_FEEDBACK = {
 # retry is decoded under a schema that holds at least one call of it: a small model asked again
 # answers from nothing again (the 0.5B said "There are 12 welders in TX." twice, with 16 in the lake).
 MUST_CALL = {"code_without_tool": None, "number_without_tool": None, "lookup_missing": "sql"}
+# What the user is told instead of a reply that still states a number, a query or a lookup it
+# did not make after its audit's retry: never a made-up number.
+UNLOOKED = {
+    "number_without_tool": "I did not look this up, so I cannot give you a number; ask me again, more narrowly.",
+    "lookup_missing": "I did not look this up in the data, so I cannot answer it; ask me again, more narrowly.",
+    "code_without_tool": "I wrote a query but did not run it; ask me again and I will run it.",
+}
 _CODE = re.compile(r"```|\bSELECT\s+[^;]{1,400}?\s+FROM\s+\w+|^\s*(def|class|import)\s+\w+", re.MULTILINE)
 _NUMBER = re.compile(r"\b\d[\d,.]*\b")
 _INTENT = re.compile(
@@ -181,21 +188,40 @@ def _result(tool: str, args: dict[str, Any], text: str, rows: int) -> Message:
     return Message(role="tool", content=ToolOutcome(tool, args, True, text, rows=rows).for_model())
 
 
-@cache
-def worked_examples() -> dict[str, tuple[Message, ...]]:
-    """One worked exchange per kind of tool, by the tool it calls: a count through ``sql`` (the
-    same example as ``ask``'s, with the named values passed on), a search, a workflow. Shown
-    before the real conversation, a small model calls a tool, over the real table, and answers
-    from its result; constant, so they stay in its prefix cache."""
+def worked_examples(
+    resources: Any, call_schemas: dict[str, dict[str, Any]]
+) -> dict[str, tuple[Message, ...]]:
+    """One worked exchange per kind of tool, by the tool it calls, made from the user's own lake
+    (``agents.examples``): a count through ``sql`` (the same example as ``ask``'s, with the named
+    values passed on), a search over an indexed dataset (when ``hybrid_search`` is offered), a
+    workflow. Shown before the real conversation, a small model calls a tool, over a real
+    table, and answers from its result; constant while the lake is unchanged, so they stay in
+    its prefix cache."""
     # Lazy (start-up time): the agents load on first use.
-    from agentlake.agents.ask import EXAMPLE_COUNT, EXAMPLE_HINT, EXAMPLE_QUESTION, EXAMPLE_SQL
+    from agentlake.agents.ask import named_values_hint
+    from agentlake.agents.examples import worked_count, worked_search
 
-    count = {"query": EXAMPLE_SQL}
-    search = {"question": "experience repairing hydraulic presses"}
-    found = (
-        "2 results:\n- worker_id=17 score=0.812: Maintenance technician, six years repairing hydraulic presses\n"
-        "- worker_id=342 score=0.774: Millwright; rebuilt press hydraulics at a stamping plant"
-    )
+    shots: dict[str, tuple[Message, ...]] = {}
+    count = _lake_call(worked_count, resources)
+    if count is not None and "sql" in call_schemas:
+        args = {"query": count.sql}
+        hint = named_values_hint(list(count.named), {(count.table, c): [v] for c, v in count.named})
+        shots["sql"] = (
+            Message(role="user", content=count.question + hint),
+            _said("", ("sql", args)),
+            _result("sql", args, f"one value: n = {count.value}", 1),
+            _said(count.answer()),
+        )
+    datasets = call_schemas.get("hybrid_search", {}).get("properties", {}).get("dataset", {}).get("enum")
+    search = _lake_call(worked_search, resources, list(datasets or [])) if datasets else None
+    if search is not None:
+        args = {"dataset": search.dataset, "question": search.search_text}
+        shots["hybrid_search"] = (
+            Message(role="user", content=search.question),
+            _said("", ("hybrid_search", args)),
+            _result("hybrid_search", args, f"1 result:\n- key=1 score=0.812: {search.search_text}", 1),
+            _said(f"One {search.dataset} row is about {search.search_text}."),
+        )
     workflow = {
         "name": "review",
         "states": ["draft", "in review", "approved"],
@@ -205,26 +231,21 @@ def worked_examples() -> dict[str, tuple[Message, ...]]:
         ],
         "initial": "draft",
     }
-    return {
-        "sql": (
-            Message(role="user", content=EXAMPLE_QUESTION + EXAMPLE_HINT),
-            _said("", ("sql", count)),
-            _result("sql", count, f"one value: n = {EXAMPLE_COUNT}", 1),
-            _said(f"There are {EXAMPLE_COUNT} forklift operators in TX."),
-        ),
-        "hybrid_search": (
-            Message(role="user", content="Who has experience repairing hydraulic presses?"),
-            _said("", ("hybrid_search", search)),
-            _result("hybrid_search", search, found, 2),
-            _said("Workers 17 and 342 fit best: both have repaired press hydraulics."),
-        ),
-        "machine_create": (
-            Message(role="user", content="set up a review workflow"),
-            _said("", ("machine_create", workflow)),
-            _result("machine_create", workflow, "created review: states ['draft', 'in review', 'approved'], now at draft", 0),
-            _said("The review workflow is set up: its buttons move it from draft to approved."),
-        ),
-    }  # fmt: skip
+    shots["machine_create"] = (
+        Message(role="user", content="set up a review workflow"),
+        _said("", ("machine_create", workflow)),
+        _result("machine_create", workflow, "created review: states ['draft', 'in review', 'approved'], now at draft", 0),
+        _said("The review workflow is set up: its buttons move it from draft to approved."),
+    )  # fmt: skip
+    return shots
+
+
+def _lake_call(fn: Any, resources: Any, *args: Any) -> Any:
+    """``fn(resources.lake, *args)``, or None when there is no lake to build it from."""
+    try:
+        return fn(resources.lake, *args)
+    except AgentlakeError:
+        return None
 
 
 class FinalAnswer(BaseModel):
@@ -233,20 +254,19 @@ class FinalAnswer(BaseModel):
     say: str
 
 
-@cache
-def answer_example() -> tuple[Message, Message]:
+def answer_example(resources: Any) -> tuple[Message, ...]:
     """The worked count's answer from its result alone: shown one, a small model answers in a
     sentence that quotes the value ("1" was the 0.5B's whole answer without it)."""
     # Lazy (start-up time): the agents load on first use.
-    from agentlake.agents.ask import EXAMPLE_COUNT, EXAMPLE_QUESTION, EXAMPLE_SQL
+    from agentlake.agents.examples import worked_count
 
-    result = ToolOutcome("sql", {"query": EXAMPLE_SQL}, True, f"one value: n = {EXAMPLE_COUNT}", rows=1)
+    count = _lake_call(worked_count, resources)
+    if count is None:
+        return ()
+    result = ToolOutcome("sql", {"query": count.sql}, True, f"one value: n = {count.value}", rows=1)
     return (
-        Message(role="user", content=f"Question: {EXAMPLE_QUESTION}\n\nTool results:\n{result.for_model()}"),
-        Message(
-            role="assistant",
-            content=FinalAnswer(say=f"There are {EXAMPLE_COUNT} forklift operators in TX.").model_dump_json(),
-        ),
+        Message(role="user", content=f"Question: {count.question}\n\nTool results:\n{result.for_model()}"),
+        Message(role="assistant", content=FinalAnswer(say=count.answer()).model_dump_json()),
     )
 
 
@@ -338,7 +358,12 @@ class ThinkerV1(Node):
         context = self.context_prompt(ctx, plan)
         messages = [
             Message(role="system", content=self.system_prompt(tools)),
-            *(m for tool, shot in worked_examples().items() if tool in call_schemas for m in shot),
+            *(
+                m
+                for tool, shot in worked_examples(ctx.resources, call_schemas).items()
+                if tool in call_schemas
+                for m in shot
+            ),
             *(
                 Message(role=m["role"], content=m["content"])
                 for m in prior
@@ -441,6 +466,11 @@ class ThinkerV1(Node):
                 continue
             if kind is not None:
                 ctx.trace("audit_unresolved", kind=kind)
+                if kind in UNLOOKED:
+                    # Asked once already and still no lookup: the reply's number or query is the
+                    # model's own, and a user must never take it for the data's.
+                    answer = UNLOOKED[kind]
+                    break
             answer = step.say.strip()
             break
         if not answer:
@@ -468,7 +498,7 @@ class ThinkerV1(Node):
         reply = ctx.models.structured(
             [
                 Message(role="system", content=ANSWER_FROM_RESULTS),
-                *answer_example(),
+                *answer_example(ctx.resources),
                 Message(role="user", content=f"Question: {question}\n\nTool results:\n{results}"),
             ],
             FinalAnswer,
