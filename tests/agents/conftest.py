@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from agents_support import INJECTED, MemorySink
+from agents_support import INJECTED, ORDER_TEXT, MemorySink
 
 from agentlake.agents import FillOrder, RunContext, ScheduleBook
 from agentlake.lake import Lake
@@ -22,7 +22,6 @@ from agentlake.workforce.candidates import CandidateQuery, find_candidates
 WORKERS = 4000
 SEED = 7
 # Warehouse associates are the densest role around New York in this lake: enough for every case.
-ORDER_TEXT = "3 x Warehouse Associate in New York, NY at 08:00 on 2026-04-22"
 
 
 @pytest.fixture(scope="session")

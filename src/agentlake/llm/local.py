@@ -237,7 +237,10 @@ def load_engine(packaged: PackagedModel, settings: Settings, *, engine: str | No
     """The loaded engine for ``packaged`` (loaded on first use, then kept for the process)."""
     engine = engine or engine_name(settings)
     window = context_window(packaged, settings)
-    key = (packaged.name, engine, window)
+    # The transformers engine's weights are int8 or bfloat16 (``local_torch_dtype``): two
+    # numerics, two engines (a test runs both to catch a choice that depends on them).
+    variant = f"{engine}:{settings.local_torch_dtype}" if engine == "transformers" else engine
+    key = (packaged.name, variant, window)
     with _engines_lock:
         loaded = _engines.get(key)
         if loaded is None:
