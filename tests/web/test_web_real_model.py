@@ -45,14 +45,17 @@ def counted_lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return data_dir
 
 
-@pytest.fixture(params=NUMERICS)
-def chat_server(request: pytest.FixtureRequest, counted_lake: Path, tmp_path: Path) -> Iterator[str]:
+@pytest.fixture(scope="module", params=NUMERICS)
+def chat_server(
+    request: pytest.FixtureRequest, counted_lake: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
     """The gateway (dashboard included) on a free 127.0.0.1 port, its graph on the 0.5B under
     one of two numerics."""
     import uvicorn
 
     from agentlake.gateway import create_app
 
+    tmp_path = tmp_path_factory.mktemp(f"chat-{request.param}")
     data_dir = tmp_path / "data"
     shutil.copytree(counted_lake, data_dir)
     settings = load_settings(
@@ -101,21 +104,23 @@ def ops(url: str, **params: str) -> list[dict[str, Any]]:
     return httpx.get(f"{url}/observer/ops", params={"limit": 100, **params}, timeout=30).json()["ops"]
 
 
-def turn_op(url: str) -> dict[str, Any]:
-    """The turn's ``graph.turn`` op: recorded when the turn ends, just after its ``done``."""
+def turn_op(url: str, before: int) -> dict[str, Any]:
+    """The turn's ``graph.turn`` op: recorded when the turn ends, just after its ``done`` (the
+    newest; ``before`` were there when it started: the process's default observer is shared by
+    every server this module starts)."""
     deadline = time.monotonic() + 30
-    while not (found := ops(url, endpoint="graph.turn")) and time.monotonic() < deadline:
+    while len(found := ops(url, endpoint="graph.turn")) <= before and time.monotonic() < deadline:
         time.sleep(0.2)
-    (turn,) = found
-    return turn
+    return found[0]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def counted_turn(chat_server: str) -> tuple[list[dict[str, Any]], dict[str, Any], list[dict[str, Any]]]:
     """One counting question on the dashboard's socket: its events, its ``graph.turn`` op and the
     tool ops recorded inside the turn's trace."""
+    before = len(ops(chat_server, endpoint="graph.turn"))
     events = chat(chat_server, QUESTION)
-    turn = turn_op(chat_server)
+    turn = turn_op(chat_server, before)
     return events, turn, ops(chat_server, endpoint="tool.*", trace_id=turn["trace_id"])
 
 
