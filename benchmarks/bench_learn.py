@@ -34,14 +34,14 @@ from agentlake.learn import (
     LessonDraft,
     LessonMatch,
     LessonStore,
-    MachineAction,
-    TaskSignature,
+    TaskKey,
     learn_from_ops,
     retrieve_lessons,
 )
 from agentlake.learn.retrieval import rank_lessons
-from agentlake.observe.model import ObservedOp, Provenance
+from agentlake.observe.model import ObservedOp
 from agentlake.settings import load_settings
+from agentlake.workforce.learning import StaffingAction
 
 ROLES = ["Welder", "Electrician", "Forklift Operator", "Line Cook", "Warehouse Associate", "Pipefitter"]
 RULES = [
@@ -72,7 +72,7 @@ def drafts(n: int, rng: random.Random) -> list[LessonDraft]:
                 trigger=f"Filling {role or 'any role'} for {client} (case {i})",
                 action=f"Only propose workers with reliability >= {0.5 + (i % 40) / 100:.2f} and shift note {i}",
                 match=LessonMatch(client_id=client, role=role),
-                machine=MachineAction(min_scores={f"score_{i}": round(rng.uniform(0.1, 0.9), 2)}),
+                machine=StaffingAction(min_scores={f"score_{i}": round(rng.uniform(0.1, 0.9), 2)}),
                 confidence=0.8,
                 evidence_op_ids=[f"op-{i}"],
                 domain="staffing",
@@ -95,9 +95,8 @@ def judged_ops(m: int, rng: random.Random, tag: str) -> list[ObservedOp]:
                 endpoint="fill.judged",
                 source="scenario",
                 success=not rejections,
-                provenance=Provenance(
-                    run_id=f"{tag}-run-{i}", role=rng.choice(ROLES), city="Cleveland", state="OH"
-                ),
+                run_id=f"{tag}-run-{i}",
+                labels=dict(role=rng.choice(ROLES), city="Cleveland", state="OH"),
                 attributes={
                     "client_id": client,
                     "task_kind": "baseline_fill",
@@ -150,7 +149,7 @@ def main() -> None:
         # --- retrieval: in-memory ranking vs reloading the table per call -------------------
         with LessonStore.open(settings, path=Path(tmp) / "a.duckdb", embedder=False) as store:
             tasks = [
-                TaskSignature(
+                TaskKey(
                     task_kind="baseline_fill",
                     role=ROLES[i % len(ROLES)],
                     client_id=f"client-{i % 50}",

@@ -45,9 +45,9 @@ EVENT = {
     "input_summary": '{"query": "certified welder, forklift", "city": "Cleveland", "state": "OH", "k": 20}',
     "output_summary": "20 workers, top score 0.83",
     "duration_ms": 12.5,
-    "provenance": {
+    "run_id": "run-2026-11-21",
+    "labels": {
         "staffer_id": "st-12",
-        "run_id": "run-2026-11-21",
         "role": "Welder",
         "city": "Cleveland",
         "state": "OH",

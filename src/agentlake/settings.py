@@ -181,6 +181,10 @@ class Settings(BaseSettings):
         pattern="^(embedded|http)$",
         description="Where this process records ops: embedded (opens the observer DuckDB file; one process per file) or http (sends to observer_url, spooling to data_dir/spool while it is down; for worker processes).",
     )
+    observer_flat_fields: str = Field(
+        "staffer_id,sig_hash,event_kind,role,city,state,count,rescue_attempted,rescue_succeeded",
+        description="Comma-separated fields that mark a flat POST /event body (the event of the seed system agentlake grew from: no endpoint, its fields at the top level); such a body is stored as a scenario:fill op with those fields as labels.",
+    )
     observer_api_key: SecretStr | None = Field(
         None,
         description="API key (write scope) that ObserverClient sends when the observer service requires keys.",

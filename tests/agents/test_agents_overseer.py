@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from agentlake.agents import FillOrder, Overseer, RulesPolicy, ScheduleBook
+from agentlake.workforce.learning import action_of
 
 
 def test_concerns_double_booking_across_events_thin_buffer_and_drift(make_ctx, lake, sink) -> None:
@@ -74,9 +75,9 @@ def test_end_of_day_proposes_pending_cross_day_lessons(make_ctx, lake, tmp_path)
     assert [a.outcome for a in applied] == ["added", "added"]
     lessons = {lesson.id: lesson for lesson in store.list(status="pending")}
     assert {lesson.source for lesson in lessons.values()} == {"overseer"}
-    by_role = {lesson.match.role: lesson for lesson in lessons.values()}
-    assert by_role["Warehouse Associate"].machine.min_candidate_buffer == 2
-    assert by_role["Welder"].machine.min_candidate_buffer == 3
-    assert by_role["Welder"].match.client_id == "riverfront-steel"
+    by_role = {lesson.match.get("role"): lesson for lesson in lessons.values()}
+    assert action_of(by_role["Warehouse Associate"]).min_candidate_buffer == 2
+    assert action_of(by_role["Welder"]).min_candidate_buffer == 3
+    assert by_role["Welder"].match.get("client_id") == "riverfront-steel"
     assert overseer.end_of_day(make_ctx(schedule=schedule)) == []  # no store, nothing proposed
     store.close()

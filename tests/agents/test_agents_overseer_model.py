@@ -64,7 +64,7 @@ def test_the_models_drafts_are_proposed_pending_beside_the_code_overseers(
 
     drafted = [lesson for lesson in store.list(status="pending") if lesson.action == idea["action"]]
     assert len(drafted) == 1
-    assert (drafted[0].source, drafted[0].match.role) == ("overseer", "Welder")
+    assert (drafted[0].source, drafted[0].match.get("role")) == ("overseer", "Welder")
     prompt = model.history[-1][0][-1].content
     assert "2 x Welder for riverfront-steel" in prompt
 

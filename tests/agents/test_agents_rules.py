@@ -7,7 +7,8 @@ import time
 import pytest
 
 from agentlake.agents import FillOrder, RulesPolicy, fill, verify_fill
-from agentlake.learn import LessonDraft, LessonMatch, LessonStore, MachineAction
+from agentlake.learn import LessonDraft, LessonMatch, LessonStore
+from agentlake.workforce.learning import StaffingAction
 from agentlake.workforce.roles import held_certifications
 from agentlake.workforce.tables import fetch_workers
 
@@ -19,7 +20,7 @@ def store(tmp_path):
     opened.close()
 
 
-def _lesson(store: LessonStore, machine: MachineAction, **match: str) -> str:
+def _lesson(store: LessonStore, machine: StaffingAction, **match: str) -> str:
     applied = store.add(
         LessonDraft(
             trigger=f"orders {match}",
@@ -63,7 +64,7 @@ def test_rules_policy_applies_a_machine_usable_lesson(make_ctx, store, sink) -> 
     )
     lesson_id = _lesson(
         store,
-        MachineAction(require_certifications=["OSHA-10 Hour"], min_scores={"reliability": 0.85}),
+        StaffingAction(require_certifications=["OSHA-10 Hour"], min_scores={"reliability": 0.85}),
         client_id="riverfront-steel",
         role="Warehouse Associate",
     )
@@ -78,14 +79,14 @@ def test_rules_policy_applies_a_machine_usable_lesson(make_ctx, store, sink) -> 
     assert outcome.lessons_given == [lesson_id]
     assert outcome.lessons_cited == [lesson_id]
     assert "require OSHA-10 Hour; reliability >= 0.85" in outcome.transcript[0].summary
-    assert [(c["lesson_id"], c["used"]) for c in store.citations(run_id="run-rules-1")] == [(lesson_id, True)]
+    assert store.citations(run_id="run-rules-1") == [], "retrieval and the fill write nothing: the op says it"
     task_op = sink.endpoint("task.fill")[-1]
     assert task_op.attributes["lessons_given"] == [lesson_id]
     assert task_op.attributes["lessons_cited"] == [lesson_id]
 
 
 def test_lessons_of_another_client_are_not_applied(make_ctx, store, order, qualified) -> None:
-    _lesson(store, MachineAction(min_scores={"reliability": 0.99}), client_id="some-other-client")
+    _lesson(store, StaffingAction(min_scores={"reliability": 0.99}), client_id="some-other-client")
     outcome = RulesPolicy().run(
         order.model_copy(update={"client_id": "riverfront-steel"}), make_ctx(lessons=store)
     )
@@ -104,7 +105,7 @@ def test_exclude_prior_no_show_at_client(make_ctx, lake, store) -> None:
     wide = RulesPolicy(spares=200)
     without = wide.run(order, make_ctx())
     assert row["worker_id"] in without.proposed + without.candidates
-    lesson_id = _lesson(store, MachineAction(exclude_prior_no_show_at_client=True), client_id=order.client_id)
+    lesson_id = _lesson(store, StaffingAction(exclude_prior_no_show_at_client=True), client_id=order.client_id)
 
     with_lesson = wide.run(order, make_ctx(lessons=store))
 
@@ -116,7 +117,7 @@ def test_exclude_prior_no_show_at_client(make_ctx, lake, store) -> None:
 def test_buffer_and_extra_where_from_lessons(make_ctx, store, order) -> None:
     _lesson(
         store,
-        MachineAction(min_candidate_buffer=6, extra_where="archetype <> 'flaky'"),
+        StaffingAction(min_candidate_buffer=6, extra_where="archetype <> 'flaky'"),
         role="Warehouse Associate",
     )
     outcome = RulesPolicy().run(order, make_ctx(lessons=store))
@@ -133,7 +134,7 @@ def test_rescue_widens_the_radius_and_keeps_verified_workers(make_ctx, store) ->
     assert not plain.rescue_attempted
     assert 0 < len(plain.proposed) < 3
     assert plain.failure_reason.startswith(f"only {len(plain.proposed)} of 3 workers found")
-    _lesson(store, MachineAction(widen_radius_miles=25), role="Welder")
+    _lesson(store, StaffingAction(widen_radius_miles=25), role="Welder")
 
     rescued = RulesPolicy().run(order, make_ctx(rescue=True, lessons=store))
 
@@ -161,9 +162,16 @@ def test_fill_library_call_uses_the_process_observer_and_lesson_outcomes(make_ct
     assert seen
     assert seen[0].kind == "search"
     assert seen[-1].kind == "propose"
-    assert sink.endpoint("task.fill")[0].provenance.run_id == "run-fill-1"
-    (recorded,) = store.query("SELECT run_id, success FROM outcomes")
-    assert recorded == ("run-fill-1", True)
+    assert sink.endpoint("task.fill")[0].run_id == "run-fill-1"
+    assert store.query("SELECT run_id FROM outcomes") == [], "the fill writes no outcome: its op states it"
+
+
+def test_a_fills_op_states_its_outcome_and_the_learner_records_it(lake, store, sink) -> None:
+    from agentlake.learn import record_outcomes
+
+    fill("3 x warehouse workers in New York, NY at 08:00 on 2026-04-22", lake=lake, lessons=store, run_id="run-fill-2")
+    record_outcomes(store, sink.endpoint("task.fill"))
+    assert store.query("SELECT run_id, success FROM outcomes") == [("run-fill-2", True)]
 
 
 @pytest.mark.timeout(60)
@@ -174,7 +182,7 @@ def test_a_slow_lesson_filter_cannot_hang_a_fill(make_ctx, store, order, monkeyp
 
     ctx = make_ctx(lessons=store)
     monkeypatch.setattr(ctx.lake, "settings", ctx.lake.settings.model_copy(update={"sql_timeout_s": 1.0}))
-    slow = MachineAction(extra_where="(SELECT count(*) FROM workers a, workers b, workers c) > 0")
+    slow = StaffingAction(extra_where="(SELECT count(*) FROM workers a, workers b, workers c) > 0")
     _lesson(store, slow, role=order.role)
     started = time.perf_counter()
     with pytest.raises(RunError, match="candidate search was interrupted after the 1 s timeout"):
@@ -186,7 +194,7 @@ def test_a_learned_synonym_widens_the_search_to_the_roles_the_client_takes(make_
     order = FillOrder.parse("3 x Welder in New York, NY within 5 miles")
     plain = RulesPolicy().run(order, make_ctx(rescue=False))
     assert not plain.success
-    _lesson(store, MachineAction(accept_roles=["Sheet Metal Worker", "Pipefitter"]), role="Welder")
+    _lesson(store, StaffingAction(accept_roles=["Sheet Metal Worker", "Pipefitter"]), role="Welder")
 
     widened = RulesPolicy().run(order, make_ctx(rescue=False, lessons=store))
 

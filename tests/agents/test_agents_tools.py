@@ -35,7 +35,7 @@ def test_catalog_comes_from_tool_schemas_and_real_columns(lake) -> None:
 
 
 def test_every_call_is_recorded_with_rows_and_outcome(make_ctx, sink) -> None:
-    ctx = make_ctx(agent_id="staffer-7", provenance={"run_id": "r-1", "not_a_provenance_field": 1})
+    ctx = make_ctx(agent_id="staffer-7", run_id="r-1", labels={"batch": 1})
     ok = ctx.tools.call(
         "sql", {"query": "SELECT worker_id, name FROM workers ORDER BY worker_id LIMIT 3"}, ctx=ctx
     )
@@ -62,9 +62,7 @@ def test_every_call_is_recorded_with_rows_and_outcome(make_ctx, sink) -> None:
     assert [op.endpoint for op in ops] == ["tool.sql"] * 4 + ["tool.unknown"]
     assert [op.success for op in ops] == [True, True, False, False, False]
     assert [op.attributes["rows"] for op in ops] == [3, 0, 0, 0, 0]
-    assert all(
-        op.agent_id == "staffer-7" and op.source == "agent" and op.provenance.run_id == "r-1" for op in ops
-    )
+    assert all(op.agent_id == "staffer-7" and op.source == "agent" and op.run_id == "r-1" for op in ops)
     assert "DELETE" in ops[2].error
     assert ops[0].duration_ms > 0
     assert "SELECT worker_id, name FROM workers" in ops[0].input_summary

@@ -59,7 +59,8 @@ def _seed_lessons(data_dir: Path) -> None:
                 endpoint="fill.judged",
                 source="scenario",
                 success=False,
-                provenance={"run_id": "r-1", "role": "Welder", "city": "Cleveland", "state": "OH"},
+                run_id="r-1",
+                labels={"role": "Welder", "city": "Cleveland", "state": "OH"},
                 attributes={
                     "client_id": "riverfront-steel",
                     "task_kind": "baseline_fill",

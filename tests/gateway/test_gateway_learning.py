@@ -7,7 +7,7 @@ import time
 from fastapi.testclient import TestClient
 
 from agentlake.gateway import create_app
-from agentlake.observe import ObservedOp, Provenance
+from agentlake.observe import ObservedOp
 from agentlake.settings import load_settings
 
 
@@ -16,9 +16,8 @@ def _rejected_fill() -> ObservedOp:
         endpoint="fill.judged",
         source="scenario",
         success=False,
-        provenance=Provenance(
-            run_id="r1", event_kind="baseline_fill", role="Welder", city="Cleveland", state="OH", count=2
-        ),
+        run_id="r1",
+        labels=dict(event_kind="baseline_fill", role="Welder", city="Cleveland", state="OH", count=2),
         attributes={
             "client_id": "riverfront-steel",
             "task_kind": "baseline_fill",
@@ -123,7 +122,7 @@ def test_the_executors_prompt_holds_no_lesson_from_outside_traces_or_bad_calls(m
     lessons = services.lessons.list()
     assert report is not None
     assert report.ops_ignored > 60
-    assert [lesson.match.client_id for lesson in lessons] == ["riverfront-steel"]
+    assert [lesson.match.get("client_id") for lesson in lessons] == ["riverfront-steel"]
 
     executor, reviewer = ScriptedProvider("executor"), ScriptedProvider("reviewer")
     executor.enqueue('{"kind": "plan", "steps": ["find welders"]}')

@@ -35,16 +35,14 @@ def observer(tmp_path: Path) -> Any:
         yield opened
 
 
-def test_a_flat_event_is_a_scenario_fill_with_provenance(observer: Observer) -> None:
+def test_a_flat_event_is_a_scenario_fill_with_its_fields_as_labels(observer: Observer) -> None:
     with running_service(observer, load_settings()) as url:
         answer = httpx.post(f"{url}/event", json=FLAT, timeout=5)
     assert answer.status_code == 200
     (op,) = observer.query()
     assert op.endpoint == "scenario:fill"
     assert op.source == "scenario"
-    assert op.provenance.model_dump(exclude_none=True) == {
-        key: value for key, value in FLAT.items() if key != "filled"
-    }
+    assert op.labels == {key: value for key, value in FLAT.items() if key != "filled"}
     assert op.attributes == {"filled": 2}  # nothing the client sent is lost
 
 
@@ -57,9 +55,9 @@ def test_the_reply_to_an_event_carries_the_ring_size(observer: Observer) -> None
 
 def test_a_flat_event_with_a_bad_value_is_a_400_naming_it(observer: Observer) -> None:
     with running_service(observer, load_settings()) as url:
-        answer = httpx.post(f"{url}/event", json={**FLAT, "count": "many"}, timeout=5)
+        answer = httpx.post(f"{url}/event", json={**FLAT, "duration_ms": "slow"}, timeout=5)
     assert answer.status_code == 400
-    assert "count" in answer.json()["error"]["message"]
+    assert "duration_ms" in answer.json()["error"]["message"]
 
 
 NOTE = {

@@ -14,8 +14,8 @@ from agentlake.errors import RunError, UserError
 from agentlake.lake import Lake, check_select, check_where
 from agentlake.lake.index import IndexInfo
 from agentlake.lake.search import _duckdb_filter_keys, hybrid_search
-from agentlake.learn.model import MachineAction
 from agentlake.settings import load_settings
+from agentlake.workforce.learning import StaffingAction
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def test_balanced_fragments_with_or_still_pass() -> None:
 
 def test_an_escaping_lesson_filter_is_refused_before_any_search(lake: Lake) -> None:
     with pytest.raises(ValueError, match="closes a parenthesis"):
-        MachineAction(extra_where="state = 'OH') OR (1=1")
+        StaffingAction(extra_where="state = 'OH') OR (1=1")
 
 
 # --- 17.1 and 17.3: one timeout that really interrupts, a memory limit ------------------------

@@ -36,7 +36,8 @@ def seed_ops(*, hours_ago: float = 0.1) -> None:
                     endpoint="fill.judged",
                     source="scenario",
                     success=False,
-                    provenance={"run_id": "r-1", "role": "Welder", "city": "Cleveland", "state": "OH"},
+                    run_id="r-1",
+                    labels={"role": "Welder", "city": "Cleveland", "state": "OH"},
                     attributes={
                         "client_id": "riverfront-steel",
                         "task_kind": "baseline_fill",

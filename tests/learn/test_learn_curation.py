@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from learn_support import give
 
 from agentlake.learn import (
     Delta,
     LessonDraft,
     LessonMatch,
     LessonStore,
-    MachineAction,
-    TaskSignature,
-    retrieve_lessons,
+    TaskKey,
 )
+from agentlake.workforce.learning import StaffingAction
 
 RIVERFRONT = LessonMatch(client_id="riverfront-steel")
 SQL_COLUMN = LessonMatch(tool="sql", error_signature="Binder Error: Referenced column <q> not found")
@@ -25,10 +25,11 @@ pytestmark = pytest.mark.parametrize("backend", ["duckdb", "postgres"], indirect
 
 def osha(confidence: float = 0.8, op: str = "op-1", project: str | None = None) -> LessonDraft:
     return LessonDraft(
+        domain="staffing",
         trigger="Filling any role for riverfront-steel",
         action="Only propose workers with OSHA 30 on file",
         match=RIVERFRONT,
-        machine=MachineAction(require_certifications=["OSHA 30"]),
+        machine=StaffingAction(require_certifications=["OSHA 30"]),
         confidence=confidence,
         evidence_op_ids=[op],
         project_id=project,
@@ -55,8 +56,8 @@ def test_decay_per_unused_week_and_use_resets_it(store: LessonStore, clock) -> N
     assert [(e.kind, e.data["weeks"]) for e in events] == [("decay", 3)]
     assert store.get(lesson_id).confidence == pytest.approx(0.74)
     assert store.maintain() == [], "the same weeks never decay twice"
-    task = TaskSignature(task_kind="baseline_fill", role="Welder", client_id="riverfront-steel")
-    retrieve_lessons(store, task, run_id="run-1", semantic=False)  # given to a run: used now
+    task = TaskKey(task_kind="baseline_fill", role="Welder", client_id="riverfront-steel")
+    give(store, task, "run-1")  # given to a run: used now
     clock.advance(days=6)
     assert store.maintain() == []
     clock.advance(days=8)  # two weeks after the use

@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 import pytest
+from learn_support import give
 
 from agentlake.learn import (
     LessonDraft,
     LessonMatch,
     LessonStore,
-    MachineAction,
-    TaskSignature,
+    TaskKey,
     measure_effects,
-    record_outcome,
     retrieve_lessons,
 )
-from agentlake.learn.effect import effect_rows
+from agentlake.learn.effect import effect_rows, record_outcome
+from agentlake.workforce.learning import StaffingAction
 
-WELDER = TaskSignature(
+WELDER = TaskKey(
     task_kind="baseline_fill", role="Welder", client_id="riverfront-steel", city="Cleveland", state="OH"
 )
-COOK = TaskSignature(task_kind="baseline_fill", role="Cook", client_id="acme-foods", city="Akron", state="OH")
+COOK = TaskKey(task_kind="baseline_fill", role="Cook", client_id="acme-foods", city="Akron", state="OH")
 
 # The same tests on both backends of the lesson store (tests/learn/conftest.py: backend).
 pytestmark = pytest.mark.parametrize("backend", ["duckdb", "postgres"], indirect=True)
@@ -28,23 +28,22 @@ pytestmark = pytest.mark.parametrize("backend", ["duckdb", "postgres"], indirect
 def lesson(store: LessonStore, confidence: float = 0.8) -> str:
     return store.add(
         LessonDraft(
+            domain="staffing",
             trigger="Filling Welder for riverfront-steel",
             action="Only propose workers with OSHA 30",
             match=LessonMatch(client_id="riverfront-steel", role="Welder"),
-            machine=MachineAction(require_certifications=["OSHA 30"]),
+            machine=StaffingAction(require_certifications=["OSHA 30"]),
             confidence=confidence,
             evidence_op_ids=["op-1"],
         )
     ).lesson_id  # type: ignore[return-value]
 
 
-def runs(
-    store: LessonStore, task: TaskSignature, prefix: str, outcomes: list[bool], *, with_lessons: bool
-) -> None:
+def runs(store: LessonStore, task: TaskKey, prefix: str, outcomes: list[bool], *, with_lessons: bool) -> None:
     for i, success in enumerate(outcomes):
         run_id = f"{prefix}-{i}"
         if with_lessons:
-            retrieve_lessons(store, task, run_id=run_id, semantic=False)
+            give(store, task, run_id)
         record_outcome(store, run_id, task, success)
 
 
@@ -114,7 +113,7 @@ def test_runs_without_a_comparable_baseline_are_not_measured(store: LessonStore)
 def test_scores_are_compared_when_given(store: LessonStore) -> None:
     lesson(store)
     record_outcome(store, "b1", WELDER, success=False, score=1 / 3)
-    retrieve_lessons(store, WELDER, run_id="a1", semantic=False)
+    give(store, WELDER, "a1")
     record_outcome(store, "a1", WELDER, success=False, score=2 / 3)
     report = measure_effects(store, min_runs=5)[0]
     assert report.effect == pytest.approx(1 / 3)

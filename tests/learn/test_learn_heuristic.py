@@ -11,14 +11,16 @@ from agentlake.learn import (
     ExtractContext,
     HeuristicExtractor,
     LessonStore,
-    MachineAction,
-    TaskSignature,
+    TaskKey,
+    combined_action,
     get_extractor,
     learn_from_ops,
+    outcome_attributes,
     retrieve_lessons,
 )
 from agentlake.learn.heuristic import error_signature
-from agentlake.observe.model import ObservedOp, Provenance
+from agentlake.observe.model import ObservedOp
+from agentlake.workforce.learning import StaffingAction, action_of
 
 T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
 REJECTIONS = [
@@ -58,14 +60,9 @@ def judged(
         endpoint="fill.judged",
         source="scenario",
         success=filled == requested,
-        provenance=Provenance(
-            staffer_id="s1",
-            run_id=run_id or f"run-{op_id}",
-            event_kind=task_kind,
-            role=role,
-            city="Cleveland",
-            state="OH",
-            count=requested,
+        run_id=run_id or f"run-{op_id}",
+        labels=dict(
+            staffer_id="s1", event_kind=task_kind, role=role, city="Cleveland", state="OH", count=requested
         ),
         attributes={
             "client_id": client,
@@ -76,6 +73,10 @@ def judged(
             "rejections": REJECTIONS if rejections is None else rejections,
             "lessons_given": [],
             "lessons_cited": [],
+            **outcome_attributes(
+                TaskKey(domain="staffing", task_kind=task_kind, fields={"role": role, "client_id": client}),
+                filled == requested,
+            ),
         },
     )
 
@@ -98,13 +99,13 @@ def tool(
         success=ok,
         error=error,
         input_summary=f"{name} call {op_id}",
-        provenance=Provenance(run_id=run_id),
+        run_id=run_id,
         attributes=attrs,
     )
 
 
 def by_action(store: LessonStore) -> dict[str, Any]:
-    return {lesson.machine.describe() if lesson.machine else lesson.action: lesson for lesson in store.list()}
+    return {lesson.describe_action() if lesson.machine else lesson.action: lesson for lesson in store.list()}
 
 
 def test_client_rejections_become_active_client_rules(store: LessonStore) -> None:
@@ -125,29 +126,35 @@ def test_client_rejections_become_active_client_rules(store: LessonStore) -> Non
         "heuristic",
         "staffing",
     )
-    assert osha.match.client_id == "riverfront-steel", "site policy: any role"
-    assert osha.match.role is None, "site policy: any role"
+    assert osha.match.get("client_id") == "riverfront-steel", "site policy: any role"
+    assert osha.match.get("role") is None, "site policy: any role"
     assert osha.evidence_op_ids == ["op-1"]
     assert osha.evidence_excerpts == ["riverfront-steel rejected worker 9: no OSHA 30 on file; site policy"]
     double = lessons["exclude workers already booked over the shift"]
-    assert double.match.client_id is None, "a double booking is no client's policy"
+    assert double.match.get("client_id") is None, "a double booking is no client's policy"
+
+
+def combined(lessons: list) -> StaffingAction | None:
+    """The staffing action a rules policy applies for ``lessons`` (``learn.combined_action``)."""
+    action, _ = combined_action(lessons, "staffing")
+    return StaffingAction.model_validate(action) if action is not None else None
 
 
 def test_the_next_batch_gets_the_rules_as_one_machine_action(store: LessonStore) -> None:
     learn_from_ops(store, [judged("op-1")])
-    task = TaskSignature(
+    task = TaskKey(
         task_kind="baseline_fill", role="Welder", client_id="riverfront-steel", city="Cleveland", state="OH"
     )
-    machine = retrieve_lessons(store, task, run_id="batch2-run1", semantic=False).machine()
-    assert machine == MachineAction(
+    machine = combined(retrieve_lessons(store, task, semantic=False).lessons)
+    assert machine == StaffingAction(
         require_certifications=["OSHA 30"],
         min_scores={"reliability": 0.7},
         max_distance_miles=40,
         exclude_prior_no_show_at_client=True,
         exclude_double_booked=True,
     )
-    other = TaskSignature(task_kind="baseline_fill", role="Welder", client_id="acme-foods")
-    assert retrieve_lessons(store, other, semantic=False).machine() == MachineAction(
+    other = TaskKey(task_kind="baseline_fill", role="Welder", client_id="acme-foods")
+    assert combined(retrieve_lessons(store, other, semantic=False).lessons) == StaffingAction(
         exclude_double_booked=True
     )
 
@@ -168,8 +175,8 @@ def test_role_named_in_the_reason_scopes_the_lesson_to_the_role(store: LessonSto
     }
     learn_from_ops(store, [judged("op-1", rejections=[rejection, flagged])])
     lessons = by_action(store)
-    assert lessons["require AWS D1.1"].match.role == "Welder"
-    assert lessons["require Forklift"].match.role == "Welder"
+    assert lessons["require AWS D1.1"].match.get("role") == "Welder"
+    assert lessons["require Forklift"].match.get("role") == "Welder"
     assert lessons["require AWS D1.1"].trigger == "Filling Welder for riverfront-steel"
 
 
@@ -220,8 +227,8 @@ def test_emergencies_that_ran_short_ask_for_a_candidate_buffer(store: LessonStor
     ]
     learn_from_ops(store, ops)
     (lesson,) = store.list()
-    assert lesson.machine == MachineAction(min_candidate_buffer=3)
-    assert (lesson.match.task_kind, lesson.match.client_id, lesson.status) == (
+    assert action_of(lesson) == StaffingAction(min_candidate_buffer=3)
+    assert (lesson.match.task_kind, lesson.match.get("client_id"), lesson.status) == (
         "emergency_fill",
         "riverfront-steel",
         "pending",
@@ -229,7 +236,7 @@ def test_emergencies_that_ran_short_ask_for_a_candidate_buffer(store: LessonStor
     # a bigger shortfall later raises the buffer instead of contradicting it
     learn_from_ops(store, [judged("e3", rejections=[], task_kind="emergency_fill", requested=6, filled=1)])
     (lesson,) = store.list()
-    assert lesson.machine == MachineAction(min_candidate_buffer=5)
+    assert action_of(lesson) == StaffingAction(min_candidate_buffer=5)
     assert "at least 5 spare" in lesson.action
 
 

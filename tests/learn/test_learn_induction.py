@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from agentlake.learn import Lesson, LessonStore, MachineAction, get_extractor, learn_cycle
+from agentlake.learn import InductionExtractor, Lesson, LessonStore, get_extractor, learn_cycle
 from agentlake.learn.extractor import PoolCheck
-from agentlake.learn.induction import InductionExtractor, hypergeometric_tail
 from agentlake.observe.model import ObservedOp
+from agentlake.workforce.induction import hypergeometric_tail
+from agentlake.workforce.learning import StaffingAction, action_of
 
 T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
 SCOPE = "harbor-foods"
@@ -79,11 +80,11 @@ def induced(store: LessonStore) -> list[Lesson]:
     return [
         lesson
         for lesson in store.list(source="induction", status=["active", "pending"])
-        if lesson.machine and not lesson.machine.exclude_ids
+        if lesson.machine and not action_of(lesson).exclude_ids
     ]
 
 
-RULES: dict[str, tuple[Callable[[dict[str, Any]], bool], Callable[[MachineAction], bool]]] = {
+RULES: dict[str, tuple[Callable[[dict[str, Any]], bool], Callable[[StaffingAction], bool]]] = {
     "certification": (
         lambda v: "OSHA 10" in v["certifications"],
         lambda m: m.require_certifications == ["OSHA 10"],
@@ -100,11 +101,11 @@ def test_each_rule_family_is_induced_from_silent_feedback(store: LessonStore, fa
     n = 80 if family == "no-show" else 40  # no-shows are rare: more workers for a few refusals
     report = learn_cycle(store, silent_batch(rule, n=n), extractor="induction", measure=False)
     (lesson,) = induced(store)
-    assert expected(lesson.machine)
+    assert expected(action_of(lesson))
     assert lesson.status == "active"
     assert lesson.source == "induction"
-    assert lesson.match.client_id == SCOPE
-    assert report.notes["induction"][SCOPE]["rules"] == [lesson.machine.describe()]
+    assert lesson.match.get("client_id") == SCOPE
+    assert report.notes["induction"][SCOPE]["rules"] == [lesson.describe_action()]
 
 
 def test_a_threshold_sits_just_inside_the_refusals(store: LessonStore) -> None:
@@ -114,7 +115,7 @@ def test_a_threshold_sits_just_inside_the_refusals(store: LessonStore) -> None:
     items = [i for op in ops for i in op.attributes["judged"]["items"]]
     lowest_accepted = min(i["values"]["compliance"] for i in items if i["accepted"])
     highest_refused = max(i["values"]["compliance"] for i in items if not i["accepted"])
-    floor = lesson.machine.min_scores["compliance"]
+    floor = action_of(lesson).min_scores["compliance"]
     assert highest_refused < floor <= lowest_accepted
     assert floor == pytest.approx(highest_refused + 0.001)
     assert "Only propose workers with compliance >= " in lesson.action
@@ -144,13 +145,13 @@ def test_a_limit_is_not_placed_by_refusals_another_reason_explains(store: Lesson
     # 12.4 to 18 miles whom the client takes.
     learn_cycle(store, certified_near_judge(), extractor="induction", measure=False)
     (lesson,) = induced(store)
-    assert lesson.machine.max_distance_miles == 19.9
+    assert action_of(lesson).max_distance_miles == 19.9
 
 
 def test_refusals_inside_a_looser_limit_are_left_out_by_id(store: LessonStore) -> None:
     learn_cycle(store, certified_near_judge(), extractor="induction", measure=False)
-    (exclusion,) = [lesson for lesson in store.list(source="induction") if lesson.machine.exclude_ids]
-    assert exclusion.machine.exclude_ids == [20, 21]
+    (exclusion,) = [lesson for lesson in store.list(source="induction") if action_of(lesson).exclude_ids]
+    assert action_of(exclusion).exclude_ids == [20, 21]
 
 
 def test_confidence_grows_with_the_evidence(open_store, tmp_path) -> None:  # noqa: ANN001
@@ -166,7 +167,7 @@ def test_new_evidence_revises_a_lesson_instead_of_stacking_another(store: Lesson
     first = silent_batch(lambda v: v["compliance"] >= 0.7)
     learn_cycle(store, first, extractor="induction", measure=False)
     (before,) = induced(store)
-    floor = before.machine.min_scores["compliance"]
+    floor = action_of(before).min_scores["compliance"]
     # A worker refused just below the true floor but above the lesson's: the lesson was too loose.
     rng = random.Random(99)
     newcomer = worker(rng, 500)
@@ -177,7 +178,7 @@ def test_new_evidence_revises_a_lesson_instead_of_stacking_another(store: Lesson
     learn_cycle(store, [judged_op("late", [newcomer], at=100)], extractor="induction", measure=False)
     (after,) = induced(store)
     assert after.id == before.id
-    assert floor < after.machine.min_scores["compliance"] < 0.7
+    assert floor < action_of(after).min_scores["compliance"] < 0.7
     assert after.version == before.version + 1
     (revision,) = [e for e in store.history(after.id) if e.kind == "edit"]
     assert "revised by new evidence" in revision.reason
@@ -219,7 +220,7 @@ def test_a_judge_that_never_refuses_teaches_nothing(store: LessonStore) -> None:
 
 
 def test_a_rule_that_would_empty_the_pool_is_withheld(store: LessonStore) -> None:
-    def pool_check(scope: str, action: MachineAction) -> PoolCheck:
+    def pool_check(scope: str, action: StaffingAction) -> PoolCheck:
         emptied = ("Packer in Omaha, NE (+25 mi)",) if action.require_certifications else ()
         return PoolCheck(before=100, after=0 if emptied else 60, emptied=emptied)
 
@@ -241,8 +242,8 @@ def test_refused_workers_no_rule_explains_are_left_out_by_id(store: LessonStore)
     rng = random.Random(2)
     items = [{**worker(rng, k), "accepted": k != 3} for k in range(1, 5)]
     learn_cycle(store, [judged_op("one", items)], extractor="induction", measure=False)
-    (exclusion,) = [lesson for lesson in store.list(source="induction") if lesson.machine.exclude_ids]
-    assert exclusion.machine.exclude_ids == [3]
+    (exclusion,) = [lesson for lesson in store.list(source="induction") if action_of(lesson).exclude_ids]
+    assert action_of(exclusion).exclude_ids == [3]
     assert "#3" in exclusion.action
 
 
@@ -259,7 +260,7 @@ def test_the_clients_words_name_a_rule_that_silence_cannot_yet_support(open_stor
     )
     assert induced(silent) == []
     (lesson,) = induced(vague)
-    assert lesson.machine.max_distance_miles == 21.9
+    assert action_of(lesson).max_distance_miles == 21.9
 
 
 def test_stated_rules_are_the_heuristics_alone(store: LessonStore) -> None:
@@ -270,7 +271,7 @@ def test_stated_rules_are_the_heuristics_alone(store: LessonStore) -> None:
     learn_cycle(store, [op], extractor="induction", measure=False)
     (lesson,) = store.list()
     assert lesson.source == "heuristic"
-    assert lesson.machine.min_scores == {"reliability": 0.7}
+    assert action_of(lesson).min_scores == {"reliability": 0.7}
 
 
 def test_strength_is_the_chance_that_only_refused_items_fail_by_accident() -> None:
@@ -292,9 +293,9 @@ def test_a_role_synonym_is_induced_from_silent_feedback(store: LessonStore) -> N
         measure=False,
     )
     (lesson,) = induced(store)
-    assert lesson.machine.accept_roles == ["Warehouse Associate"]
-    assert lesson.match.role == "Material Handler"
-    assert lesson.match.client_id == SCOPE
+    assert action_of(lesson).accept_roles == ["Warehouse Associate"]
+    assert lesson.match.get("role") == "Material Handler"
+    assert lesson.match.get("client_id") == SCOPE
     assert lesson.status == "active"
     assert "also takes Warehouse Associate" in lesson.action
 
@@ -309,4 +310,4 @@ def test_a_synonym_lesson_grows_with_each_role_taken_instead_of_stacking(store: 
     learn_cycle(store, [judged_op("b", [second], at=5)], extractor="induction", measure=False)
     (after,) = induced(store)
     assert after.id == before.id
-    assert after.machine.accept_roles == ["Picker Packer", "Warehouse Associate"]
+    assert action_of(after).accept_roles == ["Picker Packer", "Warehouse Associate"]

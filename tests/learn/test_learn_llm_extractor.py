@@ -12,7 +12,7 @@ import pytest
 from agentlake.learn import ExtractContext, LessonStore, LLMExtractor, get_extractor, learn_from_ops
 from agentlake.learn.llm_extractor import LLM_MAX_CONFIDENCE, LessonCandidates, render_ops
 from agentlake.llm import FunctionProvider, ScriptedProvider, register_scripted, unregister_scripted
-from agentlake.observe.model import ObservedOp, Provenance
+from agentlake.observe.model import ObservedOp
 from agentlake.settings import Settings, load_settings
 
 REJECTION = {
@@ -31,7 +31,7 @@ def ops(n: int = 6) -> list[ObservedOp]:
             source="agent",
             success=False,
             error=f'Binder Error: Referenced column "wage{i}" not found',
-            provenance=Provenance(run_id=f"run-{i}"),
+            run_id=f"run-{i}",
         )
         for i in range(n)
     ]
@@ -41,7 +41,8 @@ def ops(n: int = 6) -> list[ObservedOp]:
             endpoint="fill.judged",
             source="scenario",
             success=False,
-            provenance=Provenance(run_id="run-j", role="Welder"),
+            run_id="run-j",
+            labels=dict(role="Welder"),
             attributes={
                 "client_id": "riverfront-steel",
                 "task_kind": "baseline_fill",

@@ -11,20 +11,20 @@ from datetime import UTC, datetime, timedelta
 from agentlake.learn import (
     LearningScheduler,
     LessonStore,
-    MachineAction,
-    TaskSignature,
+    TaskKey,
+    combined_action,
     learn_cycle,
     learn_from_ops,
     learn_recorded,
     learnable_ops,
     measure_effects,
     outcome_attributes,
-    record_outcome,
     retrieve_lessons,
 )
+from agentlake.learn.effect import record_outcome
 from agentlake.observe import ObservedOp, Observer, OpStore
-from agentlake.observe.model import Provenance
 from agentlake.settings import load_settings
+from agentlake.workforce.learning import StaffingAction, action_of
 
 CLIENTS = ("riverfront-steel", "acme-foods")
 
@@ -95,7 +95,7 @@ def hidden_rejection(worker: Worker, client: str) -> dict | None:
     return None
 
 
-def allowed(worker: Worker, client: str, machine: MachineAction | None) -> bool:
+def allowed(worker: Worker, client: str, machine: StaffingAction | None) -> bool:
     """A rules policy without an LLM: the order's radius plus the lessons' machine action."""
     if worker.miles > 60:
         return False
@@ -121,12 +121,17 @@ def run_batch(
     for client in CLIENTS:
         for event in range(per_client):
             run_id = f"b{batch}-{client}-{event}"
-            task = TaskSignature(
+            task = TaskKey(
                 task_kind="baseline_fill", role="Welder", client_id=client, city="Cleveland", state="OH"
             )
             machine = None
             if store is not None:
-                machine = retrieve_lessons(store, task, run_id=run_id, semantic=False).machine()
+                lessons = retrieve_lessons(store, task, semantic=False).lessons
+                store.record_citations(
+                    run_id, [lesson.id for lesson in lessons], used=False
+                ) if lessons else None
+                action, _ = combined_action(lessons, "staffing")
+                machine = StaffingAction.model_validate(action) if action is not None else None
             pool = [w for w in rng.sample(workers, len(workers)) if allowed(w, client, machine)]
             proposed = pool[:3]
             rejections = [r for r in (hidden_rejection(w, client) for w in proposed) if r]
@@ -140,13 +145,9 @@ def run_batch(
                     endpoint="fill.judged",
                     source="scenario",
                     success=filled == 3,
-                    provenance=Provenance(
-                        run_id=run_id,
-                        role="Welder",
-                        city="Cleveland",
-                        state="OH",
-                        count=3,
-                        sig_hash=task.sig_hash(),
+                    run_id=run_id,
+                    labels=dict(
+                        role="Welder", city="Cleveland", state="OH", count=3, sig_hash=task.sig_hash()
                     ),
                     attributes={
                         "client_id": client,
@@ -174,7 +175,7 @@ def test_lessons_from_batch_one_raise_the_fill_rate_of_batch_two(store: LessonSt
     riverfront_osha = next(
         lesson
         for lesson in store.list()
-        if lesson.machine and lesson.machine.require_certifications == ["OSHA 30"]
+        if lesson.machine and action_of(lesson).require_certifications == ["OSHA 30"]
     )
     assert reports[riverfront_osha.id].effect > 0
     assert reports[riverfront_osha.id].helpful > 0
@@ -268,7 +269,7 @@ def _stating_outcomes(ops: list[ObservedOp], given: list[str]) -> list[ObservedO
     """The batch's ops, each stating its run's outcome (as a scenario day does); every other run
     was given the lessons ``given``, so the others are the baseline."""
     for index, op in enumerate(ops):
-        task = TaskSignature(
+        task = TaskKey(
             task_kind="baseline_fill",
             role="Welder",
             client_id=op.attributes["client_id"],
@@ -286,9 +287,9 @@ def test_learning_now_reads_one_runs_ops_back_from_the_observer(store: LessonSto
         _, ours = run_batch(None, workforce(), 1)
         _, theirs = run_batch(None, workforce(), 2)
         for op in ours:
-            op.provenance.run_id = f"run-a:{op.provenance.run_id}"
+            op.run_id = f"run-a:{op.run_id}"
         for op in theirs:
-            op.provenance.run_id = f"run-b:{op.provenance.run_id}"
+            op.run_id = f"run-b:{op.run_id}"
         observer.record_many(ours + theirs)
         report = learn_recorded(store, observer, run_id="run-a:*", maintain=False, promote=False)
     assert report.ops_read == len(ours)

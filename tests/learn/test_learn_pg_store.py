@@ -13,19 +13,21 @@ import psycopg
 import pytest
 
 from agentlake.errors import UserError
-from agentlake.learn import Delta, LessonDraft, LessonMatch, LessonStore, MachineAction
+from agentlake.learn import Delta, LessonDraft, LessonMatch, LessonStore
 from agentlake.learn.store import PG_MIGRATIONS, lesson_snapshot
 from agentlake.settings import load_settings
+from agentlake.workforce.learning import StaffingAction
 
 pytestmark = pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 
 
 def osha(op: str, confidence: float = 0.6) -> LessonDraft:
     return LessonDraft(
+        domain="staffing",
         trigger="Filling any role for riverfront-steel",
         action="Only propose workers with OSHA 30 on file (site policy)",
         match=LessonMatch(client_id="riverfront-steel"),
-        machine=MachineAction(require_certifications=["OSHA 30"]),
+        machine=StaffingAction(require_certifications=["OSHA 30"]),
         confidence=confidence,
         evidence_op_ids=[op],
     )

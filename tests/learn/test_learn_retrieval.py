@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from learn_support import give
 
 from agentlake.errors import NotFoundError
 from agentlake.learn import (
@@ -10,14 +11,17 @@ from agentlake.learn import (
     LessonDraft,
     LessonMatch,
     LessonStore,
-    MachineAction,
-    TaskSignature,
+    TaskKey,
+    combined_action,
     estimate_tokens,
-    record_citation,
+    outcome_attributes,
+    record_outcomes,
     retrieve_lessons,
 )
+from agentlake.observe.model import ObservedOp
+from agentlake.workforce.learning import StaffingAction
 
-WELDER = TaskSignature(
+WELDER = TaskKey(
     task_kind="baseline_fill", role="Welder", client_id="riverfront-steel", city="Cleveland", state="OH"
 )
 
@@ -25,7 +29,9 @@ WELDER = TaskSignature(
 def draft(
     trigger: str, action: str, match: LessonMatch, confidence: float = 0.8, **kw: object
 ) -> LessonDraft:
-    return LessonDraft(trigger=trigger, action=action, match=match, confidence=confidence, **kw)
+    return LessonDraft(
+        trigger=trigger, action=action, match=match, confidence=confidence, **{"domain": "staffing", **kw}
+    )
 
 
 def seed(store: LessonStore) -> dict[str, str]:
@@ -34,20 +40,20 @@ def seed(store: LessonStore) -> dict[str, str]:
             "Filling any role for riverfront-steel",
             "Only propose workers with OSHA 30 on file",
             LessonMatch(client_id="riverfront-steel"),
-            machine=MachineAction(require_certifications=["OSHA 30"]),
+            machine=StaffingAction(require_certifications=["OSHA 30"]),
         ),
         "role": draft(
             "Filling Welder for riverfront-steel",
             "Only propose workers with reliability >= 0.7",
             LessonMatch(client_id="riverfront-steel", role="Welder"),
             confidence=0.9,
-            machine=MachineAction(min_scores={"reliability": 0.7}),
+            machine=StaffingAction(min_scores={"reliability": 0.7}),
         ),
         "other_client": draft(
             "Filling any role for acme-foods",
             "Exclude prior no-shows",
             LessonMatch(client_id="acme-foods"),
-            machine=MachineAction(exclude_prior_no_show_at_client=True),
+            machine=StaffingAction(exclude_prior_no_show_at_client=True),
         ),
         "other_role": draft(
             "Filling Electrician for riverfront-steel",
@@ -62,7 +68,7 @@ def seed(store: LessonStore) -> dict[str, str]:
             "Shortlist spare candidates beyond the count",
             LessonMatch(client_id="riverfront-steel", role="Welder"),
             confidence=0.5,
-            machine=MachineAction(min_candidate_buffer=2),
+            machine=StaffingAction(min_candidate_buffer=2),
         ),
     }
     results = store.propose([Delta(op="ADD", lesson=d) for d in drafts.values()])
@@ -86,7 +92,7 @@ def test_structured_match_ranks_specific_first_and_never_crosses_clients_or_role
         ids["general"],
     ]
     # case and spacing do not matter
-    shouty = TaskSignature(task_kind="baseline_fill", role="WELDER", client_id="Riverfront-Steel")
+    shouty = TaskKey(task_kind="baseline_fill", role="WELDER", client_id="Riverfront-Steel")
     assert retrieve_lessons(store, shouty, budget_tokens=1000, semantic=False).ids[:2] == [
         ids["role"],
         ids["client"],
@@ -95,12 +101,19 @@ def test_structured_match_ranks_specific_first_and_never_crosses_clients_or_role
 
 def test_combined_machine_action_for_a_rules_policy(store: LessonStore) -> None:
     seed(store)
-    machine = retrieve_lessons(store, WELDER, budget_tokens=1000, semantic=False).machine()
-    assert machine == MachineAction(
+    action, _ = combined_action(
+        retrieve_lessons(store, WELDER, budget_tokens=1000, semantic=False).lessons, "staffing"
+    )
+    assert StaffingAction.model_validate(action) == StaffingAction(
         require_certifications=["OSHA 30"], min_scores={"reliability": 0.7}, min_candidate_buffer=2
     )
-    nothing = TaskSignature(task_kind="baseline_fill", role="Cook", client_id="nobody")
-    assert retrieve_lessons(store, nothing, budget_tokens=1000, semantic=False).machine() is None
+
+
+def test_no_lesson_with_an_action_combines_to_none(store: LessonStore) -> None:
+    seed(store)
+    nothing = TaskKey(task_kind="baseline_fill", role="Cook", client_id="nobody")
+    lessons = retrieve_lessons(store, nothing, budget_tokens=1000, semantic=False).lessons
+    assert combined_action(lessons, "staffing") == (None, [])
 
 
 @pytest.mark.parametrize("budget", [0, 10, 25, 40, 60, 90, 400])
@@ -131,28 +144,43 @@ def test_default_budget_comes_from_settings(store: LessonStore) -> None:
     assert got.budget_tokens == store.settings.lesson_token_budget == 400
 
 
-def test_citations_record_given_and_used(store: LessonStore) -> None:
-    ids = seed(store)
-    got = retrieve_lessons(
-        store, WELDER, budget_tokens=1000, run_id="run-7", agent_id="executor", semantic=False
-    )
-    rows = store.citations(run_id="run-7")
-    assert sorted(r["lesson_id"] for r in rows) == sorted(got.ids)
-    assert len(got.ids) == 4
-    assert all(
-        r["used"] is False and r["sig_hash"] == WELDER.sig_hash() and r["agent_id"] == "executor"
-        for r in rows
-    )
-    record_citation(store, "run-7", [ids["role"]], used=True)
-    used = {r["lesson_id"]: r["used"] for r in store.citations(run_id="run-7")}
-    assert used[ids["role"]] is True
-    assert used[ids["client"]] is False
-    assert store.get(ids["role"]).last_used_at is not None
-    with pytest.raises(NotFoundError):
-        record_citation(store, "run-7", ["L-nothere"], used=True)
-    # retrieval without a run id records nothing
+def test_retrieval_records_nothing(store: LessonStore) -> None:
+    seed(store)
     retrieve_lessons(store, WELDER, budget_tokens=1000, semantic=False)
-    assert {r["run_id"] for r in store.citations()} == {"run-7"}
+    assert store.citations() == []
+
+
+def test_a_runs_op_records_the_lessons_it_was_given_and_cited(store: LessonStore) -> None:
+    ids = seed(store)
+    got = retrieve_lessons(store, WELDER, budget_tokens=1000, semantic=False)
+    op = ObservedOp(
+        endpoint="task.fill",
+        run_id="run-7",
+        attributes={
+            **outcome_attributes(WELDER, True),
+            "lessons_given": got.ids,
+            "lessons_cited": [ids["role"]],
+        },
+    )
+    record_outcomes(store, [op])
+    used = {r["lesson_id"]: r["used"] for r in store.citations(run_id="run-7")}
+    assert used == {lesson_id: lesson_id == ids["role"] for lesson_id in got.ids}
+
+
+def test_a_citation_of_a_lesson_the_store_does_not_hold_is_skipped(store: LessonStore) -> None:
+    seed(store)
+    op = ObservedOp(
+        endpoint="task.fill",
+        run_id="run-8",
+        attributes={**outcome_attributes(WELDER, True), "lessons_given": ["L-nothere"]},
+    )
+    record_outcomes(store, [op])
+    assert store.citations(run_id="run-8") == []
+
+
+def test_citing_an_unknown_lesson_directly_writes_nothing(store: LessonStore) -> None:
+    with pytest.raises(NotFoundError):
+        store.record_citations("run-7", ["L-nothere"], used=True)
 
 
 def test_project_filter_keeps_global_lessons(store: LessonStore) -> None:
@@ -179,13 +207,13 @@ def test_project_filter_keeps_global_lessons(store: LessonStore) -> None:
 
 
 def test_sig_hash_ignores_case_and_spacing() -> None:
-    a = TaskSignature(
+    a = TaskKey(
         task_kind="baseline_fill", role="Welder", client_id="riverfront-steel", city="Cleveland", state="OH"
     )
-    b = TaskSignature(
+    b = TaskKey(
         task_kind="baseline_fill", role=" welder ", client_id="RIVERFRONT-STEEL", city="cleveland", state="oh"
     )
-    c = TaskSignature(
+    c = TaskKey(
         task_kind="emergency_fill", role="Welder", client_id="riverfront-steel", city="Cleveland", state="OH"
     )
     assert a.sig_hash() == b.sig_hash() != c.sig_hash()
@@ -213,7 +241,7 @@ def test_semantic_stage_brings_close_lessons_of_another_city_never_of_another_ta
             LessonMatch(task_kind="baseline_fill", client_id="riverfront-steel", role="Welder"),
         )
     ).lesson_id
-    emergency = TaskSignature(
+    emergency = TaskKey(
         task_kind="emergency_fill", role="Welder", client_id="riverfront-steel", city="Cleveland", state="OH"
     )
     assert retrieve_lessons(store, emergency, budget_tokens=1000, semantic=False).ids == []
@@ -242,7 +270,7 @@ def test_use_survives_reopen(open_store, clock) -> None:  # noqa: ANN001
     store = open_store()
     ids = seed(store)
     clock.advance(days=3)
-    retrieve_lessons(store, WELDER, budget_tokens=1000, run_id="run-1", semantic=False)
+    give(store, WELDER, "run-1", budget_tokens=1000)
     store.close()
     again = open_store()
     assert again.get(ids["role"]).last_used_at == clock.now

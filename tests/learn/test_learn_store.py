@@ -7,8 +7,9 @@ import json
 import pytest
 
 from agentlake.errors import NotFoundError, UserError
-from agentlake.learn import Delta, LessonDraft, LessonMatch, LessonStore, MachineAction
+from agentlake.learn import Delta, LessonDraft, LessonMatch, LessonStore
 from agentlake.learn.store import MIGRATIONS
+from agentlake.workforce.learning import StaffingAction, action_of
 
 RIVERFRONT = LessonMatch(client_id="riverfront-steel")
 
@@ -21,20 +22,21 @@ def osha(confidence: float = 0.8, op: str = "op-1", **extra: object) -> LessonDr
         trigger="Filling any role for riverfront-steel",
         action="Only propose workers with OSHA 30 on file (site policy)",
         match=RIVERFRONT,
-        machine=MachineAction(require_certifications=["OSHA 30"]),
+        machine=StaffingAction(require_certifications=["OSHA 30"]),
         confidence=confidence,
         evidence_op_ids=[op],
         evidence_excerpts=["worker 9 rejected: no OSHA 30 on file; site policy"],
-        **extra,
+        **{"domain": "staffing", **extra},
     )
 
 
 def reliability(value: float, confidence: float = 0.8, op: str = "op-r") -> LessonDraft:
     return LessonDraft(
+        domain="staffing",
         trigger="Filling any role for riverfront-steel",
         action=f"Only propose workers with reliability >= {value}",
         match=RIVERFRONT,
-        machine=MachineAction(min_scores={"reliability": value}),
+        machine=StaffingAction(min_scores={"reliability": value}),
         confidence=confidence,
         evidence_op_ids=[op],
     )
@@ -126,7 +128,7 @@ def test_edit_merge_and_retire_deltas(store: LessonStore) -> None:
     merged = store.propose([Delta(op="MERGE", target_id=a, merge_ids=[b], reason="same client policy")])[0]
     assert merged.outcome == "merged"
     target = store.get(a)
-    assert target.machine == MachineAction(
+    assert action_of(target) == StaffingAction(
         require_certifications=["OSHA 30"], min_scores={"reliability": 0.7}
     )
     assert target.confidence == pytest.approx(0.7)
@@ -144,7 +146,12 @@ def test_edit_merge_and_retire_deltas(store: LessonStore) -> None:
 
 
 def test_invalid_delta_is_rejected_and_the_rest_applied(store: LessonStore) -> None:
-    bad_where = {"trigger": "x", "action": "y", "machine": {"extra_where": "1=1; DROP TABLE workers"}}
+    bad_where = {
+        "trigger": "x",
+        "action": "y",
+        "domain": "staffing",
+        "machine": {"extra_where": "1=1; DROP TABLE workers"},
+    }
     with pytest.raises(ValueError, match="extra_where"):
         LessonDraft.model_validate(bad_where)
     results = store.propose(
@@ -160,10 +167,10 @@ def test_invalid_delta_is_rejected_and_the_rest_applied(store: LessonStore) -> N
 
 def test_extra_where_that_passes_the_guard_is_kept(store: LessonStore) -> None:
     draft = osha()
-    draft.machine = MachineAction(extra_where="reliability >= 0.7 AND state = 'OH'")
+    draft.machine = StaffingAction(extra_where="reliability >= 0.7 AND state = 'OH'")
     lesson = store.get(store.add(draft).lesson_id)
     assert lesson.machine is not None
-    assert lesson.machine.extra_where == "reliability >= 0.7 AND state = 'OH'"
+    assert action_of(lesson).extra_where == "reliability >= 0.7 AND state = 'OH'"
 
 
 def test_lessons_survive_reopen_and_read_only_refuses_writes(open_store, settings) -> None:  # noqa: ANN001
@@ -251,8 +258,9 @@ def test_list_filters(store: LessonStore) -> None:
     assert [lesson.id for lesson in store.list(status=["pending"])] == [b]
     assert {lesson.id for lesson in store.list(client_id="Riverfront-Steel")} == {a, b}
     assert store.list(client_id="acme-foods") == []
-    with pytest.raises(UserError, match="unknown match filter"):
-        store.list(colour="red")
+    assert store.list(dataset="orders") == [], "a key field no lesson pins matches none"
+    with pytest.raises(UserError, match="invalid match filter"):
+        store.list(**{"Client ID": "x"})
 
 
 def test_final_schema(store: LessonStore, duckdb_only: None) -> None:
@@ -296,6 +304,7 @@ def test_final_schema(store: LessonStore, duckdb_only: None) -> None:
             "updated_at",
             "last_used_at",
             "body",
+            "match_fields",
         ],
         "outcomes": ["run_id", "sig_hash", "task", "success", "score", "recorded_at"],
     }

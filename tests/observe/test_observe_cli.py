@@ -35,7 +35,8 @@ def _seed() -> None:
                     source="scenario",
                     success=False,
                     error="no Welders in Cleveland",
-                    provenance={"staffer_id": "st-1", "run_id": "r-1"},
+                    run_id="r-1",
+                    labels={"staffer_id": "st-1"},
                 ),
                 ObservedOp(id="new", ts=now, endpoint="llm.chat", source="llm", duration_ms=80.0),
             ]

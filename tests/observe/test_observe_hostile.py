@@ -44,7 +44,7 @@ def _error(response: httpx.Response, status: int) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("event", "field"),
     [
-        ({"endpoint": "a", "provenance": {"count": 1099511627776}}, "provenance.count"),
+        ({"endpoint": "a", "labels": {"count": 2**70}}, "labels"),
         ({"endpoint": "a", "usage": {"input_tokens": 2**70}}, "usage.input_tokens"),
         ({"endpoint": "a", "usage": {"attempts": 2**31}}, "usage.attempts"),
         ({"endpoint": "a", "duration_ms": 1e400}, "duration_ms"),
@@ -58,7 +58,7 @@ def test_values_the_store_cannot_hold_are_refused(client: TestClient, event: dic
 def test_a_poisoning_client_never_fails_other_clients_events(observer: Observer) -> None:
     settings = load_settings()
     poison = [
-        {"endpoint": "bad", "provenance": {"count": 1099511627776}},
+        {"endpoint": "bad", "labels": {"count": 2**70}},
         {"endpoint": "bad", "usage": {"input_tokens": 2**70}},
     ]
     statuses: dict[str, list[int]] = {"good": [], "bad": []}
@@ -90,7 +90,7 @@ def test_one_callers_op_that_fails_at_commit_fails_that_caller_alone(tmp_path: P
     store = OpStore(tmp_path / "iso.duckdb")
     try:
         bad = ObservedOp(endpoint="bad")
-        bad.provenance.__dict__["count"] = 2**40  # beyond INTEGER, past the model's check
+        bad.__dict__["duration_ms"] = "slow"  # not a DOUBLE, past the model's check
         good = [store.submit([ObservedOp(id=f"g-{i}", endpoint="good")]) for i in range(5)]
         poisoned = store.submit([bad])
         more = [store.submit([ObservedOp(id=f"h-{i}", endpoint="good")]) for i in range(5)]

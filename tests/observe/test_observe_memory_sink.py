@@ -10,9 +10,9 @@ from agentlake.observe import MemorySink, ObservedOp, Observer, observe
 
 def test_memory_sink_is_idempotent_and_answers_queries_like_the_store() -> None:
     sink = MemorySink()
-    first = ObservedOp(endpoint="tool.sql", source="agent", provenance={"run_id": "r1"})
+    first = ObservedOp(endpoint="tool.sql", source="agent", run_id="r1")
     failed = ObservedOp(endpoint="tool.search", source="agent", success=False, error="boom")
-    llm = ObservedOp(endpoint="llm.chat", source="llm", provenance={"run_id": "r1"})
+    llm = ObservedOp(endpoint="llm.chat", source="llm", run_id="r1")
     results = sink.append([first, failed, first])
     assert [r.status for r in results] == ["stored", "stored", "duplicate"]
     sink.append([llm])
@@ -41,9 +41,6 @@ def test_an_observer_over_a_memory_sink_records_observe_blocks() -> None:
 
 def test_a_run_id_ending_in_a_star_matches_a_prefix_as_in_the_store() -> None:
     sink = MemorySink()
-    ops = [
-        ObservedOp(endpoint="x", provenance={"run_id": run_id})
-        for run_id in ("r-1:b1:e1", "r-1:b2:e1", "r-10")
-    ]
+    ops = [ObservedOp(endpoint="x", run_id=run_id) for run_id in ("r-1:b1:e1", "r-1:b2:e1", "r-10")]
     sink.append(ops)
     assert [op.id for op in sink.query(run_id="r-1:b1:*")] == [ops[0].id]

@@ -72,7 +72,7 @@ def test_real_otlp_exporter_spans_become_ops(observer: Observer) -> None:
     assert tool_op.error == "index not built"
     assert "welder" in tool_op.input_summary
     assert agent_op.agent_id == "executor"
-    assert agent_op.provenance.run_id == "run-42"
+    assert agent_op.run_id == "run-42"
     assert chat_op.parent_span_id == agent_op.span_id
     assert chat_op.trace_id == agent_op.trace_id
     assert chat_op.id == f"otlp-{chat_op.trace_id}-{chat_op.span_id}"
@@ -105,7 +105,7 @@ _SPAN = {
         {"key": "gen_ai.request.model", "value": {"stringValue": "gpt-x"}},
         {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "11"}},
         {"key": "gen_ai.usage.output_tokens", "value": {"intValue": 5}},
-        {"key": "agentlake.staffer_id", "value": {"stringValue": "st-3"}},
+        {"key": "agentlake.label.staffer_id", "value": {"stringValue": "st-3"}},
     ],
     "status": {"code": 2, "message": "rate limited"},
 }
@@ -131,7 +131,7 @@ def test_otlp_json_gzip_idempotent_and_bad_bodies(observer: Observer) -> None:
         assert not op.success
         assert op.error == "rate limited"
         assert op.usage.input_tokens == 11
-        assert op.provenance.staffer_id == "st-3"
+        assert op.labels.get("staffer_id") == "st-3"
         assert op.ts.isoformat().startswith("2025-11-21T08:00:00")
 
         before = observer.stats().total

@@ -84,7 +84,7 @@ def test_openinference_spans_carry_model_tokens_and_resource_provenance(observer
     assert llm.output_summary == "Three are free."
     assert "Cleveland" in ops["tool.get_weather"].input_summary
     assert ops["agent.invoke_agent"].agent_id == "agent run"
-    assert llm.provenance.run_id == "run-oi"  # a resource attribute
+    assert llm.run_id == "run-oi"  # a resource attribute
     assert llm.attributes["service.name"] == "phoenix-app"
 
 
@@ -117,7 +117,7 @@ def test_langfuse_spans_carry_model_tokens_and_errors(observer: Observer) -> Non
     assert (op.input_summary, op.output_summary) == ("prompt text", "answer text")
     assert not op.success
     assert op.error == "upstream overloaded"
-    assert op.provenance.run_id == "run-span-wins"
+    assert op.run_id == "run-span-wins"
 
 
 def test_otlp_json_enum_names(observer: Observer) -> None:

@@ -212,7 +212,8 @@ def test_a_stated_outcome_is_an_evaluation_event() -> None:
 def test_provenance_and_attributes_become_agentlake_attributes() -> None:
     op = ObservedOp(
         endpoint="fill.judged",
-        provenance={"run_id": "run-9", "role": "Welder"},
+        run_id="run-9",
+        labels={"role": "Welder"},
         attributes={"client_id": "riverfront", "rejections": [{"rule": "min_reliability"}]},
     )
     attributes = op_to_span(op, RESOURCE).attributes

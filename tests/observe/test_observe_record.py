@@ -67,12 +67,10 @@ def test_observe_records_failure_and_reraises(observer: Observer) -> None:
     assert observer.stats().failures == 2
 
 
-def test_nesting_links_spans_and_context_provenance_is_inherited(observer: Observer) -> None:
-    with observe_context(
-        provenance={"run_id": "run-1", "staffer_id": "st-7"}, agent_id="executor", batch="b1"
-    ):
+def test_nesting_links_spans_and_the_contexts_run_and_labels_are_inherited(observer: Observer) -> None:
+    with observe_context(run_id="run-1", labels={"staffer_id": "st-7"}, agent_id="executor", batch="b1"):
         with observe("task.fill", source="scenario") as outer:
-            outer.set_provenance(role="Welder", count=3)
+            outer.set_labels(role="Welder", count=3)
             with observe("tool.search") as inner:
                 pass
     ops = {op.endpoint: op for op in observer.query()}
@@ -81,16 +79,16 @@ def test_nesting_links_spans_and_context_provenance_is_inherited(observer: Obser
     assert tool.parent_span_id == task.span_id
     assert task.parent_span_id is None
     assert tool.id == inner.id
-    assert tool.provenance.run_id == "run-1"
+    assert tool.run_id == "run-1"
     assert tool.agent_id == "executor"
-    assert task.provenance.role == "Welder"
-    assert task.provenance.count == 3
+    assert task.labels.get("role") == "Welder"
+    assert task.labels.get("count") == 3
     assert task.attributes == {"batch": "b1"}
     # Outside the context nothing is inherited.
     with observe("tool.alone"):
         pass
     alone = observer.query(endpoint="tool.alone")[0]
-    assert alone.provenance.run_id is None
+    assert alone.run_id is None
     assert alone.trace_id != task.trace_id
 
 
@@ -152,7 +150,7 @@ def test_llm_calls_are_recorded_through_the_accounting_hook(observer: Observer) 
     stop = install_llm_recording()
     try:
         with (
-            observe_context(provenance={"run_id": "run-5"}),
+            observe_context(run_id="run-5"),
             observe("task.fill") as task,
             call_tags(agent_id="executor"),
         ):
@@ -170,7 +168,7 @@ def test_llm_calls_are_recorded_through_the_accounting_hook(observer: Observer) 
         call.usage.output_tokens,
         call.usage.thinking_tokens,
     ) == (30, 7, 2)
-    assert call.provenance.run_id == "run-5"
+    assert call.run_id == "run-5"
     assert call.parent_span_id == observer.query(endpoint="task.fill")[0].span_id
     assert call.attributes["gen_ai.request.model"] == call.usage.model
     assert task.op is not None
@@ -259,18 +257,18 @@ def test_wrap_tool_input_is_the_bound_arguments(fn, args, kwargs) -> None:  # no
 
 def test_event_records_an_op_built_elsewhere_inside_the_observe_context(observer: Observer) -> None:
     with (
-        observe_context(provenance={"run_id": "run-9", "staffer_id": "rules"}, agent_id="agent-1"),
+        observe_context(run_id="run-9", labels={"staffer_id": "rules"}, agent_id="agent-1"),
         observe("task.fill") as task,
     ):
-        judged = event("fill.judged", source="scenario", success=False, provenance={"staffer_id": "other"})
+        judged = event("fill.judged", source="scenario", success=False, labels={"staffer_id": "other"})
     assert judged is not None
     (stored,) = observer.query(endpoint="fill.judged")
     assert stored.id == judged.id
     assert stored.parent_span_id == task.op.span_id
     assert stored.trace_id == task.op.trace_id
     assert stored.agent_id == "agent-1"
-    assert stored.provenance.run_id == "run-9"
-    assert stored.provenance.staffer_id == "other", "a given value wins over the context's"
+    assert stored.run_id == "run-9"
+    assert stored.labels.get("staffer_id") == "other", "a given value wins over the context's"
 
 
 def test_event_never_raises_for_an_op_it_cannot_build(observer: Observer, caplog) -> None:  # noqa: ANN001

@@ -214,7 +214,9 @@ def test_ops_filters_pagination_and_query_errors(client: TestClient) -> None:
     assert rest["next_offset"] is None
     failures = client.get("/ops", params={"success": "false"}).json()["ops"]
     assert [op["id"] for op in failures] == ["r-2"]
-    run = client.get("/ops", params={"run_id": "run-1", "staffer_id": "st-1", "order": "asc"}).json()["ops"]
+    run = client.get("/ops", params={"run_id": "run-1", "label": "staffer_id=st-1", "order": "asc"}).json()[
+        "ops"
+    ]
     assert [op["id"] for op in run] == ["r-1", "r-3"]
     assert (
         client.get("/ops", params={"since": "2000-01-01T00:00:00Z", "until": "2001-01-01"}).json()["ops"]

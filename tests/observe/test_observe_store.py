@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import duckdb
 import pytest
 
 from agentlake.errors import UnavailableError, UserError
-from agentlake.observe import LLMUsage, ObservedOp, Observer, OpStore, Provenance, QueueFullError
+from agentlake.observe import LLMUsage, ObservedOp, Observer, OpStore, QueueFullError
 from agentlake.observe.store import MIGRATIONS
 
 
@@ -42,9 +43,9 @@ def test_append_is_durable_and_round_trips_every_field(open_ops) -> None:
         success=False,
         duration_ms=12.5,
         error="RunError: timeout",
-        provenance=Provenance(
+        run_id="run-9",
+        labels=dict(
             staffer_id="st-1",
-            run_id="run-9",
             event_kind="fill",
             role="Welder",
             city="Cleveland",
@@ -72,7 +73,8 @@ def test_append_is_durable_and_round_trips_every_field(open_ops) -> None:
     # A fresh process-like open, read-only: the op is on disk exactly as sent.
     with open_ops(read_only=True) as reader:
         (back,) = reader.query()
-    assert back.model_dump() == op.model_dump()
+    assert back.model_dump(exclude={"seq"}) == op.model_dump(exclude={"seq"})
+    assert back.seq == 1
 
 
 def test_duplicate_ids_are_stored_once_and_answered_duplicate(open_ops) -> None:
@@ -117,7 +119,8 @@ def test_query_filters_and_pagination(open_ops) -> None:
             source="scenario" if i % 2 else "agent",
             success=i % 3 != 0,
             endpoint=f"tool.{'sql' if i < 5 else 'search'}",
-            provenance={"staffer_id": f"st-{i % 2}", "run_id": "r1" if i < 6 else "r2"},
+            run_id="r1" if i < 6 else "r2",
+            labels={"staffer_id": f"st-{i % 2}"},
         )
         for i in range(10)
     ]
@@ -138,7 +141,10 @@ def test_query_filters_and_pagination(open_ops) -> None:
         assert len(store.query(endpoint="tool.*")) == 10
         assert ids(store.query(since=t0 + timedelta(minutes=8))) == ["op-00009", "op-00008"]
         assert ids(store.query(until=t0 + timedelta(minutes=1))) == ["op-00000"]
-        assert ids(store.query(staffer_id="st-1", run_id="r2", order="asc")) == ["op-00007", "op-00009"]
+        assert ids(store.query(labels={"staffer_id": "st-1"}, run_id="r2", order="asc")) == [
+            "op-00007",
+            "op-00009",
+        ]
         assert store.count(run_id="r1") == 6
         with pytest.raises(UserError):
             store.query(limit=-1)
@@ -233,13 +239,66 @@ def test_read_only_open_while_a_writer_holds_the_file_and_final_schema(tmp_path:
         conn.close()
     assert names == [m.name for m in MIGRATIONS]
     assert columns[:3] == ["id", "seq", "ts"]
-    assert {
-        "staffer_id",
-        "run_id",
-        "llm_model",
-        "input_tokens",
-        "attributes",
-    } <= set(columns)
+    assert {"run_id", "labels", "llm_model", "input_tokens", "attributes"} <= set(columns)
+
+
+_OLD_ROW = (
+    "INSERT INTO ops (id, seq, ts, endpoint, source, success, duration_ms, staffer_id, run_id, role, "
+    '"count", rescue_attempted, stored_at) VALUES '
+    "('old-1', 1, TIMESTAMP '2026-11-01 08:00:00', 'fill.judged', 'scenario', false, 1.5, 'st-1', 'run-1', "
+    "'Welder', 3, true, TIMESTAMP '2026-11-01 08:00:01')"
+)
+
+
+@pytest.fixture
+def old_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], OpStore]:
+    """An op store written by a release before labels (its first migration only, one row with
+    the fields a domain stamped as columns), and how to open it now."""
+    if request.param == "postgres":
+        from agentlake.migrations import Migration
+        from agentlake.observe.pg_store import MIGRATIONS as PG_MIGRATIONS
+        from agentlake.observe.pg_store import STORE, PgOpStore
+        from agentlake.postgres import Database, apply_pg_migrations
+
+        url = request.getfixturevalue("database_url")
+        db = Database(url, name="the old store")
+        try:
+            apply_pg_migrations(db, STORE, [Migration(m.name, m.sql) for m in PG_MIGRATIONS[:1]])
+            with db.transaction() as session:
+                session.execute(_OLD_ROW.replace("1, TIMESTAMP", "nextval('ops_seq'), TIMESTAMP", 1))
+        finally:
+            db.close()
+        return lambda: PgOpStore(url)
+    conn = duckdb.connect(str(tmp_path / "old.duckdb"))
+    try:
+        from agentlake.migrations import apply_migrations
+
+        apply_migrations(conn, MIGRATIONS[:1])
+        conn.execute(_OLD_ROW)
+    finally:
+        conn.close()
+    return lambda: OpStore(tmp_path / "old.duckdb")
+
+
+@pytest.mark.parametrize("old_store", ["duckdb", "postgres"], indirect=True)
+def test_an_old_stores_stamped_fields_open_as_labels(old_store: Callable[[], OpStore]) -> None:
+    with old_store() as store:
+        (op,) = store.query()
+    assert op.labels == {"staffer_id": "st-1", "role": "Welder", "count": 3, "rescue_attempted": True}
+
+
+@pytest.mark.parametrize("old_store", ["duckdb", "postgres"], indirect=True)
+def test_an_old_stores_run_id_stays_the_run_id(old_store: Callable[[], OpStore]) -> None:
+    with old_store() as store:
+        (op,) = store.query()
+    assert op.run_id == "run-1"
+
+
+@pytest.mark.parametrize("old_store", ["duckdb", "postgres"], indirect=True)
+def test_an_old_stores_ops_are_found_by_their_labels(old_store: Callable[[], OpStore]) -> None:
+    with old_store() as store:
+        found = store.query(labels={"staffer_id": "st-1", "count": "3"})
+    assert [op.id for op in found] == ["old-1"]
 
 
 def test_closed_store_refuses_writes(open_ops) -> None:
@@ -299,6 +358,6 @@ def test_a_committed_op_leaves_no_reference_cycle_behind(open_ops) -> None:
 def test_a_run_id_ending_in_a_star_matches_every_run_id_it_begins(open_ops) -> None:
     run_ids = ["run-7:staffer:b1:day:e1", "run-7:staffer:b2:day:e1", "run-7:staffer:b1:day:e2", "run-70:x"]
     with open_ops() as store:
-        store.append([_op(i, provenance={"run_id": run_id}) for i, run_id in enumerate(run_ids)])
+        store.append([_op(i, run_id=run_id) for i, run_id in enumerate(run_ids)])
         found = store.query(run_id="run-7:staffer:b1:*", order="asc")
     assert [op.id for op in found] == ["op-00000", "op-00002"]

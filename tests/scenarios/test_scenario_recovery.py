@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 
 from agentlake.lake import Lake
-from agentlake.learn import LessonDraft, LessonMatch, LessonStore, MachineAction
+from agentlake.learn import LessonDraft, LessonMatch, LessonStore
 from agentlake.scenarios import load_scenarios, read_results
 from agentlake.scenarios.recovery import ClientRecovery, client_recovery
 from agentlake.scenarios.report import render_report
 from agentlake.scenarios.runner import client_pools, run_scenarios
 from agentlake.settings import Settings
+from agentlake.workforce.learning import StaffingAction
 
 PACK2 = Path(__file__).parent / "data" / "pack2"
 
@@ -22,7 +23,7 @@ def _riverfront():  # noqa: ANN202 - a Scenario
     return [s for s in load_scenarios("builtin") if s.client.id == "riverfront-steel"]
 
 
-def _recover(settings: Settings, tmp_path: Path, *machines: MachineAction) -> ClientRecovery:
+def _recover(settings: Settings, tmp_path: Path, *machines: StaffingAction) -> ClientRecovery:
     scenarios = _riverfront()
     client = scenarios[0].client
     with (
@@ -55,10 +56,10 @@ def test_the_clients_own_rules_are_recovered_exactly_at_no_cost(
     found = _recover(
         scenario_settings,
         tmp_path,
-        MachineAction(require_certifications=["OSHA-10 Hour"]),  # another spelling of OSHA 10
-        MachineAction(min_scores={"reliability": 0.7}),
-        MachineAction(max_distance_miles=40),
-        MachineAction(exclude_prior_no_show_at_client=True),
+        StaffingAction(require_certifications=["OSHA-10 Hour"]),  # another spelling of OSHA 10
+        StaffingAction(min_scores={"reliability": 0.7}),
+        StaffingAction(max_distance_miles=40),
+        StaffingAction(exclude_prior_no_show_at_client=True),
     )
     assert set(_verdicts(found).values()) == {"exact"}
     assert found.pool_cost == 0
@@ -75,7 +76,7 @@ def test_nothing_learned_misses_every_rule(scenario_settings: Settings, tmp_path
 def test_a_floor_above_the_clients_is_too_strict_harmful_and_costs_pool(
     scenario_settings: Settings, tmp_path: Path
 ) -> None:
-    found = _recover(scenario_settings, tmp_path, MachineAction(min_scores={"reliability": 0.85}))
+    found = _recover(scenario_settings, tmp_path, StaffingAction(min_scores={"reliability": 0.85}))
     assert _verdicts(found)["min_reliability"] == "too_strict"
     assert len(found.harmful) == 1
     assert found.pool_cost > 0.1
@@ -84,7 +85,7 @@ def test_a_floor_above_the_clients_is_too_strict_harmful_and_costs_pool(
 def test_a_floor_below_the_clients_is_too_loose_and_harmless(
     scenario_settings: Settings, tmp_path: Path
 ) -> None:
-    found = _recover(scenario_settings, tmp_path, MachineAction(min_scores={"reliability": 0.5}))
+    found = _recover(scenario_settings, tmp_path, StaffingAction(min_scores={"reliability": 0.5}))
     assert _verdicts(found)["min_reliability"] == "too_loose"
     assert found.harmful == []
     assert found.pool_cost == 0
@@ -93,7 +94,7 @@ def test_a_floor_below_the_clients_is_too_loose_and_harmless(
 def test_a_filter_for_a_rule_the_client_lacks_is_spurious(
     scenario_settings: Settings, tmp_path: Path
 ) -> None:
-    found = _recover(scenario_settings, tmp_path, MachineAction(min_scores={"compliance": 0.8}))
+    found = _recover(scenario_settings, tmp_path, StaffingAction(min_scores={"compliance": 0.8}))
     assert found.spurious == ["min_compliance 0.8"]
     assert len(found.harmful) == 1
 

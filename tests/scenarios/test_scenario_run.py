@@ -86,15 +86,15 @@ def test_rules_baseline_learns_the_clients_rules_and_the_static_one_does_not(
                 ref = by_id[scenario.event(r.event_id).no_show_of]
                 assert not set(r.accepted) & set(ref.accepted)
 
-    # Every judged event went to the observer as a fill.judged op with provenance.
+    # Every judged event went to the observer as a fill.judged op with its labels.
     ops = observer.query(endpoint="fill.judged", limit=10_000)
     assert len(ops) == len(results)
     op = next(o for o in ops if o.attributes["rejections"])
     assert op.source == "scenario"
-    assert op.provenance.staffer_id in ("rules-learning", "rules-static")
-    assert op.provenance.run_id.startswith("curve:")
-    assert op.provenance.sig_hash
-    assert op.provenance.count
+    assert op.labels.get("staffer_id") in ("rules-learning", "rules-static")
+    assert op.run_id.startswith("curve:")
+    assert op.labels.get("sig_hash")
+    assert op.labels.get("count")
     assert {
         "client_id",
         "task_kind",

@@ -13,6 +13,7 @@ from agentlake.scenarios.day import DayResult, DayTask, run_day
 from agentlake.scenarios.profile import StafferProfile, load_profile, parse_profile
 from agentlake.scenarios.runner import run_scenarios
 from agentlake.settings import Settings
+from agentlake.workforce.learning import action_of
 
 
 def _riverfront():  # noqa: ANN202 - a Scenario
@@ -82,7 +83,7 @@ def test_the_parent_learns_the_same_ops_between_batches(scenario_settings: Setti
     assert refused, "riverfront-steel refuses workers on its first day"
     # One day of silence is too little evidence for a rule (p > 0.02): the refused are left out by id.
     (lesson,) = induced
-    assert set(lesson.machine.exclude_ids) == refused
+    assert set(action_of(lesson).exclude_ids) == refused
 
 
 def test_learning_within_the_day_needs_learning() -> None:

@@ -8,6 +8,7 @@ from agentlake.learn import LessonStore, learn_cycle
 from agentlake.observe.model import ObservedOp
 from agentlake.workforce.evidence import judged_evidence
 from agentlake.workforce.facts import WorkerFacts
+from agentlake.workforce.learning import action_of
 
 SITE = (32.814, -96.949)  # Irving, TX
 
@@ -65,5 +66,5 @@ def test_the_learner_reads_the_clients_synonym_off_a_silent_acceptance(tmp_path)
     with LessonStore.open(path=tmp_path / "lessons.duckdb", embedder=False) as store:
         learn_cycle(store, [op], extractor="induction", measure=False)
         (lesson,) = store.list(source="induction")
-        assert lesson.machine.accept_roles == ["Warehouse Associate"]
-        assert lesson.match.role == "Material Handler"
+        assert action_of(lesson).accept_roles == ["Warehouse Associate"]
+        assert lesson.match.get("role") == "Material Handler"

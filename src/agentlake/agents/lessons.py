@@ -1,30 +1,27 @@
 """Lessons in the loop: what a task is given from the lesson store, and what it cites.
 
 Owns the agents' side of the Learn API: retrieving the lessons for one order (prompt block,
-ids, the combined machine action and which lessons it came from), turning an order and the
-lessons' machine actions into one candidate search (``search_query``, which the rules policy
-runs and the LLM policy checks proposals against) and into the exact ``find_workers``
-arguments a small model can copy (``search_args``, ``lesson_args``), and recording citations
-(given when retrieved, used when an agent cites a lesson or the rules policy applies one). It
-does not own ranking or storage (``agentlake.learn``).
+ids, the combined staffing action and which lessons it came from), turning an order and the
+lessons' actions into one candidate search (``search_query``, which the rules policy runs and
+the LLM policy checks proposals against) and into the exact ``find_workers`` arguments a
+small model can copy (``search_args``, ``lesson_args``), and which given lessons a task cites.
+What a task was given and cited reaches the lesson store only as its ops state it (the
+learner reads them). It does not own ranking or storage (``agentlake.learn``).
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentlake.errors import AgentlakeError
 from agentlake.workforce.candidates import CandidateQuery
+from agentlake.workforce.learning import DOMAIN, StaffingAction
 from agentlake.workforce.tables import resolve_client
 
 if TYPE_CHECKING:
     from agentlake.agents.policy import RunContext
-    from agentlake.learn import Lesson, MachineAction
+    from agentlake.learn import Lesson
     from agentlake.workforce.order import FillOrder
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -33,7 +30,7 @@ class TaskLessons:
 
     lessons: list[Lesson] = field(default_factory=list)
     text: str = ""
-    machine: MachineAction | None = None
+    machine: StaffingAction | None = None
     machine_ids: list[str] = field(default_factory=list)
 
     @property
@@ -41,67 +38,44 @@ class TaskLessons:
         return [lesson.id for lesson in self.lessons]
 
 
-def lessons_for(
-    order: FillOrder, ctx: RunContext, run_id: str | None, *, agent_id: str | None = None
-) -> TaskLessons:
-    """Retrieve the lessons for ``order`` (recording them as given to ``run_id``).
-
-    No store in ``ctx``: no lessons. The combined machine action follows the retrieval order:
-    a lesson whose action conflicts with the ones already taken is left out of it.
-    """
+def lessons_for(order: FillOrder, ctx: RunContext) -> TaskLessons:
+    """The lessons for ``order`` from ``ctx``'s store (a read: the task's ops say what it was
+    given). No store in ``ctx``: no lessons. The combined action follows the retrieval order:
+    a lesson whose action conflicts with the ones already taken is left out of it."""
     if ctx.lessons is None:
         return TaskLessons()
     # Lazy (start-up time): the learning layer loads on first use.
-    from agentlake.learn import retrieve_lessons
+    from agentlake.learn import combined_action, retrieve_lessons
 
     retrieved = retrieve_lessons(
         ctx.lessons,
         order.signature(),
-        run_id=run_id,
-        agent_id=agent_id or ctx.agent_id,
         project_id=ctx.project_id,
         tools=ctx.tools.names() if ctx.tools is not None else (),
     )
-    combined: MachineAction | None = None
-    machine_ids: list[str] = []
-    for lesson in retrieved.lessons:
-        if lesson.machine is None:
-            continue
-        if combined is None:
-            combined = lesson.machine
-        elif combined.conflicts_with(lesson.machine) is None:
-            combined = combined.merged(lesson.machine)
-        else:
-            continue
-        machine_ids.append(lesson.id)
+    combined, machine_ids = combined_action(retrieved.lessons, DOMAIN)
     return TaskLessons(
-        lessons=list(retrieved.lessons), text=retrieved.text, machine=combined, machine_ids=machine_ids
+        lessons=list(retrieved.lessons),
+        text=retrieved.text,
+        machine=StaffingAction.model_validate(combined) if combined is not None else None,
+        machine_ids=machine_ids,
     )
 
 
-def cite(ctx: RunContext, run_id: str | None, lesson_ids: list[str], given: TaskLessons) -> list[str]:
-    """Record ``lesson_ids`` as used by ``run_id``; returns the ids that were really given.
+def cite(lesson_ids: list[str], given: TaskLessons) -> list[str]:
+    """The ids among ``lesson_ids`` that were really given, once each, in order.
 
-    Ids a model invents (not among the lessons it was given) are dropped, not recorded: a
-    citation means "this lesson helped", which only a given lesson can.
+    Ids a model invents (not among the lessons it was given) are dropped: a citation means
+    "this lesson helped", which only a given lesson can. The task's op states the citations.
     """
     known = set(given.ids)
-    cited = [lesson_id for lesson_id in dict.fromkeys(lesson_ids) if lesson_id in known]
-    if cited and ctx.lessons is not None and run_id:
-        # Lazy (start-up time): the learning layer loads on first use.
-        from agentlake.learn import record_citation
-
-        try:
-            record_citation(ctx.lessons, run_id, cited, used=True, agent_id=ctx.agent_id)
-        except AgentlakeError:  # a citation that cannot be stored must not fail the fill
-            log.warning("could not record citations %s for run %s", cited, run_id, exc_info=True)
-    return cited
+    return [lesson_id for lesson_id in dict.fromkeys(lesson_ids) if lesson_id in known]
 
 
 def search_query(
     order: FillOrder,
     ctx: RunContext,
-    machine: MachineAction | None,
+    machine: StaffingAction | None,
     *,
     keep: list[int] | None = None,
     limit: int,
@@ -135,7 +109,7 @@ def search_query(
     return query
 
 
-def lesson_args(machine: MachineAction, order: FillOrder) -> dict[str, Any]:
+def lesson_args(machine: StaffingAction, order: FillOrder) -> dict[str, Any]:
     """What ``machine`` adds to a ``find_workers`` call for ``order``, as its arguments
     (``{"requirements": ["OSHA 10"], "min_scores": {"reliability": 0.7}}``): the form a small
     model can copy. Tuning knobs with no search argument (buffer size, rescue radius) are left out."""
@@ -154,7 +128,7 @@ def lesson_args(machine: MachineAction, order: FillOrder) -> dict[str, Any]:
     return args
 
 
-def search_args(order: FillOrder, machine: MachineAction | None, *, limit: int = 10) -> dict[str, Any]:
+def search_args(order: FillOrder, machine: StaffingAction | None, *, limit: int = 10) -> dict[str, Any]:
     """The ``find_workers`` arguments that search for ``order`` with every lesson applied."""
     args: dict[str, Any] = {
         "role": order.role,

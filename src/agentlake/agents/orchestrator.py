@@ -46,12 +46,13 @@ from agentlake.agents.policy import register_policy
 from agentlake.errors import RunError, UserError
 from agentlake.observe import deferred, observe_context
 from agentlake.workforce.candidates import find_candidates
+from agentlake.workforce.learning import action_of
 from agentlake.workforce.verify import Verification, verify_fill
 
 if TYPE_CHECKING:
     from agentlake.agents.policy import RunContext
-    from agentlake.learn import MachineAction
     from agentlake.llm import Provider
+    from agentlake.workforce.learning import StaffingAction
     from agentlake.workforce.order import FillOrder
 
 DEFAULT_SPARES = 2
@@ -250,7 +251,7 @@ class LLMPolicy:
         run_id = ctx.run_id or new_run_id()
         meter = _UsageMeter(run_id)
         with task_scope(order, ctx), meter:
-            given = lessons_for(order, ctx, run_id)
+            given = lessons_for(order, ctx)
             first = _Attempt(order=order, executor=executor, reviewer=reviewer, budget=budget, meter=meter)
             if given.lessons:
                 self._note(
@@ -268,7 +269,7 @@ class LLMPolicy:
             attempts = [first] if final is first else [first, final]
             proposed, verification = _final_proposal(final, ctx, given)
             spares = _spares(final, ctx, proposed, given)
-            cited = cite(ctx, run_id, [c for a in attempts for c in a.cited], given)
+            cited = cite([c for a in attempts for c in a.cited], given)
             outcome = TaskOutcome(
                 order=final.order,
                 proposed=proposed,
@@ -849,9 +850,9 @@ def _brief(order: FillOrder, ctx: RunContext, given: TaskLessons) -> _Brief:
     """The task's stable prompt parts, and the workers the lessons' filters allow (searched once)."""
     machine = given.machine
     added = {
-        lesson.id: lesson_args(lesson.machine, order)
+        lesson.id: lesson_args(action, order)
         for lesson in given.lessons
-        if lesson.machine is not None
+        if (action := action_of(lesson)) is not None
     }
     eligible: set[int] | None = None
     wanted = ""
@@ -877,7 +878,7 @@ def _brief(order: FillOrder, ctx: RunContext, given: TaskLessons) -> _Brief:
 
 
 def _among(
-    order: FillOrder, ctx: RunContext, machine: MachineAction | None, worker_ids: list[int]
+    order: FillOrder, ctx: RunContext, machine: StaffingAction | None, worker_ids: list[int]
 ) -> set[int]:
     """Which of ``worker_ids`` the search for ``order`` (narrowed by ``machine``) finds."""
     query = search_query(order, ctx, machine, limit=max(1, len(worker_ids)))

@@ -112,9 +112,15 @@ class TaskOutcome(TaskEffort):
         """Workers actually placed: the verified part of the proposal."""
         return len(self.verification.accepted) if self.success else 0
 
-    def op_attributes(self) -> dict[str, Any]:
-        """The ``task.fill`` op's attributes (shape shared with ``fill.judged``)."""
+    def op_attributes(self, *, states_outcome: bool = False) -> dict[str, Any]:
+        """The ``task.fill`` op's attributes (shape shared with ``fill.judged``); with
+        ``states_outcome``, how the run ended for lesson measurement (``learn.outcome_attributes``)."""
+        # Lazy (start-up time): the learning layer loads on first use.
+        from agentlake.learn import outcome_attributes
+
+        stated = outcome_attributes(self.order.signature(), self.success) if states_outcome else {}
         return {
+            **stated,
             "client_id": self.order.client_id,
             "task_kind": self.order.task_kind,
             "event_id": self.order.event_id,
@@ -149,7 +155,7 @@ def new_run_id() -> str:
 @contextmanager
 def task_scope(order: FillOrder, ctx: RunContext) -> Iterator[None]:
     """Every op recorded inside (tool calls, model calls, the ``task.fill`` op) shares one trace
-    id, the agent id and the order's provenance; the lake's catalog is read once.
+    id, the agent id, the run id and the order's labels; the lake's catalog is read once.
 
     The task's ops are acknowledged together: they are recorded in one ``observe.deferred``
     scope, so none waits for its own commit and the scope's exit, before the policy returns
@@ -158,14 +164,14 @@ def task_scope(order: FillOrder, ctx: RunContext) -> Iterator[None]:
     """
     import secrets
 
-    provenance = ctx.order_provenance(order)
+    labels = ctx.order_labels(order)
     with (
         deferred(raise_errors=False),
         catalog_snapshot(),
         # The task's own span (its task.fill op, recorded at the end, closes it): the tool and
         # model calls inside are its children, one trace per task.
         observe_context(
-            provenance=provenance, agent_id=ctx.agent_id, trace_id=secrets.token_hex(16), span=True
+            run_id=ctx.run_id, labels=labels, agent_id=ctx.agent_id, trace_id=secrets.token_hex(16), span=True
         ),
     ):
         yield
@@ -177,13 +183,11 @@ def record_task(outcome: TaskOutcome, ctx: RunContext) -> str | None:
     Inside ``task_scope`` the op is durable when the scope exits, with the task's other ops.
     A recording failure is logged, never raised: the fill happened either way.
     """
-    provenance = {
-        **ctx.order_provenance(outcome.order),
+    labels = {
+        **ctx.order_labels(outcome.order),
         "rescue_attempted": outcome.rescue_attempted,
         "rescue_succeeded": outcome.rescue_succeeded,
     }
-    if outcome.run_id:
-        provenance.setdefault("run_id", outcome.run_id)
     usage = None
     if outcome.input_tokens or outcome.output_tokens:
         usage = LLMUsage(
@@ -207,8 +211,9 @@ def record_task(outcome: TaskOutcome, ctx: RunContext) -> str | None:
         success=outcome.success,
         duration_ms=max(0.0, outcome.latency_ms),
         error=None if outcome.success else outcome.failure_reason,
-        provenance=provenance,
+        run_id=ctx.run_id or outcome.run_id or None,
+        labels=labels,
         usage=usage,
-        attributes=outcome.op_attributes(),
+        attributes=outcome.op_attributes(states_outcome=ctx.states_outcome),
     )
     return op.id if op is not None else None

@@ -150,7 +150,8 @@ class Overseer:
         if ctx.lessons is None:
             return []
         # Lazy (start-up time): the learning layer loads on first use.
-        from agentlake.learn import Delta, LessonDraft, LessonMatch, MachineAction
+        from agentlake.learn import Delta, LessonDraft, LessonMatch
+        from agentlake.workforce.learning import StaffingAction
 
         outcomes = list(self.outcomes if outcomes is None else outcomes)
         concerns = list(self.concerns if concerns is None else concerns)
@@ -163,14 +164,14 @@ class Overseer:
         ):
             if len({c.event_id for c in items}) < RECURRING and len(items) < RECURRING:
                 continue
-            match = LessonMatch(client_id=client_id, role=role)
+            match = LessonMatch(fields={"role": role, "client_id": client_id})
             if kind == "thin_buffer":
                 buffer = max(int(c.value or 1) for c in items)
                 draft = LessonDraft(
                     trigger=f"staffing {role or 'any role'} for {client_id or 'any client'}",
                     action=f"keep at least {buffer} verified spare candidates: buffers ran thin on {len(items)} events",
                     match=match,
-                    machine=MachineAction(min_candidate_buffer=buffer),
+                    machine=StaffingAction(min_candidate_buffer=buffer).model_dump(),
                     domain="staffing",
                     source="overseer",
                     confidence=0.4,
@@ -181,7 +182,7 @@ class Overseer:
                     action="check every worker's schedule for the shift before proposing; "
                     f"{len(items)} proposals double-booked a worker across events",
                     match=match,
-                    machine=MachineAction(exclude_double_booked=True),
+                    machine=StaffingAction(exclude_double_booked=True).model_dump(),
                     domain="staffing",
                     source="overseer",
                     confidence=0.4,
@@ -220,8 +221,8 @@ class Overseer:
                     lesson=LessonDraft(
                         trigger=f"emergency fills of {role} for {client_id or 'any client'}",
                         action=f"shortlist spares ahead: {runs} emergency fill(s) ran short today",
-                        match=LessonMatch(client_id=client_id, role=role),
-                        machine=MachineAction(min_candidate_buffer=max(2, biggest)),
+                        match=LessonMatch(fields={"role": role, "client_id": client_id}),
+                        machine=StaffingAction(min_candidate_buffer=max(2, biggest)).model_dump(),
                         domain="staffing",
                         source="overseer",
                         confidence=0.4,
@@ -274,7 +275,7 @@ def _record(concerns: list[Concern], outcome: TaskOutcome, ctx: RunContext) -> N
     except Exception:  # a witness never fails the work
         logging.getLogger(__name__).warning("could not record overseer concerns", exc_info=True)
         return
-    provenance = ctx.order_provenance(outcome.order)
+    labels = ctx.order_labels(outcome.order)
     for c in concerns:
         event(
             "overseer.concern",
@@ -283,7 +284,8 @@ def _record(concerns: list[Concern], outcome: TaskOutcome, ctx: RunContext) -> N
             agent_id=f"{ctx.agent_id}.overseer",
             success=False,
             error=c.message,
-            provenance=provenance,
+            run_id=ctx.run_id,
+            labels=labels,
             attributes={
                 "kind": c.kind,
                 "worker_ids": c.worker_ids,

@@ -93,7 +93,7 @@ def model_deltas(
             lesson=LessonDraft(
                 trigger=idea.trigger,
                 action=idea.action,
-                match=LessonMatch(role=idea.role or None, client_id=idea.client_id or None),
+                match=LessonMatch(fields={"role": idea.role or None, "client_id": idea.client_id or None}),
                 domain="staffing",
                 source="overseer",
                 confidence=0.3,

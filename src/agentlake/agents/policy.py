@@ -1,7 +1,7 @@
 """The policy extension point: whatever turns a ``FillOrder`` into a ``TaskOutcome``.
 
 Owns the ``Policy`` protocol, the ``RunContext`` every policy receives (the lake, the day's
-schedule, the lesson store, the observer, provenance, the live-view callback, the rescue and
+schedule, the lesson store, the observer, the ops' labels, the live-view callback, the rescue and
 overseer switches) and the registry behind ``get_policy``. Built-in policies (``rules``,
 ``llm``) register through :func:`register_policy`, the same door a third party uses. It does
 not own any policy's logic (``rules``, ``orchestrator``).
@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agentlake.agents.tools import default_tools
-from agentlake.observe import Provenance
 from agentlake.registry import Registry
 from agentlake.workforce.schedule import ScheduleBook
 
@@ -47,9 +46,11 @@ class RunContext:
     ``schedule`` defaults to the lake's placements (``ScheduleBook(lake)``); a scenario day
     passes its own so bookings made earlier in the day count. ``observer`` defaults to the
     process-wide one. ``on_turn`` receives every ``TurnRecord`` as it happens (the live view).
-    ``provenance`` fields (staffer_id, run_id, event_kind, ...) are stamped on every op.
+    ``run_id`` and ``labels`` (the staffer, the event's kind, ...) are stamped on every op.
     ``buffer`` holds candidates kept in reserve for this job earlier (the spares of the event an
     emergency replaces): a policy may verify them again and place them before searching.
+    ``states_outcome``: the task's ``task.fill`` op states how the run ended (False when a judge
+    states it instead).
     """
 
     lake: Lake
@@ -58,7 +59,7 @@ class RunContext:
     run_id: str | None = None
     staffer_id: str | None = None
     observer: Observer | None = None
-    provenance: dict[str, Any] = field(default_factory=dict)
+    labels: dict[str, Any] = field(default_factory=dict)
     on_turn: Callable[[TurnRecord], None] | None = None
     rescue: bool = True
     overseer: bool = False
@@ -68,6 +69,9 @@ class RunContext:
     project_id: str | None = None
     embedder: Any = None  # an agentlake.embed Embedder for hybrid_search; None = the default one
     buffer: list[int] = field(default_factory=list)
+    # The task's own op states how the run ended (for lesson measurement), unless someone else
+    # judges it and states that (a scenario's client: its fill.judged op).
+    states_outcome: bool = True
 
     def __post_init__(self) -> None:
         if self.settings is None:
@@ -76,10 +80,8 @@ class RunContext:
             self.schedule = ScheduleBook(self.lake)
         if self.tools is None:
             self.tools = default_tools()
-        if self.run_id is not None:
-            self.provenance.setdefault("run_id", self.run_id)
         if self.staffer_id is not None:
-            self.provenance.setdefault("staffer_id", self.staffer_id)
+            self.labels.setdefault("staffer_id", self.staffer_id)
 
     def emit(self, record: TurnRecord) -> None:
         """Hand one turn to the live view, if any; a broken view never breaks the task."""
@@ -91,21 +93,13 @@ class RunContext:
 
                 logging.getLogger(__name__).warning("on_turn callback failed", exc_info=True)
 
-    def op_provenance(self) -> dict[str, Any]:
-        """``provenance`` limited to the fields an op's ``Provenance`` has (others are dropped)."""
-        return {k: v for k, v in self.provenance.items() if k in Provenance.model_fields and v is not None}
+    def op_labels(self) -> dict[str, Any]:
+        """The context's labels, without empty values."""
+        return {key: value for key, value in self.labels.items() if value is not None}
 
-    def order_provenance(self, order: FillOrder) -> dict[str, Any]:
-        """Provenance for ops about ``order``: the order's shape, then the context's fields."""
-        fields = {
-            "role": order.role,
-            "city": order.city,
-            "state": order.state,
-            "count": order.count,
-            "sig_hash": order.signature().sig_hash(),
-            "event_kind": order.task_kind,
-        }
-        return {**fields, **self.op_provenance()}
+    def order_labels(self, order: FillOrder) -> dict[str, Any]:
+        """Labels for ops about ``order``: the order's shape, then the context's labels."""
+        return {**order.labels(), **self.op_labels()}
 
 
 PolicyFactory = Callable[..., Policy]

@@ -28,7 +28,7 @@ from agentlake.workforce.verify import Verification, verify_fill
 
 if TYPE_CHECKING:
     from agentlake.agents.policy import RunContext
-    from agentlake.learn import MachineAction
+    from agentlake.workforce.learning import StaffingAction
     from agentlake.workforce.order import FillOrder
 
 DEFAULT_SPARES = 2
@@ -76,7 +76,7 @@ class RulesPolicy:
             ctx.emit(record)
 
         with task_scope(order, ctx):
-            given = lessons_for(order, ctx, run_id)
+            given = lessons_for(order, ctx)
             if given.lessons:
                 action = given.machine.describe() if given.machine else "none machine-usable"
                 step("lessons", f"{len(given.lessons)} lesson(s) given; applying: {action}", given.text)
@@ -103,7 +103,7 @@ class RulesPolicy:
                     attempt.verification.accepted
                 ):
                     attempt = rescued
-            cited = cite(ctx, run_id, given.machine_ids, given) if attempt.applied else []
+            cited = cite(given.machine_ids, given) if attempt.applied else []
             success = attempt.verification.ok
             outcome = TaskOutcome(
                 order=attempt.order,
@@ -130,7 +130,7 @@ class RulesPolicy:
         self,
         order: FillOrder,
         ctx: RunContext,
-        machine: MachineAction | None,
+        machine: StaffingAction | None,
         step,  # noqa: ANN001
     ) -> list[int]:
         """The handed-over buffer's workers that still pass verification (bookings made since
@@ -156,7 +156,7 @@ class RulesPolicy:
         )
         return held
 
-    def _rescue_radius(self, order: FillOrder, machine: MachineAction | None) -> float:
+    def _rescue_radius(self, order: FillOrder, machine: StaffingAction | None) -> float:
         if (
             machine is not None
             and machine.widen_radius_miles
@@ -166,7 +166,7 @@ class RulesPolicy:
         return round(order.radius_miles * self.widen_factor, 1)
 
     def _attempt(
-        self, order: FillOrder, ctx: RunContext, machine: MachineAction | None, keep: list[int], step
+        self, order: FillOrder, ctx: RunContext, machine: StaffingAction | None, keep: list[int], step
     ) -> _Attempt:
         spares = self.spares
         if machine is not None and machine.min_candidate_buffer:
@@ -208,7 +208,7 @@ class RulesPolicy:
         return _Attempt(order, chosen, spare_ids, final, applied)
 
 
-def _also(machine: MachineAction | None) -> list[str]:
+def _also(machine: StaffingAction | None) -> list[str]:
     """The other roles a lesson says the client takes for the ordered one."""
     return list(machine.accept_roles) if machine is not None else []
 

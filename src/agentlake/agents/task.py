@@ -2,8 +2,8 @@
 
 Owns putting a single fill together from settings: parsing the order, opening the lake
 read-only, the lesson store if there is one, the observer and the model-call recording, the
-policy; running it; recording the run's outcome for lesson measurement; closing what it
-opened. It does not own any policy's logic.
+policy; running it (its ``task.fill`` op states how the run ended, which the learner reads
+for lesson measurement); closing what it opened. It does not own any policy's logic.
 """
 
 from __future__ import annotations
@@ -104,14 +104,9 @@ def fill(
                 input_summary=order.describe(),
                 success=False,
                 error=exception_text(exc),
-                provenance={"run_id": run_id},
+                run_id=run_id,
             )
             raise
-        if store is not None:
-            # Lazy (start-up time): the learning layer loads on first use.
-            from agentlake.learn import record_outcome
-
-            record_outcome(store, run_id, order.signature(), outcome.success)
         return outcome
     finally:
         if uninstall is not None:

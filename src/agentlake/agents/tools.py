@@ -159,7 +159,8 @@ class ToolRegistry:
             source="agent",
             agent_id=ctx.agent_id,
             input=args if name in self._tools else {"tool": name, "args": args},
-            provenance=ctx.op_provenance(),
+            run_id=ctx.run_id,
+            labels=ctx.op_labels(),
             observer=ctx.observer,
         ) as op:
             try:

@@ -63,7 +63,7 @@ def _list_through(server: Announcement, **filters: Any) -> list[Lesson]:
 
 
 def _row(lesson: Lesson) -> list[Any]:
-    action = lesson.action + (f" [machine: {lesson.machine.describe()}]" if lesson.machine else "")
+    action = lesson.action + (f" [machine: {lesson.describe_action()}]" if lesson.machine else "")
     scope = lesson.scope if lesson.scope == "global" else f"project:{lesson.project_id}"
     return [
         lesson.id,

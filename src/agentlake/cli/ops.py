@@ -36,8 +36,8 @@ def _row(op: Any) -> list[Any]:
         "yes" if op.success else "NO",
         round(op.duration_ms, 1),
         op.agent_id,
-        op.provenance.staffer_id,
-        op.provenance.run_id,
+        op.labels.get("staffer_id"),
+        op.run_id,
         detail[:80],
     ]
 
@@ -135,8 +135,9 @@ def query(
     success: bool = typer.Option(None, "--success/--failure", help="Only successes, or only failures."),
     since: str = typer.Option(None, "--since", help="From this time: ISO 8601 or an age (15m, 2h, 7d)."),
     until: str = typer.Option(None, "--until", help="Before this time: ISO 8601 or an age."),
-    staffer: str = typer.Option(None, "--staffer", help="Provenance staffer id."),
-    run: str = typer.Option(None, "--run", help="Provenance run id."),
+    staffer: str = typer.Option(None, "--staffer", help="A scenario's staffer (the staffer_id label)."),
+    run: str = typer.Option(None, "--run", help="Run id, or a prefix ending in *."),
+    label: list[str] = typer.Option([], "--label", help="A label the op carries, key=value (repeatable)."),
     limit: int = typer.Option(50, "--limit", min=1, max=1000, help="Page size."),
     offset: int = typer.Option(0, "--offset", min=0, help="Ops to skip (pagination)."),
     url: str = _URL,
@@ -144,7 +145,11 @@ def query(
 ) -> None:
     """Stored ops matching every filter, newest first."""
     from agentlake.observe import open_reader
+    from agentlake.observe.filters import parse_labels
 
+    labels = parse_labels(label)
+    if staffer:
+        labels["staffer_id"] = staffer
     reader = open_reader(url=url)
     try:
         found = reader.query(
@@ -153,7 +158,7 @@ def query(
             success=success,
             since=_when(since),
             until=_when(until),
-            staffer_id=staffer,
+            labels=labels,
             run_id=run,
             limit=limit,
             offset=offset,

@@ -35,7 +35,7 @@ from agentlake.gateway.schemas import (
     VramResponse,
 )
 from agentlake.http.keys import Principal
-from agentlake.learn import record_outcome
+from agentlake.learn import outcome_attributes
 from agentlake.llm.inventory import memory_report, model_statuses
 from agentlake.observe import event
 
@@ -174,9 +174,24 @@ def lesson_detail(services: Services, lesson_id: str) -> LessonDetail:
 
 
 def log_outcome(services: Services, request: LogOutcome) -> LogResponse:
-    """Record how a run ended, so the lessons given to it get measured."""
-    record_outcome(services.lessons, request.run_id, request.task, request.success, request.score)
-    return LogResponse(kind="outcome", run_id=request.run_id)
+    """Record how a run ended as one op (``task.outcome``), so the learner measures the lessons
+    given to it (the learner is the only writer of outcomes)."""
+    op = event(
+        "task.outcome",
+        source="external",
+        observer=services.observer,
+        run_id=request.run_id,
+        success=request.success,
+        input_summary=request.task.describe(),
+        attributes={
+            **outcome_attributes(request.task, request.success, request.score),
+            "lessons_given": request.lessons_given,
+            "lessons_cited": request.lessons_cited,
+        },
+    )
+    if op is None:
+        raise RunError("the outcome could not be recorded: the observer refused it (see the server log)")
+    return LogResponse(kind="outcome", run_id=request.run_id, op_id=op.id)
 
 
 def log_note(services: Services, request: LogNote) -> LogResponse:

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
-from agentlake.learn import Lesson, LessonDraft, LessonEvent, TaskSignature
+from agentlake.learn import Lesson, LessonDraft, LessonEvent, TaskKey
 from agentlake.llm.inventory import ModelHost, ModelStatus
 
 
@@ -162,10 +162,16 @@ class LogOutcome(BaseModel):
 
     kind: Literal["outcome"] = Field("outcome", description="Always 'outcome' for this request.")
     run_id: str = Field(..., min_length=1, max_length=128, description="The run the lessons were given to.")
-    task: TaskSignature = Field(..., description="The task the run did, as lessons are matched against it.")
+    task: TaskKey = Field(..., description="The task the run did, as lessons are matched against it.")
     success: bool = Field(..., description="Whether the run did what it was asked.")
     score: float | None = Field(
         None, ge=-1e9, le=1e9, allow_inf_nan=False, description="Optional graded result."
+    )
+    lessons_given: list[str] = Field(
+        default_factory=list, max_length=100, description="The lessons the run was given (their ids)."
+    )
+    lessons_cited: list[str] = Field(
+        default_factory=list, max_length=100, description="The given lessons the run says it followed."
     )
 
 

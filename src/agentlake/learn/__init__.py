@@ -1,13 +1,18 @@
 """The learning loop: lessons out of observed operations, curated by code, back into prompts.
 
-``model`` (the Lesson vocabulary) -> ``store`` (DuckDB, append-only history) -> ``curation``
-(the rules that change lessons) -> ``retrieval`` (lessons for a task, citations) -> ``effect``
-(outcomes, measured helpful/harmful). Extractors (``extract``: heuristic, induction, llm) turn ops into
-deltas (``evidence``: the judged items an op states, kept for induction); ``loop`` is the one learning loop: it reads what the observer recorded (outcomes,
-citations, rejections) and runs on demand, between scenario batches and on a schedule.
+``model`` (the Lesson vocabulary, any domain's) -> ``store`` (DuckDB or PostgreSQL, append-only
+history) -> ``curation`` (the rules that change lessons) -> ``retrieval`` (lessons for a task, a
+read) -> ``effect`` (outcomes, measured helpful/harmful). ``domain`` is the extension point a
+domain fills in (its task key, its machine action, its extractors: the staffing domain in
+``agentlake.workforce``, data questions in ``agentlake.questions``). Extractors (``extractor``:
+heuristic, induction, llm) turn ops into deltas (``evidence``: the judged items an op states,
+kept for induction); ``loop`` is the one learning loop and the only input: it reads what the
+observer recorded (outcomes, feedback, citations, rejections) and runs on demand, between
+scenario batches and on a schedule.
 """
 
-from agentlake.learn.effect import measure_effects, record_outcome
+from agentlake.learn.domain import Domain, domain_names, find_domain, register_domain
+from agentlake.learn.effect import measure_effects
 from agentlake.learn.extractor import (
     ExtractContext,
     Extractor,
@@ -15,8 +20,7 @@ from agentlake.learn.extractor import (
     get_extractor,
     register_extractor,
 )
-from agentlake.learn.heuristic import HeuristicExtractor
-from agentlake.learn.induction import InductionExtractor
+from agentlake.learn.heuristic import HeuristicExtractor, InductionExtractor
 from agentlake.learn.llm_extractor import LLMExtractor
 from agentlake.learn.loop import (
     CycleReport,
@@ -39,17 +43,17 @@ from agentlake.learn.model import (
     LessonDraft,
     LessonEvent,
     LessonMatch,
-    MachineAction,
-    TaskSignature,
+    TaskKey,
     estimate_tokens,
 )
-from agentlake.learn.retrieval import RetrievedLessons, record_citation, retrieve_lessons
+from agentlake.learn.retrieval import RetrievedLessons, combined_action, retrieve_lessons
 from agentlake.learn.store import ImportReport, LessonStore, lesson_snapshot
 
 __all__ = [
     "AppliedDelta",
     "CycleReport",
     "Delta",
+    "Domain",
     "EffectReport",
     "ExtractContext",
     "Extractor",
@@ -63,11 +67,13 @@ __all__ = [
     "LessonEvent",
     "LessonMatch",
     "LessonStore",
-    "MachineAction",
     "RetrievedLessons",
-    "TaskSignature",
+    "TaskKey",
+    "combined_action",
+    "domain_names",
     "estimate_tokens",
     "extractor_names",
+    "find_domain",
     "get_extractor",
     "learn_between_batches",
     "learn_cycle",
@@ -79,9 +85,8 @@ __all__ = [
     "outcome_attributes",
     "read_ops",
     "read_recent_ops",
-    "record_citation",
-    "record_outcome",
     "record_outcomes",
+    "register_domain",
     "register_extractor",
     "retrieve_lessons",
 ]

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import ValidationError
 
+from agentlake.learn.domain import find_domain
 from agentlake.learn.model import (
     DEFAULT_PROJECT,
     AppliedDelta,
@@ -140,6 +141,20 @@ def _both_machine(a: Lesson, b: Lesson) -> bool:
     return a.machine is not None and b.machine is not None
 
 
+def _conflict(a: Lesson, b: Lesson) -> str | None:
+    """Why the machine actions of two lessons of one domain cannot both hold, or ``None``."""
+    registered = find_domain(a.domain) if a.domain == b.domain else None
+    if registered is None or a.machine is None or b.machine is None:
+        return None
+    return registered.action_conflict(a.machine, b.machine)
+
+
+def _merged(domain: str, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two machine actions of ``domain`` combined by its rules (``a`` when it has none)."""
+    registered = find_domain(domain)
+    return registered.merge_actions(a, b) if registered is not None else a
+
+
 def _add(store: LessonStore, txn: Transaction, delta: Delta) -> AppliedDelta:
     candidate = _draft_lesson(delta, txn.now)
     actor = delta.actor
@@ -166,7 +181,7 @@ def _add(store: LessonStore, txn: Transaction, delta: Delta) -> AppliedDelta:
     conflicts: list[tuple[Lesson, str]] = []
     for peer in same_trigger:
         if _both_machine(peer, candidate):
-            why = candidate.machine.conflicts_with(peer.machine)  # type: ignore[union-attr]
+            why = _conflict(candidate, peer)
             if why:
                 conflicts.append((peer, why))
 
@@ -214,8 +229,8 @@ def _confirm(
         )
     machine = existing.machine
     action = existing.action
-    if existing.machine is not None and candidate.machine is not None:
-        merged = existing.machine.merged(candidate.machine)
+    if existing.machine is not None and candidate.machine is not None and existing.domain == candidate.domain:
+        merged = _merged(existing.domain, existing.machine, candidate.machine)
         if merged != existing.machine:
             machine = merged
             if merged == candidate.machine:  # the candidate's words describe the merged action
@@ -350,16 +365,22 @@ def _merge(txn: Transaction, delta: Delta) -> AppliedDelta:
     if not sources:
         return AppliedDelta(delta=delta, outcome="rejected", lesson_id=target.id, reason="nothing to merge")
     machine = target.machine
+    registered = find_domain(target.domain)
     for source in sources:
         if source.machine is not None:
-            if machine is not None and (why := machine.conflicts_with(source.machine)):
+            why = (
+                registered.action_conflict(machine, source.machine)
+                if registered is not None and machine is not None
+                else None
+            )
+            if why:
                 return AppliedDelta(
                     delta=delta,
                     outcome="rejected",
                     lesson_id=target.id,
                     reason=f"cannot merge {source.id}: {why}",
                 )
-            machine = source.machine if machine is None else machine.merged(source.machine)
+            machine = source.machine if machine is None else _merged(target.domain, machine, source.machine)
     merged = target.model_copy(
         update={
             "machine": machine,
@@ -560,7 +581,7 @@ def _group_same(store: LessonStore, lessons: list[Lesson]) -> list[list[Lesson]]
                     la, lb = lessons[worded[a]], lessons[worded[b]]
                     if (
                         sims[a, b] >= threshold
-                        and la.match.key() == lb.match.key()
+                        and la.match_key() == lb.match_key()
                         and negated(la.action) == negated(lb.action)
                     ):
                         union(worded[a], worded[b])

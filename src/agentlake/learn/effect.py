@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from agentlake.errors import UserError
 from agentlake.learn.curation import CONFIRM_STEP, FAIL_STEP, with_confidence
-from agentlake.learn.model import EffectReport, TaskSignature
+from agentlake.learn.model import EffectReport, TaskKey
 from agentlake.learn.store import _naive
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ EPSILON = 1e-9
 
 
 def record_outcome(
-    store: LessonStore, run_id: str, task: TaskSignature, success: bool, score: float | None = None
+    store: LessonStore, run_id: str, task: TaskKey, success: bool, score: float | None = None
 ) -> None:
     """Record how a run ended (recording the same run again replaces its outcome)."""
     if not run_id:
@@ -186,7 +186,7 @@ def effect_rows(store: LessonStore, lesson_id: str) -> list[dict[str, object]]:
     return [dict(zip(("run_id", "delta", "verdict", "measured_at"), row, strict=True)) for row in rows]
 
 
-def outcome_task(store: LessonStore, run_id: str) -> TaskSignature | None:
+def outcome_task(store: LessonStore, run_id: str) -> TaskKey | None:
     """The task signature recorded with a run's outcome, if any."""
     rows = store.query("SELECT task FROM outcomes WHERE run_id = ?", [run_id])
-    return TaskSignature.model_validate(json.loads(rows[0][0])) if rows else None
+    return TaskKey.model_validate(json.loads(rows[0][0])) if rows else None

@@ -3,20 +3,16 @@
 Owns the op convention (docs/learning.md, "Judged evidence") and reading it: an op whose
 ``attributes.judged`` is ``{"scope", "shape", "features", "items"}`` states, for each item
 (``{"id", "accepted", "explained"?, "values"}``), whether the judge took it and the item's
-features; ``features`` says, per feature, the ``MachineAction`` filter that acts on it
-(``min_scores.<name>``: keep at or above; ``max_distance_miles``: keep at or below;
-``require_certifications``: keep holders; ``exclude_prior_no_show_at_client``: keep those
-without the flag; ``accept_roles``: not a filter but a widening, the item's role (a string),
-stated only when the item is not of the role it was judged for, which is then the item's
-``ordered_role`` value) and the words people use for it. The judge's own words for a refused item
+features; ``features`` says, per feature, the filter of the domain's machine action that acts
+on it (``filter``) and the words people use for it. The judge's own words for a refused item
 are the op's ``attributes.rejections[].said`` of that item (vague feedback).
 
 An op whose rejections name their rule (``rule``: the judge said why, explicit feedback) does
-not count as evidence to induce from: the heuristic extractor copies what was said.
+not count as evidence to induce from: a rule extractor copies what was said.
 
 ``record_evidence`` keeps the items in the lesson store (idempotent by op and item), so rules
 can be induced from everything judged so far, across batches and inside a day's private copy
-of the store. It does not own induction (``induction``) nor any domain's features.
+of the store. It does not own induction (a domain's inducer) nor any domain's features.
 """
 
 from __future__ import annotations
@@ -32,11 +28,8 @@ if TYPE_CHECKING:
     from agentlake.observe.model import ObservedOp
 
 JUDGED = "judged"
-FILTERS = ("max_distance_miles", "require_certifications", "exclude_prior_no_show_at_client", "accept_roles")
-ACCEPT_ROLES = "accept_roles"
-ORDERED_ROLE = "ordered_role"  # the role an item of another role was judged for
 MAX_TEXT_VALUE = 100
-SCORE_FILTER = "min_scores."
+MAX_FILTER_CHARS = 100
 # Evidence kept per scope: the oldest items beyond this are not read (a long-lived service).
 MAX_ITEMS_PER_SCOPE = 5000
 
@@ -66,11 +59,6 @@ class JudgedOp:
     items: list[EvidenceItem] = field(default_factory=list)
 
 
-def known_filter(name: str) -> bool:
-    """Whether ``name`` is a MachineAction filter induction can state (see the module docstring)."""
-    return name in FILTERS or (name.startswith(SCORE_FILTER) and len(name) > len(SCORE_FILTER))
-
-
 def states_rules(op: ObservedOp) -> bool:
     """The judge named the rule of a refusal (explicit feedback): nothing to induce."""
     rejections = op.attributes.get("rejections")
@@ -90,7 +78,7 @@ def read_judged(op: ObservedOp) -> JudgedOp | None:
     schema: dict[str, dict[str, str]] = {}
     if isinstance(features, dict):
         for name, spec in features.items():
-            if isinstance(spec, dict) and known_filter(str(spec.get("filter", ""))):
+            if isinstance(spec, dict) and 0 < len(str(spec.get("filter") or "")) <= MAX_FILTER_CHARS:
                 schema[str(name)] = {"filter": str(spec["filter"]), "words": str(spec.get("words", ""))}
     said: dict[int, list[str]] = {}
     for rejection in op.attributes.get("rejections") or []:

@@ -3,7 +3,8 @@
 An extractor reads observed ops and proposes deltas; it never writes lessons itself (code
 curates: ``LessonStore.propose``). Built-ins (``heuristic``, ``induction``, ``llm``) register through
 :func:`register_extractor`, the same door a third party uses; ``settings.learn_extractor``
-picks one. This module owns only the contract and the registry.
+picks one (each runs every registered domain's own extractors: ``domain``). This module owns
+only the contract and the registry.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from agentlake.learn.model import DEFAULT_PROJECT, Delta, Lesson, MachineAction
+from agentlake.learn.model import DEFAULT_PROJECT, Delta, Lesson
 from agentlake.registry import Registry
 from agentlake.settings import load_settings
 
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
     from agentlake.learn.evidence import EvidenceItem
     from agentlake.observe.model import ObservedOp
     from agentlake.settings import Settings
+
+    # What an extractor reads: an op the witness recorded (a domain's extractors name it so).
+    Op = ObservedOp
 
 
 @dataclass(frozen=True)
@@ -32,8 +36,8 @@ class PoolCheck:
     emptied: tuple[str, ...] = ()
 
 
-# (scope, filter) -> what it leaves, or None when the domain cannot tell.
-PoolChecker = Callable[[str, "MachineAction"], "PoolCheck | None"]
+# (scope, the domain's machine action) -> what it leaves, or None when the domain cannot tell.
+PoolChecker = Callable[[str, Any], "PoolCheck | None"]
 
 
 class LessonReader(Protocol):
@@ -75,7 +79,7 @@ extractors: Registry[ExtractorFactory] = Registry(
     "agentlake.extractors",
     builtins={
         "heuristic": "agentlake.learn.heuristic",
-        "induction": "agentlake.learn.induction",
+        "induction": "agentlake.learn.heuristic",
         "llm": "agentlake.learn.llm_extractor",
     },
 )

@@ -49,13 +49,24 @@ DEFAULT_MAX_CHARS = 6000
 DEFAULT_BREAKER_FAILURES = 3
 DEFAULT_BREAKER_COOLDOWN_S = 300.0
 
-SYSTEM_PROMPT = f"""You are the witness of an operations platform. You read a log of recent operations
-(tool calls, fills judged by clients, failures) and propose at most {MAX_CANDIDATES} atomic lessons that would
-make the next runs succeed more often. A lesson has a trigger (when it applies), an action (what to do, one
-imperative sentence), a domain (staffing, tools, playbook or general), a confidence between 0 and 1, and the
-ids of the operations it is based on (copy them exactly from the log). Set client_id, role, task_kind or tool
-only when the lesson is specific to them. Propose nothing rather than guess: an empty list is a good answer.
-Answer with JSON only, of the form {{"candidates": [...]}}."""
+SYSTEM_PROMPT = """You are the witness of an operations platform. You read a log of recent operations
+(tool calls, tasks and how they ended, failures, feedback) and propose at most {max_candidates} atomic lessons
+that would make the next runs succeed more often. A lesson has a trigger (when it applies), an action (what to
+do, one imperative sentence), a domain ({domains}), a confidence between 0 and 1, and the ids of the operations
+it is based on (copy them exactly from the log). Set task_kind, tool or a key field of the task (in "fields":
+{fields}) only when the lesson is specific to it. Propose nothing rather than guess: an empty list is a good
+answer. Answer with JSON only, of the form {{"candidates": [...]}}."""
+
+
+def system_prompt() -> str:
+    """The extractor's instructions, naming the registered domains and their tasks' key fields."""
+    # Lazy (start-up time): the registered domains load with the first learning cycle.
+    from agentlake.learn.domain import all_domains
+
+    domains = all_domains()
+    names = ", ".join([*(d.name for d in domains), "tools", "playbook", "general"])
+    fields = "; ".join(f"{d.name}: {', '.join(d.key_fields)}" for d in domains) or "none"
+    return SYSTEM_PROMPT.format(max_candidates=MAX_CANDIDATES, domains=names, fields=fields)
 
 
 class LessonCandidate(BaseModel):
@@ -67,10 +78,11 @@ class LessonCandidate(BaseModel):
     action: str = Field(..., min_length=3, max_length=400)
     domain: str = Field("general", min_length=1, max_length=40)
     confidence: float = Field(..., ge=0, le=1)
-    client_id: str | None = Field(None, max_length=100)
-    role: str | None = Field(None, max_length=100)
     task_kind: str | None = Field(None, max_length=100)
     tool: str | None = Field(None, max_length=100)
+    fields: dict[str, str] = Field(
+        default_factory=dict, max_length=4, description="The task's key fields the lesson is specific to."
+    )
     evidence_op_ids: list[str] = Field(..., min_length=1, max_length=10)
 
 
@@ -95,8 +107,8 @@ def render_ops(
     used = 0
     for op in reversed(chosen):
         parts = [op.id, op.endpoint, "ok" if op.success else "FAILED"]
-        if op.provenance.run_id:
-            parts.append(f"run={op.provenance.run_id}")
+        if op.run_id:
+            parts.append(f"run={op.run_id}")
         if op.input_summary:
             parts.append(f"in={op.input_summary[:160]!r}")
         if op.output_summary:
@@ -165,7 +177,7 @@ class LLMExtractor:
         self.model = model
         self.settings = settings
         self.timeout_s = timeout_s if timeout_s is not None else settings.learn_llm_timeout_s
-        self.fallback = fallback or HeuristicExtractor()
+        self.fallback = fallback or HeuristicExtractor(settings)
         self.with_heuristic = with_heuristic
         self.tail = tail
         self.max_chars = max_chars
@@ -233,7 +245,7 @@ class LLMExtractor:
         # The fence on lines of its own: every line of the log starts with its op's id.
         fenced = data_block(f"\n{log_text}\n")
         messages = [
-            Message(role="system", content=f"{SYSTEM_PROMPT}\n{DATA_RULE}"),
+            Message(role="system", content=f"{system_prompt()}\n{DATA_RULE}"),
             Message(
                 role="user",
                 content=f"Recent operations, oldest first:\n{fenced}\n\nPropose at most {MAX_CANDIDATES} lessons.",
@@ -282,10 +294,7 @@ class LLMExtractor:
                     trigger=candidate.trigger,
                     action=candidate.action,
                     match=LessonMatch(
-                        client_id=candidate.client_id,
-                        role=candidate.role,
-                        task_kind=candidate.task_kind,
-                        tool=candidate.tool,
+                        task_kind=candidate.task_kind, tool=candidate.tool, fields=candidate.fields
                     ),
                     domain=candidate.domain.casefold(),
                     scope="project",

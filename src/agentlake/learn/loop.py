@@ -5,14 +5,14 @@ over given ops: the outcomes and citations the ops state (``record_outcomes``, t
 convention below), the judged evidence they state (``evidence.record_evidence``), extraction (``learn_from_ops``, idempotent by op id), deltas proposed
 directly (the overseer's), measured effects, decay/expiry and promotion. ``learn_recorded``
 is "learn now from these recorded ops": it reads them from the observer (``read_ops``, by
-provenance filters such as a run-id prefix) and runs the cycle; ``learn_between_batches``
+filters such as a run-id prefix) and runs the cycle; ``learn_between_batches``
 is that over one staffer's batch of a scenario run, into the staffer's own store. The
 ``LearningScheduler`` (a daemon thread long-running services start) and ``agentlake lessons
 learn`` run the same cycle over recent ops (``read_recent_ops``); a failing scheduled cycle
 is logged and counted, never raised into the host.
 
-The outcome convention: an op whose ``attributes.outcome`` is ``{"task": <TaskSignature
-fields>, "success": bool, "score": float | None}`` states how run ``provenance.run_id``
+The outcome convention: an op whose ``attributes.outcome`` is ``{"task": <TaskKey
+fields>, "success": bool, "score": float | None}`` states how run ``run_id``
 ended; its ``attributes.lessons_given`` and ``lessons_cited`` are the lessons the run was
 given and said it used (``outcome_attributes`` builds it). Citations of lessons the store
 does not hold are skipped. It does not own the rules (``curation``), the extractors
@@ -40,9 +40,8 @@ from agentlake.learn.model import (
     Delta,
     EffectReport,
     LessonEvent,
-    TaskSignature,
+    TaskKey,
 )
-from agentlake.learn.retrieval import record_citation
 from agentlake.learn.store import LessonStore, PgSchema
 from agentlake.observe import open_reader
 
@@ -133,7 +132,7 @@ def learn_from_ops(
     return store.propose(deltas, learned_op_ids=[op.id for op in new_ops])
 
 
-def outcome_attributes(task: TaskSignature, success: bool, score: float | None = None) -> dict[str, Any]:
+def outcome_attributes(task: TaskKey, success: bool, score: float | None = None) -> dict[str, Any]:
     """The ``attributes.outcome`` of an op that states how its run ended (see the module docstring)."""
     return {OUTCOME: {"task": task.model_dump(mode="json"), "success": bool(success), "score": score}}
 
@@ -144,19 +143,19 @@ def record_outcomes(store: LessonStore, ops: Sequence[ObservedOp]) -> int:
     Recording the same op again replaces its outcome and adds no citation twice, so feeding
     overlapping windows is safe.
     """
-    stated = [op for op in ops if isinstance(op.attributes.get(OUTCOME), dict) and op.provenance.run_id]
+    stated = [op for op in ops if isinstance(op.attributes.get(OUTCOME), dict) and op.run_id]
     if not stated:
         return 0
     known = {lesson.id for lesson in store.list()}
     for op in stated:
-        run, outcome = str(op.provenance.run_id), op.attributes[OUTCOME]
+        run, outcome = str(op.run_id), op.attributes[OUTCOME]
         given = [i for i in op.attributes.get("lessons_given") or [] if i in known]
         cited = [i for i in op.attributes.get("lessons_cited") or [] if i in known]
         if given:
-            record_citation(store, run, given, used=False)
+            store.record_citations(run, given, used=False)
         if cited:
-            record_citation(store, run, cited, used=True)
-        task = TaskSignature.model_validate(outcome.get("task") or {})
+            store.record_citations(run, cited, used=True)
+        task = TaskKey.model_validate(outcome.get("task") or {})
         record_outcome(store, run, task, bool(outcome.get("success")), score=outcome.get("score"))
     return len(stated)
 

@@ -1,9 +1,10 @@
-"""The lesson vocabulary: ``Lesson``, its match and machine action, task signatures, deltas.
+"""The lesson vocabulary: ``Lesson``, its match, task keys, deltas; any domain's.
 
-Owns the shapes, their validation (lengths, ranges, the ``extra_where`` guard) and the pure
-functions over them: stable ids, identity keys, merging and conflicts of machine actions, the
-token estimate. It does not own storage (``store``), curation rules (``curation``), retrieval
-(``retrieval``) or measurement (``effect``).
+Owns the shapes, their validation (lengths, ranges, each field's cleaning; a machine action is
+validated by its domain: ``domain``) and the pure functions over them: stable ids, identity
+keys, the token estimate. It does not own storage (``store``), curation rules (``curation``),
+retrieval (``retrieval``), measurement (``effect``) or any domain's vocabulary (a domain
+registers it: ``domain.Domain``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agentlake.errors import AgentlakeError
+from agentlake.learn.domain import KEY_SLOTS, find_domain, generic_identity
 from agentlake.observe.model import cap
 from agentlake.observe.scrub import scrub
 
@@ -45,11 +46,11 @@ MAX_EXCERPT_CHARS = 200
 MAX_EXCERPTS = 3
 MAX_EVIDENCE_IDS = 50
 MAX_EXCLUDE_IDS = 500
+MAX_KEY_FIELDS = 8
 DEFAULT_PROJECT = "default"
-
-# The fields of a match that describe the task (and so can be compared with a TaskSignature);
-# ``tool`` and ``error_signature`` describe a step inside any task.
-TASK_FIELDS = ("task_kind", "role", "client_id", "city", "state")
+_FIELD_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+# A match's own fields; any other key of a match as earlier releases stored it is a key field.
+_MATCH_FIELDS = ("task_kind", "fields", "tool", "error_signature")
 
 
 def estimate_tokens(text: str) -> int:
@@ -77,22 +78,70 @@ def normalize_text(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s.]", " ", text.casefold()).split())
 
 
+def _clean_fields(value: Any) -> dict[str, str]:
+    """Key fields as a match or a task holds them: plain names, normalised scrubbed text, no
+    empty values, at most ``MAX_KEY_FIELDS``."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError("fields must be an object of name: value")
+    out: dict[str, str] = {}
+    for name, item in value.items():
+        if not isinstance(name, str) or not _FIELD_NAME.match(name):
+            raise ValueError(f"field name {name!r}: use lower-case letters, digits and _")
+        text = _norm(item) if item is not None else None
+        if text:
+            out[name] = scrub(text)
+    if len(out) > MAX_KEY_FIELDS:
+        raise ValueError(f"{len(out)} key fields; at most {MAX_KEY_FIELDS}")
+    return out
+
+
+def _legacy_fields(data: Any, own: tuple[str, ...]) -> Any:
+    """A match or task as earlier releases stored it (its key fields beside its own): the key
+    fields moved under ``fields``."""
+    if not isinstance(data, dict):
+        return data
+    extra = {key: value for key, value in data.items() if key not in own}
+    if not extra:
+        return data
+    kept = {key: value for key, value in data.items() if key in own}
+    return {**kept, "fields": {**extra, **(data.get("fields") or {})}}
+
+
+def key_slots(domain: str | None, fields: dict[str, str]) -> list[str]:
+    """``fields`` laid out for identity and task hashes: the domain's key fields in its order
+    (``KEY_SLOTS`` of them, empty where unset), then any other field as ``name=value``."""
+    registered = find_domain(domain)
+    order = list(registered.key_fields) if registered is not None else []
+    slots = [_fold(fields.get(name)) for name in order] + [""] * (KEY_SLOTS - len(order))
+    slots += [f"{name}={_fold(value)}" for name, value in sorted(fields.items()) if name not in order]
+    return slots
+
+
 class LessonMatch(BaseModel):
-    """When a lesson applies. ``None`` means any; strings compare case-insensitively."""
+    """When a lesson applies: the task's kind and key fields it pins (a domain's, e.g. the
+    client and the role of a staffing task, or the dataset of a data question), and the tool
+    and error a lesson about a step is about. Unset means any; text compares case-insensitively."""
 
     model_config = ConfigDict(extra="forbid")
 
-    task_kind: str | None = Field(None, description="Kind of task, e.g. baseline_fill; empty: any.")
-    role: str | None = Field(None, description="Role, e.g. Welder; empty: any.")
-    client_id: str | None = Field(None, description="Client id; empty: any client.")
-    city: str | None = Field(None, description="City; empty: anywhere.")
-    state: str | None = Field(None, description="State (2-letter code); empty: anywhere.")
+    task_kind: str | None = Field(None, description="Kind of task, e.g. baseline_fill or ask; empty: any.")
+    fields: dict[str, str] = Field(
+        default_factory=dict,
+        description='The task key fields this lesson is about (the domain\'s), e.g. {"dataset": "orders"}.',
+    )
     tool: str | None = Field(None, description="A tool the lesson is about, e.g. sql; empty: none.")
     error_signature: str | None = Field(
         None, max_length=300, description="The normalised error a tool lesson is about."
     )
 
-    @field_validator("*", mode="before")
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy(cls, data: Any) -> Any:
+        return _legacy_fields(data, _MATCH_FIELDS)
+
+    @field_validator("task_kind", "tool", "error_signature", mode="before")
     @classmethod
     def _clean(cls, value: Any) -> Any:
         if not isinstance(value, str):
@@ -100,205 +149,81 @@ class LessonMatch(BaseModel):
         value = _norm(value)
         return scrub(value) if value else value
 
-    def key(self) -> tuple[str, ...]:
-        """The match as a case-folded tuple, for identity and equality of triggers."""
-        return tuple(_fold(getattr(self, name)) for name in type(self).model_fields)
+    @field_validator("fields", mode="before")
+    @classmethod
+    def _fields(cls, value: Any) -> dict[str, str]:
+        return _clean_fields(value)
+
+    def get(self, name: str) -> str | None:
+        """The value a match pins for ``name`` (``task_kind`` or a key field), or ``None``."""
+        return self.task_kind if name == "task_kind" else self.fields.get(name)
+
+    def key(self, domain: str | None = None) -> tuple[str, ...]:
+        """The match as a case-folded tuple, for identity and equality of triggers: the task
+        kind, the key fields in ``domain``'s slots, the tool and the error signature."""
+        return (
+            _fold(self.task_kind),
+            *key_slots(domain, self.fields),
+            _fold(self.tool),
+            _fold(self.error_signature),
+        )
 
     def specificity(self) -> int:
-        """How many task fields this match pins down."""
-        return sum(getattr(self, name) is not None for name in TASK_FIELDS)
+        """How many task fields this match pins down (its task kind and key fields)."""
+        return (self.task_kind is not None) + len(self.fields)
 
     def describe(self) -> str:
-        parts = [
-            f"{name}={getattr(self, name)}"
-            for name in type(self).model_fields
-            if getattr(self, name) is not None
+        parts = [f"task_kind={self.task_kind}"] if self.task_kind else []
+        parts += [f"{name}={value}" for name, value in self.fields.items()]
+        parts += [
+            f"{name}={getattr(self, name)}" for name in ("tool", "error_signature") if getattr(self, name)
         ]
         return ", ".join(parts) or "any task"
 
 
-class MachineAction(BaseModel):
-    """What a policy WITHOUT an LLM can apply; every part optional.
+def _action_data(value: Any) -> Any:
+    """A domain's action model given where its JSON is kept (``model_dump``), else as given."""
+    return value.model_dump() if hasattr(value, "model_dump") else value
 
-    Stated limits (``min_scores``, ``max_distance_miles``) conflict when two lessons name
-    different values; tuning knobs (``min_candidate_buffer``, ``widen_radius_miles``) merge by
-    taking the larger value, because a run that ran short says "more", never "exactly this".
-    """
 
-    model_config = ConfigDict(extra="forbid")
+def _accepts(domain: Any, machine: dict[str, Any]) -> bool:
+    try:
+        domain.validate_action(machine)
+    except ValueError:
+        return False
+    return True
 
-    require_certifications: list[str] = Field(
-        default_factory=list, description="Canonical names, e.g. 'OSHA 30'."
-    )
-    min_scores: dict[str, float] = Field(
-        default_factory=dict, description="Minimum worker scores, e.g. {'reliability': 0.7}."
-    )
-    max_distance_miles: float | None = Field(None, gt=0, description="Only workers living this close.")
-    exclude_prior_no_show_at_client: bool = Field(
-        False, description="Skip workers who did not show at this client before."
-    )
-    exclude_double_booked: bool = Field(False, description="Skip workers already booked over the shift.")
-    min_candidate_buffer: int | None = Field(
-        None, ge=1, le=100, description="Spare candidates to verify beyond the requested count."
-    )
-    widen_radius_miles: float | None = Field(
-        None, gt=0, le=500, description="Search this far when the default radius runs short."
-    )
-    extra_where: str | None = Field(
-        None, max_length=500, description="A WHERE fragment; must pass lake.guard.check_where."
-    )
-    accept_roles: list[str] = Field(
-        default_factory=list,
-        max_length=20,
-        description="Other roles the client takes for the ordered one (its synonyms): widens the search.",
-    )
-    exclude_ids: list[int] = Field(
-        default_factory=list,
-        max_length=MAX_EXCLUDE_IDS,
-        description="Items (workers) to leave out: ones a judge refused for reasons no other rule explains.",
-    )
 
-    @field_validator("exclude_ids")
-    @classmethod
-    def _ids(cls, value: list[int]) -> list[int]:
-        return sorted(set(value))
-
-    @field_validator("require_certifications", "accept_roles")
-    @classmethod
-    def _names(cls, value: list[str]) -> list[str]:
-        seen: dict[str, str] = {}
-        for cert in value:
-            cert = " ".join(cert.split())
-            if cert and cert.casefold() not in seen:
-                seen[cert.casefold()] = cert
-        return sorted(seen.values(), key=str.casefold)
-
-    @field_validator("min_scores")
-    @classmethod
-    def _scores(cls, value: dict[str, float]) -> dict[str, float]:
-        for name, score in value.items():
-            if not name.strip() or not math.isfinite(score) or score < 0:
-                raise ValueError(f"min_scores[{name!r}] must be a finite number >= 0")
-        return {name.strip(): float(score) for name, score in sorted(value.items())}
-
-    @field_validator("extra_where")
-    @classmethod
-    def _where(cls, value: str | None) -> str | None:
-        value = _norm(value)
-        if value is not None:
-            check_where_fragment(value)
-        return value
-
-    def is_empty(self) -> bool:
-        return self == MachineAction()
-
-    def merged(self, other: MachineAction) -> MachineAction:
-        """The action applying both: certifications united, the stricter limit, the larger knob."""
-        scores = dict(self.min_scores)
-        for name, value in other.min_scores.items():
-            scores[name] = max(value, scores.get(name, value))
-        wheres = [w for w in (self.extra_where, other.extra_where) if w]
-        wheres = list(dict.fromkeys(wheres))
-        return MachineAction(
-            require_certifications=self.require_certifications + other.require_certifications,
-            min_scores=scores,
-            max_distance_miles=_pick(min, self.max_distance_miles, other.max_distance_miles),
-            exclude_prior_no_show_at_client=self.exclude_prior_no_show_at_client
-            or other.exclude_prior_no_show_at_client,
-            exclude_double_booked=self.exclude_double_booked or other.exclude_double_booked,
-            min_candidate_buffer=_pick(max, self.min_candidate_buffer, other.min_candidate_buffer),
-            widen_radius_miles=_pick(max, self.widen_radius_miles, other.widen_radius_miles),
-            extra_where=" AND ".join(f"({w})" for w in wheres)
-            if len(wheres) > 1
-            else (wheres[0] if wheres else None),
-            exclude_ids=sorted(set(self.exclude_ids) | set(other.exclude_ids))[-MAX_EXCLUDE_IDS:],
-            accept_roles=self.accept_roles + other.accept_roles,
-        )
-
-    def conflicts_with(self, other: MachineAction) -> str | None:
-        """Why the two cannot both hold, or ``None`` when they are compatible."""
-        for name in sorted(set(self.min_scores) & set(other.min_scores)):
-            if abs(self.min_scores[name] - other.min_scores[name]) > 1e-9:
-                return f"min_scores.{name} {self.min_scores[name]:g} vs {other.min_scores[name]:g}"
-        a, b = self.max_distance_miles, other.max_distance_miles
-        if a is not None and b is not None and abs(a - b) > 1e-9:
-            return f"max_distance_miles {a:g} vs {b:g}"
-        for widen, limit in ((self.widen_radius_miles, b), (other.widen_radius_miles, a)):
-            if widen is not None and limit is not None and widen > limit:
-                return f"widen_radius_miles {widen:g} beyond max_distance_miles {limit:g}"
+def validate_action(domain: str, machine: Any) -> dict[str, Any] | None:
+    """A lesson's machine action as stored: its domain's validation (``ValueError`` when it
+    refuses it), ``None`` when empty; the action of no registered domain kept as given."""
+    if machine is None:
         return None
-
-    def identity(self) -> dict[str, Any]:
-        """The parts that make two actions the same lesson (tuning knobs without their numbers)."""
-        data = self.model_dump(exclude_defaults=True)
-        if "min_candidate_buffer" in data:
-            data["min_candidate_buffer"] = "set"
-        if "widen_radius_miles" in data:
-            data["widen_radius_miles"] = "set"
-        if "exclude_ids" in data:  # the list grows with evidence; the lesson stays the same one
-            data["exclude_ids"] = "set"
-        for name in ("require_certifications", "accept_roles"):
-            if name in data:
-                data[name] = [c.casefold() for c in data[name]]
-        return data
-
-    def describe(self) -> str:
-        """The action in words, for prompts and tables."""
-        parts = []
-        if self.require_certifications:
-            parts.append("require " + ", ".join(self.require_certifications))
-        for name, value in self.min_scores.items():
-            parts.append(f"{name} >= {value:g}")
-        if self.max_distance_miles is not None:
-            parts.append(f"within {self.max_distance_miles:g} miles")
-        if self.exclude_prior_no_show_at_client:
-            parts.append("exclude prior no-shows at this client")
-        if self.exclude_double_booked:
-            parts.append("exclude workers already booked over the shift")
-        if self.min_candidate_buffer is not None:
-            parts.append(f"shortlist at least {self.min_candidate_buffer} spare candidates")
-        if self.widen_radius_miles is not None:
-            parts.append(f"widen the search radius to {self.widen_radius_miles:g} miles")
-        if self.extra_where:
-            parts.append(f"filter WHERE {self.extra_where}")
-        if self.exclude_ids:
-            parts.append(f"leave out {len(self.exclude_ids)} refused worker(s)")
-        if self.accept_roles:
-            parts.append("also take " + ", ".join(self.accept_roles))
-        return "; ".join(parts)
+    if hasattr(machine, "model_dump"):
+        machine = machine.model_dump()
+    if not isinstance(machine, dict):
+        raise ValueError("a machine action is an object")
+    registered = find_domain(domain)
+    if registered is None:
+        return dict(machine) or None
+    action = registered.validate_action(machine)
+    return None if registered.action_is_empty(action) else action
 
 
-def _pick(fn: Any, a: Any, b: Any) -> Any:
-    values = [v for v in (a, b) if v is not None]
-    return fn(values) if values else None
-
-
-def check_where_fragment(fragment: str) -> None:
-    """Raise ``ValueError`` unless the lake's guard accepts ``fragment`` as a WHERE clause.
-
-    The guard is the lake's (``agentlake.lake.guard.check_where``): one definition of safe SQL.
-    """
-    try:
-        # Lazy (start-up time): the lake (DuckDB) loads on first use.
-        from agentlake.lake.guard import check_where
-    except ImportError as exc:  # the lake package is optional at import time for pure learn use
-        raise ValueError(f"cannot validate extra_where without agentlake.lake.guard ({exc})") from None
-    try:
-        check_where(fragment)
-    except AgentlakeError as exc:
-        raise ValueError(f"extra_where rejected by the SQL guard: {exc.message}") from None
-
-
-def identity_key(domain: str, match: LessonMatch, machine: MachineAction | None, action: str) -> str:
+def identity_key(domain: str, match: LessonMatch, machine: dict[str, Any] | None, action: str) -> str:
     """What makes two lessons the same lesson regardless of scope: a short hash.
 
-    With a machine action, its identity (stated values included, knob values excluded);
-    otherwise the normalised words of the action.
+    With a machine action, its identity (its domain's: stated values included, knob values
+    excluded); otherwise the normalised words of the action.
     """
-    what: Any = (
-        machine.identity() if machine is not None and not machine.is_empty() else normalize_text(action)
-    )
-    blob = json.dumps([domain.casefold(), list(match.key()), what], sort_keys=True, ensure_ascii=False)
+    registered = find_domain(domain)
+    if machine:
+        what: Any = (
+            registered.action_identity(machine) if registered is not None else generic_identity(machine)
+        )
+    else:
+        what = normalize_text(action)
+    blob = json.dumps([domain.casefold(), list(match.key(domain)), what], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -319,7 +244,9 @@ class Lesson(BaseModel):
     )
     match: LessonMatch = Field(default_factory=LessonMatch)
     action: str = Field(..., min_length=1, max_length=MAX_ACTION_CHARS, description="What to do, in words.")
-    machine: MachineAction | None = None
+    machine: dict[str, Any] | None = Field(
+        None, description="What a policy without a model applies: the domain's action (domain.Domain)."
+    )
     domain: str = Field("general", min_length=1, max_length=64)
     scope: Scope = "project"
     project_id: str | None = DEFAULT_PROJECT
@@ -349,6 +276,11 @@ class Lesson(BaseModel):
     def _words(cls, value: str) -> str:
         return scrub(" ".join(value.split()))
 
+    @field_validator("machine", mode="before")
+    @classmethod
+    def _machine(cls, value: Any) -> Any:
+        return _action_data(value)
+
     @field_validator("evidence_excerpts")
     @classmethod
     def _excerpts(cls, value: list[str]) -> list[str]:
@@ -366,8 +298,7 @@ class Lesson(BaseModel):
             self.project_id = None
         elif not self.project_id:
             raise ValueError("a project-scoped lesson needs a project_id")
-        if self.machine is not None and self.machine.is_empty():
-            self.machine = None
+        self.machine = validate_action(self.domain, self.machine)
         if not self.key:
             self.key = identity_key(self.domain, self.match, self.machine, self.action)
         self.evidence_count = max(self.evidence_count, len(self.evidence_op_ids))
@@ -381,37 +312,70 @@ class Lesson(BaseModel):
         trial = " (trial)" if self.status == "pending" else ""
         return f"[{self.id}] {self.trigger}: {self.action}{trial}"
 
+    def match_key(self) -> tuple[str, ...]:
+        """The match's key in this lesson's domain's slots (``LessonMatch.key``)."""
+        return self.match.key(self.domain)
 
-class TaskSignature(BaseModel):
-    """The shape of a task that lessons are matched and measured against."""
+    def describe_action(self) -> str:
+        """The machine action in words (its domain's), or empty when there is none."""
+        if self.machine is None:
+            return ""
+        registered = find_domain(self.domain)
+        return (
+            registered.describe_action(self.machine) if registered is not None else json.dumps(self.machine)
+        )
+
+
+class TaskKey(BaseModel):
+    """A task as lessons are matched and measured against it: its domain, kind and key fields
+    (the domain's: a staffing order's role, client and place; a data question's dataset)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    task_kind: str = Field(..., description="Kind of task, e.g. baseline_fill or emergency_fill.")
-    role: str | None = Field(None, description="Role filled, e.g. Welder.")
-    client_id: str | None = Field(None, description="Client id, e.g. riverfront-steel.")
-    city: str | None = Field(None, description="City of the job.")
-    state: str | None = Field(None, description="State of the job (2-letter code).")
+    domain: str = Field("general", min_length=1, max_length=64, description="The domain of the task.")
+    task_kind: str = Field(..., min_length=1, description="Kind of task, e.g. baseline_fill or ask.")
+    fields: dict[str, str] = Field(default_factory=dict, description="The task's key fields.")
 
-    @field_validator("*", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _clean(cls, value: Any) -> Any:
+    def _legacy(cls, data: Any) -> Any:
+        # A task as earlier releases stated it: its key fields beside task_kind, no domain (the
+        # registered domain whose key fields hold them all).
+        data = _legacy_fields(data, ("domain", "task_kind", "fields"))
+        if isinstance(data, dict) and "domain" not in data and data.get("fields"):
+            named = {key for key, value in data["fields"].items() if value is not None}
+            from agentlake.learn.domain import all_domains
+
+            owner = next((d.name for d in all_domains() if named <= set(d.key_fields)), None)
+            if owner is not None:
+                data = {**data, "domain": owner}
+        return data
+
+    @field_validator("task_kind", mode="before")
+    @classmethod
+    def _kind(cls, value: Any) -> Any:
         return _norm(value) if isinstance(value, str) else value
 
+    @field_validator("fields", mode="before")
+    @classmethod
+    def _fields(cls, value: Any) -> dict[str, str]:
+        return _clean_fields(value)
+
+    def get(self, name: str) -> str | None:
+        """``task_kind`` or a key field's value, or ``None``."""
+        return self.task_kind if name == "task_kind" else self.fields.get(name)
+
     def sig_hash(self) -> str:
-        """16 hex chars; equal for signatures that differ only in case or spacing."""
-        blob = "\x1f".join(_fold(getattr(self, name)) for name in TASK_FIELDS)
+        """16 hex chars; equal for tasks that differ only in case or spacing."""
+        blob = "\x1f".join([_fold(self.task_kind), *key_slots(self.domain, self.fields)])
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def describe(self) -> str:
-        """The task in words, for semantic matching."""
-        words = [self.task_kind.replace("_", " ")]
-        if self.role:
-            words.append(self.role)
-        if self.client_id:
-            words.append(f"for {self.client_id.replace('-', ' ')}")
-        if self.city or self.state:
-            words.append("in " + ", ".join(p for p in (self.city, self.state) if p))
+        """The task in words, for semantic matching (its domain's words)."""
+        registered = find_domain(self.domain)
+        if registered is not None:
+            return registered.describe_task(self)
+        words = [self.task_kind.replace("_", " "), *self.fields.values()]
         return " ".join(words)
 
 
@@ -427,10 +391,16 @@ class LessonDraft(BaseModel):
     match: LessonMatch = Field(
         default_factory=LessonMatch, description="The tasks it applies to; empty fields match any."
     )
-    machine: MachineAction | None = Field(
-        None, description="What a policy without an LLM applies (filters, limits); optional."
+    machine: dict[str, Any] | None = Field(
+        None,
+        description="What a policy without an LLM applies (the domain's action: filters, limits); optional.",
     )
-    domain: str = Field("general", min_length=1, max_length=64, description="staffing, tools, playbook, ...")
+    domain: str = Field(
+        "general",
+        min_length=1,
+        max_length=64,
+        description="A registered domain (staffing, data), or tools, playbook, general.",
+    )
     scope: Scope = Field("project", description="project (this project only) or global.")
     project_id: str | None = Field(None, description="The project of a project lesson; empty: the default.")
     confidence: float = Field(0.5, ge=0, le=1, description="How sure the proposer is (curation may cap it).")
@@ -444,6 +414,26 @@ class LessonDraft(BaseModel):
     id: str | None = Field(
         None, pattern=r"^L-[A-Za-z0-9_-]{1,64}$", description="An existing lesson's id to confirm or edit."
     )
+
+    @field_validator("machine", mode="before")
+    @classmethod
+    def _machine(cls, value: Any) -> Any:
+        return _action_data(value)
+
+    @model_validator(mode="after")
+    def _action(self) -> LessonDraft:
+        if self.machine is not None and find_domain(self.domain) is None:
+            # A draft that names no domain (earlier releases' clients) belongs to the one
+            # registered domain whose action it is.
+            from agentlake.learn.domain import all_domains
+
+            owners = [d.name for d in all_domains() if _accepts(d, self.machine)]
+            if len(owners) != 1:
+                names = ", ".join(d.name for d in all_domains()) or "none"
+                raise ValueError(f"a machine action belongs to a domain: set domain to one of {names} (not {self.domain!r})")
+            self.domain = owners[0]
+        self.machine = validate_action(self.domain, self.machine)
+        return self
 
 
 class Delta(BaseModel):

@@ -1,42 +1,44 @@
 """Lessons for one task: structured match first, then semantic similarity, within a token budget.
 
-Owns the ranking, the prompt block (``[L-abc123] trigger: action``), the combined machine
-action a rules policy applies, and recording which lessons were given to which run. It does
-not own lesson storage (``store``) or what runs did with them (``effect``).
+Owns the ranking, the prompt block (``[L-abc123] trigger: action``) and the combined machine
+action a policy without a model applies (``combined_action``). Retrieval is a read: what a
+run was given and cited reaches the store as ops (``loop``). It does not own lesson storage
+(``store``) or what runs did with them (``effect``).
 
 Ranking, in order, until the budget is spent (a lesson that does not fit is skipped, a
 shorter one after it may still fit):
 
 1. active lessons whose match pins at least one task field and agrees on every field it pins;
-2. active lessons that apply to any task, and active lessons that agree on client, role and
-   task kind but disagree on a soft field (city, state) yet whose text is semantically close
-   to the task (cosine >= ``SEMANTIC_FLOOR``): a fill in Akron still finds the lessons learned
-   on the same client's fills in Cleveland;
+2. active lessons that apply to any task, and active lessons that agree on the task kind and
+   the domain's hard fields but disagree on a soft one, yet whose text is semantically close to
+   the task (cosine >= ``SEMANTIC_FLOOR``): a staffing fill in Akron still finds the lessons
+   learned on the same client's fills in Cleveland;
 3. the same two stages for pending lessons, marked "(trial)" so their effect can be measured.
 
-A lesson's scope must match the task for it to be given: a lesson pinned to another client,
-role or task kind is never given (a client's rules are that client's, a Welder's cert must not
-filter Electricians, an emergency's buffer is for emergencies), and a lesson about a tool is
-given only to a task that has that tool (``tools``; none given: no tool lessons).
-Tokens are estimated without a tokenizer (characters / 4, see ``model.estimate_tokens``).
+A lesson is given to a task of its own domain, or is a lesson about any task (its domain is
+none registered: ``tools``, ``playbook``, ``general``). Its scope must match the task: a
+lesson pinned to another value of a hard field (the task kind, and the domain's, e.g. a
+staffing client or role, a data question's dataset) is never given, and a lesson about a tool
+is given only to a task that has that tool (``tools``; none given: no tool lessons). Tokens
+are estimated without a tokenizer (characters / 4, see ``model.estimate_tokens``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import TYPE_CHECKING
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, computed_field
 
 from agentlake.errors import UserError
-from agentlake.learn.model import TASK_FIELDS, Lesson, MachineAction, TaskSignature, estimate_tokens
+from agentlake.learn.domain import find_domain
+from agentlake.learn.model import Lesson, TaskKey, estimate_tokens
 
 if TYPE_CHECKING:
     from agentlake.learn.store import LessonStore
 
 HEADER = "Lessons from earlier runs (cite the [L-...] ids you rely on):"
 SEMANTIC_FLOOR = 0.5
-HARD_FIELDS = ("client_id", "role", "task_kind")
 
 
 class RetrievedLessons(BaseModel):
@@ -47,49 +49,64 @@ class RetrievedLessons(BaseModel):
     tokens: int = Field(0, description="Estimated tokens of ``text`` (chars / 4).")
     budget_tokens: int
     sig_hash: str
-    run_id: str | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def ids(self) -> list[str]:
         return [lesson.id for lesson in self.lessons]
 
-    def machine(self) -> MachineAction | None:
-        """All machine actions combined (stricter limit, larger knob); ``None`` if there are none.
 
-        Lessons come in rank order; one whose action conflicts with those already combined is
-        skipped, so the better-matched lesson wins.
-        """
-        combined: MachineAction | None = None
-        for lesson in self.lessons:
-            if lesson.machine is None:
-                continue
-            if combined is None:
-                combined = lesson.machine
-            elif combined.conflicts_with(lesson.machine) is None:
-                combined = combined.merged(lesson.machine)
-        return combined
+def combined_action(lessons: Sequence[Lesson], domain: str) -> tuple[dict[str, Any] | None, list[str]]:
+    """The machine actions of ``lessons`` of ``domain`` combined by its rules (the stricter
+    limit, the larger knob), and the ids of the lessons combined. Lessons come in rank order;
+    one whose action conflicts with those already combined is left out, so the better-matched
+    lesson wins. ``(None, [])`` when none has an action (or the domain is not registered)."""
+    registered = find_domain(domain)
+    combined: dict[str, Any] | None = None
+    ids: list[str] = []
+    if registered is None:
+        return None, ids
+    for lesson in lessons:
+        if lesson.machine is None or lesson.domain != domain:
+            continue
+        if combined is None:
+            combined = lesson.machine
+        elif registered.action_conflict(combined, lesson.machine) is None:
+            combined = registered.merge_actions(combined, lesson.machine)
+        else:
+            continue
+        ids.append(lesson.id)
+    return combined, ids
 
 
 def _fold(value: str | None) -> str | None:
     return value.casefold() if value is not None else None
 
 
-def _agrees(lesson: Lesson, task: TaskSignature, fields: tuple[str, ...]) -> bool:
+def _agrees(lesson: Lesson, task: TaskKey, fields: Collection[str]) -> bool:
     for name in fields:
-        want = _fold(getattr(lesson.match, name))
-        if want is not None and want != _fold(getattr(task, name)):
+        want = _fold(lesson.match.get(name))
+        if want is not None and want != _fold(task.get(name)):
             return False
     return True
+
+
+def _pinned(lesson: Lesson) -> list[str]:
+    return ["task_kind", *lesson.match.fields]
 
 
 def _has_tool(lesson: Lesson, tools: frozenset[str]) -> bool:
     return lesson.match.tool is None or lesson.match.tool.casefold() in tools
 
 
+def _for_task(lesson: Lesson, task: TaskKey) -> bool:
+    """Whether ``lesson`` may be given to a task of ``task``'s domain."""
+    return lesson.domain == task.domain or find_domain(lesson.domain) is None
+
+
 def rank_lessons(
     store: LessonStore,
-    task: TaskSignature,
+    task: TaskKey,
     *,
     project_id: str | None = None,
     include_pending: bool = True,
@@ -100,12 +117,15 @@ def rank_lessons(
     ``tools``: the tools the task can call; a lesson about another tool is not eligible."""
     statuses = ("active", "pending") if include_pending else ("active",)
     known = frozenset(tool.casefold() for tool in tools)
+    registered = find_domain(task.domain)
+    hard = ("task_kind", *(registered.hard_fields if registered is not None else ()))
     pool = [
         lesson
-        for lesson in store.retrievable(task.client_id)
+        for lesson in store.retrievable(task)
         if lesson.status in statuses
         and (project_id is None or lesson.scope == "global" or lesson.project_id == project_id)
-        and _agrees(lesson, task, HARD_FIELDS)
+        and _for_task(lesson, task)
+        and _agrees(lesson, task, hard)
         and _has_tool(lesson, known)
     ]
     ordered: list[Lesson] = []
@@ -114,7 +134,7 @@ def rank_lessons(
         exact = [
             lesson
             for lesson in lessons
-            if lesson.match.specificity() > 0 and _agrees(lesson, task, TASK_FIELDS)
+            if lesson.match.specificity() > 0 and _agrees(lesson, task, _pinned(lesson))
         ]
         exact.sort(key=lambda lesson: (-lesson.match.specificity(), -lesson.confidence, lesson.id))
         taken = {lesson.id for lesson in exact}
@@ -139,11 +159,9 @@ def rank_lessons(
 
 def retrieve_lessons(
     store: LessonStore,
-    task: TaskSignature,
+    task: TaskKey,
     *,
     budget_tokens: int | None = None,
-    run_id: str | None = None,
-    agent_id: str | None = None,
     project_id: str | None = None,
     include_pending: bool = True,
     semantic: bool = True,
@@ -151,11 +169,9 @@ def retrieve_lessons(
 ) -> RetrievedLessons:
     """The lessons for ``task`` that fit ``budget_tokens`` (default ``settings.lesson_token_budget``).
 
-    ``tools``: the tools the task can call (lessons about a tool are given only to tasks that
-    have it).
-
-    With ``run_id``, records a citation (lesson given to run) for each returned lesson, which
-    also marks them used for decay. ``project_id`` limits project lessons to that project
+    A pure read: the run states what it was given on its outcome op (``lessons_given``), and
+    the learner records that. ``tools``: the tools the task can call (lessons about a tool are
+    given only to tasks that have it). ``project_id`` limits project lessons to that project
     (global lessons always apply). ``semantic=False`` skips the embedding stage. The returned
     ``text`` (header included) never exceeds the budget.
     """
@@ -172,25 +188,10 @@ def retrieve_lessons(
             chosen.append(lesson)
             lines.append(line)
     text = "\n".join([HEADER, *lines]) if lines else ""
-    if run_id and chosen:
-        store.record_citations(
-            run_id, [lesson.id for lesson in chosen], used=False, agent_id=agent_id, sig_hash=task.sig_hash()
-        )
     return RetrievedLessons(
         lessons=chosen,
         text=text,
         tokens=estimate_tokens(text),
         budget_tokens=budget,
         sig_hash=task.sig_hash(),
-        run_id=run_id,
     )
-
-
-def record_citation(
-    store: LessonStore, run_id: str, lesson_ids: list[str], *, used: bool, agent_id: str | None = None
-) -> None:
-    """Record lessons given to a run (``used=False``) or that the agent says it used (``used=True``).
-
-    Unknown lesson ids raise ``NotFoundError`` and nothing is written.
-    """
-    store.record_citations(run_id, lesson_ids, used=used, agent_id=agent_id)

@@ -22,6 +22,7 @@ about runs, not lesson content: a rollback restores content and keeps them.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 import threading
@@ -37,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentlake.errors import NotFoundError, RunError, UserError
 from agentlake.learn.curation import apply_deltas, maintain, promote
+from agentlake.learn.domain import find_domain
 from agentlake.learn.evidence import MAX_ITEMS_PER_SCOPE, EvidenceItem, JudgedOp
 from agentlake.learn.model import (
     AppliedDelta,
@@ -48,6 +50,7 @@ from agentlake.learn.model import (
     LessonMatch,
     Scope,
     Status,
+    TaskKey,
 )
 from agentlake.migrations import Migration, apply_migrations
 from agentlake.observe.scrub import scrub
@@ -154,6 +157,22 @@ MIGRATIONS = [
 ]
 
 
+# 003: a lesson's key fields as one JSON object (the domain's: ``LessonMatch.fields``). The
+# columns that held the staffing domain's fields before (releases up to 0.1) are read into it
+# and left as they were since; the lesson's body is the truth either way.
+MIGRATIONS.append(
+    Migration(
+        "003_match_fields",
+        """
+        ALTER TABLE lessons ADD COLUMN match_fields VARCHAR;
+        UPDATE lessons SET match_fields = CAST(json_object(
+            'role', role, 'client_id', client_id, 'city', city, 'state', state) AS VARCHAR)
+        WHERE role IS NOT NULL OR client_id IS NOT NULL OR city IS NOT NULL OR state IS NOT NULL;
+        """,
+    )
+)
+
+
 # The same schema in PostgreSQL (named, add-only, recorded per store in agentlake_migrations),
 # plus the head row every writing transaction locks (see LessonStore.transaction).
 PG_STORE = "lessons"
@@ -168,6 +187,12 @@ PG_MIGRATIONS = [
         """,
     ),
     Migration("002_evidence", MIGRATIONS[1].sql),
+    Migration(
+        "003_match_fields",
+        MIGRATIONS[2]
+        .sql.replace("CAST(json_object(", "CAST(jsonb_strip_nulls(jsonb_build_object(")
+        .replace(") AS VARCHAR)", ")) AS VARCHAR)"),
+    ),
 ]
 
 
@@ -251,8 +276,8 @@ class Transaction:
         if self._by_match is None:
             self._by_match = {}
             for other in self.lessons.values():
-                self._by_match.setdefault(other.match.key(), set()).add(other.id)
-        return [self.lessons[i] for i in sorted(self._by_match.get(lesson.match.key(), ()))]
+                self._by_match.setdefault(other.match_key(), set()).add(other.id)
+        return [self.lessons[i] for i in sorted(self._by_match.get(lesson.match_key(), ()))]
 
     def record(
         self,
@@ -282,8 +307,8 @@ class Transaction:
         stored = Lesson.model_validate(stored.model_dump())
         if self._by_match is not None:
             if previous is not None:
-                self._by_match.get(previous.match.key(), set()).discard(stored.id)
-            self._by_match.setdefault(stored.match.key(), set()).add(stored.id)
+                self._by_match.get(previous.match_key(), set()).discard(stored.id)
+            self._by_match.setdefault(stored.match_key(), set()).add(stored.id)
         self._journal.append((stored.id, previous))
         self.lessons[stored.id] = stored
         self.events.append(
@@ -528,14 +553,15 @@ class LessonStore:
     ) -> list[Lesson]:
         """Current lessons filtered by status (one or several), domain, scope, project and match.
 
-        ``match`` keys are LessonMatch fields (task_kind, role, client_id, city, state, tool);
-        a filter value matches a lesson whose field equals it (case-insensitive). Sorted by
-        confidence, highest first, then id.
+        ``match`` keys are ``task_kind``, ``tool``, ``error_signature`` or a key field a domain
+        declares (a staffing lesson's ``client_id``, a data lesson's ``dataset``); a filter
+        value matches a lesson whose field equals it (case-insensitive). Sorted by confidence,
+        highest first, then id.
         """
-        unknown = set(match) - set(LessonMatch.model_fields)
-        if unknown:
+        bad = [name for name in match if not _FILTER_NAME.match(name)]
+        if bad:
             raise UserError(
-                f"unknown match filter(s) {sorted(unknown)}; use {sorted(LessonMatch.model_fields)}"
+                f"invalid match filter(s) {sorted(bad)}: use field names like task_kind or dataset"
             )
         statuses = {status} if isinstance(status, str) else set(status) if status else None
         with self._lock:
@@ -554,7 +580,7 @@ class LessonStore:
             if source and lesson.source != source:
                 continue
             if any(
-                value is not None and (getattr(lesson.match, name) or "").casefold() != value.casefold()
+                value is not None and (_match_value(lesson.match, name) or "").casefold() != value.casefold()
                 for name, value in match.items()
             ):
                 continue
@@ -661,19 +687,20 @@ class LessonStore:
             raise RunError(f"writing {len(txn.events)} lesson event(s) to {self.path} failed: {exc}") from exc
         return changed
 
-    def retrievable(self, client_id: str | None) -> list[Lesson]:
-        """Pending and active lessons for a task of ``client_id``: the client's own and those
-        pinned to no client. Indexed by client so retrieval does not scan every lesson."""
+    def retrievable(self, task: TaskKey) -> list[Lesson]:
+        """Pending and active lessons that may apply to ``task``: those pinned to its value of
+        its domain's partition field (a staffing task's client) and those pinned to none.
+        Indexed by that value so retrieval does not scan every lesson."""
         with self._lock:
             self._fresh()
             if self._pool is None:
                 pool: dict[str | None, list[str]] = {}
                 for lesson in self._lessons.values():
                     if lesson.status in ("pending", "active"):
-                        client = lesson.match.client_id.casefold() if lesson.match.client_id else None
-                        pool.setdefault(client, []).append(lesson.id)
+                        pool.setdefault(_partition(lesson.domain, lesson.match.fields), []).append(lesson.id)
                 self._pool = pool
-            ids = self._pool.get(None, []) + (self._pool.get(client_id.casefold(), []) if client_id else [])
+            value = _partition(task.domain, task.fields)
+            ids = self._pool.get(None, []) + (self._pool.get(value, []) if value is not None else [])
             return [self._lessons[lesson_id] for lesson_id in ids]
 
     def propose(self, deltas: Sequence[Delta], *, learned_op_ids: Sequence[str] = ()) -> list[AppliedDelta]:
@@ -1018,10 +1045,7 @@ _LESSON_COLUMNS = (
     "project_id",
     "confidence",
     "task_kind",
-    "role",
-    "client_id",
-    "city",
-    "state",
+    "match_fields",
     "tool",
     "source",
     "version",
@@ -1037,9 +1061,9 @@ def lesson_snapshot(
 ) -> Iterator[LessonStore | None]:
     """A private copy of the lesson store at ``path`` as it stands now, open for the duration.
 
-    Retrieval records citations (a write) and DuckDB allows one writer per file, so a reader
-    that runs beside the writer (a scenario day in a worker process) reads its own copy; what
-    it learns goes back to the real store through the observer. ``None`` or a missing file
+    DuckDB allows one writer per file, and a reader that runs beside the writer (a scenario
+    day in a worker process) may learn within its day (a write), so it reads its own copy;
+    what it learns goes back to the real store through the observer. ``None`` or a missing file
     gives ``None`` (no lessons), or with ``create`` an empty private store (a day that learns
     into its copy before the first batch has been learned). ``semantic=False`` opens the copy
     without an embedder (retrieval by structure only, no embedding-model calls).
@@ -1077,6 +1101,24 @@ def lesson_snapshot(
             store.close()
 
 
+_FILTER_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+
+
+def _match_value(match: LessonMatch, name: str) -> str | None:
+    """A match's ``task_kind``, ``tool``, ``error_signature`` or key field ``name``."""
+    return (
+        getattr(match, name) if name in ("task_kind", "tool", "error_signature") else match.fields.get(name)
+    )
+
+
+def _partition(domain: str, fields: dict[str, str]) -> str | None:
+    """The folded value of ``domain``'s partition field in ``fields`` (retrieval's index key)."""
+    registered = find_domain(domain)
+    name = registered.partition_field if registered is not None else None
+    value = fields.get(name) if name else None
+    return value.casefold() if value else None
+
+
 def _lesson_row(lesson: Lesson) -> dict[str, Any]:
     m = lesson.match
     values = [
@@ -1087,10 +1129,7 @@ def _lesson_row(lesson: Lesson) -> dict[str, Any]:
         lesson.project_id,
         lesson.confidence,
         m.task_kind,
-        m.role,
-        m.client_id,
-        m.city,
-        m.state,
+        _dumps(m.fields) if m.fields else None,
         m.tool,
         lesson.source,
         lesson.version,

@@ -25,7 +25,8 @@ from agentlake.observe.default_observer import (
     set_observer,
 )
 from agentlake.observe.deferred import Deferred, deferred
-from agentlake.observe.model import LLMUsage, ObservedOp, Provenance, Source, cap, new_op_id, scrub
+from agentlake.observe.filters import OpFilter
+from agentlake.observe.model import LLMUsage, ObservedOp, Source, cap, new_op_id, scrub
 from agentlake.observe.observer import Observer, Subscription
 from agentlake.observe.recording import (
     OpHandle,
@@ -73,7 +74,7 @@ __all__ = [
     "OpHandle",
     "OpSink",
     "OpStore",
-    "Provenance",
+    "OpFilter",
     "QueueFullError",
     "RemoteSink",
     "Source",

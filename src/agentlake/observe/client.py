@@ -35,6 +35,7 @@ import httpx
 
 from agentlake.errors import RunError, UnavailableError, UserError
 from agentlake.http.client import error_text
+from agentlake.observe.filters import OpFilter
 from agentlake.observe.model import ObservedOp
 from agentlake.observe.store import AppendResult, Stats
 from agentlake.settings import load_settings
@@ -354,9 +355,14 @@ class ObserverClient:
 
     # --- reading ------------------------------------------------------------------------
 
-    def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
+    def _get(self, path: str, params: dict[str, Any] | list[tuple[str, str]] | None = None) -> Any:
+        query = (
+            params
+            if isinstance(params, list)
+            else [(k, v) for k, v in (params or {}).items() if v is not None]
+        )
         try:
-            response = self._http.get(path, params={k: v for k, v in (params or {}).items() if v is not None})
+            response = self._http.get(path, params=query)
         except httpx.TransportError as exc:
             raise UnavailableError(
                 f"the observer at {self.url} is not reachable ({type(exc).__name__}); start it with `agentlake observer serve`"
@@ -378,14 +384,11 @@ class ObserverClient:
         return Stats.model_validate(self._get("/stats"))
 
     def query(self, **filters: Any) -> list[ObservedOp]:
-        """``GET /ops`` with ``OpStore.query`` filters (``since``/``until`` as datetimes or ISO text)."""
-        params = {
-            key: (value.isoformat() if hasattr(value, "isoformat") else value)
-            for key, value in filters.items()
-        }
-        if isinstance(params.get("success"), bool):
-            params["success"] = str(params["success"]).lower()
-        return [ObservedOp.model_validate(item) for item in self._get("/ops", params)["ops"]]
+        """``GET /ops`` with the filters of ``OpFilter``. ``UserError`` for a bad filter."""
+        return [
+            ObservedOp.model_validate(item)
+            for item in self._get("/ops", OpFilter.of(**filters).params())["ops"]
+        ]
 
     def stream(self, *, source: str | None = None, backlog: int = 0) -> Iterator[ObservedOp]:
         """Ops as the service stores them (``GET /ops/stream``), until the caller stops iterating."""

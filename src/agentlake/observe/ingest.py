@@ -1,7 +1,7 @@
 """Parsing ingest bodies (``POST /event``, ``POST /events``) into ops, with field-level errors.
 
 Owns the accepted JSON shapes: one op object (or, for ``POST /event``, the flat body of the
-system agentlake grew from: provenance at the top level, no endpoint); a batch as a JSON array
+system agentlake grew from: its fields at the top level, no endpoint); a batch as a JSON array
 of ops or as ``{"events": [...]}``. Validation is all or nothing: one bad item rejects the whole body, so
 bad input never partially writes. Errors name each item's index and field. It does not own
 the op's shape (``model``), HTTP or storage.
@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from agentlake.errors import UserError
-from agentlake.observe.model import BATCH_HYGIENE, ObservedOp, Provenance, clean_ops
+from agentlake.observe.model import BATCH_HYGIENE, MAX_LABELS, ObservedOp, clean_ops
 
 
 class InvalidEventsError(UserError):
@@ -63,54 +63,52 @@ def _problems(exc: ValidationError, *, batch: bool) -> InvalidEventsError:
     return InvalidEventsError(f"invalid event{'s' if batch else ''}: {shown}{more}", errors)
 
 
-# The flat event body the scenarios of the system agentlake grew from sent: provenance at the
+# The flat event body the scenarios of the system agentlake grew from sent: its fields at the
 # top level and no endpoint. It is a judged fill of a scenario.
 FLAT_ENDPOINT = "scenario:fill"
-_PROVENANCE_FIELDS = frozenset(Provenance.model_fields)
-_OP_FIELDS = frozenset(ObservedOp.model_fields)
+_OP_FIELDS = frozenset(ObservedOp.model_fields) | {"provenance"}
 
 
-def _from_flat(body: bytes) -> ObservedOp | None:
-    """The op of a flat event (see ``FLAT_ENDPOINT``), or ``None`` when ``body`` is not one:
-    top-level provenance fields go to ``provenance``, op fields stay, anything else goes to
-    ``attributes`` (nothing the client sent is lost); source ``scenario`` unless it says."""
+def _from_flat(body: bytes, flat_fields: frozenset[str]) -> ObservedOp | None:
+    """The op of a flat event (see ``FLAT_ENDPOINT``), or ``None`` when ``body`` is not one (no
+    field of ``flat_fields`` at the top level): those fields become labels, op fields stay,
+    anything else goes to ``attributes`` (nothing the client sent is lost); source
+    ``scenario`` unless it says."""
     try:
         document = json.loads(body)
     except (ValueError, UnicodeDecodeError):
         return None
-    if not isinstance(document, dict) or "endpoint" in document or not _PROVENANCE_FIELDS & document.keys():
+    if not isinstance(document, dict) or "endpoint" in document or not flat_fields & document.keys():
         return None
     fields: dict[str, Any] = {"endpoint": FLAT_ENDPOINT, "source": "scenario"}
-    provenance = (
-        dict(document.get("provenance") or {}) if isinstance(document.get("provenance"), dict) else {}
-    )
+    labels = dict(document.get("labels") or {}) if isinstance(document.get("labels"), dict) else {}
     attributes = (
         dict(document.get("attributes") or {}) if isinstance(document.get("attributes"), dict) else {}
     )
     for key, value in document.items():
-        if key in _PROVENANCE_FIELDS:
-            provenance[key] = value
-        elif key in _OP_FIELDS and key not in ("provenance", "attributes"):
+        if key in flat_fields and len(labels) < MAX_LABELS:
+            labels[key] = value
+        elif key in _OP_FIELDS and key not in ("labels", "attributes"):
             fields[key] = value
-        elif key not in ("provenance", "attributes"):
+        elif key not in ("labels", "attributes"):
             attributes[key] = value
-    fields.update(provenance=provenance, attributes=attributes)
+    fields.update(labels=labels, attributes=attributes)
     try:
         return clean_ops([ObservedOp.model_validate(fields, context=_CONTEXT)])[0]
     except ValidationError as exc:
         raise _problems(exc, batch=False) from None
 
 
-def parse_event(body: bytes) -> ObservedOp:
+def parse_event(body: bytes, *, flat_fields: frozenset[str] = frozenset()) -> ObservedOp:
     """One op from a JSON object, or from the flat body of the system agentlake grew from
-    (provenance fields at the top level, no ``endpoint``: endpoint ``scenario:fill``, source
+    (``flat_fields`` at the top level, no ``endpoint``: endpoint ``scenario:fill``, source
     ``scenario``). Raises ``InvalidEventsError`` (400) naming each bad field."""
     try:
         return clean_ops([_ONE.validate_json(body, context=_CONTEXT)])[0]
     except ValidationError as exc:
         problems = _problems(exc, batch=False)
     # Only a body that failed as an op is read as a flat one: the usual event pays nothing.
-    flat = _from_flat(body)
+    flat = _from_flat(body, flat_fields) if flat_fields else None
     if flat is None:
         raise problems
     return flat

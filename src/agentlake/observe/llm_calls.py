@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentlake.llm.accounting import add_recorder
-from agentlake.observe.model import LLMUsage, Provenance
+from agentlake.observe.model import LLMUsage
 from agentlake.observe.observer import Observer
 from agentlake.observe.recording import current_scope, event, observe
 
@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 def op_from_call(record: Any) -> dict[str, Any]:
     """The fields of the op for one ``CallRecord``, with the current observe context (trace,
-    parent span, agent, provenance) applied. Returned as fields so the caller builds the op."""
+    parent span, agent, run id, labels) applied. Returned as fields so the caller builds the op."""
     scope = current_scope()
     started = getattr(record, "started_at", None)
     if isinstance(started, datetime):
@@ -40,8 +40,7 @@ def op_from_call(record: Any) -> dict[str, Any]:
     operation = getattr(record, "operation", None) or "chat"
     # call_tags(agent_id=..., run_id=...) set by the caller fill what the observe context lacks.
     tags = dict(getattr(record, "tags", None) or {})
-    provenance = {name: tags[name] for name in Provenance.model_fields if name in tags}
-    provenance.update(scope.provenance)
+    labels = dict(scope.labels)
     return dict(
         ts=ts,
         trace_id=scope.trace_id,
@@ -54,7 +53,8 @@ def op_from_call(record: Any) -> dict[str, Any]:
         success=bool(getattr(record, "success", True)),
         duration_ms=max(0.0, float(getattr(record, "latency_ms", 0.0) or 0.0)),
         error=getattr(record, "error", None),
-        provenance=provenance,
+        run_id=scope.run_id or tags.get("run_id") or None,
+        labels=labels,
         usage=LLMUsage(
             provider=getattr(record, "provider", None),
             model=getattr(record, "model", None),

@@ -1,7 +1,7 @@
 """``ObservedOp``: the one record of anything agentlake (or an outside system) did.
 
 This module owns the shape of an op and its hygiene: every text field (summaries, error, ids,
-endpoint, provenance, usage names, attribute keys and values) goes through the one scrubber
+endpoint, run id, labels, usage names, attribute keys and values) goes through the one scrubber
 (``observe.scrub``) and is length-capped, whatever path the op takes; and every value must fit
 the store (``ops`` columns: INTEGER and BIGINT counts, finite DOUBLEs, timestamps Python and
 DuckDB can both hold after conversion to UTC), so one client's out-of-range value is refused
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 import uuid
 from datetime import UTC, datetime
@@ -23,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from agentlake.observe.scrub import any_secret, may_hold_secret, scrub, scrub_value
 
-__all__ = ["LLMUsage", "ObservedOp", "Provenance", "Source", "cap", "new_op_id", "scrub"]
+__all__ = ["LLMUsage", "LabelValue", "ObservedOp", "Source", "cap", "new_op_id", "scrub"]
 
 Source = Literal["gateway", "mcp", "scenario", "agent", "llm", "otlp", "external"]
 
@@ -52,21 +53,47 @@ def new_op_id() -> str:
     return f"{int(time.time() * 1000):013x}{uuid.uuid4().hex[:19]}"
 
 
-class Provenance(BaseModel):
-    """Where an op came from in a scenario run; every field optional."""
+LabelValue = str | bool | int | float
+MAX_LABELS = 32
+# How labels travel as span attributes (OTLP in and out): agentlake.label.<name>.
+LABEL_PREFIX = "agentlake.label."
+MAX_LABEL_CHARS = 256
+# A label's name: what a filter names (``label=key=value``) and a JSON path can hold as it is.
+LABEL_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$")
+# The op's fields before labels (releases up to 0.1): ``provenance`` held the run id beside
+# fields that a domain stamps; they are labels now.
+_LEGACY_PROVENANCE = "provenance"
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    staffer_id: str | None = None
-    run_id: str | None = None
-    event_kind: str | None = None
-    role: str | None = None
-    city: str | None = None
-    state: str | None = None
-    count: int | None = Field(None, ge=-INT32_MAX - 1, le=INT32_MAX)
-    sig_hash: str | None = None
-    rescue_attempted: bool | None = None
-    rescue_succeeded: bool | None = None
+def check_labels(labels: dict[str, Any]) -> dict[str, LabelValue]:
+    """``labels`` as an op stores them: at most ``MAX_LABELS``, each a plain name, a value that
+    is text (at most ``MAX_LABEL_CHARS``), a bool, an int that fits a BIGINT or a finite float;
+    ``None`` values dropped. Raises ``ValueError`` naming the first that is not."""
+    out: dict[str, LabelValue] = {}
+    for key, value in labels.items():
+        if value is None:
+            continue
+        if not isinstance(key, str) or not LABEL_KEY.match(key):
+            raise ValueError(
+                f"label name {key!r}: use letters, digits, _ . : - (at most 64, not starting with a digit)"
+            )
+        if isinstance(value, bool) or isinstance(value, str):
+            out[key] = value if isinstance(value, bool) else cap(value, MAX_LABEL_CHARS)
+        elif isinstance(value, int):
+            if not -INT64_MAX - 1 <= value <= INT64_MAX:
+                raise ValueError(f"label {key!r}: {value} does not fit a 64-bit integer")
+            out[key] = value
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise ValueError(f"label {key!r}: {value} is not a finite number")
+            out[key] = value
+        else:
+            raise ValueError(
+                f"label {key!r}: a label is text, a number or a bool, not {type(value).__name__}"
+            )
+    if len(out) > MAX_LABELS:
+        raise ValueError(f"{len(out)} labels: an op carries at most {MAX_LABELS}")
+    return out
 
 
 class LLMUsage(BaseModel):
@@ -108,9 +135,44 @@ class ObservedOp(BaseModel):
     success: bool = True
     duration_ms: float = Field(0.0, ge=0)
     error: str | None = None
-    provenance: Provenance = Field(default_factory=Provenance)
+    run_id: str | None = Field(
+        None, max_length=1000, description="The run the op belongs to (a task, a scenario day, an answer)."
+    )
+    labels: dict[str, LabelValue] = Field(
+        default_factory=dict,
+        description="What a domain stamps on its ops to find them again (e.g. a scenario's staffer); "
+        "at most 32, each text, a number or a bool; filterable (label=key=value).",
+    )
     usage: LLMUsage | None = None
     attributes: dict[str, Any] = Field(default_factory=dict)
+    seq: int | None = Field(
+        None,
+        ge=0,
+        le=INT64_MAX,
+        description="The store's commit sequence, set when read back; ignored when sent.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_provenance(cls, data: Any) -> Any:
+        # An op as earlier releases and their clients send it: ``provenance: {run_id, ...}``.
+        if isinstance(data, dict) and isinstance(data.get(_LEGACY_PROVENANCE), dict):
+            data = dict(data)
+            legacy = data.pop(_LEGACY_PROVENANCE)
+            if data.get("run_id") is None and legacy.get("run_id") is not None:
+                data["run_id"] = legacy["run_id"]
+            labels = {key: value for key, value in legacy.items() if key != "run_id" and value is not None}
+            data["labels"] = {**labels, **(data.get("labels") or {})}
+        return data
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _labels(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise ValueError("labels must be an object of name: value")
+        return check_labels(value)
 
     @property
     def origin(self) -> str:
@@ -143,21 +205,17 @@ class ObservedOp(BaseModel):
     def texts(self) -> list[str | None]:
         """Every text of the op the scrubber must see (ids only when they are not hex: ours and
         OTLP's are, and no rule of the table matches hex)."""
-        prov, usage = self.provenance, self.usage
+        usage = self.usage
         texts = [
             self.endpoint,
             self.agent_id,
             self.input_summary,
             self.output_summary,
             self.error,
-            prov.staffer_id,
-            prov.run_id,
-            prov.event_kind,
-            prov.role,
-            prov.city,
-            prov.state,
-            prov.sig_hash,
+            self.run_id,
         ]
+        if self.labels:
+            texts += [value for value in self.labels.values() if isinstance(value, str)]
         if usage is not None:
             texts += (usage.provider, usage.model, usage.finish_reason)
         for op_id in (self.id, self.trace_id, self.span_id, self.parent_span_id):
@@ -191,12 +249,16 @@ class ObservedOp(BaseModel):
             value = getattr(self, name)
             if value:
                 setattr(self, name, cap(scrub(value), MAX_ID_CHARS))
-        for part in (self.provenance, self.usage):
-            if part is None:
-                continue
-            for name, value in part.__dict__.items():
+        if self.run_id:
+            self.run_id = scrub(self.run_id)
+        if self.labels:
+            self.labels = {
+                key: scrub(value) if isinstance(value, str) else value for key, value in self.labels.items()
+            }
+        if self.usage is not None:
+            for name, value in self.usage.__dict__.items():
                 if isinstance(value, str) and value:
-                    setattr(part, name, scrub(value))
+                    setattr(self.usage, name, scrub(value))
 
 
 def exception_text(error: BaseException | str) -> str:

@@ -8,8 +8,8 @@ conventions (``gen_ai.operation.name``, ``gen_ai.request.model``, ``gen_ai.usage
 (``langfuse.observation.*``); they become ``llm.<operation>``, ``tool.<tool name>`` or
 ``agent.<operation>`` ops with usage filled; any other span keeps its name as the endpoint.
 Every op gets ``source="otlp"`` and the id ``otlp-<trace id>-<span id>``, so a re-sent export
-is stored once. Attributes ``agentlake.<provenance field>`` (``agentlake.run_id`` ...) of the
-span, else of its resource, fill the provenance. Logs and metrics are decoded and counted
+is stored once. The attributes ``agentlake.run_id`` and ``agentlake.label.<name>`` of the
+span, else of its resource, fill the op's run id and labels. Logs and metrics are decoded and counted
 (``count_export``), not stored. It does not own the routes (``service``, ``otlp_grpc``) nor
 storage.
 """
@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from agentlake.errors import UserError
-from agentlake.observe.model import LLMUsage, ObservedOp, Provenance, cap
+from agentlake.observe.model import LABEL_PREFIX, LLMUsage, ObservedOp, cap
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -403,10 +403,12 @@ def span_to_op(span: Span) -> ObservedOp:
     error = _failure(span)
     # The resource describes the sender (agentlake.run_id on the resource covers every span of
     # the process); a span's own attribute wins.
-    provenance = {
-        field: value
-        for field in Provenance.model_fields
-        if (value := attrs.get(f"agentlake.{field}", span.resource.get(f"agentlake.{field}"))) is not None
+    run_id = attrs.get("agentlake.run_id", span.resource.get("agentlake.run_id"))
+    labels = {
+        key[len(LABEL_PREFIX) :]: value
+        for source in (span.resource, attrs)
+        for key, value in source.items()
+        if key.startswith(LABEL_PREFIX) and isinstance(value, (str, bool, int, float))
     }
     extra = {key: value for key, value in attrs.items() if not key.startswith("agentlake.")}
     extra["otel.span.name"] = span.name
@@ -434,7 +436,8 @@ def span_to_op(span: Span) -> ObservedOp:
             if span.end_ns and span.start_ns
             else 0.0,
             error=error,
-            provenance=provenance,
+            run_id=str(run_id) if run_id is not None else None,
+            labels=labels,
             usage=usage,
             attributes=extra,
         )

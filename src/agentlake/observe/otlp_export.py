@@ -41,7 +41,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 
 from agentlake import __version__
 from agentlake.errors import UserError
-from agentlake.observe.model import ObservedOp
+from agentlake.observe.model import LABEL_PREFIX, ObservedOp
 from agentlake.observe.otel_env import capture_content, export_configured, export_protocol
 
 if TYPE_CHECKING:
@@ -175,7 +175,7 @@ def _shape(op: ObservedOp) -> tuple[str, SpanKind, dict[str, Any]]:
 
 def op_to_span(op: ObservedOp, resource: Resource, *, content: bool = True) -> ReadableSpan:
     """The span for ``op``: its trace, span and parent ids (hashed when not hex), start and
-    duration, status, the GenAI convention attributes, ``agentlake.*`` provenance and the op's
+    duration, status, the GenAI convention attributes, ``agentlake.run_id`` and ``agentlake.label.*`` and the op's
     own attributes; an op stating an outcome (``attributes.outcome``) carries a
     ``gen_ai.evaluation.result`` event."""
     name, kind, attributes = _shape(op)
@@ -195,8 +195,10 @@ def op_to_span(op: ObservedOp, resource: Resource, *, content: bool = True) -> R
     )
     if op.agent_id and "gen_ai.agent.name" not in attributes:
         attributes["gen_ai.agent.id"] = op.agent_id
-    for field, value in op.provenance.model_dump(exclude_none=True).items():
-        attributes[f"agentlake.{field}"] = value
+    if op.run_id:
+        attributes["agentlake.run_id"] = op.run_id
+    for key, value in op.labels.items():
+        attributes[f"{LABEL_PREFIX}{key}"] = value
     for key, value in op.attributes.items():
         if key == "outcome":
             continue

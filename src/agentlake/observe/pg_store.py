@@ -22,7 +22,7 @@ from typing import Any
 from agentlake.errors import UserError
 from agentlake.migrations import Migration
 from agentlake.observe.model import ObservedOp
-from agentlake.observe.store import _COLUMNS, _PROVENANCE, _USAGE, AppendResult, OpStore, _naive_utc, _Pending
+from agentlake.observe.store import _COLUMNS, _USAGE, AppendResult, OpStore, _naive_utc, _Pending
 from agentlake.observe.store import MIGRATIONS as DUCKDB_MIGRATIONS
 from agentlake.postgres import Database, Session, apply_pg_migrations
 
@@ -43,6 +43,13 @@ MIGRATIONS = [
         CREATE INDEX ops_ts_idx ON ops (ts, seq);
         """,
     ),
+    # The DuckDB migration's labels in PostgreSQL's spelling (nulls stripped).
+    Migration(
+        "0002_labels",
+        DUCKDB_MIGRATIONS[1]
+        .sql.replace("CAST(json_object(", "CAST(jsonb_strip_nulls(jsonb_build_object(")
+        .replace(") AS VARCHAR)", ")) AS VARCHAR)"),
+    ),
 ]
 
 # Every column but seq, which the database's sequence assigns.
@@ -51,7 +58,6 @@ _COPIED_SQL = ", ".join(f'"{name}"' for name in _COPIED)
 
 
 def _row(op: ObservedOp, stored_at: datetime) -> tuple[Any, ...]:
-    prov = op.provenance
     usage = op.usage
     values: dict[str, Any] = {
         "id": op.id,
@@ -67,11 +73,11 @@ def _row(op: ObservedOp, stored_at: datetime) -> tuple[Any, ...]:
         "success": op.success,
         "duration_ms": op.duration_ms,
         "error": op.error,
+        "run_id": op.run_id,
+        "labels": json.dumps(op.labels, ensure_ascii=False) if op.labels else None,
         "attributes": json.dumps(op.attributes, default=str, ensure_ascii=False) if op.attributes else None,
         "stored_at": stored_at,
     }
-    for name in _PROVENANCE:
-        values[name] = getattr(prov, name)
     for name, column in _USAGE.items():
         values[column] = None if usage is None else getattr(usage, name)
     return tuple(values[name] for name in _COPIED)
@@ -84,6 +90,12 @@ class PgOpStore(OpStore):
     ``UserError``). An unreachable server or a schema written by a newer agentlake raises
     ``UserError`` before anything is written.
     """
+
+    _LABEL_SQL = "(CAST(labels AS jsonb) ->> ?) = ?"
+
+    @staticmethod
+    def _label_param(key: str) -> str:
+        return key
 
     _LATENCY_SQL = (
         "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms), "

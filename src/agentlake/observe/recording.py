@@ -1,6 +1,6 @@
 """The one in-process recording path: ``observe(...)``, ``wrap_tool``, ``event``, ``record_op``.
 
-Owns the observe context (trace/span ids, agent id, inherited provenance and attributes:
+Owns the observe context (trace/span ids, agent id, inherited run id, labels and attributes:
 ``observe_context``, ``current_scope``), the ``observe`` context manager/decorator, the tool
 wrapper, ``event`` (one op built by the caller, with the context applied: the way code outside
 ``observe`` records what it knows) and ``record_op`` (into an open ``deferred`` scope, else
@@ -31,7 +31,6 @@ from agentlake.observe.model import (
     MAX_SUMMARY_CHARS,
     LLMUsage,
     ObservedOp,
-    Provenance,
     Source,
     cap,
     exception_text,
@@ -51,7 +50,8 @@ class _Scope:
     span_id: str | None = None
     parent_span_id: str | None = None  # of span_id: set when observe_context(span=True) opened it
     agent_id: str | None = None
-    provenance: Mapping[str, Any] = field(default_factory=dict)
+    run_id: str | None = None
+    labels: Mapping[str, Any] = field(default_factory=dict)
     attributes: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -62,33 +62,34 @@ _NO_SCOPE = _Scope()
 
 
 def current_scope() -> _Scope:
-    """The observe context in effect here (trace/span ids, agent, provenance, attributes)."""
+    """The observe context in effect here (trace/span ids, agent, run id, labels, attributes)."""
     return _scope.get() or _NO_SCOPE
 
 
 @contextmanager
 def observe_context(
     *,
-    provenance: Provenance | Mapping[str, Any] | None = None,
+    run_id: str | None = None,
+    labels: Mapping[str, Any] | None = None,
     agent_id: str | None = None,
     trace_id: str | None = None,
     span: bool = False,
     **attributes: Any,
 ) -> Iterator[None]:
     """Set defaults inherited by every op recorded inside (across threads only if the context is
-    copied): provenance fields (e.g. a scenario's ``run_id``/``staffer_id``), an agent id, a trace
-    id and extra attributes. Nested contexts merge, inner values win.
+    copied): a run id, labels (e.g. a scenario's staffer), an agent id, a trace id and extra
+    attributes. Nested contexts merge, inner values win.
 
     ``span=True`` opens a span for work whose op is recorded only at its end (an agent's task:
     ``event(..., closes_span=True)`` records it): ops recorded inside become its children."""
     current = current_scope()
-    fields = _provenance_fields(provenance)
     scope = _Scope(
         trace_id=trace_id or current.trace_id,
         span_id=_span_id() if span else current.span_id,
         parent_span_id=current.span_id if span else current.parent_span_id,
         agent_id=agent_id or current.agent_id,
-        provenance={**current.provenance, **fields},
+        run_id=run_id or current.run_id,
+        labels={**current.labels, **_given(labels)},
         attributes={**current.attributes, **attributes},
     )
     token = _scope.set(scope)
@@ -98,12 +99,8 @@ def observe_context(
         _scope.reset(token)
 
 
-def _provenance_fields(provenance: Provenance | Mapping[str, Any] | None) -> dict[str, Any]:
-    if provenance is None:
-        return {}
-    if isinstance(provenance, Provenance):
-        return provenance.model_dump(exclude_none=True)
-    return {key: value for key, value in dict(provenance).items() if value is not None}
+def _given(labels: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {key: value for key, value in (labels or {}).items() if value is not None}
 
 
 def summarize(value: Any, limit: int = MAX_SUMMARY_CHARS) -> str:
@@ -135,10 +132,10 @@ def _span_id() -> str:
 class OpHandle:
     """What the body of ``observe(...)`` can set on its op before it is recorded."""
 
-    def __init__(self, op_id: str, attributes: dict[str, Any], provenance: dict[str, Any]) -> None:
+    def __init__(self, op_id: str, attributes: dict[str, Any], labels: dict[str, Any]) -> None:
         self.id = op_id
         self.attributes = attributes
-        self.provenance = provenance
+        self.labels = labels
         self.output: Any = None
         self.usage: LLMUsage | None = None
         self.error: str | None = None
@@ -152,9 +149,9 @@ class OpHandle:
         """Attach model-call accounting."""
         self.usage = usage if isinstance(usage, LLMUsage) else LLMUsage(**usage)
 
-    def set_provenance(self, **fields: Any) -> None:
-        """Add provenance fields (``role``, ``city``, ``rescue_succeeded`` ...) known only inside."""
-        self.provenance.update({key: value for key, value in fields.items() if value is not None})
+    def set_labels(self, **labels: Any) -> None:
+        """Add labels known only inside the block (``None`` values are left out)."""
+        self.labels.update(_given(labels))
 
     def fail(self, error: BaseException | str) -> None:
         """Mark the op failed without raising (e.g. a tool that returns an error result)."""
@@ -170,13 +167,15 @@ class _Recording:
         source: Source,
         agent_id: str | None,
         input: Any,
-        provenance: Provenance | Mapping[str, Any] | None,
+        run_id: str | None,
+        labels: Mapping[str, Any] | None,
         attributes: dict[str, Any],
     ) -> None:
         self.scope = current_scope()
         self.endpoint, self.source, self.input = endpoint, source, input
         self.agent_id = agent_id or self.scope.agent_id
-        self.provenance = provenance
+        self.run_id = run_id or self.scope.run_id
+        self.labels = labels
         self.span_id = _span_id()
         self.trace_id = self.scope.trace_id or secrets.token_hex(16)
         self.handle = OpHandle(new_op_id(), dict(attributes), {})
@@ -186,7 +185,8 @@ class _Recording:
                 span_id=self.span_id,
                 parent_span_id=self.scope.span_id,
                 agent_id=self.agent_id,
-                provenance=self.scope.provenance,
+                run_id=self.run_id,
+                labels=self.scope.labels,
                 attributes=self.scope.attributes,
             )
         )
@@ -210,7 +210,8 @@ class _Recording:
             success=handle.error is None,
             duration_ms=(time.perf_counter() - self.clock) * 1000,
             error=handle.error,
-            provenance={**scope.provenance, **_provenance_fields(self.provenance), **handle.provenance},
+            run_id=self.run_id,
+            labels={**scope.labels, **_given(self.labels), **handle.labels},
             usage=handle.usage,
             attributes={**scope.attributes, **handle.attributes},
         )
@@ -223,7 +224,8 @@ def observe(
     source: Source = "agent",
     agent_id: str | None = None,
     input: Any = None,
-    provenance: Provenance | Mapping[str, Any] | None = None,
+    run_id: str | None = None,
+    labels: Mapping[str, Any] | None = None,
     observer: Observer | None = None,
     **attributes: Any,
 ) -> Iterator[OpHandle]:
@@ -236,7 +238,7 @@ def observe(
     problem never fails the operation it watches. Usable as a decorator (``@observe("x")``).
     Nested ``observe`` blocks share a trace id and link ``parent_span_id``.
     """
-    recording = _Recording(endpoint, source, agent_id, input, provenance, attributes)
+    recording = _Recording(endpoint, source, agent_id, input, run_id, labels, attributes)
     try:
         yield recording.handle
     except Exception as exc:
@@ -266,9 +268,10 @@ def event(
     For what is known outside an ``observe`` block (a task's outcome, a client's judgement, a
     concern, a model call the LLM layer reports). ``fields`` are ``ObservedOp`` fields
     (``success``, ``error``, ``duration_ms``, ``input_summary``, ``output_summary``, ``usage``,
-    ``provenance``, ``attributes``, ``ts`` as a datetime or epoch seconds, ...). The context
-    supplies what they leave out, as for ``observe``: its trace id, its span as the parent, its
-    agent id, and its provenance and attributes (merged key by key; given values win).
+    ``run_id``, ``labels``, ``attributes``, ``ts`` as a datetime or epoch seconds, ...). The
+    context supplies what they leave out, as for ``observe``: its trace id, its span as the
+    parent, its agent id and run id, and its labels and attributes (merged key by key; given
+    values win).
     Recorded through :func:`record_op` (held in an open ``deferred`` scope, else durable on
     return) into ``observer`` (default: the process-wide one). Never raises: returns the op, or
     ``None`` when it could not be built or recorded (logged).
@@ -281,12 +284,13 @@ def event(
     if closes_span:
         values.setdefault("span_id", scope.span_id)
         values.setdefault("parent_span_id", scope.parent_span_id)
-    values["provenance"] = {**scope.provenance, **_provenance_fields(values.get("provenance"))}
+    values["labels"] = {**scope.labels, **_given(values.get("labels"))}
     values["attributes"] = {**scope.attributes, **(values.get("attributes") or {})}
     for name, default in (
         ("trace_id", scope.trace_id),
         ("parent_span_id", None if closes_span else scope.span_id),
         ("agent_id", scope.agent_id),
+        ("run_id", scope.run_id),
     ):
         if values.get(name) is None:
             values[name] = default
@@ -412,7 +416,7 @@ def wrap_tool(
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            recording = _Recording(name, source, agent_id, _arguments(args, kwargs), None, {})
+            recording = _Recording(name, source, agent_id, _arguments(args, kwargs), None, None, {})
             try:
                 result = await fn(*args, **kwargs)
                 recording.handle.set_output(result)

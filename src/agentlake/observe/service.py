@@ -43,6 +43,7 @@ from agentlake.http.keys import KeyRing, Scope, authorize
 from agentlake.http.methods import MethodFallbacks
 from agentlake.observe import otlp
 from agentlake.observe.default_observer import open_observer, set_observer
+from agentlake.observe.filters import parse_labels
 from agentlake.observe.ingest import parse_event, parse_events
 from agentlake.observe.model import Source
 from agentlake.observe.observer import Observer
@@ -124,6 +125,7 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
     """
     ring = KeyRing(settings.api_key_scopes)
     max_bytes = settings.max_body_bytes
+    flat_fields = frozenset(part.strip() for part in settings.observer_flat_fields.split(",") if part.strip())
     app = _ObserverApp(
         title="agentlake observer",
         version="1",
@@ -143,7 +145,7 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
     @app.ingest_route("/event")
     async def post_event(request: Request) -> JSONResponse:
         allow(request, "write")
-        op = parse_event(await read_body(request.scope, request.receive, max_bytes))
+        op = parse_event(await read_body(request.scope, request.receive, max_bytes), flat_fields=flat_fields)
         (result,) = await observer.record_many_async([op])
         # ring_size: ops in the live ring now (the reply of the system agentlake grew from).
         return JSONResponse({**result.as_dict(), "ring_size": observer.ring_depth})
@@ -224,10 +226,15 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
         success: bool | None = Query(None, description="true: successes only; false: failures only."),
         since: datetime | None = Query(None, description="ISO 8601 time, inclusive (UTC if no offset)."),
         until: datetime | None = Query(None, description="ISO 8601 time, exclusive (UTC if no offset)."),
-        staffer_id: str | None = Query(None, description="Provenance staffer id."),
-        run_id: str | None = Query(None, description="Provenance run id."),
+        run_id: str | None = Query(None, description="Run id, or a prefix ending in * (run-7:*)."),
+        label: list[str] = Query(
+            [], description="A label the op must carry, as key=value (repeatable; compared as text)."
+        ),
         agent_id: str | None = Query(None, description="Agent id."),
         trace_id: str | None = Query(None, description="Trace id."),
+        after_seq: int | None = Query(
+            None, ge=0, description="Only ops committed after this sequence number, by sequence."
+        ),
         limit: int = Query(100, ge=1, le=1000, description="Page size."),
         offset: int = Query(0, ge=0, le=MAX_OFFSET, description="Ops to skip."),
         order: Literal["desc", "asc"] = Query("desc", description="desc: newest first; asc: oldest first."),
@@ -240,10 +247,11 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
             success=success,
             since=since,
             until=until,
-            staffer_id=staffer_id,
             run_id=run_id,
+            labels=parse_labels(label),
             agent_id=agent_id,
             trace_id=trace_id,
+            after_seq=after_seq,
             limit=limit,
             offset=offset,
             order=order,

@@ -12,10 +12,9 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
-from agentlake.errors import UserError
+from agentlake.observe.filters import OpFilter, aware, label_text
 from agentlake.observe.model import ObservedOp
 from agentlake.observe.store import AppendResult, Stats
 
@@ -47,12 +46,6 @@ class OpSink(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-# Equality filters of OpStore.query that MemorySink applies the same way (run_id and endpoint
-# ending in "*" match a prefix, as in the store).
-_PROVENANCE_FILTERS = ("staffer_id", "run_id")
-_OP_FILTERS = ("source", "success", "agent_id", "trace_id")
 
 
 def _matches(value: str | None, wanted: str) -> bool:
@@ -90,6 +83,7 @@ class MemorySink:
                     continue
                 self._ids.add(op.id)
                 self.ops.append(op)
+                op.seq = len(self.ops)  # as a store's commit sequence: 1, 2, ... in recording order
                 results.append(AppendResult(op.id))
         return results
 
@@ -98,43 +92,34 @@ class MemorySink:
         with self._lock:
             return [op for op in self.ops if op.endpoint == name]
 
-    def query(
-        self,
-        *,
-        endpoint: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int = 100,
-        offset: int = 0,
-        order: str = "desc",
-        **filters: Any,
-    ) -> list[ObservedOp]:
-        """Ops matching the filters of ``OpStore.query`` (newest first unless ``order="asc"``).
-        Raises ``UserError`` for a filter the store does not have."""
-        unknown = set(filters) - set(_PROVENANCE_FILTERS) - set(_OP_FILTERS) - {"after_seq"}
-        if unknown:
-            raise UserError(f"unknown op filter(s): {', '.join(sorted(unknown))}")
-        if order not in ("asc", "desc"):
-            raise UserError("order must be 'asc' or 'desc'")
+    def query(self, **filters: Any) -> list[ObservedOp]:
+        """Ops matching the filters of ``OpFilter``, as the store applies them (newest first
+        unless ``order="asc"``; with ``after_seq``, by recording order). Raises ``UserError``
+        for a filter the store does not have."""
+        wanted = OpFilter.of(**filters)
         with self._lock:
             found = list(self.ops)
-        if filters.get("after_seq") is not None:
-            found = found[filters["after_seq"] :]  # seq counts from 1 in recording order
-        for name in _OP_FILTERS:
-            if filters.get(name) is not None:
-                found = [op for op in found if getattr(op, name) == filters[name]]
-        if filters.get("staffer_id") is not None:
-            found = [op for op in found if op.provenance.staffer_id == filters["staffer_id"]]
-        if filters.get("run_id") is not None:
-            found = [op for op in found if _matches(op.provenance.run_id, filters["run_id"])]
-        if endpoint is not None:
-            found = [op for op in found if _matches(op.endpoint, endpoint)]
-        if since is not None:
-            found = [op for op in found if op.ts >= _aware(since)]
-        if until is not None:
-            found = [op for op in found if op.ts < _aware(until)]
-        found.sort(key=lambda op: op.ts, reverse=order == "desc")
-        return found[offset : offset + limit]
+        if wanted.after_seq is not None:
+            found = found[wanted.after_seq :]  # seq counts from 1 in recording order
+        for name in ("source", "success", "agent_id", "trace_id"):
+            value = getattr(wanted, name)
+            if value is not None:
+                found = [op for op in found if getattr(op, name) == value]
+        if wanted.run_id is not None:
+            found = [op for op in found if _matches(op.run_id, wanted.run_id)]
+        if wanted.endpoint is not None:
+            found = [op for op in found if _matches(op.endpoint, wanted.endpoint)]
+        for key, value in wanted.labels.items():
+            found = [op for op in found if key in op.labels and label_text(op.labels[key]) == value]
+        if wanted.since is not None:
+            found = [op for op in found if op.ts >= aware(wanted.since)]
+        if wanted.until is not None:
+            found = [op for op in found if op.ts < aware(wanted.until)]
+        if wanted.after_seq is None:
+            found.sort(key=lambda op: op.ts, reverse=wanted.order == "desc")
+        elif wanted.order == "desc":
+            found.reverse()
+        return found[wanted.offset : wanted.offset + wanted.limit]
 
     def recent(self, n: int = 100) -> list[ObservedOp]:
         """The last ``n`` ops kept, oldest first."""
@@ -161,11 +146,6 @@ class MemorySink:
 
     def close(self) -> None:
         """Nothing to release; the ops stay readable."""
-
-
-def _aware(value: datetime) -> datetime:
-    # The store takes naive datetimes as UTC; so does this sink.
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:

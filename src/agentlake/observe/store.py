@@ -32,7 +32,8 @@ from pydantic import BaseModel, Field
 
 from agentlake.errors import RunError, UnavailableError, UserError
 from agentlake.migrations import Migration, apply_migrations
-from agentlake.observe.model import LLMUsage, ObservedOp, Provenance
+from agentlake.observe.filters import OpFilter
+from agentlake.observe.model import LLMUsage, ObservedOp
 from agentlake.serving import held_by
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,21 @@ MIGRATIONS = [
     ),
 ]
 
-_PROVENANCE = list(Provenance.model_fields)
+
+# Labels (0002): the fields a domain stamps on its ops, as one JSON object. The columns that
+# held such fields before (written by releases up to 0.1) are read into labels by the
+# migration and left empty since; ``run_id`` stays a column of its own.
+LABELS_MIGRATION_SQL = """
+    ALTER TABLE ops ADD COLUMN labels VARCHAR;
+    UPDATE ops SET labels = CAST(json_object(
+        'staffer_id', staffer_id, 'event_kind', event_kind, 'role', role, 'city', city, 'state', state,
+        'count', "count", 'sig_hash', sig_hash, 'rescue_attempted', rescue_attempted,
+        'rescue_succeeded', rescue_succeeded) AS VARCHAR)
+    WHERE staffer_id IS NOT NULL OR event_kind IS NOT NULL OR role IS NOT NULL OR city IS NOT NULL
+        OR state IS NOT NULL OR "count" IS NOT NULL OR sig_hash IS NOT NULL
+        OR rescue_attempted IS NOT NULL OR rescue_succeeded IS NOT NULL;
+"""
+MIGRATIONS.append(Migration("0002_labels", LABELS_MIGRATION_SQL))
 # LLMUsage field -> column; provider and model are prefixed so they read clearly in SQL.
 _USAGE = {name: (f"llm_{name}" if name in ("provider", "model") else name) for name in LLMUsage.model_fields}
 
@@ -102,16 +117,8 @@ _SCHEMA = pa.schema(
         ("success", pa.bool_()),
         ("duration_ms", pa.float64()),
         ("error", pa.string()),
-        ("staffer_id", pa.string()),
         ("run_id", pa.string()),
-        ("event_kind", pa.string()),
-        ("role", pa.string()),
-        ("city", pa.string()),
-        ("state", pa.string()),
-        ("count", pa.int32()),
-        ("sig_hash", pa.string()),
-        ("rescue_attempted", pa.bool_()),
-        ("rescue_succeeded", pa.bool_()),
+        ("labels", pa.string()),
         ("llm_provider", pa.string()),
         ("llm_model", pa.string()),
         ("input_tokens", pa.int64()),
@@ -251,7 +258,6 @@ def _to_table(ops: Sequence[ObservedOp], first_seq: int, stored_at: datetime) ->
     # this runs on the writer thread for every op ingested. Arrays are built per column and a
     # column with no value at all is a typed null array: Table.from_pydict spent ~115 us on
     # matching 35 lists to the schema, the main cost of the small commits of single events.
-    provs = [op.provenance for op in ops]
     usages = [op.usage for op in ops]
     cols: dict[str, Any] = {
         "id": [op.id for op in ops],
@@ -269,14 +275,14 @@ def _to_table(ops: Sequence[ObservedOp], first_seq: int, stored_at: datetime) ->
         "success": [op.success for op in ops],
         "duration_ms": [op.duration_ms for op in ops],
         "error": [op.error for op in ops],
+        "run_id": [op.run_id for op in ops],
+        "labels": [json.dumps(op.labels, ensure_ascii=False) if op.labels else None for op in ops],
         "attributes": [
             json.dumps(op.attributes, default=str, ensure_ascii=False) if op.attributes else None
             for op in ops
         ],
         "stored_at": [stored_at] * len(ops),
     }
-    for name in _PROVENANCE:
-        cols[name] = [getattr(prov, name) for prov in provs]
     any_usage = any(usage is not None for usage in usages)
     for name, column in _USAGE.items():
         cols[column] = [None if u is None else getattr(u, name) for u in usages] if any_usage else None
@@ -323,11 +329,20 @@ def _row_to_op(row: Sequence[Any]) -> ObservedOp:
         success=rec["success"],
         duration_ms=_finite(rec["duration_ms"]) or 0.0,
         error=rec["error"],
-        provenance=Provenance.model_construct(**{name: rec[name] for name in _PROVENANCE}),
+        run_id=rec["run_id"],
+        labels=_labels(rec["labels"]),
         usage=usage,
+        seq=rec["seq"],
         # parse_constant: a NaN or Infinity stored before ingest refused them reads as text.
         attributes=json.loads(rec["attributes"], parse_constant=str) if rec["attributes"] else {},
     )
+
+
+def _labels(text: str | None) -> dict[str, Any]:
+    """Stored labels as a dict (the migrated ones of older rows hold nulls: dropped)."""
+    if not text:
+        return {}
+    return {key: value for key, value in json.loads(text).items() if value is not None}
 
 
 def _is_lock_error(exc: Exception) -> bool:
@@ -635,79 +650,48 @@ class OpStore:
             raise UserError("the observer store is closed")
         return self._conn.cursor()
 
-    def query(
-        self,
-        *,
-        source: str | None = None,
-        endpoint: str | None = None,
-        success: bool | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        staffer_id: str | None = None,
-        run_id: str | None = None,
-        agent_id: str | None = None,
-        trace_id: str | None = None,
-        after_seq: int | None = None,
-        limit: int = 100,
-        offset: int = 0,
-        order: Literal["desc", "asc"] = "desc",
-    ) -> list[ObservedOp]:
-        """Committed ops matching every given filter, newest first (``order="asc"``: oldest first).
+    # A label compared as text: DuckDB reads it by JSON path (the name is checked to be plain).
+    _LABEL_SQL = "json_extract_string(labels, ?) = ?"
 
-        ``endpoint`` or ``run_id`` ending in ``*`` matches a prefix (``tool.*``, ``run-7:*``). ``since`` is inclusive,
-        ``until`` exclusive; naive datetimes are taken as UTC. Raises ``UserError`` on a bad
-        ``limit``/``offset``/``order``.
+    @staticmethod
+    def _label_param(key: str) -> str:
+        return f'$."{key}"'
+
+    def query(self, **filters: Any) -> list[ObservedOp]:
+        """Committed ops matching every filter of ``OpFilter`` (``observe.filters``), newest
+        first (``order="asc"``: oldest first; with ``after_seq``: by commit sequence).
+
+        ``endpoint`` or ``run_id`` ending in ``*`` matches a prefix (``tool.*``, ``run-7:*``).
+        ``since`` is inclusive, ``until`` exclusive; naive datetimes are taken as UTC; labels
+        compare as text. Raises ``UserError`` for an unknown or bad filter.
         """
-        if limit < 0 or offset < 0:
-            raise UserError("limit and offset must be >= 0")
-        if order not in ("asc", "desc"):
-            raise UserError("order must be 'asc' or 'desc'")
-        where, params = self._filters(
-            source=source,
-            endpoint=endpoint,
-            success=success,
-            since=since,
-            until=until,
-            staffer_id=staffer_id,
-            run_id=run_id,
-            agent_id=agent_id,
-            trace_id=trace_id,
-            after_seq=after_seq,
-        )
-        direction = "DESC" if order == "desc" else "ASC"
-        sql = f"SELECT {_SELECT} FROM ops {where} ORDER BY ts {direction}, seq {direction} LIMIT ? OFFSET ?"
-        rows = self._cursor().execute(sql, [*params, limit, offset]).fetchall()
+        wanted = OpFilter.of(**filters)
+        where, params = self._filters(wanted)
+        direction = "DESC" if wanted.order == "desc" else "ASC"
+        by = f"seq {direction}" if wanted.after_seq is not None else f"ts {direction}, seq {direction}"
+        sql = f"SELECT {_SELECT} FROM ops {where} ORDER BY {by} LIMIT ? OFFSET ?"
+        rows = self._cursor().execute(sql, [*params, wanted.limit, wanted.offset]).fetchall()
         return [_row_to_op(row) for row in rows]
 
     def count(self, **filters: Any) -> int:
         """How many committed ops match the same filters as :meth:`query`."""
-        where, params = self._filters(**filters)
+        where, params = self._filters(OpFilter.of(**filters))
         return int(self._cursor().execute(f"SELECT count(*) FROM ops {where}", params).fetchone()[0])
 
-    @staticmethod
-    def _filters(
-        *,
-        source: str | None = None,
-        endpoint: str | None = None,
-        success: bool | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        staffer_id: str | None = None,
-        run_id: str | None = None,
-        agent_id: str | None = None,
-        trace_id: str | None = None,
-        after_seq: int | None = None,
-    ) -> tuple[str, list[Any]]:
+    def last_seq(self) -> int:
+        """The highest commit sequence stored (0 for an empty log)."""
+        return int(self._cursor().execute("SELECT coalesce(max(seq), 0) FROM ops").fetchone()[0])
+
+    def _filters(self, wanted: OpFilter) -> tuple[str, list[Any]]:
         clauses: list[str] = []
         params: list[Any] = []
-        for column, value in (
-            ("source", source), ("success", success), ("staffer_id", staffer_id), ("agent_id", agent_id),
-            ("trace_id", trace_id),
-        ):  # fmt: skip
+        for column in ("source", "success", "agent_id", "trace_id"):
+            value = getattr(wanted, column)
             if value is not None:
                 clauses.append(f"{column} = ?")
                 params.append(value)
-        for column, value in (("endpoint", endpoint), ("run_id", run_id)):
+        for column in ("endpoint", "run_id"):
+            value = getattr(wanted, column)
             if value is None:
                 continue
             if value.endswith("*"):
@@ -716,15 +700,18 @@ class OpStore:
             else:
                 clauses.append(f"{column} = ?")
                 params.append(value)
-        if since is not None:
+        for key, value in wanted.labels.items():
+            clauses.append(self._LABEL_SQL)
+            params += [self._label_param(key), value]
+        if wanted.since is not None:
             clauses.append("ts >= ?")
-            params.append(_naive_utc(since))
-        if until is not None:
+            params.append(_naive_utc(wanted.since))
+        if wanted.until is not None:
             clauses.append("ts < ?")
-            params.append(_naive_utc(until))
-        if after_seq is not None:
+            params.append(_naive_utc(wanted.until))
+        if wanted.after_seq is not None:
             clauses.append("seq > ?")
-            params.append(after_seq)
+            params.append(wanted.after_seq)
         return ("WHERE " + " AND ".join(clauses) if clauses else ""), params
 
     def recent(self, n: int = 100) -> list[ObservedOp]:

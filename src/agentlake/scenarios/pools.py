@@ -5,7 +5,7 @@ the workers meeting the order as written (the judge's own checks with no hidden 
 ignored), with their facts, distance from the site and prior no-shows at the client. Filters
 are then checked in memory:
 
-- ``check(action)``: what a lesson's filter (``learn.MachineAction``) leaves of each order's
+- ``check(action)``: what a lesson's filter (``workforce.learning.StaffingAction``) leaves of each order's
   pool: the learning loop's pool check (``learn.ExtractContext.pool_check``), so an induced
   rule that would leave an order without a single candidate is withheld. It reads the lake and
   the orders only; a client's hidden acceptance is never an input.
@@ -39,7 +39,7 @@ from agentlake.workforce.geo import haversine_miles
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
-    from agentlake.learn import MachineAction
+    from agentlake.workforce.learning import StaffingAction
     from agentlake.workforce.order import FillOrder
 
 
@@ -112,7 +112,7 @@ class ClientPools:
         self.pools[key] = pool
         return pool
 
-    def admits(self, pool: OrderPool, worker: WorkerFacts, action: MachineAction) -> bool:
+    def admits(self, pool: OrderPool, worker: WorkerFacts, action: StaffingAction) -> bool:
         """Whether ``action``'s filter keeps ``worker`` in ``pool``."""
         if worker.worker_id in action.exclude_ids:
             return False
@@ -124,7 +124,7 @@ class ClientPools:
             return False
         return not (action.exclude_prior_no_show_at_client and pool.no_shows.get(worker.worker_id))
 
-    def check(self, action: MachineAction) -> PoolCheck:
+    def check(self, action: StaffingAction) -> PoolCheck:
         """What ``action`` leaves: candidates before and after over every order shape, and the
         shapes it would leave with none."""
         before = after = 0
@@ -160,6 +160,6 @@ class PoolChecks:
     def __init__(self, pools: Iterable[ClientPools] = ()) -> None:
         self.by_client = {p.client.id: p for p in pools}
 
-    def __call__(self, scope: str, action: MachineAction) -> PoolCheck | None:
+    def __call__(self, scope: str, action: StaffingAction) -> PoolCheck | None:
         pools = self.by_client.get(scope)
         return pools.check(action) if pools is not None else None

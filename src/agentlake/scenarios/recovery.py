@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from agentlake.learn import LessonStore, MachineAction, retrieve_lessons
+from agentlake.learn import LessonStore, retrieve_lessons
 from agentlake.learn.store import PgSchema
 from agentlake.scenarios.scenario import Acceptance
+from agentlake.workforce.learning import StaffingAction, action_of
 
 if TYPE_CHECKING:
     from agentlake.learn import Lesson
@@ -101,14 +102,14 @@ def _hidden_rules(acceptance: Acceptance) -> list[_Rule]:
     return rules
 
 
-def _parts(action: MachineAction) -> list[tuple[str, str, MachineAction]]:
+def _parts(action: StaffingAction) -> list[tuple[str, str, StaffingAction]]:
     """The filters of ``action`` one by one: (rule name, value, the filter alone)."""
     out = [
-        ("required_certification", cert, MachineAction(require_certifications=[cert]))
+        ("required_certification", cert, StaffingAction(require_certifications=[cert]))
         for cert in action.require_certifications
     ]
     out += [
-        (f"min_{name}", f"{floor:g}", MachineAction(min_scores={name: floor}))
+        (f"min_{name}", f"{floor:g}", StaffingAction(min_scores={name: floor}))
         for name, floor in action.min_scores.items()
     ]
     if action.max_distance_miles is not None:
@@ -116,11 +117,11 @@ def _parts(action: MachineAction) -> list[tuple[str, str, MachineAction]]:
             (
                 "max_distance_miles",
                 f"{action.max_distance_miles:g}",
-                MachineAction(max_distance_miles=action.max_distance_miles),
+                StaffingAction(max_distance_miles=action.max_distance_miles),
             )
         )
     if action.exclude_prior_no_show_at_client:
-        out.append(("exclude_prior_no_show", "yes", MachineAction(exclude_prior_no_show_at_client=True)))
+        out.append(("exclude_prior_no_show", "yes", StaffingAction(exclude_prior_no_show_at_client=True)))
     return out
 
 
@@ -131,19 +132,20 @@ def _same(pools: ClientPools, rule: str, truth: str, learned: str) -> bool:
     return pools.matching.certification_key(truth) == pools.matching.certification_key(learned)
 
 
-def _given(store: LessonStore, pool: OrderPool) -> tuple[list[Lesson], MachineAction]:
+def _given(store: LessonStore, pool: OrderPool) -> tuple[list[Lesson], StaffingAction]:
     """The lessons with a filter the rules policy is given for ``pool``'s order, and their
     combined filter (a lesson conflicting with those taken before it is left out, as there)."""
     assert pool.order is not None
     retrieved = retrieve_lessons(store, pool.order.signature(), semantic=False)
     taken: list[Lesson] = []
-    combined = MachineAction()
+    combined = StaffingAction()
     for lesson in retrieved.lessons:
-        if lesson.machine is None or lesson.machine.is_empty():
+        action = action_of(lesson)
+        if action is None or action.is_empty():
             continue
-        if taken and combined.conflicts_with(lesson.machine) is not None:
+        if taken and combined.conflicts_with(action) is not None:
             continue
-        combined = combined.merged(lesson.machine)
+        combined = combined.merged(action)
         taken.append(lesson)
     return taken, combined
 
@@ -180,8 +182,9 @@ def client_recovery(
         found.acceptable += len(acceptable)
         found.excluded_acceptable += len(acceptable - kept)
         for lesson in lessons:
-            assert lesson.machine is not None
-            alone = {w.worker_id for w in pool.workers if pools.admits(pool, w, lesson.machine)}
+            action = action_of(lesson)
+            assert action is not None
+            alone = {w.worker_id for w in pool.workers if pools.admits(pool, w, action)}
             if acceptable - alone:
                 harmful[lesson.id] = None
         parts = _parts(combined)

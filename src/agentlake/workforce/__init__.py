@@ -6,10 +6,14 @@ Layout: ``roles`` (the role catalogue, certification spellings and the one role 
 places are), ``order`` (``FillOrder``), ``schedule`` (who is booked when), ``candidates``
 (the search for qualified workers), ``verify`` (whether a proposed fill is valid),
 ``profile`` (a worker and their history) and ``facts`` (what a client sees when it judges a
-fill). It reads the lake and never writes it, except ``generator.load_workforce``.
+fill). Its side of learning is ``learning`` (the staffing ``learn.Domain``: its task key, its
+machine action ``StaffingAction``, the rules clients state) and ``induction`` (the rules they
+do not), with ``evidence`` (what a judged fill carries). It reads the lake and never writes
+it, except ``generator.load_workforce``.
 
-It imports ``lake`` (and ``learn``'s ``TaskSignature`` for an order's signature), never
-``agents``, ``scenarios`` or a door: agents and scenarios are built on it, not the reverse.
+It imports ``lake`` and ``learn`` (the learning machinery it plugs into as a domain), never
+``agents``, ``scenarios``, ``observe`` or a door: agents and scenarios are built on it, not
+the reverse.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A fill order: what the client asked for, parsed from text or built in code.
 
 Owns ``FillOrder`` (its fields, its parser for "3 x Welder in Cleveland, OH ..." and its task
-signature for lesson retrieval) and ``slugify`` (a client's id from its name). It does not own
+key for lesson retrieval: ``signature``) and ``slugify`` (a client's id from its name). It does not own
 role synonyms or certification spellings (``roles``) nor checking workers against an order
 (``verify``).
 """
@@ -18,7 +18,7 @@ from agentlake.errors import UserError
 from agentlake.workforce.roles import canonical_role
 
 if TYPE_CHECKING:
-    from agentlake.learn import TaskSignature
+    from agentlake.learn import TaskKey
 
 DEFAULT_SHIFT_HOURS = 8
 
@@ -152,18 +152,28 @@ class FillOrder(BaseModel):
             )
             raise UserError(f"invalid order {text!r}: {problems}") from None
 
-    def signature(self) -> TaskSignature:
-        """The task signature lessons are retrieved and measured by."""
+    def signature(self) -> TaskKey:
+        """The task key lessons are retrieved and measured by (the staffing domain's)."""
         # Lazy (start-up time): the learning layer loads on first use.
-        from agentlake.learn import TaskSignature
+        from agentlake.learn import TaskKey
 
-        return TaskSignature(
+        return TaskKey(
+            domain="staffing",
             task_kind=self.task_kind,
-            role=self.role,
-            client_id=self.client_id,
-            city=self.city,
-            state=self.state,
+            fields={"role": self.role, "client_id": self.client_id, "city": self.city, "state": self.state},
         )
+
+    def labels(self) -> dict[str, Any]:
+        """The labels an op about this order carries (the witness finds a scenario's ops by them)."""
+        return {
+            "domain": "staffing",
+            "role": self.role,
+            "city": self.city,
+            "state": self.state,
+            "count": self.count,
+            "sig_hash": self.signature().sig_hash(),
+            "event_kind": self.task_kind,
+        }
 
     def describe(self) -> str:
         """One line for prompts and tables."""

@@ -3,7 +3,7 @@
 Where a judge does not say why it refused an item (vague or silent feedback; ``evidence``
 has the op convention), the rules are read off the evidence: the items' features, accepted
 against refused, across everything judged so far for the scope (kept in the lesson store).
-A rule is a conjunction of simple filters, each a ``MachineAction`` the rules policy applies:
+A rule is a conjunction of simple filters, each a ``StaffingAction`` the rules policy applies:
 a score floor (``min_scores``), a distance limit, a certification held, no prior no-show.
 
 - **Candidates.** A filter is a candidate only if every accepted item passes it (the judge
@@ -42,9 +42,10 @@ a score floor (``min_scores``), a distance limit, a certification held, no prior
   of the search, not a filter). An acceptance is direct evidence: confidence 0.8 for one
   worker, +0.05 for each further one, at most 0.95.
 
-The heuristic extractor's deltas come first (``InductionExtractor`` = heuristic + induction),
-so a judge that states its rules (explicit feedback) is learned exactly as before. It does not
-own curation (``curation``) nor the domain's features (the op states them).
+Learn's ``induction`` extractor runs every domain's rule extractors first (``StaffingRules``),
+then this, so a judge that states its rules (explicit feedback) is learned exactly as before.
+It does not own curation (``agentlake.learn.curation``) nor the features (the op states them:
+``workforce.evidence``).
 """
 
 from __future__ import annotations
@@ -57,9 +58,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentlake.learn.evidence import ACCEPT_ROLES, ORDERED_ROLE, SCORE_FILTER, EvidenceItem, read_judged
-from agentlake.learn.extractor import ExtractContext, PoolCheck, PoolChecker, register_extractor
-from agentlake.learn.heuristic import HeuristicExtractor
+from agentlake.learn.evidence import EvidenceItem, read_judged
+from agentlake.learn.extractor import ExtractContext, PoolCheck, PoolChecker
 from agentlake.learn.model import (
     MAX_EVIDENCE_IDS,
     MAX_EXCLUDE_IDS,
@@ -67,19 +67,26 @@ from agentlake.learn.model import (
     Lesson,
     LessonDraft,
     LessonMatch,
-    MachineAction,
 )
+from agentlake.workforce.learning import DOMAIN, StaffingAction, action_of
 
 if TYPE_CHECKING:
-    from agentlake.observe.model import ObservedOp
-    from agentlake.settings import Settings
+    from agentlake.learn.extractor import Op
+
+# The filters a feature of the evidence may state (a ``StaffingAction`` field): ``min_scores.<name>``
+# keeps workers at or above, ``max_distance_miles`` at or below, ``require_certifications``
+# holders, ``exclude_prior_no_show_at_client`` those without the flag; ``accept_roles`` is a
+# widening (the worker's role, stated when it is not the ordered one, ``ordered_role``).
+FILTERS = ("max_distance_miles", "require_certifications", "exclude_prior_no_show_at_client", "accept_roles")
+ACCEPT_ROLES = "accept_roles"
+ORDERED_ROLE = "ordered_role"
+SCORE_FILTER = "min_scores."
 
 ALPHA = 0.02
 ALPHA_NAMED = 0.5
 BASE_CONFIDENCE = 0.8
 MAX_CONFIDENCE = 0.95
 SOURCE = "induction"
-DOMAIN = "staffing"
 EXCLUDE_FAMILY = "exclude_ids"
 SCORE_STEP = 0.001  # the precision of the evidence's scores
 DISTANCE_STEP = 0.1  # and of its distances, in miles
@@ -149,18 +156,18 @@ class Candidate:
             return self.tag is not None and self.tag.casefold() not in _tags(value)
         return value is True  # exclude_prior_no_show_at_client
 
-    def machine(self, explained: Sequence[Point]) -> MachineAction:
+    def machine(self, explained: Sequence[Point]) -> StaffingAction:
         """The filter, its threshold just inside the refusals it explains (``_inside``)."""
         if self.filter.startswith(SCORE_FILTER) or self.filter == "max_distance_miles":
             assert self.bound is not None
             values = [float(p.values[self.feature]) for p in explained]
             if self.filter == "max_distance_miles":
-                return MachineAction(max_distance_miles=_inside(min(values), self.bound, -DISTANCE_STEP))
+                return StaffingAction(max_distance_miles=_inside(min(values), self.bound, -DISTANCE_STEP))
             threshold = _inside(max(values), self.bound, SCORE_STEP)
-            return MachineAction(min_scores={self.filter[len(SCORE_FILTER) :]: threshold})
+            return StaffingAction(min_scores={self.filter[len(SCORE_FILTER) :]: threshold})
         if self.filter == "require_certifications":
-            return MachineAction(require_certifications=[self.tag or ""])
-        return MachineAction(exclude_prior_no_show_at_client=True)
+            return StaffingAction(require_certifications=[self.tag or ""])
+        return StaffingAction(exclude_prior_no_show_at_client=True)
 
 
 @dataclass
@@ -174,7 +181,7 @@ class Rule:
     named: bool
     edge: list[Point] = field(default_factory=list)
 
-    def machine(self) -> MachineAction:
+    def machine(self) -> StaffingAction:
         return self.candidate.machine(self.edge or self.explained)
 
     def refuses(self, point: Point) -> bool:
@@ -330,7 +337,7 @@ def induce(
     every = candidates(features, accepted)
     residual = list(refused)
     open_candidates = list(every)
-    action = MachineAction()
+    action = StaffingAction()
 
     def named(candidate: Candidate, covered: Sequence[Point]) -> bool:
         return any(candidate.feature in hints[id(point)] for point in covered)
@@ -447,7 +454,7 @@ def lesson_id(project_id: str, scope: str, family: str, generation: int) -> str:
     return "L-" + digest.hexdigest()[:10]
 
 
-def family_of(machine: MachineAction | None, role: str | None = None) -> str | None:
+def family_of(machine: StaffingAction | None, role: str | None = None) -> str | None:
     """The filter family an induced lesson's action belongs to (``role``: the lesson's)."""
     if machine is None:
         return None
@@ -469,7 +476,7 @@ def family_of(machine: MachineAction | None, role: str | None = None) -> str | N
 @dataclass
 class _Wanted:
     family: str
-    machine: MachineAction
+    machine: StaffingAction
     action: str
     confidence: float
     op_ids: list[str]
@@ -524,7 +531,7 @@ def _wanted(found: Induction) -> list[_Wanted]:
         out.append(
             _Wanted(
                 family=EXCLUDE_FAMILY,
-                machine=MachineAction(exclude_ids=ids),
+                machine=StaffingAction(exclude_ids=ids),
                 action=f"Do not propose these workers to {scope} again; it refused them for reasons "
                 f"no rule explains yet: {shown}{more}",
                 confidence=BASE_CONFIDENCE,
@@ -540,7 +547,7 @@ def _wanted(found: Induction) -> list[_Wanted]:
         out.append(
             _Wanted(
                 family=f"{ACCEPT_ROLES}:{wanted.casefold()}",
-                machine=MachineAction(accept_roles=roles),
+                machine=StaffingAction(accept_roles=roles),
                 action=f"For {wanted} orders, {scope} also takes {', '.join(roles)}: it accepted {shown} "
                 f"for {wanted} orders (induced)",
                 confidence=round(min(MAX_CONFIDENCE, BASE_CONFIDENCE + 0.05 * (len(points) - 1)), 3),
@@ -576,7 +583,7 @@ def reconcile(found: Induction, existing: Sequence[Lesson], project_id: str) -> 
     current: dict[str, Lesson] = {}
     retired: dict[str, int] = defaultdict(int)
     for lesson in existing:
-        family = family_of(lesson.machine, lesson.match.role)
+        family = family_of(action_of(lesson), lesson.match.get("role"))
         if family is None:
             continue
         if lesson.status == "retired":
@@ -590,8 +597,8 @@ def reconcile(found: Induction, existing: Sequence[Lesson], project_id: str) -> 
         draft = LessonDraft(
             trigger=f"Filling {want.role or 'any role'} for {found.scope}",
             action=want.action,
-            match=LessonMatch(client_id=found.scope, role=want.role),
-            machine=want.machine,
+            match=LessonMatch(fields={"role": want.role, "client_id": found.scope}),
+            machine=want.machine.model_dump(),
             domain=DOMAIN,
             confidence=want.confidence,
             evidence_op_ids=want.op_ids,
@@ -603,14 +610,14 @@ def reconcile(found: Induction, existing: Sequence[Lesson], project_id: str) -> 
             else lesson_id(project_id, found.scope, family, retired[family] + 1),
         )
         reason = f"induction: {want.machine.describe()} ({want.why})"
-        if lesson is not None and lesson.machine != want.machine:
+        if lesson is not None and action_of(lesson) != want.machine:
             deltas.append(
                 Delta(
                     op="EDIT",
                     target_id=lesson.id,
                     changes={"machine": want.machine.model_dump(), "action": want.action},
                     actor=SOURCE,
-                    reason=f"revised by new evidence: {lesson.machine.describe() if lesson.machine else ''} "
+                    reason=f"revised by new evidence: {lesson.describe_action()} "
                     f"-> {want.machine.describe()} ({want.why})",
                 )
             )
@@ -637,16 +644,18 @@ def reconcile(found: Induction, existing: Sequence[Lesson], project_id: str) -> 
     return deltas
 
 
-class InductionExtractor:
-    """The heuristic's lessons plus the rules induced from judged evidence (module docstring)."""
+def known_filter(name: str) -> bool:
+    """Whether ``name`` is a filter induction can state (see ``FILTERS``)."""
+    return name in FILTERS or (name.startswith(SCORE_FILTER) and len(name) > len(SCORE_FILTER))
 
-    name = "induction"
 
-    def __init__(self) -> None:
-        self.heuristic = HeuristicExtractor()
+class StaffingInduction:
+    """The rules clients did not state, induced from the judged evidence (module docstring)."""
 
-    def extract(self, ops: Sequence[ObservedOp], context: ExtractContext) -> list[Delta]:
-        deltas = self.heuristic.extract(ops, context)
+    name = "staffing-induction"
+
+    def extract(self, ops: Sequence[Op], context: ExtractContext) -> list[Delta]:
+        deltas: list[Delta] = []
         fresh: dict[str, list[EvidenceItem]] = defaultdict(list)
         schema: dict[str, dict[str, dict[str, str]]] = {}
         for op in ops:
@@ -663,10 +672,12 @@ class InductionExtractor:
                 stored_features, items = context.store.evidence(scope, project_id=context.project_id)
                 features = stored_features or features
                 existing = context.store.list(source=SOURCE, project_id=context.project_id, client_id=scope)
+            features = {name: spec for name, spec in features.items() if known_filter(spec.get("filter", ""))}
             keep = {
                 f
                 for lesson in existing
-                if lesson.status != "retired" and (f := family_of(lesson.machine, lesson.match.role))
+                if lesson.status != "retired"
+                and (f := family_of(action_of(lesson), lesson.match.get("role")))
             }
             found = induce(scope, features, items, pool_check=context.pool_check, keep=keep)
             deltas += reconcile(found, existing, context.project_id)
@@ -682,10 +693,3 @@ class InductionExtractor:
             context.notes["induction"] = summary
             context.notes["induction_notes"] = notes
         return deltas
-
-
-def _factory(settings: Settings) -> InductionExtractor:
-    return InductionExtractor()
-
-
-register_extractor("induction", _factory, replace=True)
