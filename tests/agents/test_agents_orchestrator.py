@@ -495,7 +495,9 @@ def test_lessons_reach_the_executor_as_find_workers_arguments(
     assert f"[{lesson_id}]" in _prompt(reviewer, 0)
     assert outcome.lessons_given == [lesson_id]
     assert outcome.lessons_cited == [lesson_id]
-    assert store.citations(run_id="run-lessons-1") == [], "retrieval writes nothing: the op says what was cited"
+    assert store.citations(run_id="run-lessons-1") == [], (
+        "retrieval writes nothing: the op says what was cited"
+    )
 
 
 def test_the_executor_may_cite_only_the_lessons_it_was_given(

@@ -105,7 +105,9 @@ def test_exclude_prior_no_show_at_client(make_ctx, lake, store) -> None:
     wide = RulesPolicy(spares=200)
     without = wide.run(order, make_ctx())
     assert row["worker_id"] in without.proposed + without.candidates
-    lesson_id = _lesson(store, StaffingAction(exclude_prior_no_show_at_client=True), client_id=order.client_id)
+    lesson_id = _lesson(
+        store, StaffingAction(exclude_prior_no_show_at_client=True), client_id=order.client_id
+    )
 
     with_lesson = wide.run(order, make_ctx(lessons=store))
 
@@ -169,7 +171,12 @@ def test_fill_library_call_uses_the_process_observer_and_lesson_outcomes(make_ct
 def test_a_fills_op_states_its_outcome_and_the_learner_records_it(lake, store, sink) -> None:
     from agentlake.learn import record_outcomes
 
-    fill("3 x warehouse workers in New York, NY at 08:00 on 2026-04-22", lake=lake, lessons=store, run_id="run-fill-2")
+    fill(
+        "3 x warehouse workers in New York, NY at 08:00 on 2026-04-22",
+        lake=lake,
+        lessons=store,
+        run_id="run-fill-2",
+    )
     record_outcomes(store, sink.endpoint("task.fill"))
     assert store.query("SELECT run_id, success FROM outcomes") == [("run-fill-2", True)]
 

@@ -116,7 +116,9 @@ def test_rest_and_mcp_lessons_share_defaults_bounds_and_filters(
     assert _call_mcp(services, "lessons", {"limit": 0}).is_error
     assert client.get("/playbooks", params={"limit": 0}, headers=keys["read"]).status_code == 422
     by_tool = _call_mcp(services, "lessons", {"city": "Town7", "offset": 0})
-    assert [lesson["match"]["fields"]["city"] for lesson in by_tool.structured_content["lessons"]] == ["Town7"]
+    assert [lesson["match"]["fields"]["city"] for lesson in by_tool.structured_content["lessons"]] == [
+        "Town7"
+    ]
 
 
 def test_rest_and_mcp_search_share_one_request_model(make_gateway: Any) -> None:

@@ -430,7 +430,9 @@ class LessonDraft(BaseModel):
             owners = [d.name for d in all_domains() if _accepts(d, self.machine)]
             if len(owners) != 1:
                 names = ", ".join(d.name for d in all_domains()) or "none"
-                raise ValueError(f"a machine action belongs to a domain: set domain to one of {names} (not {self.domain!r})")
+                raise ValueError(
+                    f"a machine action belongs to a domain: set domain to one of {names} (not {self.domain!r})"
+                )
             self.domain = owners[0]
         self.machine = validate_action(self.domain, self.machine)
         return self
