@@ -364,13 +364,13 @@ def load_rules() -> RuleSet:
 
 # --- What a match must contain: the scrubber's gate is sound only if it knows ----------------
 
-# The characters the scrubber's gate counts as one word (``scrub._SHAPES`` keeps them together);
-# everything at or above U+0080 stays in a word too.
+# The characters the scrubber's gate counts as one word (``scrub._SHAPES`` keeps them together,
+# and any other character ends a word).
 WORD_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.+/=-")
 
 
 def _in_word(code: int) -> bool:
-    return code >= 128 or chr(code) in WORD_CHARACTERS
+    return code < 128 and chr(code) in WORD_CHARACTERS
 
 
 def _set_in_word(items: list) -> bool:
@@ -380,7 +380,7 @@ def _set_in_word(items: list) -> bool:
                 return False
         elif op is sre.RANGE:
             low, high = arg
-            if not all(_in_word(code) for code in range(low, min(high, 127) + 1)):
+            if high > 127 or not all(_in_word(code) for code in range(low, high + 1)):
                 return False
         elif op is sre.CATEGORY:
             if arg not in (sre.CATEGORY_DIGIT, sre.CATEGORY_WORD):

@@ -38,8 +38,8 @@ a format no rule knows.
 
 Cost: the gate. Most texts hold none of a short list of names (``_NAMES``: ours and the
 keywords of the gitleaks rules whose secrets may be short), no word of 20 or more token
-characters and no card- or SSN-shaped digits, and cost one lower-casing, one translation and a
-few substring scans (about 1.5 us for the usual op), where running the rules costs tens of
+characters and no card- or SSN-shaped digits, and cost one lower-casing, two translations and
+three searches in C (about 1 us for the usual op), where running the rules costs tens of
 microseconds. ``tests/observe/test_observe_scrub.py`` proves the gate sound for every gitleaks
 rule (a rule either needs a word of 20+ characters or has its keywords among the names), and a
 property test holds :func:`scrub` equal to :func:`scrub_ungated` (every rule, no gate).
@@ -304,8 +304,8 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 # The gate: no rule can match a text that has none of these names, no word of _TOKEN_MIN or
 # more token characters and no card- or SSN-shaped digits. Checked with str.lower,
-# str.translate and substring search (all in C, about 1.5 us for the usual op), where running
-# even one regular expression over the text costs about 30 ns per character. The names are our
+# str.translate and three searches (all in C, about 1 us for the usual op), where running the
+# rules costs tens of microseconds. The names are our
 # rules' and the keywords of every gitleaks rule whose match may hold no word of _TOKEN_MIN
 # characters (a test derives those from the rule set and fails when one is missing here).
 _NAMES = (
@@ -349,8 +349,9 @@ _NAMES = (
     "zxlk",
 )
 # One translation shows the rest: digits become "9", other token characters "a" ("-" stays),
-# everything else a space. Every prefixed token and bare key is then a word of _TOKEN_MIN or
-# more characters, and card numbers and SSNs show as digit groups.
+# every other ASCII character a space (and any other character stays itself, which no rule
+# counts in a token). Every prefixed token and bare key is then a word of _TOKEN_MIN or more
+# characters, and card numbers and SSNs show as digit groups.
 _SHAPES = str.maketrans(
     {
         chr(c): "9"
@@ -364,7 +365,13 @@ _SHAPES = str.maketrans(
     }
 )
 _TOKEN_MIN = 20
-_DIGIT_SHAPES = ("999-99-9999", "9999 9999", "9999-9999", "99999999", "9999 999999", "9999-999999")
+# The three signals, each one pass in C: the names as one trie (a search tries one character at
+# a time where one substring scan per name went over the text 36 times), a run of _TOKEN_MIN
+# word characters as one substring of the shapes flattened, the digit shapes as one pattern.
+_NAMES_FOUND = re.compile(gitleaks.alternation(_NAMES))
+_FLAT = str.maketrans("9-", "aa")
+_RUN = "a" * _TOKEN_MIN
+_DIGIT_SHAPES = re.compile(r"9999[ -]?9999|999-99-9999|9999[ -]999999")
 # Rules that only the long-token or the digit signal can open run whenever that signal is there.
 _BY_SIGNAL = {
     "token": ("Discord bot token", "AWS secret access key (bare)"),
@@ -373,16 +380,13 @@ _BY_SIGNAL = {
 
 
 def _signals(text: str, lowered: str) -> tuple[bool, bool, bool]:
-    """(a name keyword, a word of 20+ token characters, a card- or SSN-shaped digit group).
-
-    ``map`` over the bound ``__contains__`` keeps the loops in C: a Python loop over the
-    keywords cost more than the searches themselves.
-    """
-    named = any(map(lowered.__contains__, _NAMES))
+    """(a name, a word of 20+ token characters, a card- or SSN-shaped digit group)."""
     shaped = text.translate(_SHAPES)
-    token = max(map(len, shaped.split()), default=0) >= _TOKEN_MIN
-    digits = any(map(shaped.__contains__, _DIGIT_SHAPES))
-    return named, token, digits
+    return (
+        _NAMES_FOUND.search(lowered) is not None,
+        _RUN in shaped.translate(_FLAT),
+        _DIGIT_SHAPES.search(shaped) is not None,
+    )
 
 
 def _replace(rule: Rule) -> Callable[[re.Match[str]], str]:
