@@ -141,6 +141,12 @@ def test_card_numbers_need_luhn_and_are_not_fractions() -> None:
     assert scrub("[0.5, -0.4111111111111111]") == "[0.5, -0.4111111111111111]"
 
 
+def test_a_card_beside_other_numbers_is_masked_alone() -> None:
+    assert scrub("ann,4111111111111111,12/29") == f"ann,{MASK},12/29"
+    assert scrub("4111 1111 1111 1111 12 29") == f"{MASK} 12 29"
+    assert scrub("ref 41111111111111111111111") == "ref 41111111111111111111111"  # 23 digits
+
+
 def test_lone_surrogates_become_replacement_characters() -> None:
     assert scrub("bad \ud800 text") == "bad \ufffd text"
 

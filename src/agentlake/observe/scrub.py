@@ -65,14 +65,15 @@ class Rule:
     """One kind of secret. ``keywords`` (lower-case) gate the pattern: it is tried only when one
     occurs in the lower-cased text; ``None`` means the ``gate`` pattern decides instead.
     ``keep`` names the group kept before the mask (e.g. the header name); ``check`` may veto a
-    match (the card check, a name that only looks like a secret's)."""
+    match (a name that only looks like a secret's: False) or say that only its first characters
+    are the secret (a card number followed by more digits: their count)."""
 
     name: str
     pattern: re.Pattern[str]
     keywords: tuple[str, ...] | None
     keep: str | None = None
     gate: re.Pattern[str] | None = None
-    check: Callable[[re.Match[str]], bool] | None = None
+    check: Callable[[re.Match[str]], bool | int] | None = None
 
 
 # --- names that say their value is a secret ---------------------------------------------------
@@ -216,9 +217,17 @@ def card_issuer(digits: str) -> str | None:
     return None
 
 
-def _card(match: re.Match[str]) -> bool:
-    digits = "".join(char for char in match.group(0) if char.isdigit())
-    return card_issuer(digits) is not None and _luhn(digits)
+def _card(match: re.Match[str]) -> int:
+    """How many characters from the match's start are a card number (0: none). A number may be
+    followed by more digits ("4111 1111 1111 1111 12/29"): the longest run of its groups that is
+    a valid number counts."""
+    text = match.group(0)
+    ends = [at for at in range(13, len(text) + 1) if at == len(text) or text[at] in " -"]
+    for end in reversed(ends):
+        digits = text[:end].replace(" ", "").replace("-", "")
+        if 13 <= len(digits) <= 19 and card_issuer(digits) is not None and _luhn(digits):
+            return end
+    return 0
 
 
 def _r(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -228,11 +237,9 @@ def _r(pattern: str, flags: int = 0) -> re.Pattern[str]:
 _I = re.IGNORECASE
 _QUOTE = re.compile(r"""\\*["']""")
 # A value after "key=" or "key: ": a string quoted with the same quote (escaped any number of
-# times: JSON inside JSON), or everything up to whitespace, a quote or a backslash.
-_VALUE = r"""(?:(?P<q>\\*["'])(?:(?!(?P=q))[^\n])*(?P=q)|[^\s"'<>\\]+)"""
-# After a colon (YAML, headers, "password: two words") an unquoted value runs on over spaces to
-# the end of its line, a comma or a closing bracket (so JSON text stays JSON); after "=" it ends
-# at whitespace ("k=v k2=v2", query strings).
+# times: JSON inside JSON); else, after a colon (YAML, headers, "password: two words"), words
+# to the end of the line, a comma or a closing bracket (so JSON text stays JSON); after "=",
+# everything up to whitespace ("k=v k2=v2", query strings), a quote or a backslash.
 _NAMED_VALUE = (
     r"""(?:(?P<q>\\*["'])(?:(?!(?P=q))[^\n])*(?P=q)"""
     r"""|(?(colon)[^\s"'<>\\,}\]]+(?:[ \t]+[^\s"'<>\\,}\]]+)*|[^\s"'<>\\]+))"""
@@ -292,8 +299,9 @@ RULES: tuple[Rule, ...] = (
          _r(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[a-z])(?=[A-Za-z0-9/+]{0,39}[0-9])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
          None, gate=_r(r"[A-Za-z0-9/+]{40}")),
     # A run of 13 to 19 digits, in groups split by single spaces or dashes, that is not the
-    # fraction or exponent of a number ("-0.4111111111111111"): checked by issuer and Luhn.
-    Rule("payment card number", _r(r"(?<![\w.,+-])\d(?:[ -]?\d){12,18}(?![\w-]|[.,]\d)"), None,
+    # fraction of a number ("-0.4111111111111111") nor part of a longer one: checked by
+    # issuer and Luhn. A comma may stand either side ("ann,4111...,12/29").
+    Rule("payment card number", _r(r"(?<![\w.+])\d(?:[ -]?\d){12,18}(?!\w|[.-]\d)"), None,
          gate=_r(r"\d{4}[ -]?\d{4}|\d{4}[ -]\d{6}"), check=_card),
     Rule("US social security number",
          _r(r"(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])|(?P<keep>\b(?:ssn|social security(?: number)?)\b\s*[:#]?\s*)\d{9}\b", _I),
@@ -392,11 +400,14 @@ def _signals(text: str, lowered: str) -> tuple[bool, bool, bool]:
 def _replace(rule: Rule) -> Callable[[re.Match[str]], str]:
     def replace(match: re.Match[str]) -> str:
         whole = match.group(0)
-        if rule.check is not None and not rule.check(match):
+        verdict = True if rule.check is None else rule.check(match)
+        if not verdict:
             # Not this rule's secret ("client_id": ...), but the rest of what it spans may hold
             # one ("client_id": "x api_key=..."): look again past the vetoed start.
             head = (match.group(rule.keep) if rule.keep else "") or whole[:1]
             return head + rule.pattern.sub(replace, whole[len(head) :])
+        if verdict is not True and verdict < len(whole):  # the secret is the match's head
+            return MASK + whole[verdict:]
         kept = match.group(rule.keep) if rule.keep and match.group(rule.keep) else ""
         value = whole[len(kept) :]
         # A quoted value keeps its (escaped) quotes, so JSON text stays JSON.
