@@ -95,8 +95,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     after = checkout_entries() if before is not None else None
     left = sorted(line[3:] for line in (after or set()) - (before or set()))
     session.config.stash[_LEFT_IN_CHECKOUT] = left
-    if left:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if left and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # an interrupted run keeps its code
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
