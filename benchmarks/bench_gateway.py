@@ -242,6 +242,9 @@ class Server:
             "AGENTLAKE_CONFIG": str(root / "none.toml"),
             "AGENTLAKE_API_KEYS": f"{KEY}:read",
             "AGENTLAKE_LEARN_SCHEDULE": "false",
+            # The per-key limiter runs as in production (every request charged), but high
+            # enough that the load generator's one key is never refused.
+            "AGENTLAKE_RATE_LIMIT_PER_MINUTE": "1000000000",
         }
         if src is not None:
             env["PYTHONPATH"] = str(src)  # ahead of the editable install of this checkout

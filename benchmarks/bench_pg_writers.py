@@ -60,6 +60,10 @@ def _serve(data_dir: Path, url: str, stack: ExitStack) -> tuple[str, subprocess.
         "AGENTLAKE_CONFIG": str(data_dir / "none.toml"),
         "AGENTLAKE_DATABASE_URL": url,
         "AGENTLAKE_OTLP_GRPC_PORT": "0",
+        # Lesson confirmations by the hundred a minute from one client: the stores are measured
+        # here, not the gateway's rate limits.
+        "AGENTLAKE_RATE_LIMIT_PER_MINUTE": "0",
+        "AGENTLAKE_RATE_LIMIT_WRITE_PER_MINUTE": "0",
         "HF_HUB_OFFLINE": "1",
     }
     log = (data_dir.parent / f"{data_dir.name}.log").open("w")

@@ -1,9 +1,11 @@
-"""Test-wide fixtures. The network beyond 127.0.0.1 is off: a test that reaches out fails."""
+"""Test-wide fixtures. The network beyond 127.0.0.1 is off: a test that reaches out fails. Tests
+write only to temp dirs: a file a test leaves in the checkout fails the session, named."""
 
 from __future__ import annotations
 
 import os
 import socket
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
@@ -45,6 +47,9 @@ def _isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         if name.startswith(("AGENTLAKE_", "OTEL_")) or name in _AMBIENT:
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AGENTLAKE_DATA_DIR", str(tmp_path / "data"))
+    # runs_dir's default is relative ("runs"): a scenario run would land in the checkout, and
+    # the dashboard would show a test's run as the latest.
+    monkeypatch.setenv("AGENTLAKE_RUNS_DIR", str(tmp_path / "runs"))
     monkeypatch.setenv("AGENTLAKE_CONFIG", str(tmp_path / "agentlake.toml"))
     # Any model server a test needs is a fake on 127.0.0.1; default hosts point nowhere real.
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
@@ -52,6 +57,58 @@ def _isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # seconds); the graph runs its scripted demo model unless a test names another.
     monkeypatch.setenv("AGENTLAKE_DEFAULT_MODEL", "none")
     monkeypatch.setenv("AGENTLAKE_GRAPH_MODEL", "function:graph-demo")
+
+
+# --- tests write only to temp dirs ----------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+# The tools' own caches (and the virtualenv `make install` builds) are not a test's doing.
+_TOOL_DIRS = frozenset({".pytest_cache", ".hypothesis", "__pycache__", ".ruff_cache", ".venv"})
+_LEFT_IN_CHECKOUT = pytest.StashKey[list[str]]()
+_CHECKOUT_BEFORE = pytest.StashKey["set[str] | None"]()
+
+
+def checkout_entries() -> set[str] | None:
+    """The checkout's ``git status --porcelain --ignored -uall`` lines (new, changed and ignored
+    files), the tools' caches left out; ``None`` outside a git checkout (nothing to compare)."""
+    try:
+        listed = subprocess.run(
+            ["git", "status", "--porcelain", "--ignored", "-uall", "--", ".", ":(exclude).venv"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {line for line in listed.splitlines() if not _TOOL_DIRS.intersection(Path(line[3:]).parts)}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_CHECKOUT_BEFORE] = checkout_entries()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the session when its tests left a file in the checkout that was not there before."""
+    before = session.config.stash.get(_CHECKOUT_BEFORE, None)
+    after = checkout_entries() if before is not None else None
+    left = sorted(line[3:] for line in (after or set()) - (before or set()))
+    session.config.stash[_LEFT_IN_CHECKOUT] = left
+    if left and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # an interrupted run keeps its code
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    left = terminalreporter.config.stash.get(_LEFT_IN_CHECKOUT, [])
+    if left:
+        terminalreporter.section("files left in the checkout", red=True, bold=True)
+        terminalreporter.write_line(
+            f"this session's tests wrote {len(left)} file(s) into {ROOT}; tests write only to temp "
+            "dirs (tmp_path, monkeypatch.chdir, AGENTLAKE_DATA_DIR / AGENTLAKE_RUNS_DIR):"
+        )
+        for path in left:
+            terminalreporter.write_line(f"  {path}")
 
 
 class CliResult(NamedTuple):

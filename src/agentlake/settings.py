@@ -208,6 +208,21 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         5 * 1024 * 1024, gt=0, description="Largest request body an HTTP endpoint accepts."
     )
+    rate_limit_per_minute: int = Field(
+        600,
+        ge=0,
+        description="Requests a minute one API key may make to `agentlake serve` (a dashboard session counts as its key; with no key configured or sent, one client address); past it the answer is 429 with Retry-After, and other keys are unaffected. Counted in each gateway process: N processes allow N times it. /health and the observer's ingest (POST /observer/..., which has its own 503 backpressure) are not counted. 0: no limit.",
+    )
+    rate_limit_write_per_minute: int = Field(
+        120,
+        ge=0,
+        description="Of those, requests a minute one key may make to routes that need the write or admin scope (/log, lesson curation, switching the active graph, the MCP tools log_outcome and propose_lesson); per process, as rate_limit_per_minute. 0: no limit of their own.",
+    )
+    rate_limit_model_per_minute: int = Field(
+        30,
+        ge=0,
+        description="Of those, requests a minute one key may make that call a model (POST /fill, POST /ask, each graph chat message on /ws, the MCP tool ask); per process, as rate_limit_per_minute. 0: no limit of their own.",
+    )
     gateway_host: str = Field("127.0.0.1", description="Bind address of `agentlake serve`.")
     gateway_port: int = Field(3700, gt=0, lt=65536, description="Port of `agentlake serve`.")
     gateway_access_log: bool = Field(

@@ -1,7 +1,8 @@
-"""No secret of the corpus is stored verbatim in any store (issue 17.8): every one is sent through
-every door that stores text (observer events in every text field, OTLP span attributes, lessons
-and their history, the gateway's own request ops), then every table of every DuckDB file and
-every text file in the data directory is read back."""
+"""No secret of the corpus is stored verbatim in any store (issues 17.8 and 30): every one is sent
+through every door that stores text (observer events in every text field, OTLP span attributes,
+lessons and their history, the gateway's own request ops), in process and to a real
+`agentlake serve` on 127.0.0.1, then every table of every DuckDB file and every text file in
+the data directory is read back."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import httpx
+from gateway_support import running_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "observe"))
-from secret_corpus import CORPUS  # noqa: E402
+from secret_corpus import CLEAN, CORPUS  # noqa: E402
 
 H = dict[str, dict[str, str]]
 
@@ -108,7 +111,8 @@ def _stored_text(data_dir: Path) -> str:
 
 
 def test_no_secret_of_the_corpus_is_stored_verbatim(make_gateway: Any, keys: H, data_dir: Path) -> None:
-    client, _ = make_gateway()
+    # Five requests a row, several of them writes: the rate limits are another test's subject.
+    client, _ = make_gateway(rate_limit_per_minute=0, rate_limit_write_per_minute=0)
     for n, (_, text, _) in enumerate(CORPUS):
         _send_everywhere(client, keys, n * 2, text)
     client.__exit__(None, None, None)  # close the stores so every commit is in the files
@@ -117,5 +121,46 @@ def test_no_secret_of_the_corpus_is_stored_verbatim(make_gateway: Any, keys: H, 
     app_services.observer.close()
     stored = _stored_text(data_dir)
     assert "secret-0" in stored  # the events really were stored
+    found = [name for name, _, secret in CORPUS if any(piece in stored for piece in _pieces(secret))]
+    assert found == []
+
+
+def _event(n: int, text: str) -> dict[str, Any]:
+    short = text if len(text) <= 120 else text[:120]
+    return {
+        "id": f"served-{n}",
+        "endpoint": f"tool.check {short}"[:250],
+        "agent_id": short,
+        "input_summary": text,
+        "output_summary": text,
+        "error": text,
+        "success": False,
+        "provenance": {"run_id": text, "staffer_id": text, "role": text, "city": text, "sig_hash": text},
+        "usage": {"model": text, "finish_reason": text},
+        "attributes": {"note": text, "nested": [{"header": text}], "password": text},
+    }
+
+
+def test_a_served_observer_stores_no_secret_and_every_ordinary_value(data_dir: Path, tmp_path: Path) -> None:
+    """Each secret of the corpus, and each ordinary value, POSTed one by one to /observer/event of
+    `agentlake serve` on 127.0.0.1 (keys on), then the files read back once the server stopped."""
+    key = "served-secrets-write-1"
+    with running_server(data_dir, tmp_path / "serve.log", AGENTLAKE_API_KEYS=f"{key}:write") as (url, _):
+        with httpx.Client(base_url=url, headers={"X-API-Key": key}, timeout=30) as client:
+            for n, (_, text, _) in enumerate(CORPUS):
+                answer = client.post("/observer/event", json=_event(n, text))
+                assert answer.status_code == 200, answer.text
+            for n, text in enumerate(CLEAN):
+                answer = client.post("/observer/event", json={**_event(1000 + n, text), "attributes": {}})
+                assert answer.status_code == 200, answer.text
+    with duckdb.connect(str(data_dir / "observe.duckdb")) as conn:
+        rows = dict(conn.execute("SELECT id, input_summary FROM ops WHERE id LIKE 'served-%'").fetchall())
+        # The ordinary values are checked as they are, then left out of the search for secrets:
+        # an embedding's float holds the corpus' SSN digits (-0.0780511200428009).
+        conn.execute("DELETE FROM ops WHERE id LIKE 'served-1___'")
+    assert [text for n, text in enumerate(CLEAN) if rows.get(f"served-{1000 + n}") != text] == []
+    stored = _stored_text(data_dir)
+    assert "served-0" in stored
+    assert f"served-{len(CORPUS) - 1}" in stored
     found = [name for name, _, secret in CORPUS if any(piece in stored for piece in _pieces(secret))]
     assert found == []

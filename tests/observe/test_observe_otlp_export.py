@@ -219,3 +219,31 @@ def test_provenance_and_attributes_become_agentlake_attributes() -> None:
     attributes = op_to_span(op, RESOURCE).attributes
     assert (attributes["agentlake.run_id"], attributes["agentlake.client_id"]) == ("run-9", "riverfront")
     assert "min_reliability" in attributes["agentlake.rejections"]
+
+
+def test_exported_spans_carry_no_secret_of_the_corpus() -> None:
+    """A span is built from a stored op, which the one scrubber has cleaned: every text of the
+    op (name, summaries, error, provenance, model, attributes) reaches the span masked."""
+    import json
+
+    from secret_corpus import CORPUS
+
+    for name, text, secret in CORPUS:
+        op = ObservedOp(
+            endpoint="llm.chat",
+            agent_id=text[:120],
+            input_summary=text,
+            output_summary=text,
+            error=text,
+            success=False,
+            provenance={"run_id": text, "role": text},
+            usage={"provider": "ollama", "model": text[:120], "finish_reason": text},
+            attributes={"note": text, "headers": {"authorization": text}},
+        )
+        span = op_to_span(op, RESOURCE)
+        exported = json.dumps(
+            [span.name, dict(span.attributes or {}), [dict(event.attributes or {}) for event in span.events]],
+            default=str,
+        )
+        assert secret not in exported, name
+        assert json.dumps(secret)[1:-1] not in exported, name  # as JSON escapes it

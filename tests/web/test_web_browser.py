@@ -1,13 +1,15 @@
 """The dashboard in a real browser: Playwright drives Debian's chromium against ``agentlake serve``
 (a subprocess on 127.0.0.1 over a small generated lake, with the built-in demo model).
 
-Each test saves a screenshot under ``test-artifacts/``. Playwright never downloads a browser of
+Each test saves a screenshot under ``$TMPDIR/agentlake-test-artifacts/`` (``/tmp/...``: tests
+write nothing into the checkout). Playwright never downloads a browser of
 its own here: the tests use ``/usr/bin/chromium`` and are skipped, saying so, without it.
 """
 
 from __future__ import annotations
 
 import re
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,7 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+ARTIFACTS = Path(tempfile.gettempdir()) / "agentlake-test-artifacts"
 
 pytestmark = [
     pytest.mark.browser,

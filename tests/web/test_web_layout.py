@@ -1,7 +1,7 @@
 """The dashboard at 900, 1280 and 1920 px wide in a real browser (Debian's chromium through
 Playwright): no panel overlapping another, none squeezed, nothing cut off or pushed out of its
 panel, the workspace table reachable to its last row; after a turn the HUD shows no leftover of
-it; lessons read as the agents' prompts show them. Screenshots go to ``test-artifacts/``."""
+it; lessons read as the agents' prompts show them. Screenshots go to ``/tmp/agentlake-test-artifacts/``."""
 
 from __future__ import annotations
 

@@ -26,6 +26,16 @@ hand. The live document is served at `/openapi.json` (and browsable at `/docs`) 
 `X-API-Key: <key>` or `Authorization: Bearer <key>`: a missing or unknown key is 401, a key
 whose scope is too low is 403. Without keys the gateway is open (it binds 127.0.0.1 by default).
 
+**Rate limits.** One key may make `rate_limit_per_minute` requests a minute (default 600); of
+them, `rate_limit_write_per_minute` (120) to routes that need the write or admin scope, and
+`rate_limit_model_per_minute` (30) that call a model: `POST /fill`, `POST /ask`, each graph chat
+message on `/ws`, the MCP tool `ask`. Past a limit the answer is 429 (`rate_limited`) with
+`Retry-After` in seconds; other keys are unaffected. Without keys, each client address is
+counted alone. **The limits are counted per server process: N gateway processes behind one
+address allow N times them.** `/health` and the observer's ingest routes (`POST /observer/...`,
+which answer 503 with `Retry-After` when their queue is full) are not counted. A limit of 0 is
+no limit; a negative one is refused at start-up, naming the setting.
+
 **Errors** always have one shape, with the HTTP status repeated in the body:
 
 ```json
@@ -33,8 +43,8 @@ whose scope is too low is 403. Without keys the gateway is open (it binds 127.0.
 ```
 
 `type` is one of `bad_request`, `unauthorized`, `forbidden`, `not_found`, `method_not_allowed`,
-`payload_too_large`, `validation_error` (with `details.errors`), `internal_error`,
-`unavailable`, `run_error`. Bodies over `max_body_bytes` are refused with 413 before parsing.
+`payload_too_large`, `validation_error` (with `details.errors`), `rate_limited`,
+`internal_error`, `unavailable`, `run_error`. Bodies over `max_body_bytes` are refused with 413 before parsing.
 
 **Also served:** the observer's endpoints under `/observer/` (ingest needs `write`), and the
 MCP server (streamable HTTP, stateless JSON) at `/mcp`.

@@ -1,14 +1,15 @@
 """The gateway's app factory: one authenticated FastAPI app over the library.
 
-Owns the assembly: the middleware stack (record -> authenticate -> body limit -> catch
-unexpected errors), the error handlers, the routers, the observer's service mounted under
+Owns the assembly: the middleware stack (record -> authenticate -> rate limit -> body limit ->
+catch unexpected errors), the error handlers, the routers, the observer's service mounted under
 ``/observer`` and the MCP server's streamable HTTP endpoint at ``/mcp``, and the lifespan that
 starts the MCP session manager, drains pending op commits and closes what the process opened. It does not own any route
 logic (``gateway.routes``), the security rules (``gateway.security``) or the MCP tools
 (``gateway.mcp_server``).
 
-Middleware order matters: recording is outermost so a 401 or a 413 is observed too; the key
-check comes before the body is read so an unauthenticated client cannot make us buffer.
+Middleware order matters: recording is outermost so a 401, a 413 or a 429 is observed too; the
+key check comes before the rate limit (which counts per key) and both before the body is read,
+so an unauthenticated or limited client cannot make us buffer.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from fastapi import FastAPI
 from starlette.middleware import Middleware
 
 from agentlake import __version__
-from agentlake.gateway.limits import BodyLimit
+from agentlake.gateway.limits import BodyLimit, RateLimit
 from agentlake.gateway.recording import RecordRequests, drain
 from agentlake.gateway.security import Authenticate, KeyRing
 from agentlake.gateway.services import Services
@@ -49,6 +50,14 @@ nothing: the page asks for a key, and everything it then reads is protected). Re
 key itself). A lesson sent to `/log` with a write key stays pending (tried, measured, never
 trusted at once); only an admin key's proposal can be active at once. `/ws` sessions belong to
 the key that opened them; trace events go to their own session unless an admin asks for all.
+
+**Rate limits.** One API key may make `rate_limit_per_minute` requests a minute (600 by
+default), of which `rate_limit_write_per_minute` to routes needing the write or admin scope
+(120) and `rate_limit_model_per_minute` that call a model (30: `/fill`, `/ask`, graph chat
+messages, the MCP `ask`); past a limit the answer is 429 with `Retry-After`, and other keys are
+unaffected. Without keys, one client address is one caller. The limits are counted in each
+server process: N gateway processes allow N times them. `/health` and the observer's ingest
+routes are not counted (ingest answers 503 with `Retry-After` when its queue is full).
 
 **Caps.** Every request body is at most `max_body_bytes` (413, before it is parsed). SQL (`/sql`,
 the `where` filters of `/search` and `/match`, lessons' filters) runs under one timeout
@@ -133,6 +142,7 @@ def create_app(
         middleware=[
             Middleware(RecordRequests, services=services, pending=recording),
             Middleware(Authenticate, keys=key_ring),
+            Middleware(RateLimit, limits=services.rate_limits),
             Middleware(MethodFallbacks),
             Middleware(BodyLimit, max_bytes=settings.max_body_bytes),
             Middleware(CatchUnexpected),

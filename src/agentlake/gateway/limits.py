@@ -1,21 +1,59 @@
-"""Request body size limit: answer 413 before anything parses an oversized body.
+"""The gateway's limits at its HTTP edge: request body size, and requests a minute per API key.
 
 Owns the :class:`BodyLimit` ASGI middleware: it reads each request body through the shared
 reader (``agentlake.http.body.read_body``: a declared ``Content-Length`` over the limit is
 refused without reading a byte, any other body as soon as it passes the limit) and replays
-the buffered body to the app, so a route (or a mounted app) sees an ordinary request. It does
-not own the limit's value (``Settings.max_body_bytes``).
+the buffered body to the app, so a route (or a mounted app) sees an ordinary request.
+
+Owns the rate limits: :class:`RateLimits` (token buckets per caller and kind, one set per
+process) and the :class:`RateLimit` ASGI middleware that charges each request after the key
+check. A caller is its API key's fingerprint (a dashboard session counts as its key), or the
+client's address when no key is configured or none was sent. Every request takes a token from
+the caller's bucket of ``rate_limit_per_minute``; a request to a route that needs the write
+(or admin) scope also from its bucket of ``rate_limit_write_per_minute``, and one that calls a
+model (``POST /fill``, ``POST /ask``; each graph chat message on ``/ws`` and each MCP ``ask``
+take theirs where they run) from its bucket of ``rate_limit_model_per_minute``. A bucket holds
+a minute's worth and refills continuously; an empty one answers 429 with ``Retry-After``
+through the one error renderer, and other callers are unaffected. ``/health`` and the
+observer's ingest routes (``POST /observer/...``, which answer 503 with ``Retry-After`` when
+their queue is full) are not counted. The buckets live in the process: N gateway processes
+allow N times the limit. A limit of 0 is no limit.
+
+It does not own the limits' values (``Settings``) or the error shape (``agentlake.http``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
 
 from starlette.requests import ClientDisconnect
+from starlette.routing import Match
 
 from agentlake.errors import UserError
+from agentlake.gateway.security import route_scope
 from agentlake.http.body import read_body
-from agentlake.http.errors import error_response
+from agentlake.http.errors import agentlake_error_response, error_response
+from agentlake.http.methods import flat_routes
+from agentlake.settings import Settings
+
+Bucket = Literal["all", "write", "model"]
+SETTING: dict[Bucket, str] = {
+    "all": "rate_limit_per_minute",
+    "write": "rate_limit_write_per_minute",
+    "model": "rate_limit_model_per_minute",
+}
+_KIND: dict[Bucket, str] = {"all": "", "write": " to write routes", "model": " that call a model"}
+# Routes that call a model, by method and path; the write routes are found by their scope.
+MODEL_ROUTES = frozenset({("POST", "/fill"), ("POST", "/ask")})
+# Not counted: liveness, and the observer's ingest (its own backpressure answers 503).
+UNCOUNTED_PATHS = frozenset({"/health"})
+UNCOUNTED_POST_PREFIX = "/observer/"
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_MAX_CALLERS = 10_000  # buckets kept before full (idle) ones are dropped
 
 
 class BodyLimit:
@@ -49,3 +87,148 @@ class BodyLimit:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+class RateLimits:
+    """Token buckets per (caller, bucket): each holds ``per_minute`` tokens and refills at
+    ``per_minute / 60`` a second. Thread-safe (MCP tools and graph turns charge from worker
+    threads). ``clock`` is injectable for tests."""
+
+    def __init__(self, per_minute: dict[Bucket, int], clock: Callable[[], float] = time.monotonic) -> None:
+        self.per_minute = {bucket: limit for bucket, limit in per_minute.items() if limit > 0}
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._buckets: dict[tuple[str, Bucket], list[float]] = {}  # -> [tokens, at]
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RateLimits:
+        return cls(
+            {
+                "all": settings.rate_limit_per_minute,
+                "write": settings.rate_limit_write_per_minute,
+                "model": settings.rate_limit_model_per_minute,
+            }
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.per_minute)
+
+    def take(self, caller: str, buckets: Iterable[Bucket]) -> tuple[float, Bucket | None]:
+        """Take one token from each of ``caller``'s ``buckets``: ``(0.0, None)``. When one is
+        empty, take none: ``(seconds until it has a token again, that bucket)``."""
+        limited = [bucket for bucket in buckets if bucket in self.per_minute]
+        if not limited:
+            return 0.0, None
+        now = self.clock()
+        with self._lock:
+            refilled: list[tuple[Bucket, list[float]]] = []
+            wait, empty = 0.0, None
+            for bucket in limited:
+                capacity = float(self.per_minute[bucket])
+                tokens, at = self._buckets.get((caller, bucket), (capacity, now))
+                state = [min(capacity, tokens + (now - at) * capacity / 60.0), now]
+                if state[0] < 1.0 and (1.0 - state[0]) * 60.0 / capacity > wait:
+                    wait, empty = (1.0 - state[0]) * 60.0 / capacity, bucket
+                refilled.append((bucket, state))
+            if empty is not None:
+                return wait, empty
+            for bucket, state in refilled:
+                state[0] -= 1.0
+                self._buckets[(caller, bucket)] = state
+            if len(self._buckets) > _MAX_CALLERS:
+                self._forget_idle(now)
+        return 0.0, None
+
+    def _forget_idle(self, now: float) -> None:
+        """Drop buckets that have refilled (a fresh one is the same); then the oldest half."""
+        for key, (tokens, at) in list(self._buckets.items()):
+            capacity = self.per_minute.get(key[1], 0)
+            if tokens + (now - at) * capacity / 60.0 >= capacity:
+                del self._buckets[key]
+        if len(self._buckets) > _MAX_CALLERS:
+            for key, _ in sorted(self._buckets.items(), key=lambda item: item[1][1])[
+                : len(self._buckets) // 2
+            ]:
+                del self._buckets[key]
+
+    def charge(self, caller: str, buckets: Iterable[Bucket], what: str) -> None:
+        """:meth:`take`, or raise ``UserError`` (429, ``retry_after``) naming the limit and its
+        setting."""
+        wait, empty = self.take(caller, buckets)
+        if empty is not None:
+            who = "API key" if caller.startswith("key-") else "client"
+            raise UserError(
+                f"{what}: too many requests from this {who}, more than {self.per_minute[empty]} a minute"
+                f"{_KIND[empty]} (setting {SETTING[empty]}, counted per gateway process); "
+                f"retry in {math.ceil(wait)} s",
+                http_status=429,
+                retry_after=math.ceil(wait),
+            )
+
+
+def caller_of(scope: dict[str, Any]) -> str:
+    """Who a request's tokens are counted for: its key's fingerprint, else its client address."""
+    principal = scope.get("state", {}).get("principal")
+    key_id = getattr(principal, "key_id", None)
+    if key_id:
+        return key_id
+    client = scope.get("client")
+    return f"client {client[0]}" if client else "client unknown"
+
+
+def charge_scope(scope: dict[str, Any], buckets: Iterable[Bucket], what: str) -> None:
+    """Charge the caller of ``scope`` (an HTTP or WebSocket request of the gateway) with the
+    limits the :class:`RateLimit` middleware put in its state; nothing without them."""
+    limits = scope.get("state", {}).get("rate_limits")
+    if limits:
+        limits.charge(caller_of(scope), buckets, what)
+
+
+class RateLimit:
+    """ASGI middleware charging each request to its caller's buckets (after ``Authenticate``,
+    which resolved the caller); an empty bucket answers 429 with ``Retry-After``."""
+
+    def __init__(self, app: Any, limits: RateLimits) -> None:
+        self.app = app
+        self.limits = limits
+        self._write_routes: list[Any] | None = None
+
+    def _needs_write(self, scope: dict[str, Any]) -> bool:
+        if self._write_routes is None:  # the app's routes, once it is assembled
+            self._write_routes = [
+                route
+                for route in flat_routes(getattr(scope.get("app"), "routes", []))
+                if route_scope(route) in ("write", "admin")
+            ]
+        return any(route.matches(scope)[0] is Match.FULL for route in self._write_routes)
+
+    def buckets(self, scope: dict[str, Any]) -> tuple[Bucket, ...]:
+        """The buckets a request takes a token from; none when it is not counted."""
+        method, path = scope.get("method", "GET"), scope.get("path", "")
+        if path in UNCOUNTED_PATHS or (method == "POST" and path.startswith(UNCOUNTED_POST_PREFIX)):
+            return ()
+        if (method, path) in MODEL_ROUTES:
+            return ("all", "model")
+        if method not in _SAFE_METHODS and self._needs_write(scope):
+            return ("all", "write")
+        return ("all",)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket") or not self.limits:
+            await self.app(scope, receive, send)
+            return
+        state = scope.setdefault("state", {})
+        state["rate_limits"] = self.limits  # graph chat messages and MCP tools charge there
+        try:
+            self.limits.charge(
+                caller_of(scope), self.buckets(scope), f"{scope.get('method', 'GET')} {scope.get('path', '')}"
+            )
+        except UserError as exc:
+            state["error_message"] = exc.message
+            if scope["type"] == "http" or "websocket.http.response" in scope.get("extensions", {}):
+                # The 429 itself; a WebSocket handshake too where the server can answer one.
+                await agentlake_error_response(exc)(scope, receive, send)
+            else:  # a websocket: refuse the handshake, "try again later"
+                await send({"type": "websocket.close", "code": 1013, "reason": exc.message[:120]})
+            return
+        await self.app(scope, receive, send)

@@ -39,6 +39,7 @@ from agentlake import __version__
 from agentlake.agents.ask import Answer
 from agentlake.errors import AgentlakeError, NotFoundError
 from agentlake.gateway import operations
+from agentlake.gateway.limits import Bucket, charge_scope
 from agentlake.gateway.schemas import (
     AskRequest,
     LessonDetail,
@@ -73,15 +74,18 @@ SQL WHERE fragment), `find_workers` to shortlist a role near a city, `get_worker
 """
 
 
-def _principal(ctx: Any) -> Principal:
-    """The HTTP caller's principal (set by the gateway's auth middleware); stdio holds every scope."""
+def _http_scope(ctx: Any) -> dict[str, Any]:
+    """The ASGI scope of the HTTP request carrying this tool call; empty over stdio."""
     try:
         request = ctx.request_context.request
     except (AttributeError, ValueError):
-        return OPEN
-    principal = (
-        getattr(request, "scope", {}).get("state", {}).get("principal") if request is not None else None
-    )
+        return {}
+    return getattr(request, "scope", None) or {}
+
+
+def _principal(ctx: Any) -> Principal:
+    """The HTTP caller's principal (set by the gateway's auth middleware); stdio holds every scope."""
+    principal = _http_scope(ctx).get("state", {}).get("principal")
     return principal if isinstance(principal, Principal) else OPEN
 
 
@@ -122,16 +126,25 @@ def _bad_arguments(name: str, exc: ValidationError) -> CallToolResult:
 
 
 def _run(
-    name: str, arguments: dict[str, Any], body: Callable[[], Any], *, ctx: Any = None, needs: Scope = "read"
+    name: str,
+    arguments: dict[str, Any],
+    body: Callable[[], Any],
+    *,
+    ctx: Any = None,
+    needs: Scope = "read",
+    bucket: Bucket | None = None,
 ) -> Any:
-    """One tool call: scope check, observed as ``mcp.<name>``; any failure becomes the tool's
-    error result (``isError``, one line), never an exception the SDK would log or wrap."""
+    """One tool call: scope check, the key's rate limit of ``bucket`` (the POST to /mcp took its
+    general token), observed as ``mcp.<name>``; any failure becomes the tool's error result
+    (``isError``, one line), never an exception the SDK would log or wrap."""
     try:
         # The tool's nested ops (a registry tool's tool.<name>, model calls) came through MCP:
         # the learner tells them from the agents' own work by this origin.
         with observe_context(origin="mcp"), observe(f"mcp.{name}", source="mcp", input=arguments) as op:
             if ctx is not None:
                 forbid(_principal(ctx), needs, f"the MCP tool {name}")
+                if bucket is not None:
+                    charge_scope(_http_scope(ctx), (bucket,), f"the MCP tool {name}")
             result = body()
             op.set_output(result)
             return result
@@ -198,6 +211,7 @@ def _model_tool(
     *,
     annotations: ToolAnnotations,
     needs: Scope = "read",
+    calls_model: bool = False,
 ) -> Tool:
     """An MCP tool whose arguments are exactly ``request_model`` (the REST route's body or
     query): its input schema is the model's JSON schema, so both doors share one definition of
@@ -213,7 +227,8 @@ def _model_tool(
                 structured_content=result.model_dump(mode="json"),
             )
 
-        return _run(name, arguments, body, ctx=ctx, needs=needs)
+        bucket: Bucket | None = "model" if calls_model else "write" if needs != "read" else None
+        return _run(name, arguments, body, ctx=ctx, needs=needs, bucket=bucket)
 
     return Tool(
         fn=call,
@@ -269,6 +284,7 @@ def _twin_tools(services: Services) -> list[Tool]:
             Answer,
             lambda s, r, _: operations.ask(s, r),
             annotations=READ_VIA_MODELS,
+            calls_model=True,
         ),
         _model_tool(
             services,

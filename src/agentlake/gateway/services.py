@@ -1,5 +1,5 @@
 """The long-lived things one gateway process holds: one Lake, one lesson store, the tool registry,
-the worker records cache.
+the worker records cache, the per-key rate limits.
 
 Owns their lifetime: each is opened lazily on first use (so ``agentlake serve`` starts fast and
 a missing lake is created only when asked for), exactly once even under concurrent first
@@ -18,6 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from agentlake.errors import AgentlakeError
+from agentlake.gateway.limits import RateLimits
 from agentlake.settings import Settings
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ class Services:
         self._tools = tools
         self._observer = observer
         self._workers: Any = None
+        self.rate_limits = RateLimits.from_settings(settings)  # per process, shared by every door
         # Only what we opened is ours to close; handles passed in belong to the caller.
         self._owned: list[Any] = []
 

@@ -45,6 +45,7 @@ TYPE_BY_STATUS = {
     413: "payload_too_large",
     415: "unsupported_media_type",
     422: "validation_error",
+    429: "rate_limited",
     500: "internal_error",
     503: "unavailable",
 }
@@ -279,6 +280,9 @@ COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
     403: _doc("The API key's scope does not allow this endpoint."),
     413: _doc("The request body is larger than max_body_bytes."),
     422: _doc("The request does not match the schema."),
+    429: _doc(
+        "Too many requests from this API key (rate_limit_*_per_minute); retry after Retry-After seconds."
+    ),
     500: _doc("An unexpected failure; the message names it."),
 }
 BAD_REQUEST = {400: _doc("Bad input: the message says what to change.")}

@@ -35,7 +35,7 @@ MAX_ATTRIBUTES_CHARS = 8000
 # The store's column types (store.MIGRATIONS): INTEGER and BIGINT.
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
-_HEX = "0123456789abcdefABCDEF-"
+_HEX = "0123456789abcdef-"
 # Validation context key: the caller runs clean_ops() on what it validated (see ObservedOp._hygiene).
 BATCH_HYGIENE = "agentlake_batch_hygiene"
 
@@ -203,8 +203,9 @@ class ObservedOp(BaseModel):
         return self
 
     def texts(self) -> list[str | None]:
-        """Every text of the op the scrubber must see (ids only when they are not hex: ours and
-        OTLP's are, and no rule of the table matches hex)."""
+        """Every text of the op the scrubber must see (ids only when they are not lower-case hex:
+        ours and OTLP's are, and no rule matches one; ids of digits alone are seen, as a card
+        number could be one)."""
         usage = self.usage
         texts = [
             self.endpoint,
@@ -219,7 +220,7 @@ class ObservedOp(BaseModel):
         if usage is not None:
             texts += (usage.provider, usage.model, usage.finish_reason)
         for op_id in (self.id, self.trace_id, self.span_id, self.parent_span_id):
-            if op_id and op_id.strip(_HEX):
+            if op_id and (op_id.strip(_HEX) or op_id.isdigit()):
                 texts.append(op_id)
         return texts
 

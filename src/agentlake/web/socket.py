@@ -8,6 +8,9 @@ tasks: a reader (JSON text frames into an inbox; non-JSON is answered with ``err
 event loop and a session's turns stay in order) and a writer (everything queued for the
 browser). Closing either side stops all three. The runtime does the work; this is transport.
 
+Each chat message is charged to the key's rate limits (``gateway.limits``: the general and the
+model bucket); one over them is answered with ``error`` and ``done`` and never run.
+
 Sessions belong to the key (or the signed-in cookie's key) that opened them: ``?session=<id>``
 continues a session only for its owner, anyone else gets a new one. Trace events go to their
 own session's connections (and runtime-wide ones, such as a graph switch, to all); an admin
@@ -24,6 +27,8 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from agentlake.errors import UserError
+from agentlake.gateway.limits import charge_scope
 from agentlake.graph.modelcalls import graph_model_choice
 
 log = logging.getLogger(__name__)
@@ -80,6 +85,13 @@ async def serve_socket(websocket: WebSocket, runtime: Any) -> None:
                     }
                 )
                 continue
+            if isinstance(event, dict) and event.get("type") == "message":
+                try:  # each chat turn calls a model: the key's rate limits (gateway.limits)
+                    charge_scope(websocket.scope, ("all", "model"), "a graph chat message")
+                except UserError as exc:
+                    await outbox.put({"type": "error", "message": exc.message})
+                    await outbox.put({"type": "done", "text": "", "error": "rate limited"})
+                    continue
             await inbox.put(event)
 
     async def worker() -> None:
