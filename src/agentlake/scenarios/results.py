@@ -12,9 +12,9 @@ Owns the result record, the run directory's layout and reading/writing it:
                                          database_url set, its schema in PostgreSQL (arm_schema)
 
 Every JSON file and every JSON line a run writes carries ``format_version`` (``FORMAT_VERSION``,
-the run directory's format). A file or line without it is from before versions (0) and is read
-the same way; one newer than this code knows is refused with the upgrade to make, never
-half-read.
+the run directory's format; the report says it in a ``<meta>``). A file or line without it is
+from before versions (0) and is read the same way; one newer than this code knows is refused
+with the upgrade to make, never half-read.
 
 It does not compute metrics nor run days.
 """

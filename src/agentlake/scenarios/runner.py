@@ -585,12 +585,19 @@ def _resumed_header(before: dict[str, Any], now: dict[str, Any], run_dir: Path) 
     they run (backend, workers) may change. ``UserError`` names what differs."""
     same = ("scenarios", "staffers", "batches", "repeat", "feedback", "semantic_lessons")
     for key in same:
-        if json.loads(json.dumps(now[key], default=str)) != before.get(key):
+        if _what_runs(key, json.loads(json.dumps(now[key], default=str))) != _what_runs(key, before.get(key)):
             raise UserError(
                 f"{run_dir.name} was started with other {key.replace('_', ' ')}: "
                 "resume it with the options it was started with"
             )
     return {**before, "resumed_at": [*before.get("resumed_at", []), now["created_at"]]}
+
+
+def _what_runs(key: str, value: Any) -> Any:
+    """A plan entry without what does not change the days (a staffer's colour in reports)."""
+    if key == "staffers" and isinstance(value, list):
+        return [{k: v for k, v in p.items() if k != "colour"} if isinstance(p, dict) else p for p in value]
+    return value
 
 
 def _finished(run_dir: Path, plan: RunPlan) -> tuple[set[tuple[str, int, str, int]], set[tuple[str, int]]]:
