@@ -1,17 +1,17 @@
-"""The offline HTML report of a run: leaderboard, learning curve and per-event outcomes.
+"""The offline HTML report of a run: leaderboard, learning curve, lessons and per-event outcomes.
 
 Owns rendering one self-contained ``report.html``: inline CSS and SVG charts drawn here, no
 script, no font or CDN, so it opens from a file with the network off; and the charts' layout:
 a staffer's colour (the same in every report), text measured so that a legend is never cut
-and point labels never overlap. It renders the numbers of the metrics and recovery modules;
-it computes none of its own.
+and point labels never overlap. It renders the numbers of the metrics, recovery and
+arm_lessons modules; it computes none of its own.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
@@ -50,6 +50,7 @@ table{border-collapse:collapse;margin:6px 0 10px;font-variant-numeric:tabular-nu
 th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:right}th{background:#f6f8fa}
 td.l,th.l{text-align:left}tr.best td{background:#eef8f0}td{white-space:nowrap}th{font-size:12px;font-weight:600;vertical-align:bottom}
 .wide{overflow-x:auto}
+td.wrap{white-space:normal;min-width:22em;max-width:46em}h3{font-size:14.5px;margin:18px 0 4px}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;vertical-align:middle}
 svg text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
 .chart{border:1px solid #d0d7de;border-radius:6px;padding:8px;margin:6px 0;overflow-x:auto}
@@ -462,22 +463,102 @@ def _recovery_section(recovery: Sequence[dict[str, Any]], learning: Sequence[dic
 
 
 def _table(
-    headers: Sequence[str], rows: Sequence[Sequence[Any]], *, left: int = 1, highlight_first: bool = False
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    left: int = 1,
+    highlight_first: bool = False,
+    wrap: Collection[int] = (),
 ) -> str:
-    head = "".join(f'<th class="{"l" if i < left else ""}">{escape(h)}</th>' for i, h in enumerate(headers))
+    """A table; the first ``left`` columns align left, the ``wrap`` columns wrap their text."""
+
+    def cls(i: int) -> str:
+        return " ".join(name for name, on in (("l", i < left or i in wrap), ("wrap", i in wrap)) if on)
+
+    head = "".join(f'<th class="{cls(i)}">{escape(h)}</th>' for i, h in enumerate(headers))
     body = []
     for n, row in enumerate(rows):
-        cls = ' class="best"' if highlight_first and n == 0 else ""
+        best = ' class="best"' if highlight_first and n == 0 else ""
         cells = "".join(
-            f'<td class="{"l" if i < left else ""}">{v if isinstance(v, _Raw) else escape(str(v))}</td>'
+            f'<td class="{cls(i)}">{v if isinstance(v, _Raw) else escape(str(v))}</td>'
             for i, v in enumerate(row)
         )
-        body.append(f"<tr{cls}>{cells}</tr>")
+        body.append(f"<tr{best}>{cells}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 class _Raw(str):
     """Already-escaped HTML for a table cell."""
+
+
+def _learned_when(lesson: Mapping[str, Any]) -> _Raw:
+    at = str(lesson.get("created_at") or "")
+    moment = at[:19].replace("T", " ") + " UTC" if at else "?"
+    batch = lesson.get("learned_after_batch")
+    shown = f"after batch {batch}" if batch is not None else moment
+    return _Raw(f'<span title="{escape(moment)}">{escape(shown)}</span>')
+
+
+def _effect(lesson: Mapping[str, Any]) -> str:
+    mean, runs = lesson.get("mean_effect"), lesson.get("measured_runs") or 0
+    if mean is None or not runs:
+        return "not measured"
+    return f"{mean:+.3f} over {runs} run{'s' if runs != 1 else ''}"
+
+
+def _lessons_section(lessons: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
+    """The lessons each learning arm ended the run with (``arm_lessons``' records)."""
+    if not lessons:
+        return ""
+    parts = ["<h2>What each learning arm learned</h2>"]
+    for arm, items in lessons.items():
+        counts = defaultdict(int)
+        for item in items:
+            counts[str(item.get("status"))] += 1
+        tally = ", ".join(f"{n} {status}" for status, n in counts.items())
+        parts.append(f"<h3>{escape(arm)}: {len(items)} lesson{'s' if len(items) != 1 else ''}")
+        parts.append(f" ({escape(tally)})</h3>" if items else "</h3>")
+        if not items:
+            parts.append('<p class="note">It ended the run with no lesson.</p>')
+            continue
+        rows = [
+            [
+                item.get("id", ""),
+                f"{item.get('trigger', '')}: {item.get('action', '')}",
+                _learned_when(item),
+                item.get("evidence_count", 0),
+                f"{item.get('helpful', 0)} / {item.get('harmful', 0)}",
+                _effect(item),
+                item.get("status", ""),
+            ]
+            for item in items
+        ]
+        parts.append(
+            '<div class="wide">'
+            + _table(
+                [
+                    "id",
+                    "lesson (when: what to do)",
+                    "learned",
+                    "evidence",
+                    "helpful / harmful runs",
+                    "mean effect",
+                    "status",
+                ],
+                rows,
+                left=3,
+                wrap={1},
+            )
+            + "</div>"
+        )
+    parts.append(
+        '<p class="note">The lessons in each learning arm\'s own store at the end of the run, active first. '
+        "Learned: after the batch whose learning created it. Evidence: the observations behind it. "
+        "Helpful / harmful runs: runs given the lesson that did better / worse than comparable runs "
+        "without it (same order shape); mean effect: their mean difference in fill rate, where one "
+        "was measured.</p>"
+    )
+    return "\n".join(parts)
 
 
 def render_report(
@@ -487,10 +568,12 @@ def render_report(
     title: str | None = None,
     learning: Sequence[dict[str, Any]] = (),
     recovery: Sequence[dict[str, Any]] = (),
+    lessons: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
 ) -> str:
     """The report's HTML text for ``results`` (``plan`` adds the run's settings to the header
-    and its staffers' pinned colours; ``learning`` and ``recovery``, the leaderboard
-    document's, add what learning set aside and the hidden rules each learning arm recovered)."""
+    and its staffers' pinned colours; ``learning``, ``recovery`` and ``lessons``, the
+    leaderboard document's, add what learning set aside, the hidden rules each learning arm
+    recovered and the lessons each ended with)."""
     plan = plan or {}
     run_id = plan.get("run_id") or (results[0].run_id if results else "")
     batches = batches_of(results)
@@ -569,6 +652,7 @@ def render_report(
 {_table(["feedback", "staffer", "fill rate by batch"], mode_rows, left=2)}
 <p class="note">What the clients said when they refused someone: explicit (the rule and its value), vague (their own words, no rule, no number) or silent (accepted or not). Each staffer under each mode is its own arm, with its own lessons.</p>
 {_recovery_section(recovery, learning)}
+{_lessons_section(lessons or {})}
 <h2>Per batch</h2>
 {_table(["staffer", "batch", "fill rate", "95% interval", "events", "filled", "pass^k", "precision", "citations/run", "lessons given/run", "errors"], batch_rows, left=1)}
 <h2 id="per-event">Per-event outcomes</h2>
@@ -590,11 +674,12 @@ def write_report(
     plan: dict[str, Any] | None = None,
     learning: Sequence[dict[str, Any]] = (),
     recovery: Sequence[dict[str, Any]] = (),
+    lessons: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
 ) -> Path:
     """Write ``report.html`` into ``run_dir`` and return its path (see ``render_report``)."""
     path = run_dir / REPORT_FILE
     tmp = path.with_suffix(".html.tmp")
-    html = render_report(results, plan=plan, learning=learning, recovery=recovery)
+    html = render_report(results, plan=plan, learning=learning, recovery=recovery, lessons=lessons)
     tmp.write_text(html, encoding="utf-8")
     tmp.replace(path)
     return path
