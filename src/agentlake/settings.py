@@ -185,6 +185,10 @@ class Settings(BaseSettings):
         None,
         description="API key (write scope) that ObserverClient sends when the observer service requires keys.",
     )
+    observe_dashboard_requests: bool = Field(
+        False,
+        description="Record the dashboard's own requests as gateway ops: its page and assets, its sign-in and the reads that draw it (GET /, /static/, /api/session, GET /api/graphs, /api/scenarios/latest). Off: the op log shows the work; the dashboard's chat turns, a graph switch and everything agents do are recorded either way.",
+    )
     otlp_grpc_port: int = Field(
         4317,
         ge=0,
