@@ -20,7 +20,7 @@ working. Asked for by name, it raises ``RunError`` naming it, never passes for a
 
 What an entry is (a factory, a class) and its contract belong to each extension point's own
 module (``llm.provider``, ``embed.embedder``, ``agents.policy``, ``learn.extractor``,
-``graph.node``), not here.
+``graph.node``), not here; ``docs/plugins.md`` documents them for third parties.
 """
 
 from __future__ import annotations
