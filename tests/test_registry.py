@@ -95,3 +95,49 @@ def test_an_unknown_name_lists_the_known_ones() -> None:
     things.register("one", "first")
     with pytest.raises(UserError, match="unknown thing 'two'; known: built, one"):
         things.get("two")
+
+
+def test_a_plugin_that_fails_to_import_is_named_in_a_warning_and_the_rest_keeps_working(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    _install(
+        tmp_path,
+        monkeypatch,
+        "agentlake.test_things",
+        {"good": "thirdparty:make", "broken": "thirdparty_missing_dependency:make"},
+        "def make():\n    return 'good'\n",
+    )
+    things: Registry[object] = Registry("thing", "agentlake.test_things")
+    things.register("registered", lambda: "registered")
+    with caplog.at_level("WARNING", logger="agentlake.registry"):
+        entries = things.entries()
+        things.entries()  # asked again: warned once
+    assert sorted(entries) == ["good", "registered"]
+    assert entries["good"]() == "good"
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1
+    assert "thing plugin 'broken' (thirdparty_missing_dependency:make in thirdparty)" in warnings[0]
+    assert "ModuleNotFoundError" in warnings[0]
+    assert "the other agentlake.test_things entries keep working" in warnings[0]
+    # Asked for by name, it is refused naming it; the others still load.
+    with pytest.raises(RunError, match="thing plugin 'broken' .*failed to load: ModuleNotFoundError"):
+        things.get("broken")
+    assert things.get("good")() == "good"
+
+
+def test_a_plugin_that_does_not_fit_its_contract_is_left_out_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    _install(tmp_path, monkeypatch, "agentlake.test_things", {"odd": "thirdparty:odd"}, "odd = 42\n")
+
+    def callable_only(name: str, entry: object) -> None:
+        if not callable(entry):
+            raise UserError(f"thing {name!r} must be callable")
+
+    things: Registry[object] = Registry("thing", "agentlake.test_things", check=callable_only)
+    with caplog.at_level("WARNING", logger="agentlake.registry"):
+        assert things.entries() == {}
+    assert (
+        "thing plugin 'odd' (thirdparty:odd in thirdparty) failed to load: UserError: thing 'odd' must be callable"
+        in caplog.text
+    )

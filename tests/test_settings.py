@@ -58,3 +58,15 @@ def test_cli_help_and_version() -> None:
     assert result.exit_code == 0
     assert "config" in result.output
     assert "agentlake 0.1.0" in runner.invoke(app, ["--version"]).output
+
+
+def test_the_lesson_extractor_may_be_a_plugins_and_the_registry_names_the_known_ones() -> None:
+    from agentlake.learn import get_extractor
+
+    settings = load_settings(learn_extractor="from-a-plugin")
+    with pytest.raises(
+        UserError, match="unknown lesson extractor 'from-a-plugin'; known: heuristic, induction, llm"
+    ):
+        get_extractor(settings=settings)
+    with pytest.raises(UserError, match="AGENTLAKE_LEARN_EXTRACTOR"):
+        load_settings(learn_extractor="two words")

@@ -14,14 +14,19 @@ installed distributions' entry point of that name, as the ``llm`` CLI finds its 
     [project.entry-points."agentlake.embedders"]
     myembed = "mypackage.embed:factory"
 
+A plugin that fails to load (its module does not import, or its object does not fit the
+contract) is named in a warning, once, and left out of ``entries()``: the other entries keep
+working. Asked for by name, it raises ``RunError`` naming it, never passes for an unknown name.
+
 What an entry is (a factory, a class) and its contract belong to each extension point's own
 module (``llm.provider``, ``embed.embedder``, ``agents.policy``, ``learn.extractor``,
-``graph.node``), not here.
+``graph.node``), not here; ``docs/plugins.md`` documents them for third parties.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 import threading
 from collections.abc import Callable, Mapping
 from importlib.metadata import EntryPoint, entry_points
@@ -30,6 +35,7 @@ from typing import Generic, TypeVar
 from agentlake.errors import RunError, UserError
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class Registry(Generic[T]):
@@ -58,6 +64,8 @@ class Registry(Generic[T]):
         self._entries: dict[str, T] = {}
         self._lock = threading.RLock()
         self._points: dict[str, EntryPoint] | None = None
+        # Plugins that failed to load, with why: warned about once, then refused by name.
+        self._broken: dict[str, str] = {}
 
     def register(self, name: str, entry: T, *, replace: bool = False) -> T:
         """Make ``name`` resolve to ``entry``; returns ``entry`` (usable in a decorator).
@@ -94,14 +102,31 @@ class Registry(Generic[T]):
         point = self._entry_points().get(name)
         if point is None:
             return None
+        if name in self._broken:
+            raise RunError(self._broken[name])
         try:
             loaded = point.load()
         except Exception as exc:  # a broken plugin must not pass for an unknown name
-            raise RunError(f"{self.kind} plugin {name!r} ({point.value}) failed to load: {exc}") from exc
+            raise self._broken_plugin(name, point, exc) from exc
         with self._lock:
             if name not in self._entries:
-                self.register(name, loaded)
+                try:
+                    self.register(name, loaded)
+                except UserError as exc:  # loaded, but not what this extension point takes
+                    raise self._broken_plugin(name, point, exc) from None
             return self._entries[name]
+
+    def _broken_plugin(self, name: str, point: EntryPoint, exc: Exception) -> RunError:
+        """The error for a plugin that failed to load, warned about the first time."""
+        dist = getattr(getattr(point, "dist", None), "name", None)
+        where = f"{point.value} in {dist}" if dist else point.value
+        message = f"{self.kind} plugin {name!r} ({where}) failed to load: {type(exc).__name__}: {exc}"
+        with self._lock:
+            first = name not in self._broken
+            self._broken[name] = message
+        if first:
+            log.warning("%s; the other %s entries keep working", message, self.group)
+        return RunError(message)
 
     def get(self, name: str) -> T:
         """The entry for ``name``; ``UserError`` naming the known ones when there is none."""
@@ -120,8 +145,16 @@ class Registry(Generic[T]):
         return sorted(registered | set(self._builtins) | set(self._entry_points()))
 
     def entries(self) -> dict[str, T]:
-        """Every entry by name, loading the built-ins and entry points not loaded yet."""
-        return {name: self.get(name) for name in self.names()}
+        """Every entry by name, loading the built-ins and entry points not loaded yet. A plugin
+        that fails to load is left out (with a warning naming it, see the module docstring)."""
+        out: dict[str, T] = {}
+        for name in self.names():
+            try:
+                out[name] = self.get(name)
+            except RunError:
+                if name not in self._broken:
+                    raise
+        return out
 
     def _entry_points(self) -> dict[str, EntryPoint]:
         # Scanning the installed distributions costs milliseconds: once per process, and only

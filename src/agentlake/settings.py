@@ -189,6 +189,10 @@ class Settings(BaseSettings):
         None,
         description="API key (write scope) that ObserverClient sends when the observer service requires keys.",
     )
+    observe_dashboard_requests: bool = Field(
+        False,
+        description="Record the dashboard's own requests as gateway ops: its page and assets, its sign-in and the reads that draw it (GET /, /static/, /api/session, GET /api/graphs, /api/scenarios/latest). Off: the op log shows the work; the dashboard's chat turns, a graph switch and everything agents do are recorded either way.",
+    )
     otlp_grpc_port: int = Field(
         4317,
         ge=0,
@@ -243,7 +247,7 @@ class Settings(BaseSettings):
     learn_extractor: str = Field(
         "induction",
         description="Lesson extractor backend: induction (the heuristic's lessons plus client rules induced "
-        "from judged evidence), heuristic or llm.",
+        "from judged evidence), heuristic, llm, or an installed plugin's name (docs/plugins.md).",
     )
     learn_model: str | None = Field(
         None,
@@ -343,9 +347,10 @@ class Settings(BaseSettings):
 
     @field_validator("learn_extractor")
     @classmethod
-    def _known_extractor(cls, value: str) -> str:
-        if value not in ("induction", "heuristic", "llm"):
-            raise ValueError("must be 'induction', 'heuristic' or 'llm'")
+    def _extractor_name(cls, value: str) -> str:
+        # The registry knows which names exist (a plugin's too) and refuses others when used.
+        if not value or value != value.strip() or ":" in value or " " in value:
+            raise ValueError("must be an extractor's name: 'induction', 'heuristic', 'llm' or a plugin's")
         return value
 
     @field_validator("api_keys")

@@ -48,3 +48,20 @@ def observer(scenario_settings: Settings) -> Iterator[object]:
         yield obs
     finally:
         obs.close()
+
+
+@pytest.fixture
+def learned_run(scenario_settings: Settings, observer: object) -> Path:
+    """A finished run: Riverfront Steel's first day, rules-learning and rules-static, 2 batches."""
+    from agentlake.scenarios import load_scenarios
+    from agentlake.scenarios.runner import run_scenarios
+
+    summary = run_scenarios(
+        [s for s in load_scenarios("builtin") if s.client.id == "riverfront-steel"][:1],
+        ["rules-learning", "rules-static"],
+        batches=2,
+        settings=scenario_settings,
+        observer=observer,
+        run_id="learned",
+    )
+    return summary.run_dir

@@ -166,11 +166,13 @@ class KeyedServer:
 def keyed_live_server(
     web_lake_template: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[KeyedServer]:
-    """Like ``live_server``, with a read and a write key configured and the access log on (at
-    log level info), so tests can check that no key is ever logged."""
+    """Like ``live_server``, with a read and a write key configured, the access log on (at
+    log level info) and the dashboard's own requests recorded, so tests can check that no key
+    is ever logged or recorded."""
     root = tmp_path_factory.mktemp("keyed-live-server")
     keys = {"read": "dash-read-key-0001", "write": "dash-write-key-0001"}
     configured = ",".join(f"{key}:{scope}" for scope, key in keys.items())
     args = ("--log-level", "info", "--access-log")
-    for url in _serve(root, web_lake_template, *args, AGENTLAKE_API_KEYS=configured):
+    env = {"AGENTLAKE_API_KEYS": configured, "AGENTLAKE_OBSERVE_DASHBOARD_REQUESTS": "true"}
+    for url in _serve(root, web_lake_template, *args, **env):
         yield KeyedServer(url=url, keys=keys, log=root / "server.log")

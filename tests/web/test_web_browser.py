@@ -137,6 +137,9 @@ def test_a_new_op_appears_in_the_live_ops_panel(page: Any) -> None:
     assert "agent" in item.inner_text()
     # The turn's model calls arrived too, recorded as the thinker's and the director's.
     assert page.locator("#ops li[data-endpoint='llm.chat'][title*='graph.director']").count() >= 1
+    # The page's own loading (its assets, session and graph reads) is not among the ops.
+    own = ("GET /", "GET /static/{name}", "GET /api/session", "GET /api/graphs")
+    assert [page.locator(f"#ops li[data-endpoint='{e}']").count() for e in own] == [0, 0, 0, 0]
     shot(page, "live-ops")
 
 

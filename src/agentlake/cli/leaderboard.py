@@ -168,7 +168,8 @@ def report(run_dir: str = _RUN_DIR) -> None:
     from agentlake.scenarios.runner import regenerate_outputs
     from agentlake.settings import load_settings
 
-    board, html = regenerate_outputs(resolve_run_dir(run_dir, load_settings().runs_dir))
+    settings = load_settings()
+    board, html = regenerate_outputs(resolve_run_dir(run_dir, settings.runs_dir), settings)
     console.print(f"wrote {board}\nwrote {html}", highlight=False)
 
 

@@ -13,6 +13,10 @@ waits on the store. The request is answered first and its op committed right aft
 with concurrent requests' ops): a client never waits for an fsync of the log, and shutdown
 drains the commits still pending. So an op may appear a few milliseconds after its response. It does not record the mounted apps: the observer's ingest records the ops
 it receives, and MCP calls are recorded per tool with source "mcp" (``gateway.mcp_server``).
+Nor, unless ``observe_dashboard_requests`` is on, the dashboard's own requests (the page, its
+assets, its sign-in and the reads that draw it: the endpoints the dashboard puts in
+``app.state.dashboard_requests``, ``web.routes.DASHBOARD_OWN_REQUESTS``), so that the live ops
+show the work rather than the page watching it; the ops of its chat turns are recorded.
 """
 
 from __future__ import annotations
@@ -69,6 +73,10 @@ class RecordRequests:
         self.app = app
         self.services = services
         self._routes: dict[str, list[BaseRoute]] | None = None
+        # The endpoints left unrecorded; read from the app on the first request (see the docstring).
+        self._unrecorded: frozenset[str] | None = (
+            frozenset() if services.settings.observe_dashboard_requests else None
+        )
         self._recorders: dict[str, Callable[[dict[str, Any]], Coroutine[Any, Any, Any]]] = {}
         # Recordings still committing; shared with the app factory so shutdown can drain them.
         self._pending: set[asyncio.Future[Any]] = pending if pending is not None else set()
@@ -155,6 +163,13 @@ class RecordRequests:
         if scope["type"] != "http" or path.startswith(_UNRECORDED_PREFIXES):
             await self.app(scope, receive, send)
             return
+        endpoint = self._endpoint(scope)
+        if self._unrecorded is None:
+            state = getattr(scope.get("app"), "state", None)
+            self._unrecorded = frozenset(getattr(state, "dashboard_requests", ()))
+        if endpoint in self._unrecorded:
+            await self.app(scope, receive, send)
+            return
         scope.setdefault("state", {})
         exchange = _Exchange(scope, receive, send)
         # Filled in further inside _gateway_call: the op's input is summarized when it ends.
@@ -163,7 +178,7 @@ class RecordRequests:
             "path": path,
             "query": scope.get("query_string", b"").decode("latin-1"),
         }
-        recorded = self._recorder(self._endpoint(scope), scope.get("method", "GET"))
+        recorded = self._recorder(endpoint, scope.get("method", "GET"))
         # The op is committed after the response has gone out: the server moves on to the
         # connection's next request instead of waiting for the commit (wrap_tool commits from a
         # worker thread, grouped with other requests' ops). A task copies this context, so the

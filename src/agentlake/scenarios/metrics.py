@@ -13,6 +13,11 @@ Score (0-100), per staffer (and per staffer and batch)::
   repetitions; k is the number of repetitions.
 - ``precision``: workers accepted / workers submitted (1.0 when nothing was submitted), so a
   staffer that throws names at the client pays for it.
+
+The learning curve's points (``learning_curve_points``) carry a 95% Wilson score interval of
+the batch's fill rate over its judged events: the workers of one event are judged together by
+one client, so they are not independent trials, and the event is the unit. Counting every
+worker as a trial would draw the interval narrower than the data allow.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from agentlake.scenarios.results import EventResult
+from agentlake.scenarios.scorecard import wilson_interval
 
 SCORE_WEIGHTS = {"fill_rate": 0.6, "pass_k": 0.3, "precision": 0.1}
 SCORE_FORMULA = "score = 100 * (0.6 * fill_rate + 0.3 * pass^k + 0.1 * precision)"
@@ -173,6 +179,35 @@ def learning_curve(results: Sequence[EventResult]) -> dict[str, list[float]]:
     return curve
 
 
+class CurvePoint(BaseModel):
+    """One point of the learning curve: an arm's fill rate in one batch and its 95% interval."""
+
+    batch: int
+    fill_rate: float
+    events: int
+    low: float
+    high: float
+
+
+def learning_curve_points(results: Sequence[EventResult]) -> dict[str, list[CurvePoint]]:
+    """The learning curve with a 95% Wilson score interval at each point (over the batch's
+    judged events, see the module docstring), arms in first-seen order, batches ascending."""
+    out: dict[str, list[CurvePoint]] = {}
+    for m in per_batch(results):
+        rate = _ratio(m.filled, m.requested)
+        ci = wilson_interval(rate * m.events, m.events)
+        out.setdefault(m.staffer, []).append(
+            CurvePoint(
+                batch=m.batch or 0,
+                fill_rate=m.fill_rate,
+                events=m.events,
+                low=round(ci.low, 4),
+                high=round(ci.high, 4),
+            )
+        )
+    return out
+
+
 def curves_by_feedback(results: Sequence[EventResult]) -> dict[str, dict[str, list[float]]]:
     """The learning curve per feedback mode: {mode: {staffer: fill rate per batch}}."""
     out: dict[str, dict[str, list[float]]] = {}
@@ -263,6 +298,10 @@ def leaderboard_document(results: Sequence[EventResult], *, run_id: str | None =
         ],
         "per_batch": [m.model_dump() for m in per_batch(results)],
         "learning_curve": learning_curve(results),
+        "learning_curve_points": {
+            arm: [point.model_dump() for point in points]
+            for arm, points in learning_curve_points(results).items()
+        },
         "learning_curve_by_feedback": curves_by_feedback(results),
         "events": event_outcomes(results),
     }

@@ -61,6 +61,12 @@ class StafferProfile(BaseModel):
         description="Also learn after every judged event, so later events of the same day use what "
         "the morning taught (needs learning).",
     )
+    colour: str | None = Field(
+        None,
+        pattern=r"^#[0-9A-Fa-f]{6}$",
+        description="Its colour in reports (#RRGGBB); empty: one chosen by a hash of its name, the "
+        "same in every report.",
+    )
 
     @field_validator("description")
     @classmethod

@@ -11,6 +11,11 @@ Owns the result record, the run directory's layout and reading/writing it:
     runs/<run_id>/lessons/<arm>.duckdb   each learning arm's own lesson store (arm_name); with
                                          database_url set, its schema in PostgreSQL (arm_schema)
 
+Every JSON file and every JSON line a run writes carries ``format_version`` (``FORMAT_VERSION``,
+the run directory's format; the report says it in a ``<meta>``). A file or line without it is
+from before versions (0) and is read the same way; one newer than this code knows is refused
+with the upgrade to make, never half-read.
+
 It does not compute metrics nor run days.
 """
 
@@ -38,6 +43,9 @@ LESSONS_DIR = "lessons"
 # Written as each day lands or each arm learns, so an interrupted run can be resumed exactly.
 PROPOSALS_FILE = "proposals.jsonl"
 LEARNING_FILE = "learning.jsonl"
+# Raise it when a file of the run directory changes meaning; adding a key does not.
+FORMAT_VERSION = 1
+VERSION_KEY = "format_version"
 
 
 def arm_name(staffer: str, feedback: str = "explicit") -> str:
@@ -124,25 +132,60 @@ class EventResult(TaskEffort):
         return (self.scenario, self.event_id)
 
 
+def stamped(payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` with the run directory's ``format_version`` first."""
+    return {VERSION_KEY: FORMAT_VERSION, **{k: v for k, v in payload.items() if k != VERSION_KEY}}
+
+
+def unstamped(payload: Any, where: str) -> Any:
+    """``payload`` (a JSON object read from a run file) without its ``format_version``.
+
+    No version: written before versions existed, read as it is. ``UserError`` naming ``where``
+    for a version newer than ``FORMAT_VERSION`` or one that is not a number.
+    """
+    if not isinstance(payload, dict) or VERSION_KEY not in payload:
+        return payload
+    version = payload[VERSION_KEY]
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise UserError(f"{where}: format_version {version!r} is not a version number")
+    if version > FORMAT_VERSION:
+        raise UserError(
+            f"{where}: written by a newer agentlake (run format {version}; this one reads up to "
+            f"{FORMAT_VERSION}); upgrade agentlake to read it"
+        )
+    return {k: v for k, v in payload.items() if k != VERSION_KEY}
+
+
 def append_results(run_dir: Path, results: Iterable[EventResult]) -> None:
-    """Append results to ``results.jsonl`` (the parent process is its only writer)."""
+    """Append results to ``results.jsonl``, each line stamped with ``format_version`` (the
+    parent process is its only writer)."""
     with (run_dir / RESULTS_FILE).open("a", encoding="utf-8") as handle:
         for result in results:
-            handle.write(result.model_dump_json() + "\n")
+            line = json.dumps(stamped(result.model_dump(mode="json")), ensure_ascii=False)
+            handle.write(line + "\n")
 
 
 def append_lines(path: Path, payloads: Iterable[Any]) -> None:
-    """Append JSON lines to ``path`` (the run's side files; the parent process is their only writer)."""
+    """Append JSON lines to ``path``, objects stamped with ``format_version`` (the run's side
+    files; the parent process is their only writer)."""
     with path.open("a", encoding="utf-8") as handle:
         for payload in payloads:
+            if isinstance(payload, dict):
+                payload = stamped(payload)
             handle.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
 
 
 def read_lines(path: Path) -> list[Any]:
-    """The JSON lines of a side file written by ``append_lines``; ``[]`` when it is missing."""
+    """The JSON lines of a side file written by ``append_lines``, without their
+    ``format_version``; ``[]`` when it is missing. ``UserError`` for a newer format."""
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [
+        unstamped(json.loads(line), f"{path}: line {number}")
+        for number, line in enumerate(lines, start=1)
+        if line.strip()
+    ]
 
 
 def resolve_run_dir(spec: str | Path, runs_dir: Path | None = None) -> Path:
@@ -162,7 +205,8 @@ def resolve_run_dir(spec: str | Path, runs_dir: Path | None = None) -> Path:
 
 
 def read_results(run_dir: Path | str) -> list[EventResult]:
-    """Every result of a run, in the order written. ``UserError`` names a corrupt line."""
+    """Every result of a run, in the order written, with or without ``format_version`` (older
+    runs have none). ``UserError`` names a corrupt line or one of a newer format."""
     path = Path(run_dir) / RESULTS_FILE
     if not path.is_file():
         raise NotFoundError(f"{run_dir}: no {RESULTS_FILE}; is this a run directory?")
@@ -171,27 +215,30 @@ def read_results(run_dir: Path | str) -> list[EventResult]:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
+            where = f"{path}: line {number}"
             try:
-                out.append(EventResult.model_validate_json(line))
-            except ValidationError as exc:
-                raise UserError(
-                    f"{path}: line {number}: not an event result ({exc.errors()[0]['msg']})"
-                ) from None
+                out.append(EventResult.model_validate(unstamped(json.loads(line), where)))
+            except ValueError as exc:  # JSON and pydantic's ValidationError alike
+                message = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+                raise UserError(f"{where}: not an event result ({message})") from None
     return out
 
 
-def write_json(path: Path, payload: Any) -> None:
-    """Write JSON atomically (temp file + rename) so a reader never sees half a file."""
+def write_json(path: Path, payload: dict[str, Any]) -> None:
+    """Write a JSON object stamped with ``format_version``, atomically (temp file + rename) so
+    a reader never sees half a file."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    text = json.dumps(stamped(payload), indent=2, ensure_ascii=False, default=str)
+    tmp.write_text(text + "\n", encoding="utf-8")
     tmp.replace(path)
 
 
 def read_json(path: Path) -> dict[str, Any]:
-    """A JSON object written by ``write_json``; ``{}`` when the file is missing."""
+    """A JSON object written by ``write_json``, without its ``format_version``; ``{}`` when
+    the file is missing. ``UserError`` for a newer format."""
     if not path.is_file():
         return {}
-    return json.loads(path.read_text(encoding="utf-8"))
+    return unstamped(json.loads(path.read_text(encoding="utf-8")), str(path))
 
 
 def read_plan(run_dir: Path) -> dict[str, Any]:

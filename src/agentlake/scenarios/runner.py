@@ -8,7 +8,8 @@ writer), and, between batches, learning: for each staffer with learning on,
 (by run-id prefix: their rejections, outcomes and citations) into its OWN lesson store under
 ``runs/<run_id>/lessons/<staffer>.duckdb`` (with ``database_url`` set: its own schema in
 PostgreSQL, ``arm_schema``, which the workers read too), so the next batch retrieves what was learned. Staffers never share a store, so arms cannot
-leak into each other. Metrics and the report are computed from the results file at the end.
+leak into each other. Metrics and the report are computed from the results file at the end,
+with the lessons each learning arm ended with (``arm_lessons``, read back from its store).
 A day's results, ops and overseer proposals are written as it lands and each arm's learning
 when it is done, so an interrupted run resumes (``resume``) without running a day twice.
 It does not own a day (``day``) nor where days run (``backends``).
@@ -33,6 +34,7 @@ from agentlake.learn.loop import learn_between_batches
 from agentlake.learn.model import Delta
 from agentlake.learn.store import LessonStore, PgSchema
 from agentlake.observe import get_observer
+from agentlake.scenarios.arm_lessons import ArmLesson, read_arm_lessons
 from agentlake.scenarios.backends import BACKENDS, make_backend
 from agentlake.scenarios.day import DayLedger, DayTask, plan_event
 from agentlake.scenarios.metrics import leaderboard_document
@@ -101,6 +103,11 @@ class BatchLearning(BaseModel):
         default_factory=list,
         description="What learning set aside and why (contradictory evidence, rules withheld).",
     )
+    finished_at: datetime | None = Field(
+        None,
+        description="When this learning ended: the lessons created before it and after the previous "
+        "batch's were learned from this batch (None in runs from before it was recorded).",
+    )
 
 
 class RunSummary(BaseModel):
@@ -116,6 +123,9 @@ class RunSummary(BaseModel):
     )
     report: Path
     ops: int = Field(0, description="Ops the run's days recorded into the observer (every batch, every arm).")
+    lessons: dict[str, list[ArmLesson]] = Field(
+        default_factory=dict, description="The lessons each learning arm ended the run with."
+    )
 
     @property
     def recovery_by_arm(self) -> dict[str, dict[str, Any]]:
@@ -448,12 +458,23 @@ def execute_run(
         document = leaderboard_document(results, run_id=run_id)
         # Read back, so a resumed run reports the learning of its earlier execution too.
         learning = [BatchLearning.model_validate(item) for item in read_lines(run_dir / LEARNING_FILE)]
-        document["learning"] = [item.model_dump() for item in learning]
+        document["learning"] = [item.model_dump(mode="json") for item in learning]
         recovery = _recovery(plan, run_dir, settings, pools)
         document["rule_recovery"] = recovery
         document["rule_recovery_by_arm"] = recovery_by_arm(recovery)
+        lessons = _arm_lessons(plan, run_dir, settings, learning)
+        document["lessons"] = {
+            arm: [lesson.model_dump(mode="json") for lesson in items] for arm, items in lessons.items()
+        }
         write_json(run_dir / LEADERBOARD_FILE, document)
-        report = write_report(run_dir, results, plan=header, learning=document["learning"], recovery=recovery)
+        report = write_report(
+            run_dir,
+            results,
+            plan=header,
+            learning=document["learning"],
+            recovery=recovery,
+            lessons=document["lessons"],
+        )
         return RunSummary(
             run_id=run_id,
             run_dir=run_dir,
@@ -465,6 +486,7 @@ def execute_run(
             recovery=recovery,
             report=report,
             ops=recorded[0],
+            lessons=lessons,
         )
     finally:
         if own_lake:
@@ -539,7 +561,7 @@ def _run_batch(
     for arm in plan.arms:
         if arm.profile.learning and (arm.name, batch) not in learned:
             learning = _learn(plan, arm, batch, run_dir, settings, observer, pools)
-            append_lines(run_dir / LEARNING_FILE, [learning.model_dump()])
+            append_lines(run_dir / LEARNING_FILE, [learning.model_dump(mode="json")])
 
 
 def _learn(
@@ -577,6 +599,7 @@ def _learn(
         pending=report.lessons.get("pending", 0),
         measured=len(report.effects),
         notes=list(report.notes.get("induction_notes", [])),
+        finished_at=datetime.now(UTC),
     )
 
 
@@ -585,12 +608,19 @@ def _resumed_header(before: dict[str, Any], now: dict[str, Any], run_dir: Path) 
     they run (backend, workers) may change. ``UserError`` names what differs."""
     same = ("scenarios", "staffers", "batches", "repeat", "feedback", "semantic_lessons")
     for key in same:
-        if json.loads(json.dumps(now[key], default=str)) != before.get(key):
+        if _what_runs(key, json.loads(json.dumps(now[key], default=str))) != _what_runs(key, before.get(key)):
             raise UserError(
                 f"{run_dir.name} was started with other {key.replace('_', ' ')}: "
                 "resume it with the options it was started with"
             )
     return {**before, "resumed_at": [*before.get("resumed_at", []), now["created_at"]]}
+
+
+def _what_runs(key: str, value: Any) -> Any:
+    """A plan entry without what does not change the days (a staffer's colour in reports)."""
+    if key == "staffers" and isinstance(value, list):
+        return [{k: v for k, v in p.items() if k != "colour"} if isinstance(p, dict) else p for p in value]
+    return value
 
 
 def _finished(run_dir: Path, plan: RunPlan) -> tuple[set[tuple[str, int, str, int]], set[tuple[str, int]]]:
@@ -623,6 +653,22 @@ def _recovery(
         if arm.profile.learning
     ]
     return [found.summary() for found in rule_recovery(arms, settings)]
+
+
+def _arm_lessons(
+    plan: RunPlan, run_dir: Path, settings: Settings, learning: Sequence[BatchLearning]
+) -> dict[str, list[ArmLesson]]:
+    """The lessons each learning arm ended the run with, each dated by the batch it was
+    learned after (``learning``'s times)."""
+    return {
+        arm.name: read_arm_lessons(
+            _lessons_path(run_dir, arm, settings),
+            settings,
+            learned=[(x.batch, x.finished_at) for x in learning if x.staffer == arm.name and x.finished_at],
+        )
+        for arm in plan.arms
+        if arm.profile.learning
+    }
 
 
 def client_pools(lake: Lake, scenarios: Sequence[Scenario]) -> PoolChecks:
@@ -667,18 +713,24 @@ def _task_lessons(where: Path | PgSchema) -> str | PgSchema:
     return where if isinstance(where, PgSchema) else str(where)
 
 
-def regenerate_outputs(run_dir: Path) -> tuple[Path, Path]:
-    """Recompute ``leaderboard.json`` and ``report.html`` from a run's results file."""
+def regenerate_outputs(run_dir: Path, settings: Settings | None = None) -> tuple[Path, Path]:
+    """Recompute ``leaderboard.json`` and ``report.html`` from a run's results file.
+
+    What only the run knew is kept from the leaderboard it wrote: its learning, the lessons
+    against the hidden rules and the lessons each arm ended with. A run from before the last
+    were recorded gets them from its arms' lesson files (``runs/<id>/lessons/<arm>.duckdb``).
+    """
     if not (run_dir / "results.jsonl").is_file():
         raise NotFoundError(f"{run_dir}: not a run directory")
     results = read_results(run_dir)
     plan = read_plan(run_dir)
     document = leaderboard_document(results, run_id=plan.get("run_id"))
-    # What only the run knew (its learning and the lessons against the hidden rules) is kept.
     before = read_json(run_dir / LEADERBOARD_FILE)
-    for key in ("learning", "rule_recovery", "rule_recovery_by_arm"):
+    for key in ("learning", "rule_recovery", "rule_recovery_by_arm", "lessons"):
         if key in before:
             document[key] = before[key]
+    if "lessons" not in document:
+        document["lessons"] = _lesson_files(run_dir, plan, settings or load_settings())
     write_json(run_dir / LEADERBOARD_FILE, document)
     report = write_report(
         run_dir,
@@ -686,5 +738,23 @@ def regenerate_outputs(run_dir: Path) -> tuple[Path, Path]:
         plan=plan,
         learning=document.get("learning", []),
         recovery=document.get("rule_recovery", []),
+        lessons=document["lessons"],
     )
     return run_dir / LEADERBOARD_FILE, report
+
+
+def _lesson_files(run_dir: Path, plan: dict[str, Any], settings: Settings) -> dict[str, list[dict[str, Any]]]:
+    """The lessons in the lesson files of a run's learning arms (a run whose leaderboard
+    predates them); arms whose store is not a file here (PostgreSQL) are left out."""
+    learning = [BatchLearning.model_validate(item) for item in read_lines(run_dir / LEARNING_FILE)]
+    learners = {p.get("staffer") for p in plan.get("staffers", []) if p.get("learning")}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for arm in plan.get("arms", []):
+        path = run_dir / LESSONS_DIR / f"{arm['arm']}.duckdb"
+        if arm.get("staffer") in learners and path.is_file():
+            learned = [
+                (x.batch, x.finished_at) for x in learning if x.staffer == arm["arm"] and x.finished_at
+            ]
+            lessons = read_arm_lessons(path, settings, learned=learned)
+            out[arm["arm"]] = [lesson.model_dump(mode="json") for lesson in lessons]
+    return out

@@ -51,8 +51,12 @@ class Scorecard(BaseModel):
     rows: list[ScoreRow]
 
 
-def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> Interval:
-    """Wilson score interval for a binomial proportion; (0, 1) with no trials."""
+def wilson_interval(successes: float, trials: int, confidence: float = 0.95) -> Interval:
+    """Wilson score interval for a binomial proportion; (0, 1) with no trials.
+
+    ``successes`` may be fractional: a proportion observed over ``trials`` units, as the
+    learning curve's fill rate over a batch's judged events (``metrics.learning_curve_points``).
+    """
     if trials == 0:
         return Interval(low=0.0, high=1.0)
     z = _z(confidence)

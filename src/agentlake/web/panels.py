@@ -8,12 +8,11 @@ learning curve (the page draws it). Lessons and ops have their own routes (``/pl
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from agentlake.errors import NotFoundError, RunError
-from agentlake.scenarios.results import LEADERBOARD_FILE
+from agentlake.scenarios.results import LEADERBOARD_FILE, read_json
 
 
 def latest_run_dir(runs_dir: Path) -> Path:
@@ -33,7 +32,8 @@ def latest_scenario_run(runs_dir: Path) -> dict[str, Any]:
     """``{run_id, batches, leaderboard, learning_curve}`` of the newest run."""
     run_dir = latest_run_dir(runs_dir)
     try:
-        document = json.loads((run_dir / LEADERBOARD_FILE).read_text(encoding="utf-8"))
+        # Any run's format: older files have no format_version; a newer one is refused, named.
+        document = read_json(run_dir / LEADERBOARD_FILE)
     except (OSError, ValueError) as exc:
         raise RunError(f"cannot read {run_dir / LEADERBOARD_FILE}: {exc}") from None
     curve = {

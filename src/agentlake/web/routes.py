@@ -15,6 +15,10 @@
 
 The page also reads ``/playbooks`` (lessons) and ``/observer/`` (ops stream, stats), served by
 the gateway. Routes are thin: the runtime and ``web.panels`` do the work.
+
+The page's own requests (``DASHBOARD_OWN_REQUESTS``: loading it, its assets, its sign-in and the
+reads that draw it) are not recorded as ops unless ``observe_dashboard_requests`` is on
+(``gateway.recording``); what the page makes happen is: chat turns over ``/ws``, a graph switch.
 """
 
 from __future__ import annotations
@@ -42,6 +46,23 @@ from agentlake.web.schemas import (
 
 STATIC_DIR = Path(__file__).with_name("static")
 _MEDIA = {".js": "text/javascript", ".css": "text/css", ".txt": "text/plain", ".svg": "image/svg+xml"}
+
+# As the gateway's recording names requests ("<METHOD> <route template>"); HEAD is GET's twin.
+DASHBOARD_OWN_REQUESTS = frozenset(
+    f"{method} {path}"
+    for method, path in (
+        ("GET", "/"),
+        ("GET", "/static/{name}"),
+        ("GET", "/api/session"),
+        ("POST", "/api/session"),
+        ("DELETE", "/api/session"),
+        ("GET", "/api/graphs"),
+        ("GET", "/api/graphs/active"),
+        ("GET", "/api/graphs/{name}"),
+        ("GET", "/api/scenarios/latest"),
+    )
+    for method in ((method, "HEAD") if method == "GET" else (method,))
+)
 
 router = APIRouter(tags=["dashboard"], responses=COMMON_ERRORS)
 read = [Depends(require("read"))]
@@ -193,4 +214,5 @@ def mount_web(app: FastAPI, services: Any) -> None:
     from agentlake.graph import GraphRuntime
 
     app.state.graph_runtime = GraphRuntime(services.settings, resources=services)
+    app.state.dashboard_requests = DASHBOARD_OWN_REQUESTS  # what recording leaves out (by default)
     app.include_router(router)
