@@ -86,5 +86,5 @@ def test_ordinary_values_are_stored_as_sent() -> None:
     for op in parse_events(json.dumps(events).encode()):
         text = CLEAN[int(op.id.split("-")[1])]
         assert op.input_summary == text
-        assert op.provenance.run_id == text
+        assert op.run_id == text
         assert op.attributes == {"note": text}
