@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import agentlake
 from agentlake.cli.main import app
 from agentlake.errors import UserError
 from agentlake.settings import Settings, configuration_markdown, load_settings
@@ -76,4 +77,4 @@ def test_cli_help_and_version() -> None:
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
     assert "config" in result.output
-    assert "agentlake 0.1.0" in runner.invoke(app, ["--version"]).output
+    assert f"agentlake {agentlake.__version__}\n" == runner.invoke(app, ["--version"]).output
