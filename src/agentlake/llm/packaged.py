@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from agentlake.errors import UserError
+from agentlake.errors import UserError, require_extra
 
 if TYPE_CHECKING:
     from agentlake.settings import Settings
@@ -438,10 +438,9 @@ def read_gguf_info(path: Path) -> GGUFInfo:
     Reads the header and tensor table through the ``gguf`` package (memory-mapped; the weights
     are not read). Raises ``UserError`` naming the file when it is not a readable GGUF.
     """
-    try:
-        from gguf import GGUFReader, LlamaFileType
-    except ImportError:
-        raise UserError("reading GGUF metadata needs the gguf package: pip install 'gguf>=0.17,<1'") from None
+    require_extra("local", "reading a GGUF header", "gguf")
+    from gguf import GGUFReader, LlamaFileType
+
     try:
         reader = GGUFReader(str(path), "r")
         architecture = str(_field(reader, "general.architecture") or "")
