@@ -102,8 +102,13 @@ def exact_top(lake: Lake, vectors: np.ndarray, where: str, query: np.ndarray) ->
     return kept[order[:10]].tolist()
 
 
-def test_wide_scans_find_the_exact_top_ten(wide: tuple[Lake, np.ndarray], wide_scans: dict[str, int]) -> None:
+@pytest.mark.parametrize("kernel", ["torch", "numpy"])
+def test_wide_scans_find_the_exact_top_ten(
+    wide: tuple[Lake, np.ndarray], wide_scans: dict[str, int], kernel: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     lake, vectors = wide
+    if kernel == "numpy":  # the base install, without torch
+        monkeypatch.setattr(widescan, "_torch", lambda: None)
     fresh_index(lake, "items").__dict__.pop("_layouts", None)
     queries = clustered(8, seed=2)
     found = total = 0
@@ -116,6 +121,9 @@ def test_wide_scans_find_the_exact_top_ten(wide: tuple[Lake, np.ndarray], wide_s
     assert found / total >= 0.99
     assert wide_scans["slices"] > 0
     assert wide_scans["gather"] > 0
+    layout = fresh_index(lake, "items").__dict__["_layouts"].layout
+    assert isinstance(layout.tensor, np.ndarray) == (kernel == "numpy")
+    fresh_index(lake, "items").__dict__.pop("_layouts", None)
 
 
 def test_wide_and_exact_paths_give_the_same_answers(
@@ -176,3 +184,4 @@ def test_wide_filters_rank_alike_with_the_strict_grammar_and_through_the_guard(
         search_vector(lake, "items", query, where=where, k=10) for where in FILTERS for query in queries
     ]
     assert quick == guarded
+
