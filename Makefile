@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test lint bench local-llm browser postgres clean models models-0.5b ask-pack
+.PHONY: install demo test lint bench local-llm browser postgres clean models models-0.5b ask-pack wheelhouse
 
 install: $(STAMP)
 
@@ -53,6 +53,20 @@ $(ASK_PACK): | install
 	rm -f $(VENV)/.ask-pack-*
 	touch $@
 
+# The wheels of the base install (agentlake without extras), for the test that builds agentlake's
+# wheel and installs it in a clean venv with pip offline (tests/test_packaging.py): fetched here,
+# where pip may use the package index, so that the test itself never does.
+WHEELHOUSE := $(VENV)/wheelhouse
+WHEELS := $(WHEELHOUSE)/.done-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+wheelhouse: $(WHEELS)
+
+$(WHEELS): pyproject.toml | install
+	rm -rf $(WHEELHOUSE)
+	$(BIN)/pip wheel --quiet -w $(WHEELHOUSE) .
+	rm -f $(WHEELHOUSE)/agentlake-*.whl
+	touch $@
+
 # Debian's chromium for the browser tests (Playwright drives it; it cannot download its own).
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
@@ -66,7 +80,7 @@ postgres:
 		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq postgresql; }
 
-test: install browser postgres models-0.5b ask-pack
+test: install browser postgres models-0.5b ask-pack wheelhouse
 	@$(BIN)/python -m pytest -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
 

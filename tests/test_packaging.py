@@ -1,8 +1,10 @@
 """The base install and its extras: what ``pip install agentlake`` does without torch, and the one
 line a missing extra says.
 
-The tests hide the extras' modules (``sys.modules[name] = None``: importing one fails as if it
-were not installed, and ``importlib.util.find_spec`` says it is absent).
+The fast tests hide the extras' modules (``sys.modules[name] = None``: importing one fails as
+if it were not installed, and ``importlib.util.find_spec`` says it is absent). The slow test
+builds the wheel from this checkout, installs it with the base dependencies only in a clean venv
+(offline, from the wheelhouse ``make wheelhouse`` fills) and runs the README's commands with it.
 """
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -35,6 +39,7 @@ EXTRA_MODULES = {
 # What the extras pull in beside them: never needed by the base install either.
 PULLED_IN = ("triton", "scipy", "sklearn", "huggingface_hub", "tokenizers", "safetensors", "sympy")
 HIDDEN = sorted({m for modules in EXTRA_MODULES.values() for m in modules} | set(PULLED_IN))
+BASE_BUDGET_MB = 500
 
 
 def test_the_extras_table_is_pyproject_s() -> None:
@@ -194,3 +199,105 @@ def test_the_shipped_name_table_is_faker_s(tmp_path: Path) -> None:
     shipped = (SRC / "workforce" / NAMES_FILE).read_text()
     rebuilt = build_name_table(tmp_path).read_text()
     assert rebuilt == shipped, "Faker's lists changed: python -m agentlake.workforce.names (and say so)"
+
+
+# --- the wheel in a clean venv -----------------------------------------------------------------
+
+WHEELHOUSE = Path(os.environ.get("BASE_WHEELHOUSE", ROOT / ".venv" / "wheelhouse"))
+
+
+def _run(*argv: str | Path, cwd: Path, timeout: float = 300) -> str:
+    done = subprocess.run(
+        [str(a) for a in argv], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=_clean_env()
+    )
+    assert done.returncode == 0, (
+        f"{' '.join(map(str, argv))} exited {done.returncode}:\n{done.stderr[-3000:]}"
+    )
+    return done.stdout
+
+
+def _clean_env() -> dict[str, str]:
+    """This environment without what points Python at this checkout or the dev venv."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env["PIP_NO_INDEX"] = "1"  # offline: the wheelhouse and the built wheel only
+    return env
+
+
+def _megabytes(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink()) / 1e6
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_without_extras_and_runs_the_readme_commands(tmp_path: Path) -> None:
+    if not any(WHEELHOUSE.glob("*.whl")):
+        pytest.skip(f"no wheelhouse at {WHEELHOUSE}: `make wheelhouse` downloads the base install's wheels")
+    source = tmp_path / "checkout"  # built from a copy: the build writes beside the sources
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(
+        ROOT / "src",
+        source / "src",
+        ignore=shutil.ignore_patterns("__pycache__", "node_modules", "*.egg-info", "frontend"),
+    )
+    wheels = tmp_path / "dist"
+    _run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--no-build-isolation",
+        "-q",
+        "-w",
+        wheels,
+        source,
+        cwd=tmp_path,
+    )
+    (wheel,) = wheels.glob("agentlake-*.whl")
+    assert wheel.name.startswith(f"agentlake-{agentlake.__version__}-py3-none-any")
+
+    venv = tmp_path / "venv"
+    started = time.perf_counter()
+    _run(sys.executable, "-m", "venv", venv, cwd=tmp_path)
+    python, agentlake_bin = venv / "bin" / "python", venv / "bin" / "agentlake"
+    _run(python, "-m", "pip", "install", "-q", "--find-links", WHEELHOUSE, wheel, cwd=tmp_path)
+    seconds = time.perf_counter() - started
+    size = _megabytes(venv)
+    (ROOT / "test-artifacts").mkdir(exist_ok=True)
+    (ROOT / "test-artifacts" / "base-install.json").write_text(
+        json.dumps({"megabytes": round(size, 1), "seconds": round(seconds, 1)}) + "\n"
+    )
+
+    installed = _run(python, "-m", "pip", "list", "--format", "json", cwd=tmp_path)
+    names = {row["name"].lower().replace("_", "-") for row in json.loads(installed)}
+    assert names.isdisjoint({"torch", "transformers", "xgrammar", "ray", "psycopg", "usearch", "faker"})
+    assert size < BASE_BUDGET_MB, f"the base install is {size:.0f} MB, over its {BASE_BUDGET_MB} MB budget"
+
+    work = tmp_path / "work"
+    work.mkdir()
+    assert "Usage: agentlake" in _run(agentlake_bin, "--help", cwd=work)
+    _run(
+        agentlake_bin,
+        "data",
+        "generate",
+        "--workers",
+        "200",
+        "--seed",
+        "1",
+        "--out",
+        "X",
+        "--format",
+        "csv",
+        cwd=work,
+    )
+    _run(agentlake_bin, "ingest", "X/workers.csv", "--dataset", "new_hires", "--key", "worker_id", cwd=work)
+    assert "200" in _run(agentlake_bin, "sql", "SELECT count(*) AS n FROM new_hires", cwd=work)
+    assert "new_hires" in _run(agentlake_bin, "datasets", cwd=work)
+    licence = _run(
+        python,
+        "-c",
+        "import importlib.metadata as m; print(m.metadata('agentlake')['License-Expression'])",
+        cwd=work,
+    )
+    assert licence.strip() == "Apache-2.0"
