@@ -155,7 +155,7 @@ class Settings(BaseSettings):
     )
     default_model: str = Field(
         "auto",
-        description="Model of every LLM door whose own setting is empty (fill --policy llm and ask: executor_model; the graph's thinker: graph_model; the llm lesson extractor: learn_model): auto = the largest packaged local: model installed (local:qwen2.5-coder-1.5b, else local:qwen2.5-coder-0.5b; `make models`), none = no default, or a model string.",
+        description="Model of every LLM door whose own setting is empty (fill --policy llm and ask: executor_model; the graph's thinker: graph_model; the llm lesson extractor: learn_model): auto = the largest packaged local: model installed (local:qwen2.5-coder-1.5b, else local:qwen2.5-coder-0.5b; `agentlake models install 1.5b`), none = no default, or a model string.",
     )
     local_torch_dtype: str = Field(
         "int8",
