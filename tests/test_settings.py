@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+import agentlake
 from agentlake.cli.main import app
 from agentlake.errors import UserError
 from agentlake.settings import Settings, configuration_markdown, load_settings
@@ -52,12 +54,30 @@ def test_every_setting_is_documented() -> None:
     )
 
 
+def _cells(row: str) -> list[str]:
+    """The cells of a Markdown table row as GitHub splits it: at every "|" not escaped."""
+    return [cell.strip() for cell in re.split(r"(?<!\\)\|", row.strip())[1:-1]]
+
+
+def test_every_row_of_the_configuration_table_has_the_header_s_cells() -> None:
+    lines = (ROOT / "docs" / "configuration.md").read_text().splitlines()
+    table = [line for line in lines if line.startswith("|")]
+    header, rule, rows = _cells(table[0]), table[1], table[2:]
+    assert header == ["name", "variable", "type", "default", "help"]
+    assert len(_cells(rule)) == len(header)
+    assert len(rows) == len(Settings.model_fields)
+    wrong = [row for row in rows if len(_cells(row)) != len(header)]
+    assert not wrong, f"{len(wrong)} rows do not have {len(header)} cells, e.g. {wrong[0][:120]}"
+    types = {_cells(row)[0].strip("`"): _cells(row)[2] for row in rows}
+    assert types["database_url"] == "SecretStr \\| None"
+
+
 def test_cli_help_and_version() -> None:
     runner = CliRunner()
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
     assert "config" in result.output
-    assert "agentlake 0.1.0" in runner.invoke(app, ["--version"]).output
+    assert f"agentlake {agentlake.__version__}\n" == runner.invoke(app, ["--version"]).output
 
 
 def test_the_lesson_extractor_may_be_a_plugins_and_the_registry_names_the_known_ones() -> None:

@@ -8,9 +8,16 @@ message names the call and its numbers. The CLI exits with code 1; HTTP layers a
 unless a more specific status is attached.
 
 Third-party exceptions are converted into one of these at the edge where they enter.
+
+A missing optional dependency is a ``UserError`` naming the extra that installs it, raised by
+:func:`require_extra` at the door of the feature that needs it (the extras are declared in
+``pyproject.toml``; their modules are imported only inside the functions that use them, so the
+base install never loads them).
 """
 
 from __future__ import annotations
+
+import importlib.util
 
 
 class AgentlakeError(Exception):
@@ -51,3 +58,19 @@ class UnavailableError(RunError):
     """A dependency (model server, observer) cannot be reached right now."""
 
     http_status = 503
+
+
+def missing_extra(extra: str, what: str) -> UserError:
+    """The one-line error for ``what`` (a feature: ``local:qwen2.5-coder-0.5b``) without ``extra``."""
+    return UserError(f"{what} needs the [{extra}] extra: pip install 'agentlake[{extra}]'")
+
+
+def require_extra(extra: str, what: str, *modules: str) -> None:
+    """Raise :func:`missing_extra` unless every top-level module in ``modules`` is installed.
+
+    Only looks for them (``importlib.util.find_spec``: microseconds, nothing imported); the
+    caller imports each where it uses it.
+    """
+    for module in modules:
+        if importlib.util.find_spec(module) is None:
+            raise missing_extra(extra, what)

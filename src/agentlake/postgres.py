@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentlake.errors import RunError, UserError
+from agentlake.errors import RunError, UserError, require_extra
 
 if TYPE_CHECKING:
     import psycopg
@@ -97,6 +97,7 @@ class Database:
     """
 
     def __init__(self, url: str, *, name: str, max_size: int = 4, schema: str | None = None) -> None:
+        require_extra("postgres", "the PostgreSQL backend of database_url", "psycopg", "psycopg_pool")
         import psycopg
         from psycopg_pool import ConnectionPool
 

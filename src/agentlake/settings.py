@@ -17,6 +17,7 @@ test fails when the two drift apart.
 from __future__ import annotations
 
 import os
+import re
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -154,7 +155,7 @@ class Settings(BaseSettings):
     )
     default_model: str = Field(
         "auto",
-        description="Model of every LLM door whose own setting is empty (fill --policy llm and ask: executor_model; the graph's thinker: graph_model; the llm lesson extractor: learn_model): auto = the largest packaged local: model installed (local:qwen2.5-coder-1.5b, else local:qwen2.5-coder-0.5b; `make models`), none = no default, or a model string.",
+        description="Model of every LLM door whose own setting is empty (fill --policy llm and ask: executor_model; the graph's thinker: graph_model; the llm lesson extractor: learn_model): auto = the largest packaged local: model installed (local:qwen2.5-coder-1.5b, else local:qwen2.5-coder-0.5b; `agentlake models install 1.5b`), none = no default, or a model string.",
     )
     local_torch_dtype: str = Field(
         "int8",
@@ -411,8 +412,8 @@ def settings_table() -> list[tuple[str, str, str, str]]:
     """Rows of (name, type, default, help) for docs and ``agentlake config docs``."""
     rows = []
     for name, field in Settings.model_fields.items():
-        annotation = getattr(field.annotation, "__name__", None) or str(field.annotation).replace(
-            "typing.", ""
+        annotation = getattr(field.annotation, "__name__", None) or re.sub(
+            r"\b(typing|pathlib|pydantic\.types)\.", "", str(field.annotation)
         )
         default = field.default
         shown = "" if default is None else str(default)
@@ -440,5 +441,12 @@ def configuration_markdown() -> str:
             variable += f", {name.upper()}"
         elif name == "ollama_api_key":
             variable += ", OLLAMA_API_KEY, OLLAMA_CLOUD_KEY"
-        lines.append(f"| `{name}` | `{variable}` | {annotation} | `{default}` | {help_text} |")
+        cells = (f"`{name}`", f"`{variable}`", annotation, f"`{default}`", help_text)
+        lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    # GitHub splits a table row at every unescaped "|", inside code spans too
+    # ("SecretStr | None" made six cells under five columns).
+    return text.replace("|", "\\|")

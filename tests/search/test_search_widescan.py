@@ -11,7 +11,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from agentlake.errors import UserError
 from agentlake.lake import Lake, widescan
+from agentlake.lake import index as index_module
 from agentlake.lake import search as search_module
 from agentlake.lake.attrindex import attributes_of
 from agentlake.lake.index import build_index, fresh_index
@@ -102,8 +104,13 @@ def exact_top(lake: Lake, vectors: np.ndarray, where: str, query: np.ndarray) ->
     return kept[order[:10]].tolist()
 
 
-def test_wide_scans_find_the_exact_top_ten(wide: tuple[Lake, np.ndarray], wide_scans: dict[str, int]) -> None:
+@pytest.mark.parametrize("kernel", ["torch", "numpy"])
+def test_wide_scans_find_the_exact_top_ten(
+    wide: tuple[Lake, np.ndarray], wide_scans: dict[str, int], kernel: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     lake, vectors = wide
+    if kernel == "numpy":  # the base install, without torch
+        monkeypatch.setattr(widescan, "_torch", lambda: None)
     fresh_index(lake, "items").__dict__.pop("_layouts", None)
     queries = clustered(8, seed=2)
     found = total = 0
@@ -116,6 +123,9 @@ def test_wide_scans_find_the_exact_top_ten(wide: tuple[Lake, np.ndarray], wide_s
     assert found / total >= 0.99
     assert wide_scans["slices"] > 0
     assert wide_scans["gather"] > 0
+    layout = fresh_index(lake, "items").__dict__["_layouts"].layout
+    assert isinstance(layout.tensor, np.ndarray) == (kernel == "numpy")
+    fresh_index(lake, "items").__dict__.pop("_layouts", None)
 
 
 def test_wide_and_exact_paths_give_the_same_answers(
@@ -176,3 +186,23 @@ def test_wide_filters_rank_alike_with_the_strict_grammar_and_through_the_guard(
         search_vector(lake, "items", query, where=where, k=10) for where in FILTERS for query in queries
     ]
     assert quick == guarded
+
+
+def test_without_usearch_an_index_has_no_graph_and_search_scans_every_row(
+    wide: tuple[Lake, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lake, vectors = wide
+    embedder = RowVectors(vectors)
+    assert build_index(lake, "items", "text", embedder=embedder, ann=True).ann  # where usearch is installed
+    query = clustered(1, seed=11)[0]
+    exact = set(exact_top(lake, vectors, "TRUE", query))
+
+    monkeypatch.setattr(index_module, "_ann_installed", lambda: False)  # the base install
+    monkeypatch.setattr(index_module, "ANN_MIN_ROWS", 100)
+    index_module._loaded.clear()
+    assert fresh_index(lake, "items").ann is None  # the graph on disk is ignored
+    assert {s.key for s in search_vector(lake, "items", query, k=10)} == exact
+    with pytest.raises(UserError, match=r"needs the \[ann\] extra: pip install 'agentlake\[ann\]'$"):
+        build_index(lake, "items", "text", embedder=embedder, ann=True)
+    assert not build_index(lake, "items", "text", embedder=embedder).ann  # 6000 rows >= 100, no usearch
+    assert {s.key for s in search_vector(lake, "items", query, k=10)} == exact

@@ -208,7 +208,7 @@ def test_without_a_model_the_dashboard_runs_the_demo_and_says_so(
     assert hello["model"] == "function:graph-demo"
     assert note["type"] == "hud"
     assert note["flag"] == "demo_model"
-    assert "install the embedded models (`make models`)" in note["message"]
+    assert "install an embedded model (`agentlake models install 0.5b`)" in note["message"]
     assert "(one read-only SQL query)" in done["text"]  # the demo answered
 
 

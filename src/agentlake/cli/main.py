@@ -61,9 +61,12 @@ def main(argv: list[str] | None = None) -> None:
     except AgentlakeError as exc:
         if os.environ.get("AGENTLAKE_DEBUG"):
             raise
+        from rich.markup import escape
+
         from agentlake.cli.output import err_console
 
-        err_console.print(f"[bold red]error:[/] {exc.message}", highlight=False, soft_wrap=True)
+        # Escaped: a message is text, and "pip install 'agentlake[local]'" is not Rich markup.
+        err_console.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)

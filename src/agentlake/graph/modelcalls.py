@@ -42,8 +42,8 @@ def graph_model_choice(settings: Settings) -> tuple[str, str | None]:
     if model:
         return model, None
     return DEMO_MODEL, (
-        f"no model configured or installed: the scripted demo ({DEMO_MODEL}) answers; install the embedded "
-        "models (`make models`) or set AGENTLAKE_GRAPH_MODEL (e.g. ollama:qwen3:4b)"
+        f"no model configured or installed: the scripted demo ({DEMO_MODEL}) answers; install an embedded "
+        "model (`agentlake models install 0.5b`) or set AGENTLAKE_GRAPH_MODEL (e.g. ollama:qwen3:4b)"
     )
 
 

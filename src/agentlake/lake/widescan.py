@@ -9,10 +9,16 @@ say which), chosen at the first wide scan and changed when another column has cl
 the lead. Rows scattered over many slices are gathered from the same copy, block by block, as
 before. It does not rank, filter or re-score (``agentlake.lake.search``) and builds no index
 files: the copy lives in memory beside the loaded index, ~0.8 s to make at 500k x 384.
+
+The pass runs on torch when it is installed (the ``local`` and ``embed`` extras bring it): its
+float16 matrix-vector product is the fast one. The base install has no torch, and the same pass
+runs on numpy, block by block in float32 (the scores agree to float16's precision; the top
+candidates are re-scored exactly either way).
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import Counter
 from dataclasses import dataclass
@@ -45,12 +51,13 @@ class ScanLayout:
     position: np.ndarray  # int64: the layout position of each index row
     codes: np.ndarray | None  # int32: each index row's code + 1 in ``column`` (0: NULL)
     starts: np.ndarray | None  # int64: where each code + 1 begins in layout order
-    tensor: Any  # torch float16 [rows, dimension]
+    tensor: Any  # float16 [rows, dimension]: a torch tensor, or a numpy array without torch
 
     @property
     def nbytes(self) -> int:
         arrays = [self.order, self.position, *(a for a in (self.codes, self.starts) if a is not None)]
-        return sum(a.nbytes for a in arrays) + self.tensor.element_size() * self.tensor.nelement()
+        matrix = self.tensor if isinstance(self.tensor, np.ndarray) else self.tensor.numpy()
+        return sum(a.nbytes for a in arrays) + matrix.nbytes
 
 
 class _Layouts:
@@ -93,10 +100,19 @@ def _leader(votes: Counter[str], current: str | None) -> str | None:
     return leader if count >= RELAYOUT_LEAD * votes[current] + RELAYOUT_LEAD else current
 
 
+@functools.cache
+def _torch() -> Any | None:
+    """torch when it is installed, else None (the scan runs on numpy)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
 def build_layout(index: VectorIndex, attributes: AttributeIndex | None, column: str | None) -> ScanLayout:
     """The float16 copy of ``index``'s vectors grouped by ``column`` (None: in key order)."""
-    import torch
-
+    torch = _torch()
     rows = len(index.keys)
     codes = starts = None
     if column is not None and attributes is not None and column in attributes.columns:
@@ -111,7 +127,9 @@ def build_layout(index: VectorIndex, attributes: AttributeIndex | None, column: 
     matrix = np.empty((rows, index.vectors.shape[1]), dtype=np.float16)
     for start in range(0, rows, _COPY_ROWS):  # blocks: no float32 copy of the whole matrix
         matrix[start : start + _COPY_ROWS] = index.vectors[order[start : start + _COPY_ROWS]]
-    return ScanLayout(column, order, position, codes, starts, torch.from_numpy(matrix))
+    return ScanLayout(
+        column, order, position, codes, starts, matrix if torch is None else torch.from_numpy(matrix)
+    )
 
 
 def scan(layout: ScanLayout, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -120,8 +138,14 @@ def scan(layout: ScanLayout, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
     Rows lying in few slices of the layout are scored slice by slice, contiguously; otherwise
     they are gathered from the layout in cache-sized blocks.
     """
-    import torch
-
+    positions = layout.position[rows]
+    slices = _slices(layout, rows)
+    if isinstance(layout.tensor, np.ndarray):  # no torch
+        q32 = query.astype(np.float16).astype(np.float32)
+        if slices is not None:
+            return _scan_slices(None, layout, slices, positions, q32)
+        return _scan_gather(None, layout, positions, q32)
+    torch = _torch()
     # One thread: the pass is memory-bound, and on a busy machine a second OpenMP thread
     # that is not scheduled makes every block wait for it (measured 10x slower at load 5).
     threads = torch.get_num_threads()
@@ -129,8 +153,6 @@ def scan(layout: ScanLayout, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
     try:
         with torch.inference_mode():
             q = torch.from_numpy(query.astype(np.float16))
-            positions = layout.position[rows]
-            slices = _slices(layout, rows)
             if slices is not None:
                 return _scan_slices(torch, layout, slices, positions, q)
             return _scan_gather(torch, layout, positions, q)
@@ -154,6 +176,13 @@ def _slices(layout: ScanLayout, rows: np.ndarray) -> list[tuple[int, int]] | Non
 def _scan_slices(
     torch: Any, layout: ScanLayout, slices: list[tuple[int, int]], positions: np.ndarray, q: Any
 ) -> np.ndarray:
+    if torch is None:
+        scores32 = np.empty(len(layout.order), dtype=np.float32)
+        for start, end in slices:
+            for at in range(start, end, _BLOCK_ROWS):
+                upto = min(end, at + _BLOCK_ROWS)
+                scores32[at:upto] = layout.tensor[at:upto].astype(np.float32) @ q
+        return scores32[positions]
     scores = torch.empty(len(layout.order), dtype=torch.float16)  # only the slices are written
     for start, end in slices:
         torch.mv(layout.tensor[start:end], q, out=scores[start:end])
@@ -162,6 +191,12 @@ def _scan_slices(
 
 def _scan_gather(torch: Any, layout: ScanLayout, positions: np.ndarray, q: Any) -> np.ndarray:
     # Gathering 50k rows at once moves ~40 MB; blocks of 8k rows stay in cache.
+    if torch is None:
+        out32 = np.empty(len(positions), dtype=np.float32)
+        for start in range(0, len(positions), _BLOCK_ROWS):
+            chunk = positions[start : start + _BLOCK_ROWS]
+            out32[start : start + len(chunk)] = layout.tensor[chunk].astype(np.float32) @ q
+        return out32
     picks = torch.from_numpy(positions)
     out = torch.empty(len(positions), dtype=torch.float16)
     block = torch.empty((min(_BLOCK_ROWS, len(positions)), layout.tensor.shape[1]), dtype=torch.float16)

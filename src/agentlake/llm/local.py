@@ -3,7 +3,7 @@
 ``local:qwen2.5-coder-0.5b`` and ``local:qwen2.5-coder-1.5b`` run in this process on one of
 two engines, both driven by the one decoding loop here:
 
-* ``transformers`` (always installed): the GGUF dequantised once into safetensors in the model
+* ``transformers`` (the ``local`` extra): the GGUF dequantised once into safetensors in the model
   cache, linear layers quantised to int8 on load (``local_torch.py``);
 * ``llamacpp`` (optional, ``make local-llm``): the GGUF itself through llama-cpp-python
   (``local_llamacpp.py``). Measured on a quiet 2-core machine it takes 1.5-1.6x as long per
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agentlake.errors import RunError, UserError
+from agentlake.errors import RunError, UserError, require_extra
 from agentlake.llm.llamacpp import cap_schema
 from agentlake.llm.models import ModelInfo, lookup_model
 from agentlake.llm.packaged import (
@@ -75,6 +75,10 @@ CACHE_SLOTS = 3
 # A cached prefix shorter than this is not worth evicting another prompt's cache for.
 MIN_REUSE_TOKENS = 32
 GIB = 1024**3
+# What a local: model needs whichever engine runs it (the ``local`` extra): torch for the
+# decoding loop, xgrammar for schemas, transformers for the tokenizer (and the transformers
+# engine, which loads a GGUF only with accelerate), gguf for the header, jinja2 for the template.
+LOCAL_MODULES = ("torch", "transformers", "accelerate", "xgrammar", "gguf", "jinja2")
 
 
 # --- what an engine provides --------------------------------------------------------------------
@@ -228,7 +232,7 @@ _engines_lock = threading.Lock()
 
 def engine_name(settings: Settings) -> str:
     """The engine ``local_engine`` names; ``auto`` is transformers (measured faster per turn
-    than the optional llama.cpp build on a quiet machine, and always installed)."""
+    than the optional llama.cpp build on a quiet machine, and installed with the ``local`` extra)."""
     choice = settings.local_engine
     return "transformers" if choice == "auto" else choice
 
@@ -593,6 +597,7 @@ class LocalProvider:
 
     def __init__(self, model: str, settings: Settings) -> None:
         self.packaged = packaged_model(model)
+        require_extra("local", f"local:{model}", *LOCAL_MODULES)
         self.model = model
         self.settings = settings
         window = context_window(self.packaged, settings)

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentlake.errors import RunError, UserError
+from agentlake.errors import RunError, UserError, require_extra
 from agentlake.llm.local import (
     Decoder,
     check_memory,
@@ -57,13 +57,10 @@ def weights_dir(packaged: PackagedModel, settings: Settings) -> Path:
 
 
 def _import_torch() -> tuple[Any, Any]:
-    try:
-        import torch
-        import transformers
-    except ImportError:
-        raise UserError(
-            "the transformers engine needs torch and transformers: run `make install` (pip install torch==2.13.0 transformers)"
-        ) from None
+    require_extra("local", "the transformers engine of local: models", "torch", "transformers", "accelerate")
+    import torch
+    import transformers
+
     return torch, transformers
 
 

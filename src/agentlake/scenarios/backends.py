@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from agentlake.errors import RunError, UserError
+from agentlake.errors import RunError, UserError, require_extra
 from agentlake.scenarios.day import DayResult, DayTask, run_day
 
 if TYPE_CHECKING:
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
 BackendName = Literal["inline", "process", "ray"]
 BACKENDS: tuple[str, ...] = ("inline", "process", "ray")
-RAY_INSTALL_HINT = "pip install 'agentlake[ray]'  (or: .venv/bin/pip install 'ray[default]>=2.40,<3')"
 
 
 class Backend(Protocol):
@@ -104,10 +103,9 @@ class ProcessBackend:
 
 
 def _import_ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise UserError(f"the ray backend needs Ray, which is not installed: {RAY_INSTALL_HINT}") from None
+    require_extra("ray", "the ray backend", "ray")
+    import ray
+
     return ray
 
 

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
         write_workforce_files,
     )
 
-# The generator pulls in Faker's name lists and builds large NumPy/Arrow tables: it loads
+# The generator builds large NumPy/Arrow tables: it loads
 # on first use (start-up time of every CLI command and server that never generates data).
 _LAZY = {
     "Workforce": "agentlake.workforce.generator",

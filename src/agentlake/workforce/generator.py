@@ -4,7 +4,7 @@ Owns the generator (:func:`generate_workforce`, column-wise NumPy and pyarrow, n
 Python for the large tables), the archetypes that correlate scores, experience, certificates
 and no-shows, and the doors into the lake (:func:`load_workforce`, :func:`ensure_workforce`) and onto disk
 (:func:`write_workforce_files`). Reference data comes from ``cities`` (real US cities and
-ZIPs), ``roles`` (role catalogue, certification spellings) and Faker's en_US name lists;
+ZIPs), ``names`` (Faker's en_US name lists, frozen), ``roles`` (role catalogue, certification spellings);
 resume wording from ``resumes``.
 """
 
@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from agentlake.errors import UserError
 from agentlake.workforce.cities import load_cities
+from agentlake.workforce.names import load_names
 from agentlake.workforce.resumes import build_resumes, fill_templates, join_present
 from agentlake.workforce.roles import CERTIFICATIONS, ROLES, SECTORS
 
@@ -182,22 +183,6 @@ def _weighted(rng: np.random.Generator, weights: np.ndarray, size: int) -> np.nd
     return np.minimum(np.searchsorted(cdf, rng.random(size) * cdf[-1], side="right"), len(weights) - 1)
 
 
-def _names() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    from faker.providers.person.en_US import Provider
-
-    first = dict(Provider.first_names_female)
-    for name, weight in Provider.first_names_male.items():
-        first[name] = first.get(name, 0.0) + weight
-    firsts = sorted(first)
-    lasts = sorted(Provider.last_names)
-    return (
-        np.array(firsts),
-        np.array([first[name] for name in firsts]),
-        np.array(lasts),
-        np.array([Provider.last_names[name] for name in lasts]),
-    )
-
-
 def _join_first(columns: list[pa.Array], keep: np.ndarray, sep: str) -> pa.Array:
     """Join the first ``keep[i]`` of ``columns`` for row i, skipping nulls; null if none."""
     masked = [
@@ -282,7 +267,7 @@ def _generate_workers(
     zip_row = cities.zip_start[city] + (rng.random(n) * cities.zip_count[city]).astype(np.int64)
 
     # Names: weighted draws from Faker's lists, so common names repeat as they do in life.
-    firsts, first_w, lasts, last_w = _names()
+    firsts, first_w, lasts, last_w = load_names()
     first = pa.array(firsts[_weighted(rng, first_w, n)])
     last = pa.array(lasts[_weighted(rng, last_w, n)])
     name = pc.binary_join_element_wise(first, last, " ")
