@@ -101,7 +101,7 @@ def test_a_query_that_leaves_out_a_named_value_is_sent_back_once(lake: Lake, ask
     ],
 )
 def test_which_listed_values_a_question_names(question: str, named: list[tuple[str, str]]) -> None:
-    from agentlake.agents.ask import named_values
+    from agentlake.agents.linking import named_values
 
     listed = {
         ("workers", "role"): ["CDL-A Truck Driver", "Forklift Operator", "Truck Driver", "Welder"],
@@ -139,6 +139,6 @@ def test_a_query_that_fails_is_sent_back_once_with_its_error(lake: Lake, asker: 
     ],
 )
 def test_a_query_filters_a_named_value_only_on_its_column(sql: str, expected: bool) -> None:
-    from agentlake.agents.ask import compares
+    from agentlake.agents.linking import compares
 
     assert compares(sql, "state", "OH") is expected

@@ -183,3 +183,60 @@ def test_each_query_an_answer_ran_is_recorded_as_a_sql_tool_op(
     ask("How many penguins are there?", lake=own_lake, model="scripted:asker")
 
     assert [op.success for op in sink.endpoint("tool.sql")] == [False, True]
+
+
+def test_a_query_wrong_twice_is_repaired_by_code_when_the_database_names_the_table(
+    own_lake: Lake, asker: ScriptedProvider, sink: MemorySink
+) -> None:
+    asker.enqueue(_plan("SELECT count(*) AS n FROM penguin"))
+    asker.enqueue(_plan("SELECT count(*) AS n FROM penguin"))
+    asker.enqueue("6 penguins [SQL].")
+
+    answer = ask("How many penguins are there?", lake=own_lake, model="scripted:asker")
+
+    assert answer.sql == "SELECT count(*) AS n FROM penguins"
+    assert "(repaired by code: table penguin -> penguins)" in answer.tried[-1]
+
+
+@pytest.mark.parametrize(
+    ("sql", "error", "fixed"),
+    [
+        (
+            "SELECT * FROM weather WHERE weather = 'rain'",
+            'Catalog Error: Table with name weather does not exist! Did you mean "seattle_weather"?',
+            "SELECT * FROM seattle_weather WHERE weather = 'rain'",
+        ),
+        (
+            "SELECT avg(temp) FROM w WHERE note = 'temp'",
+            'Binder Error: Referenced column "temp" not found in FROM clause! Candidate bindings: "temp_max"',
+            "SELECT avg(temp_max) FROM w WHERE note = 'temp'",
+        ),
+        (
+            "SELECT city FROM airports WHERE state = 'TX' ORDER BY count(*) DESC LIMIT 1",
+            'Binder Error: column "city" must appear in the GROUP BY clause or must be part of an aggregate function.',
+            "SELECT city FROM airports WHERE state = 'TX' GROUP BY ALL ORDER BY count(*) DESC LIMIT 1",
+        ),
+    ],
+)
+def test_code_repairs_what_the_database_points_to(sql: str, error: str, fixed: str) -> None:
+    from agentlake.agents.ask import repaired_sql
+
+    assert repaired_sql(sql, error)[0] == fixed
+
+
+def test_code_does_not_repair_to_a_column_unlike_the_one_written() -> None:
+    from agentlake.agents.ask import repaired_sql
+
+    error = 'Binder Error: Referenced column "gender" not found in FROM clause! Candidate bindings: "island"'
+    assert repaired_sql("SELECT gender FROM penguins", error) is None
+
+
+def test_the_question_reaches_the_plan_with_the_tables_it_names_in_detail(
+    own_lake: Lake, asker: ScriptedProvider, sink: MemorySink
+) -> None:
+    asker.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE island = 'Biscoe'"))
+    asker.enqueue("3 [SQL].")
+
+    ask("How many penguins live on Biscoe?", lake=own_lake, model="scripted:asker")
+
+    assert "one row of penguins: species=" in asker.history[0][0][-1].content

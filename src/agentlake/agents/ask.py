@@ -27,6 +27,7 @@ it (``agentlake feedback ID``) is learned from. It does not own model calls
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from agentlake.agents import render
 from agentlake.agents.examples import WorkedCount, worked_count, worked_search
+from agentlake.agents.linking import link_datasets, missing_values, named_values, named_values_hint
 from agentlake.agents.tools import datasets_text, listed_values, searchable
 from agentlake.errors import AgentlakeError, UnavailableError, UserError
 from agentlake.llm.fence import DATA_RULE, data_block
@@ -50,6 +52,11 @@ if TYPE_CHECKING:
 MAX_SQL_ROWS = 50
 MAX_SOURCE_CHARS = 400
 MAX_QUESTION_CHARS = 2000
+# Listed values shown per column in a table's detail (the rest are counted); named values
+# reach the model through the hint whichever they are.
+MAX_VALUES_SHOWN = 15
+# Fixes code makes by itself to a query the model wrote twice wrong, one after the other.
+MAX_REPAIRS = 3
 
 PLAN_PROMPT = """\
 You plan how to answer a question about the user's database (DuckDB).
@@ -159,6 +166,7 @@ class _Run:
     error: str | None = None  # it did not run
     problem: str | None = None  # what to send back: the error, an empty result, a left-out value
     kind: Literal["error", "aggregate", "empty", "missing"] | None = None
+    repair: str | None = None  # what code fixed in the query before it ran
 
     @property
     def ran(self) -> bool:
@@ -174,6 +182,8 @@ class _Run:
             if isinstance(self.plan, SqlPlan)
             else (f"search {self.plan.dataset}: {self.plan.search_text}")
         )
+        if self.repair:
+            what = f"{what} (repaired by code: {self.repair})"
         if self.error:
             return f"{what} -> failed: {self.error}"
         if isinstance(self.plan, SqlPlan):
@@ -235,11 +245,12 @@ def ask(
         indexed = [dataset]
     listed = listed_values(lake)
     named = named_values(question, listed)
+    linked = link_datasets(question, lake)
     example = worked_count(lake)
     messages = [
         Message(role="system", content=plan_system(lake, indexed)),
         *(Message(**shot) for shot in plan_shots(lake, example, indexed)),
-        Message(role="user", content=question + named_values_hint(named, listed, question)),
+        Message(role="user", content=plan_question(lake, question, linked, named, listed)),
     ]
     first = _run_plan(_plan(model, messages, indexed, settings), question, named, lake, k, embedder, observer)
     runs = [first]
@@ -251,12 +262,13 @@ def ask(
         revision = f"the first {first.noun} {first.problem}"
         messages += [
             Message(role="assistant", content=first.plan.model_dump_json(exclude_none=True)),
-            Message(role="user", content=_send_back(first, lake)),
+            Message(role="user", content=_send_back(first, lake, linked)),
         ]
         second = _run_plan(
             _plan(model, messages, indexed, settings), question, named, lake, k, embedder, observer, last=True
         )
         runs.append(second)
+        runs += _repairs(second, question, named, lake, k, embedder, observer)
     chosen = _evidence_run(runs)
     answer = Answer(
         id=new_op_id(),
@@ -301,8 +313,9 @@ def ask(
 
 
 def plan_system(lake: Lake, indexed: list[str]) -> str:
-    """The plan's system prompt: the catalog with listed values, and the routes on offer."""
-    catalog = "\n".join(datasets_text(lake, None, values=True)[1:]) or "(no datasets yet)"
+    """The plan's system prompt: every table's columns and types, and the routes on offer
+    (constant while the lake is unchanged, so a model's prefix cache serves it)."""
+    catalog = "\n".join(datasets_text(lake, None)[1:]) or "(no datasets yet)"
     routes = (
         "Choose ONE route:\n- "
         + SQL_ROUTE.format(max_rows=MAX_SQL_ROWS)
@@ -312,6 +325,27 @@ def plan_system(lake: Lake, indexed: list[str]) -> str:
         else "Answer with the route " + SQL_ROUTE.format(max_rows=MAX_SQL_ROWS)
     )
     return PLAN_PROMPT.format(catalog=data_block(catalog), data_rule=DATA_RULE, routes=routes)
+
+
+def plan_question(
+    lake: Lake,
+    question: str,
+    linked: list[str],
+    named: list[tuple[str, str]],
+    listed: dict[tuple[str, str], list[str]],
+) -> str:
+    """The question as the plan sees it: the question, then the tables it is likely about in
+    detail (their columns' listed values and one row), then the values it names."""
+    return question + _tables_detail(lake, linked) + named_values_hint(named, listed, question)
+
+
+def _tables_detail(lake: Lake, tables: list[str]) -> str:
+    lines = datasets_text(lake, tuple(tables), values=True, max_values=MAX_VALUES_SHOWN, sample=True)[1:]
+    return (
+        f"\n\nThe tables it is likely about, with their values and one row:\n{data_block(chr(10).join(lines))}"
+        if lines
+        else ""
+    )
 
 
 def plan_schema(indexed: list[str]) -> dict[str, Any]:
@@ -418,23 +452,84 @@ def _empty(result: Any) -> bool:
     return not result.rows or all(value is None for row in result.rows for value in row)
 
 
-def _send_back(run: _Run, lake: Lake) -> str:
-    """What the model is told about its first plan: the problem and how to fix it."""
-    tables = data_block("\n".join(datasets_text(lake, None)[1:]))
+def _send_back(run: _Run, lake: Lake, linked: list[str]) -> str:
+    """What the model is told about its first plan: the problem and how to fix it, with the
+    tables the question is likely about in detail."""
+    tables = _tables_detail(lake, linked)
     if run.kind == "aggregate":
-        return f"Your plan {run.problem}: a search returns a few rows. Write one SQL query over:\n{tables}"
+        return f"Your plan {run.problem}: a search returns a few rows. Write one SQL query.{tables}"
     if run.kind == "error":
-        return (
-            f"Your plan {run.problem}. Use only these tables and columns, with their types:\n{tables}\n"
-            "Write the whole plan again."
-        )
+        return f"Your plan {run.problem}. Use only the tables and columns there are.{tables}\n\nWrite the whole plan again."
     if run.kind == "empty":
         return (
             "Your query returned no rows (or only empty values). Check each value you compare with against "
             "the column's listed values and type (a text column holding dates or numbers needs TRY_CAST or "
-            f"the text's own format), or widen the filter. The tables:\n{tables}\nWrite the whole query again."
+            f"the text's own format), or widen the filter.{tables}\n\nWrite the whole query again."
         )
     return f"Your query {run.problem}. Write the whole query again."
+
+
+def _repairs(
+    run: _Run, question: str, named: list[tuple[str, str]], lake: Lake, k: int, embedder: Any, observer: Any
+) -> list[_Run]:
+    """Runs of ``run``'s query as code repairs it, when the model's revision failed too: a
+    missing table or column the database names the near match of, or a column missing from
+    GROUP BY; at most ``MAX_REPAIRS`` in a row, until one runs or none applies."""
+    repairs: list[_Run] = []
+    current = run
+    while current.kind == "error" and isinstance(current.plan, SqlPlan) and len(repairs) < MAX_REPAIRS:
+        fixed = repaired_sql(current.plan.sql, current.error or "")
+        if fixed is None:
+            break
+        sql, what = fixed
+        current = _run_plan(
+            SqlPlan(route="sql", sql=sql), question, named, lake, k, embedder, observer, last=True
+        )
+        current.repair = what
+        repairs.append(current)
+    return repairs
+
+
+_MISSING_TABLE = re.compile(r'Table with name "?([\w.]+)"? does not exist!.*?Did you mean "([\w.]+)"')
+_MISSING_COLUMN = re.compile(r'Referenced column "([^"]+)" not found.*?Candidate bindings: "([^"]+)"')
+_UNGROUPED = re.compile(r"must appear in the GROUP BY clause", re.IGNORECASE)
+_STRINGS = re.compile(r"'(?:[^']|'')*'")
+NEAR_MATCH = 0.6
+
+
+def repaired_sql(sql: str, error: str) -> tuple[str, str] | None:
+    """``sql`` with one fix the database's error points to, and what was fixed; ``None`` when
+    the error names no near match (a table it suggests, a column candidate at least
+    ``NEAR_MATCH`` alike) and is not a column missing from GROUP BY."""
+    table = _MISSING_TABLE.search(error)
+    if table:
+        wrong, right = table.group(1), table.group(2)
+        return _rename(sql, wrong, right, after=r"\b(?:FROM|JOIN)\s+"), f"table {wrong} -> {right}"
+    column = _MISSING_COLUMN.search(error)
+    if column:
+        wrong, right = column.group(1), column.group(2).split(".")[-1]
+        alike = difflib.SequenceMatcher(None, wrong.casefold(), right.casefold()).ratio()
+        if alike >= NEAR_MATCH or wrong.casefold() in right.casefold():
+            return _rename(sql, wrong, right), f"column {wrong} -> {right}"
+        return None
+    if _UNGROUPED.search(error) and not re.search(r"\bGROUP\s+BY\b", sql, re.IGNORECASE):
+        tail = re.search(r"\s(ORDER\s+BY|LIMIT)\b", sql, re.IGNORECASE)
+        at = tail.start() if tail else len(sql.rstrip().rstrip(";"))
+        return f"{sql[:at]} GROUP BY ALL{sql[at:]}", "GROUP BY ALL added"
+    return None
+
+
+def _rename(sql: str, wrong: str, right: str, *, after: str = "") -> str:
+    """``sql`` with the identifier ``wrong`` (bare or double-quoted) replaced by ``right``,
+    outside string literals (``after``: only where this pattern precedes it, e.g. FROM)."""
+    pattern = re.compile(rf'({after})(?<![\w.])"?{re.escape(wrong)}"?(?!\w)', re.IGNORECASE)
+    parts, last = [], 0
+    for literal in _STRINGS.finditer(sql):
+        parts.append(pattern.sub(lambda m: m.group(1) + right, sql[last : literal.start()]))
+        parts.append(literal.group(0))
+        last = literal.end()
+    parts.append(pattern.sub(lambda m: m.group(1) + right, sql[last:]))
+    return "".join(parts)
 
 
 def _evidence_run(runs: list[_Run]) -> _Run | None:
@@ -460,6 +555,8 @@ def _record(answer: Answer, runs: list[_Run], observer: Any) -> None:
             item["error"] = run.error
         if run.problem:
             item["problem"] = run.problem
+        if run.repair:
+            item["repair"] = run.repair
         attempts.append(item)
     event(
         "ask.answer",
@@ -490,7 +587,7 @@ def plan_shots(lake: Lake, example: WorkedCount | None, indexed: list[str]) -> l
     if example is not None:
         hint = named_values_hint(list(example.named), {(example.table, c): [v] for c, v in example.named})
         shots += [
-            {"role": "user", "content": example.question + hint},
+            {"role": "user", "content": example.question + _tables_detail(lake, [example.table]) + hint},
             {"role": "assistant", "content": json.dumps({"route": "sql", "sql": example.sql})},
         ]
     search = worked_search(lake, indexed) if indexed else None
@@ -513,75 +610,6 @@ def answer_shots(example: WorkedCount | None) -> list[dict[str, str]]:
          + data_block(f"one value: n = {example.value}")},
         {"role": "assistant", "content": f"{example.answer()[:-1]} [SQL]."},
     ]  # fmt: skip
-
-
-def named_values(question: str, listed: dict[tuple[str, str], list[str]]) -> list[tuple[str, str]]:
-    """``(column, value)`` for each listed column value the question names, in the question's
-    order: "welders" names role 'Welder'; a short code names it only written as listed ("OH",
-    not "in" for IN); a value inside a longer named one ("Truck Driver" in "CDL-A Truck Driver")
-    is left out."""
-    found: dict[tuple[str, str], int] = {}
-    for (_, column), values in listed.items():
-        for value in values:
-            if value.isupper() and len(value) <= 3:
-                match = re.search(rf"(?<![A-Za-z]){re.escape(value)}(?![A-Za-z])", question)
-            else:
-                match = re.search(rf"\b{re.escape(value)}(?:s|es)?\b", question, re.IGNORECASE)
-            if match and (column, value) not in found:
-                found[(column, value)] = match.start()
-    kept = [
-        key
-        for key in found
-        if not any(
-            key != other and key[0] == other[0] and key[1].lower() in other[1].lower() for other in found
-        )
-    ]
-    return sorted(kept, key=lambda key: found[key])
-
-
-def named_values_hint(
-    named: list[tuple[str, str]], listed: dict[tuple[str, str], list[str]], question: str = ""
-) -> str:
-    """The line given to a model after a question that names ``named`` values (empty when it
-    names none): each as a filter, and the tables in which all of them are column values (only
-    those the ``question`` names, when it names some: "workers in CA" is not about clients in
-    CA). Constant for a given question, so a worked example can show it too."""
-    if not named:
-        return ""
-    values = "; ".join(f"{column} = '{value}'" for column, value in named)
-    tables = [{table for (table, col), found in listed.items() if col == column and value in found}
-              for column, value in named]  # fmt: skip
-    common = sorted(set.intersection(*tables))
-    asked = [table for table in common if re.search(rf"\b{re.escape(table.rstrip('s'))}s?\b", question, re.I)]
-    common = asked or common
-    where = f" (columns of {' and of '.join(common)})" if common else ""
-    return f"\n\nValues the question names (filter on each, exactly as written): {values}{where}"
-
-
-def unnamed_values(
-    sql: str, question: str, named: list[tuple[str, str]], listed: dict[tuple[str, str], list[str]]
-) -> str | None:
-    """The listed values ``sql`` filters on that the question neither names nor contains
-    (``"state = 'TX'"``: a small model copies a worked example's filter), or None."""
-    text = question.lower()
-    extra = {(column, value) for (_, column), values in listed.items() for value in values
-             if (column, value) not in named and value.lower() not in text and compares(sql, column, value)}  # fmt: skip
-    return " and ".join(f"{column} = '{value}'" for column, value in sorted(extra)) or None
-
-
-def missing_values(sql: str, named: list[tuple[str, str]]) -> str | None:
-    """What ``sql`` leaves out of the values a question names (``"role = 'Welder'"``), or None
-    when it compares every one."""
-    missing = [(column, value) for column, value in named if not compares(sql, column, value)]
-    return " and ".join(f"{column} = '{value}'" for column, value in missing) or None
-
-
-def compares(sql: str, column: str, value: str) -> bool:
-    """``sql`` compares ``column`` with ``value``: ``state = 'OH'``, ``w."state" IN ('IN', 'OH')``,
-    ``role LIKE 'Welder'`` (not ``city = 'OH'``)."""
-    quoted = "'" + value.replace("'", "''") + "'"
-    pattern = rf"\b{re.escape(column)}\"?\s*(?:=|==|i?like|in\s*\([^)]*?)\s*{re.escape(quoted)}"
-    return re.search(pattern, sql, re.IGNORECASE) is not None
 
 
 def _sql_source(result: Any) -> AskSource:

@@ -206,11 +206,18 @@ FEW_VALUES = 60
 
 
 def datasets_text(
-    lake: Lake, names: tuple[str, ...] | None = CATALOG_DATASETS, *, values: bool = False
+    lake: Lake,
+    names: tuple[str, ...] | None = CATALOG_DATASETS,
+    *,
+    values: bool = False,
+    max_values: int | None = None,
+    sample: bool = False,
 ) -> list[str]:
     """Lines naming datasets of ``lake`` (``names``, in that order; ``None``: every dataset)
     with their row counts and real columns; with ``values``, a text column with at most
-    ``FEW_VALUES`` distinct values lists them.
+    ``FEW_VALUES`` distinct values lists them (at most ``max_values`` of them, the count of the
+    rest said); with ``sample``, a line with one of the dataset's rows follows (a model reads
+    the formats of dates, codes and numbers off it).
 
     Cached per lake file, catalog version and arguments: ``Lake.datasets()`` counts rows and
     reads the ingest history, too slow to repeat on every task.
@@ -219,6 +226,8 @@ def datasets_text(
     version = (
         names,
         values,
+        max_values,
+        sample,
         tuple(sorted((n, str(v)) for n, v in versions.items() if names is None or n in names)),
     )
 
@@ -232,11 +241,32 @@ def datasets_text(
                 for column, kind in known[name].columns:
                     text = f"{column} {kind.lower()}"
                     few = listed.get((name, column), [])
+                    if max_values is not None and len(few) > max_values:
+                        few = [*few[:max_values], f"... {len(few) - max_values} more"]
                     columns.append(text + (f" (values: {', '.join(few)})" if few else ""))
                 lines.append(f"- {name} ({known[name].row_count} rows): {', '.join(columns)}")
+                if sample:
+                    row = _sample_row(lake, name)
+                    if row:
+                        lines.append(f"  one row of {name}: {row}")
         return lines
 
-    return list(_catalogs.get(f"{lake.path}|{names}|{values}", version, build))
+    key = f"{lake.path}|{names}|{values}|{max_values}|{sample}"
+    return list(_catalogs.get(key, version, build))
+
+
+def _sample_row(lake: Lake, dataset: str) -> str:
+    """One row of ``dataset`` as ``column=value`` pairs (the first with the fewest empty values
+    among a few), or empty when it has none."""
+    table = '"' + dataset.replace('"', '""') + '"'
+    try:
+        rows = lake.query(f"SELECT * FROM {table} LIMIT 20", max_rows=20).to_dicts()
+    except AgentlakeError:
+        return ""
+    if not rows:
+        return ""
+    row = min(rows, key=lambda item: sum(value is None for value in item.values()))
+    return ", ".join(f"{key}={render.value_text(value)}" for key, value in row.items())
 
 
 _listed: PerLakeCache[dict[tuple[str, str], list[str]]] = PerLakeCache()

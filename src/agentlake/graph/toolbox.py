@@ -138,7 +138,7 @@ def question_values(resources: Any, question: str) -> tuple[list[tuple[str, str]
     """The lake's listed column values ``question`` names, and the hint line that passes them
     to a model with the question (``agents.ask.named_values_hint``); none without a lake."""
     # Lazy (start-up time): the agents load on first use.
-    from agentlake.agents.ask import named_values, named_values_hint
+    from agentlake.agents.linking import named_values, named_values_hint
 
     listed = _listed_values(resources)
     named = named_values(question, listed)
@@ -201,7 +201,7 @@ class ThinkerTools:
         value the question names, or filters on a listed value the question does not name (a
         small model copies a worked example's); None when neither."""
         # Lazy (start-up time): the agents load on first use.
-        from agentlake.agents.ask import missing_values, unnamed_values
+        from agentlake.agents.linking import missing_values, unnamed_values
 
         left = missing_values(query, named)
         if left:

@@ -31,10 +31,21 @@ from agentlake.errors import RunError
 MAX_ERROR_CHARS = 300
 
 
+# The line DuckDB adds after a missing table or column with the names it does have: worth
+# its characters, as it is what fixes the query.
+_HINT = ("Did you mean", "Candidate bindings")
+
+
 def error_line(exc: BaseException, limit: int = MAX_ERROR_CHARS) -> str:
-    """The first line of an error's text, at most ``limit`` characters (the cut is marked)."""
+    """The first line of an error's text, and DuckDB's hint line after it when there is one
+    ("Did you mean ...", "Candidate bindings: ..."), at most ``limit`` characters (the cut is
+    marked)."""
     text = str(exc).strip()
-    line = text.splitlines()[0] if text else type(exc).__name__
+    lines = text.splitlines() if text else [type(exc).__name__]
+    line = lines[0]
+    hint = next((item.strip() for item in lines[1:3] if item.strip().startswith(_HINT)), None)
+    if hint:
+        line = f"{line} {hint}"
     return line if len(line) <= limit else line[:limit] + f"...[+{len(line) - limit} chars]"
 
 

@@ -54,6 +54,8 @@ def error_signature(error: str) -> str:
     """
     lines = [line for line in error.strip().splitlines() if line.strip()]
     line = lines[0] if lines else "error"
+    # A hint the database appends on the same line names the query's own identifiers.
+    line = re.split(r" (?:Did you mean|Candidate bindings)\b", line, maxsplit=1)[0]
     line = re.sub(r"\"[^\"]*\"|'[^']*'|`[^`]*`", "<q>", line)
     line = re.sub(r"\b\d+(?:\.\d+)?\b", "<n>", line)
     return " ".join(line.split())[:160]

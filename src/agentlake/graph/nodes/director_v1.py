@@ -57,8 +57,8 @@ def plan_example(resources: Any) -> tuple[Message, ...]:
     names): constant while the lake is unchanged, so it stays in the prefix cache. Its steps
     name no value: the 0.5B copies what an example says. None without a lake."""
     # Lazy (start-up time): the agents load on first use.
-    from agentlake.agents.ask import named_values_hint
     from agentlake.agents.examples import worked_count
+    from agentlake.agents.linking import named_values_hint
 
     try:
         count = worked_count(resources.lake)

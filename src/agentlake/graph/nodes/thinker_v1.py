@@ -198,8 +198,8 @@ def worked_examples(
     table, and answers from its result; constant while the lake is unchanged, so they stay in
     its prefix cache."""
     # Lazy (start-up time): the agents load on first use.
-    from agentlake.agents.ask import named_values_hint
     from agentlake.agents.examples import worked_count, worked_search
+    from agentlake.agents.linking import named_values_hint
 
     shots: dict[str, tuple[Message, ...]] = {}
     count = _lake_call(worked_count, resources)

@@ -1,0 +1,141 @@
+"""Which of a lake's datasets a question is about: schema linking by the words they share.
+
+A small model given ten tables' columns writes ``FROM weather`` for ``seattle_weather`` and
+``gender`` for ``sex``; given the two tables a question is about, with their values and one
+row, it writes what they hold. Each dataset is scored by the question's words it shares: its
+name (strongest), its columns' names, and the listed values of its columns the question names;
+the best few are the question's datasets. Words are compared lower-case, split on anything but
+letters and digits, with a plural's ``s`` dropped. It owns value linking too: which listed
+values a question names (``named_values``), the hint that passes them on with it, and whether
+a query compares each (``missing_values``, ``unnamed_values``). It does not own the prompts
+(``ask``, the graph's thinker) or the catalog text (``tools.datasets_text``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from agentlake.agents.tools import listed_values
+
+if TYPE_CHECKING:
+    from agentlake.lake import Lake
+
+KEEP = 3
+NAME_WEIGHT = 3.0
+COLUMN_WEIGHT = 1.0
+VALUE_WEIGHT = 4.0
+_STOP = frozenset(
+    "a an the of in on at to for by with from and or is are was were be been what which who whom how many "
+    "much did do does there their this that these those as it its per each any all than most least".split()
+)
+
+
+def words(text: str) -> set[str]:
+    """The words of ``text`` as linking compares them (see the module docstring)."""
+    out = set()
+    for word in re.findall(r"[a-z0-9]+", text.casefold().replace("_", " ")):
+        if word in _STOP or len(word) < 2:
+            continue
+        if len(word) > 3 and word.endswith("ies"):
+            word = word[:-3] + "y"
+        elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        out.add(word)
+    return out
+
+
+def link_datasets(question: str, lake: Lake, *, keep: int = KEEP) -> list[str]:
+    """The datasets ``question`` is most likely about, best first (at most ``keep``); every
+    dataset, by name, when no word of the question names any."""
+    said = words(question)
+    listed = listed_values(lake)
+    named = set(named_values(question, listed))
+    scores: dict[str, float] = {}
+    for info in lake.datasets():
+        score = NAME_WEIGHT * len(said & words(info.name))
+        score += COLUMN_WEIGHT * len(said & _union(words(column) for column, _ in info.columns))
+        for (table, column), values in listed.items():
+            if table == info.name:
+                score += VALUE_WEIGHT * sum(1 for value in values if (column, value) in named)
+        scores[info.name] = score
+    ranked = sorted(scores, key=lambda name: (-scores[name], name))
+    found = [name for name in ranked if scores[name] > 0][:keep]
+    return found or sorted(scores)
+
+
+def _union(sets: Iterable[set[str]]) -> set[str]:
+    out: set[str] = set()
+    for item in sets:
+        out |= item
+    return out
+
+
+def named_values(question: str, listed: dict[tuple[str, str], list[str]]) -> list[tuple[str, str]]:
+    """``(column, value)`` for each listed column value the question names, in the question's
+    order: "welders" names role 'Welder'; a short code names it only written as listed ("OH",
+    not "in" for IN); a value inside a longer named one ("Truck Driver" in "CDL-A Truck Driver")
+    is left out."""
+    found: dict[tuple[str, str], int] = {}
+    for (_, column), values in listed.items():
+        for value in values:
+            if value.isupper() and len(value) <= 3:
+                match = re.search(rf"(?<![A-Za-z]){re.escape(value)}(?![A-Za-z])", question)
+            else:
+                match = re.search(rf"\b{re.escape(value)}(?:s|es)?\b", question, re.IGNORECASE)
+            if match and (column, value) not in found:
+                found[(column, value)] = match.start()
+    kept = [
+        key
+        for key in found
+        if not any(
+            key != other and key[0] == other[0] and key[1].lower() in other[1].lower() for other in found
+        )
+    ]
+    return sorted(kept, key=lambda key: found[key])
+
+
+def named_values_hint(
+    named: list[tuple[str, str]], listed: dict[tuple[str, str], list[str]], question: str = ""
+) -> str:
+    """The line given to a model after a question that names ``named`` values (empty when it
+    names none): each as a filter, and the tables in which all of them are column values (only
+    those the ``question`` names, when it names some: "workers in CA" is not about clients in
+    CA). Constant for a given question, so a worked example can show it too."""
+    if not named:
+        return ""
+    values = "; ".join(f"{column} = '{value}'" for column, value in named)
+    tables = [{table for (table, col), found in listed.items() if col == column and value in found}
+              for column, value in named]  # fmt: skip
+    common = sorted(set.intersection(*tables))
+    asked = [table for table in common if re.search(rf"\b{re.escape(table.rstrip('s'))}s?\b", question, re.I)]
+    common = asked or common
+    where = f" (columns of {' and of '.join(common)})" if common else ""
+    return f"\n\nValues the question names (filter on each, exactly as written): {values}{where}"
+
+
+def unnamed_values(
+    sql: str, question: str, named: list[tuple[str, str]], listed: dict[tuple[str, str], list[str]]
+) -> str | None:
+    """The listed values ``sql`` filters on that the question neither names nor contains
+    (``"state = 'TX'"``: a small model copies a worked example's filter), or None."""
+    text = question.lower()
+    extra = {(column, value) for (_, column), values in listed.items() for value in values
+             if (column, value) not in named and value.lower() not in text and compares(sql, column, value)}  # fmt: skip
+    return " and ".join(f"{column} = '{value}'" for column, value in sorted(extra)) or None
+
+
+def missing_values(sql: str, named: list[tuple[str, str]]) -> str | None:
+    """What ``sql`` leaves out of the values a question names (``"role = 'Welder'"``), or None
+    when it compares every one."""
+    missing = [(column, value) for column, value in named if not compares(sql, column, value)]
+    return " and ".join(f"{column} = '{value}'" for column, value in missing) or None
+
+
+def compares(sql: str, column: str, value: str) -> bool:
+    """``sql`` compares ``column`` with ``value``: ``state = 'OH'``, ``w."state" IN ('IN', 'OH')``,
+    ``role LIKE 'Welder'`` (not ``city = 'OH'``)."""
+    quoted = "'" + value.replace("'", "''") + "'"
+    pattern = rf"\b{re.escape(column)}\"?\s*(?:=|==|i?like|in\s*\([^)]*?)\s*{re.escape(quoted)}"
+    return re.search(pattern, sql, re.IGNORECASE) is not None
