@@ -366,3 +366,13 @@ def test_a_state_is_two_letters_in_the_action_schema() -> None:
 
 def test_a_role_longer_than_any_name_does_not_match() -> None:
     assert not _matches(_find_welders_with(role="Welder " * 20), _executor_schema())
+
+
+def test_a_search_over_a_lake_without_indexes_says_to_use_sql(make_ctx) -> None:
+    from agentlake.agents.tools import lake_tools
+
+    ctx = make_ctx(tools=lake_tools())
+
+    result = ctx.tools.call("hybrid_search", {"question": "forklift"}, ctx=ctx)
+
+    assert result.error == "no dataset in this lake has a search index; use sql"

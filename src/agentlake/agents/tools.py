@@ -595,7 +595,12 @@ class HybridSearchArgs(_Args):
 
 
 class DatasetSearchArgs(_Args):
-    dataset: str = Field(..., min_length=1, max_length=64, description="a dataset with a search index")
+    dataset: str | None = Field(
+        None,
+        min_length=1,
+        max_length=64,
+        description="a dataset with a search index (may be left out when the lake has only one)",
+    )
     question: str = Field(..., min_length=1, max_length=300, description="what you look for, in words")
     where: str | None = Field(
         None, max_length=300, description="optional SQL WHERE fragment over its columns"
@@ -627,6 +632,12 @@ class HybridSearch:
         dataset = self.dataset or args.dataset
         if self.dataset is None:
             indexed = searchable(ctx.lake)
+            if not indexed:
+                raise UserError("no dataset in this lake has a search index; use sql")
+            if dataset is None and len(indexed) == 1:
+                dataset = indexed[0]
+            elif dataset is None:
+                raise UserError(f"name the dataset to search: {', '.join(indexed)}")
             if dataset not in indexed:
                 raise UserError(
                     f"dataset {dataset!r} has no search index; searchable: {', '.join(indexed) or 'none (use sql)'}"
