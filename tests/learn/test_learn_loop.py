@@ -253,10 +253,7 @@ def test_scheduler_reads_only_new_ops(store: LessonStore, settings) -> None:  # 
         observer.record_many(ops[6:])
         second = scheduler.run_once()
         assert second is not None
-        assert second.ops_new == len(ops) - 6
-        assert second.ops_read == len(ops) - 6 + 1, (
-            "the cursor is inclusive; the repeated op is skipped as learned"
-        )
+        assert second.ops_read == len(ops) - 6, "the cursor is the commit sequence: no op is read twice"
 
 
 def test_scheduler_interval_comes_from_settings_by_default(store: LessonStore) -> None:
@@ -315,7 +312,7 @@ def test_the_outcomes_and_citations_ops_state_are_recorded_once(store: LessonSto
     assert report.effects, "the outcomes were in before measuring"
 
 
-def test_only_staffing_sources_and_endpoints_teach_by_default() -> None:
+def test_every_door_teaches_by_default_but_outside_traces_and_posted_events_do_not() -> None:
     ops = {
         "scenario": ObservedOp(endpoint="fill.judged", source="scenario"),
         "agent tool": ObservedOp(endpoint="tool.sql", source="agent"),
@@ -326,7 +323,12 @@ def test_only_staffing_sources_and_endpoints_teach_by_default() -> None:
         "other endpoint": ObservedOp(endpoint="GET /workers", source="agent"),
     }
     kept = learnable_ops(list(ops.values()), load_settings())
-    assert [name for name, op in ops.items() if op in kept] == ["scenario", "agent tool"]
+    assert [name for name, op in ops.items() if op in kept] == [
+        "scenario",
+        "agent tool",
+        "via mcp",
+        "gateway request",
+    ]
 
 
 def test_learning_sources_and_endpoints_are_settings() -> None:

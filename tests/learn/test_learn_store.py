@@ -272,6 +272,7 @@ def test_final_schema(store: LessonStore, duckdb_only: None) -> None:
         "_migrations": ["name", "applied_at"],
         "citations": ["run_id", "lesson_id", "agent_id", "sig_hash", "given_at", "used"],
         "effects": ["lesson_id", "run_id", "delta", "verdict", "measured_at"],
+        "learn_cursor": ["source", "seq", "updated_at"],
         "evidence": ["op_id", "item_id", "accepted", "explained", "said", "item_values"],
         "evidence_ops": ["op_id", "project_id", "scope", "shape", "features", "recorded_at"],
         "learned_ops": ["op_id", "learned_at"],

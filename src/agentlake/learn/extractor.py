@@ -53,13 +53,16 @@ class LessonReader(Protocol):
 @dataclass
 class ExtractContext:
     """What an extractor knows besides the ops: the project its lessons belong to, the store
-    as it stands (read only: lessons and the judged evidence kept so far) and, from the domain,
-    a check of what a filter would leave of a scope's candidates."""
+    as it stands (read only: lessons and the judged evidence kept so far), from the domain a
+    check of what a filter would leave of a scope's candidates, and a read handle on the data
+    lessons are about (the lake: an extractor checks what it learns by running it; ``None``:
+    it keeps only what needs no check)."""
 
     project_id: str = DEFAULT_PROJECT
     notes: dict[str, Any] = field(default_factory=dict)  # diagnostics an extractor may fill in
     store: LessonReader | None = None
     pool_check: PoolChecker | None = None
+    lake: Any = None
 
 
 @runtime_checkable

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,8 +53,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_OPS_LIMIT = 2000
-# Ops read per query when reading everything a filter matches.
+# Ops read per query when reading everything a filter matches (the observer service's page cap).
 READ_PAGE = 1000
+# Pages the scheduler reads in one cycle; a busier log is read on over the next cycles.
+MAX_PAGES = 50
 OUTCOME = "outcome"
 
 
@@ -198,16 +201,18 @@ def learn_cycle(
     maintain: bool = True,
     promote: bool = True,
     pool_check: PoolChecker | None = None,
+    lake: Any = None,
 ) -> CycleReport:
     """One full cycle over ``ops``: record the outcomes, citations and judged evidence they
     state, extract and curate lessons, apply ``proposals`` (deltas proposed directly, e.g. by
     the overseer), then measure effects, decay/expire and promote (each switchable).
     ``pool_check`` is the domain's count of what a filter leaves of a scope's candidates
-    (``ExtractContext.pool_check``). Only the ops :func:`learnable_ops` admits are read (the
-    others are counted in ``ops_ignored``)."""
+    (``ExtractContext.pool_check``); ``lake`` the data lessons are about, for extractors that
+    check what they learn (``ExtractContext.lake``). Only the ops :func:`learnable_ops` admits
+    are read (the others are counted in ``ops_ignored``)."""
     instance = _resolve(extractor, store.settings)
     project = project_id or DEFAULT_PROJECT
-    context = ExtractContext(project_id=project, store=store, pool_check=pool_check)
+    context = ExtractContext(project_id=project, store=store, pool_check=pool_check, lake=lake)
     report = CycleReport(ops_read=len(ops), extractor=instance.name)
     read = len(ops)
     ops = learnable_ops(ops, store.settings)
@@ -253,10 +258,15 @@ def read_recent_ops(
     if owned:
         source = open_reader(settings)
     try:
-        filters: dict[str, Any] = {"limit": limit}
-        if since is not None:
-            filters["since"] = since
-        ops = list(source.query(**filters))
+        filters: dict[str, Any] = {"since": since} if since is not None else {}
+        ops: list[ObservedOp] = []
+        # A page at a time: the observer service answers at most READ_PAGE ops a request.
+        while len(ops) < limit:
+            want = min(READ_PAGE, limit - len(ops))
+            page = list(source.query(**filters, limit=want, offset=len(ops)))
+            ops += page
+            if len(page) < want:
+                break
     finally:
         if owned and hasattr(source, "close"):
             source.close()
@@ -339,14 +349,61 @@ def learn_between_batches(
     return report
 
 
+class CycleStatus(BaseModel):
+    """One scheduled cycle in a line: what it read and what it changed (``GET /learn/status``)."""
+
+    at: datetime
+    ops_read: int = Field(0, description="Ops read from the log in this cycle.")
+    learnable: int = Field(0, description="Of those, the ones lessons may be learned from.")
+    added: int = 0
+    revised: int = Field(0, description="Lessons confirmed, merged or edited.")
+    retired: int = 0
+    outcomes: int = 0
+    cursor: int = Field(0, description="The log's commit sequence read up to after the cycle.")
+    error: str | None = None
+
+    def line(self) -> str:
+        """The status line the learner logs per cycle."""
+        if self.error:
+            return f"learn: cycle failed at op seq {self.cursor}: {self.error}"
+        return (
+            f"learn: {self.ops_read} ops read ({self.learnable} learnable) up to seq {self.cursor}; "
+            f"lessons {self.added} added, {self.revised} revised, {self.retired} retired; {self.outcomes} outcomes"
+        )
+
+
+def read_after(
+    source: Any, seq: int, *, page: int = READ_PAGE, pages: int = MAX_PAGES
+) -> tuple[list[ObservedOp], int]:
+    """The ops ``source`` committed after ``seq``, oldest first, at most ``pages`` pages of
+    ``page``; and the sequence read up to (``seq`` when there are none)."""
+    ops: list[ObservedOp] = []
+    last = seq
+    for _ in range(pages):
+        found = list(source.query(after_seq=last, order="asc", limit=page))
+        if not found:
+            break
+        ops += found
+        last = max(op.seq or last for op in found)
+        if len(found) < page:
+            break
+    return ops, last
+
+
 class LearningScheduler:
     """Runs :func:`learn_cycle` every ``settings.learn_interval_s`` in a daemon thread.
 
     ``ops_source``: what ops are read from (``query(**filters)``), e.g. the process's
-    ``Observer``. Each cycle reads the ops since the newest one seen before. ``run_once`` runs
-    a cycle now (tests, ``lessons learn``). A failing cycle is logged, counted in ``errors``
-    and retried next interval; it never raises into the host.
+    ``Observer``. Each cycle reads the ops committed after the cursor, in commit order, a page
+    at a time (at most ``max_pages`` pages a cycle; the next cycle goes on), so no op is skipped
+    however many arrive, and moves the cursor, kept in the lesson store (a restart goes on where
+    it stopped). ``lake``: the data lessons are about, for extractors that check what they learn.
+    Each cycle logs one status line and is kept in ``history`` (the last ``HISTORY``). ``run_once``
+    runs a cycle now (``lessons learn`` beside a server, tests). A failing cycle is logged,
+    counted in ``errors`` and retried next interval; it never raises into the host.
     """
+
+    HISTORY = 20
 
     def __init__(
         self,
@@ -356,47 +413,92 @@ class LearningScheduler:
         interval_s: float | None = None,
         extractor: str | Extractor | None = None,
         project_id: str | None = None,
-        limit: int = DEFAULT_OPS_LIMIT,
+        page: int = READ_PAGE,
+        max_pages: int = MAX_PAGES,
+        lake: Any = None,
+        source_name: str = "observer",
     ) -> None:
         self.store = store
         self.ops_source = ops_source
         self.interval_s = interval_s if interval_s is not None else store.settings.learn_interval_s
         self.extractor = _resolve(extractor, store.settings)  # one instance: its breaker persists
         self.project_id = project_id
-        self.limit = limit
+        self.page = page
+        self.max_pages = max_pages
+        self.lake = lake
+        self.source_name = source_name
         self.cycles = 0
         self.errors = 0
+        self.ops_read = 0
         self.last_error: str | None = None
         self.last_report: CycleReport | None = None
-        self._since: datetime | None = None
+        self.history: deque[CycleStatus] = deque(maxlen=self.HISTORY)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._run_lock = threading.Lock()
         self.on_cycle: Callable[[CycleReport], None] | None = None
 
+    @property
+    def cursor(self) -> int:
+        """The op log's commit sequence read up to."""
+        return self.store.learn_cursor(self.source_name)
+
     def run_once(self) -> CycleReport | None:
         """One cycle now; ``None`` if it failed (see ``last_error``)."""
         with self._run_lock:
+            cursor = 0
             try:
-                ops = read_recent_ops(
-                    self.store.settings, since=self._since, limit=self.limit, source=self.ops_source
+                cursor = self.store.learn_cursor(self.source_name)
+                ops, last = read_after(self.ops_source, cursor, page=self.page, pages=self.max_pages)
+                report = learn_cycle(
+                    self.store, ops, extractor=self.extractor, project_id=self.project_id, lake=self.lake
                 )
-                report = learn_cycle(self.store, ops, extractor=self.extractor, project_id=self.project_id)
+                if last != cursor:
+                    self.store.set_learn_cursor(self.source_name, last)
             except Exception as exc:  # the host must survive a bad cycle
                 self.errors += 1
                 self.last_error = f"{type(exc).__name__}: {exc}"[:500]
                 log.exception("learning cycle failed")
+                status = CycleStatus(at=datetime.now(UTC), cursor=cursor, error=self.last_error)
+                self.history.append(status)
                 return None
-            if ops:
-                self._since = ops[-1].ts
             self.cycles += 1
+            self.ops_read += len(ops)
             self.last_report = report
+            counts = report.counts()
+            status = CycleStatus(
+                at=datetime.now(UTC),
+                ops_read=report.ops_read,
+                learnable=report.ops_read - report.ops_ignored,
+                added=counts.get("added", 0),
+                revised=sum(counts.get(kind, 0) for kind in ("confirmed", "merged", "edited")),
+                retired=counts.get("retired", 0)
+                + sum(1 for effect in report.effects if effect.action == "retired"),
+                outcomes=report.outcomes,
+                cursor=last,
+            )
+            self.history.append(status)
+        if status.ops_read:
+            log.info(status.line())
         if self.on_cycle is not None:
             try:
                 self.on_cycle(report)
             except Exception:
                 log.exception("learning cycle callback failed")
         return report
+
+    def status(self) -> dict[str, Any]:
+        """Whether it runs, its interval, cursor and counts, and the last cycles, newest last."""
+        return {
+            "running": self.running,
+            "interval_s": self.interval_s,
+            "cursor": self.history[-1].cursor if self.history else None,
+            "cycles": self.cycles,
+            "errors": self.errors,
+            "ops_read": self.ops_read,
+            "last_error": self.last_error,
+            "history": [item.model_dump(mode="json") for item in self.history],
+        }
 
     def start(self) -> LearningScheduler:
         """Start the thread (idempotent); the first cycle runs after one interval."""

@@ -172,6 +172,21 @@ MIGRATIONS.append(
     )
 )
 
+# 004: how far the scheduled learner has read each op log (by the log's commit sequence), so
+# a restart goes on where it stopped and no op is read twice or skipped.
+MIGRATIONS.append(
+    Migration(
+        "004_learn_cursor",
+        """
+        CREATE TABLE learn_cursor (
+            source VARCHAR PRIMARY KEY,
+            seq BIGINT NOT NULL,
+            updated_at TIMESTAMP NOT NULL
+        );
+        """,
+    )
+)
+
 
 # The same schema in PostgreSQL (named, add-only, recorded per store in agentlake_migrations),
 # plus the head row every writing transaction locks (see LessonStore.transaction).
@@ -193,6 +208,7 @@ PG_MIGRATIONS = [
         .sql.replace("CAST(json_object(", "CAST(jsonb_strip_nulls(jsonb_build_object(")
         .replace(") AS VARCHAR)", ")) AS VARCHAR)"),
     ),
+    Migration("004_learn_cursor", MIGRATIONS[3].sql),
 ]
 
 
@@ -920,6 +936,21 @@ class LessonStore:
         """Read rows with the store's connection (for ``effect`` and reports); no writes."""
         with self._lock:
             return self._conn.execute(sql, list(params)).fetchall()
+
+    def learn_cursor(self, source: str) -> int:
+        """The commit sequence the learner has read ``source``'s ops up to (0: none yet)."""
+        with self._lock:
+            row = self._conn.execute("SELECT seq FROM learn_cursor WHERE source = ?", [source]).fetchone()
+        return int(row[0]) if row else 0
+
+    def set_learn_cursor(self, source: str, seq: int) -> None:
+        """Record that the learner has read ``source``'s ops up to ``seq``."""
+        with self.transaction() as txn:
+            txn.insert(
+                "learn_cursor",
+                {"source": source, "seq": seq, "updated_at": _naive(txn.now)},
+                conflict="ON CONFLICT (source) DO UPDATE SET seq = excluded.seq, updated_at = excluded.updated_at",
+            )
 
     def unlearned(self, op_ids: Sequence[str]) -> set[str]:
         """The ids among ``op_ids`` not yet learned from."""

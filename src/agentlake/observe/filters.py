@@ -24,6 +24,7 @@ class OpFilter(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    id: str | None = Field(None, description="One op, by its id.")
     source: str | None = Field(None, description="gateway, mcp, scenario, agent, llm, otlp or external.")
     endpoint: str | None = Field(None, description="Exact endpoint, or a prefix ending in * (tool.*).")
     success: bool | None = Field(None, description="true: successes only; false: failures only.")

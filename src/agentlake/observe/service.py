@@ -219,6 +219,7 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
     @app.get("/ops", summary="Stored ops, newest first, filtered and paginated.")
     def ops(
         request: Request,
+        id: str | None = Query(None, max_length=128, description="One op, by its id."),
         source: Source | None = Query(
             None, description="gateway, mcp, scenario, agent, llm, otlp or external."
         ),
@@ -242,6 +243,7 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
         # A plain def: DuckDB reads run in the threadpool, not on the event loop.
         allow(request, "read")
         found = observer.query(
+            id=id,
             source=source,
             endpoint=endpoint,
             success=success,
@@ -298,9 +300,17 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
     return app
 
 
-def serve(settings: Settings, *, host: str | None = None, port: int | None = None) -> None:
+def serve(
+    settings: Settings,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    on_start: Callable[[Observer], Callable[[], None]] | None = None,
+) -> None:
     """Run the service with uvicorn until interrupted. It opens the embedded store itself (this
-    process becomes the file's one writer) and installs itself as the process observer."""
+    process becomes the file's one writer) and installs itself as the process observer.
+    ``on_start(observer)`` runs once the store is open (the door starts the learner there) and
+    returns what to call when the service stops."""
     import uvicorn
 
     # Lazy (start-up time): grpcio loads and the collector is tuned only in a server process.
@@ -310,7 +320,10 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     observer = open_observer(settings.model_copy(update={"observer_sink": "embedded"}))
     previous = set_observer(observer)
     receiver = None
+    stop: Callable[[], None] | None = None
     try:
+        if on_start is not None:
+            stop = on_start(observer)
         app = create_app(observer, settings)
         receiver = start_receiver(observer, settings, host or settings.observer_host)
         tune_collector()
@@ -328,6 +341,8 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     finally:
         if receiver is not None:
             receiver.stop()
+        if stop is not None:
+            stop()
         set_observer(previous)
         observer.close()
 

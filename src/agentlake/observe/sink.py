@@ -101,7 +101,7 @@ class MemorySink:
             found = list(self.ops)
         if wanted.after_seq is not None:
             found = found[wanted.after_seq :]  # seq counts from 1 in recording order
-        for name in ("source", "success", "agent_id", "trace_id"):
+        for name in ("id", "source", "success", "agent_id", "trace_id"):
             value = getattr(wanted, name)
             if value is not None:
                 found = [op for op in found if getattr(op, name) == value]

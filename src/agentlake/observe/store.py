@@ -685,7 +685,7 @@ class OpStore:
     def _filters(self, wanted: OpFilter) -> tuple[str, list[Any]]:
         clauses: list[str] = []
         params: list[Any] = []
-        for column in ("source", "success", "agent_id", "trace_id"):
+        for column in ("id", "source", "success", "agent_id", "trace_id"):
             value = getattr(wanted, column)
             if value is not None:
                 clauses.append(f"{column} = ?")
