@@ -226,3 +226,20 @@ def held_by(store: Path, what: str) -> str | None:
         f"{what} {store} is held by {server.describe()}: run this command with the server "
         f"stopped (Ctrl-C in its terminal, or kill {server.pid}), or use its API"
     )
+
+
+def show_learning(level: str = "info") -> None:
+    """Print the scheduled learner's status line per cycle on stderr (a server at ``level``
+    info or debug): the ``agentlake.learn`` logger at INFO, beside uvicorn's own lines."""
+    import logging
+    import sys
+
+    if level.lower() not in ("info", "debug"):
+        return
+    logger = logging.getLogger("agentlake.learn")
+    logger.setLevel(logging.INFO)
+    if not any(getattr(handler, "_agentlake", False) for handler in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        handler._agentlake = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)

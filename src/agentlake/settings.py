@@ -267,12 +267,12 @@ class Settings(BaseSettings):
         True, description="Learn lessons from new ops every learn_interval_s inside `agentlake serve`."
     )
     learn_sources: str = Field(
-        "scenario,agent,llm",
-        description="Comma-separated op sources the learner learns lessons from (scenario, agent, llm, gateway, mcp, otlp, external). An op recorded inside a gateway or MCP request counts as that door's (its attributes.origin), so outside traces and bad requests teach nothing unless listed here.",
+        "scenario,agent,llm,gateway,mcp",
+        description="Comma-separated op sources the learner learns lessons from (scenario, agent, llm, gateway, mcp, otlp, external). An op recorded inside a gateway or MCP request counts as that door's (its attributes.origin): every door teaches by default; outside traces (otlp) and events posted from outside (external) teach nothing unless listed here.",
     )
     learn_endpoints: str = Field(
-        "fill.*,task.*,tool.*,llm.*,overseer.*",
-        description="Comma-separated endpoints (a trailing * matches a prefix) whose ops the learner learns from: the ones that describe the agents' work.",
+        "fill.*,task.*,tool.*,llm.*,overseer.*,ask.*,POST /sql,mcp.sql",
+        description="Comma-separated endpoints (a trailing * matches a prefix) whose ops the learner learns from: the ones that describe the agents' work, answers and their feedback, and SQL sent through the gateway and MCP.",
     )
     learn_dedup_threshold: float = Field(
         0.9, gt=0, le=1, description="Embedding similarity above which a new lesson merges into an old one."
@@ -281,6 +281,10 @@ class Settings(BaseSettings):
         5, gt=0, description="Runs with a lesson before a negative measured effect retires it."
     )
     lesson_token_budget: int = Field(400, gt=0, description="Token budget for lessons put into one prompt.")
+    ask_lessons: bool = Field(
+        True,
+        description="Give ask (agentlake ask, POST /ask, the MCP ask tool) the data lessons learned so far: notes about the tables, worked examples, names to rewrite. Off: the learning-off twin (agentlake ask --no-lessons).",
+    )
 
     # --- agents and scenarios -----------------------------------------------------------
     executor_model: str | None = Field(

@@ -219,13 +219,13 @@ def test_a_query_wrong_twice_is_repaired_by_code_when_the_database_names_the_tab
     ],
 )
 def test_code_repairs_what_the_database_points_to(sql: str, error: str, fixed: str) -> None:
-    from agentlake.agents.ask import repaired_sql
+    from agentlake.lake.repair import repaired_sql
 
     assert repaired_sql(sql, error)[0] == fixed
 
 
 def test_code_does_not_repair_to_a_column_unlike_the_one_written() -> None:
-    from agentlake.agents.ask import repaired_sql
+    from agentlake.lake.repair import repaired_sql
 
     error = 'Binder Error: Referenced column "gender" not found in FROM clause! Candidate bindings: "island"'
     assert repaired_sql("SELECT gender FROM penguins", error) is None

@@ -22,18 +22,20 @@ from agentlake.gateway.schemas import (
     SearchRequest,
     WorkerRef,
 )
+from agentlake.questions.feedback import Feedback
 
 TWINS = {
     "search": SearchRequest,
     "match": MatchRequest,
     "worker_profile": WorkerRef,
     "ask": AskRequest,
+    "feedback": Feedback,
     "lessons": LessonQuery,
     "lesson": LessonRef,
     "log_outcome": LogOutcome,
     "propose_lesson": LogLesson,
 }
-WRITERS = {"log_outcome", "propose_lesson"}
+WRITERS = {"feedback", "log_outcome", "propose_lesson"}
 
 
 @pytest.fixture

@@ -27,8 +27,8 @@ it (``agentlake feedback ID``) is learned from. It does not own model calls
 
 from __future__ import annotations
 
-import difflib
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -40,14 +40,20 @@ from agentlake.agents.examples import WorkedCount, worked_count, worked_search
 from agentlake.agents.linking import link_datasets, missing_values, named_values, named_values_hint
 from agentlake.agents.tools import datasets_text, listed_values, searchable
 from agentlake.errors import AgentlakeError, UnavailableError, UserError
+from agentlake.lake.repair import repaired_sql
+from agentlake.learn import outcome_attributes
 from agentlake.llm.fence import DATA_RULE, data_block
 from agentlake.observe import event, observe
 from agentlake.observe.model import new_op_id
+from agentlake.questions.retrieval import QuestionLessons, apply_renames, lessons_for_question, task_for
 from agentlake.settings import Settings
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
+    from agentlake.learn import LessonStore
     from agentlake.observe import Observer
+
+log = logging.getLogger(__name__)
 
 MAX_SQL_ROWS = 50
 MAX_SOURCE_CHARS = 400
@@ -153,6 +159,13 @@ class Answer(BaseModel):
     sources: list[AskSource]
     cited: list[str] = Field(..., description="Source ids the answer text cites.")
     model: str
+    lessons: list[str] = Field(
+        default_factory=list, description="The lessons the answer was given (their ids)."
+    )
+    lessons_cited: list[str] = Field(
+        default_factory=list,
+        description="The given lessons its query shows it used (a name rewritten, an example followed).",
+    )
 
 
 @dataclass
@@ -167,6 +180,7 @@ class _Run:
     problem: str | None = None  # what to send back: the error, an empty result, a left-out value
     kind: Literal["error", "aggregate", "empty", "missing"] | None = None
     repair: str | None = None  # what code fixed in the query before it ran
+    renamed: list[str] = field(default_factory=list)  # rename lessons applied to the query
 
     @property
     def ran(self) -> bool:
@@ -194,6 +208,20 @@ class _Run:
         return f"{what} -> {len(self.sources)} hits"
 
 
+@dataclass
+class _Asking:
+    """What every step of one answer shares."""
+
+    question: str
+    lake: Lake
+    named: list[tuple[str, str]]
+    linked: list[str]
+    k: int
+    embedder: Any
+    observer: Any
+    given: QuestionLessons = field(default_factory=QuestionLessons)
+
+
 def ask(
     question: str,
     *,
@@ -204,9 +232,15 @@ def ask(
     settings: Settings | None = None,
     embedder: Any = None,
     observer: Observer | None = None,
+    lessons: LessonStore | bool | None = True,
 ) -> Answer:
     """Answer ``question`` from the lake with ``model`` (default ``settings.executor_model``, then
     ``default_model``: the embedded model).
+
+    ``lessons``: the lesson store whose data lessons the answer is given (``True``: the
+    project's, when there is one and ``ask_lessons`` is on; ``False``/``None``: none, the
+    learning-off twin). They reach the plan as notes and worked examples, and code rewrites the
+    names they say are wrong; the answer's op says which were given and cited.
 
     ``dataset`` pins the search route's dataset (it must have a vector index). Raises
     ``UserError`` for an empty question, an empty lake or an unknown or unindexed pinned
@@ -244,15 +278,27 @@ def ask(
             )
         indexed = [dataset]
     listed = listed_values(lake)
-    named = named_values(question, listed)
-    linked = link_datasets(question, lake)
+    context = _Asking(
+        question, lake, named_values(question, listed), link_datasets(question, lake), k, embedder, observer
+    )
+    store, opened = _lesson_store(lessons, settings)
+    try:
+        if store is not None:
+            context.given = lessons_for_question(store, question, context.linked, project_id=None)
+    finally:
+        if opened:
+            store.close()  # type: ignore[union-attr]
     example = worked_count(lake)
     messages = [
         Message(role="system", content=plan_system(lake, indexed)),
         *(Message(**shot) for shot in plan_shots(lake, example, indexed)),
-        Message(role="user", content=plan_question(lake, question, linked, named, listed)),
+        *(Message(**shot) for shot in lesson_shots(context.given)),
+        Message(
+            role="user",
+            content=plan_question(lake, question, context.linked, context.named, listed, context.given),
+        ),
     ]
-    first = _run_plan(_plan(model, messages, indexed, settings), question, named, lake, k, embedder, observer)
+    first = _run_plan(_plan(model, messages, indexed, settings), context)
     runs = [first]
     revision = None
     if first.problem:
@@ -262,13 +308,11 @@ def ask(
         revision = f"the first {first.noun} {first.problem}"
         messages += [
             Message(role="assistant", content=first.plan.model_dump_json(exclude_none=True)),
-            Message(role="user", content=_send_back(first, lake, linked)),
+            Message(role="user", content=_send_back(first, lake, context.linked)),
         ]
-        second = _run_plan(
-            _plan(model, messages, indexed, settings), question, named, lake, k, embedder, observer, last=True
-        )
+        second = _run_plan(_plan(model, messages, indexed, settings), context, last=True)
         runs.append(second)
-        runs += _repairs(second, question, named, lake, k, embedder, observer)
+        runs += _repairs(second, context)
     chosen = _evidence_run(runs)
     answer = Answer(
         id=new_op_id(),
@@ -280,12 +324,14 @@ def ask(
         model=model,
         revision=revision,
         tried=[run.describe() for run in runs],
+        lessons=context.given.ids,
     )
     if chosen is not None:
         if chosen is not first:
             answer.fallback_reason = f"the first {first.noun} {first.problem}"
         if isinstance(chosen.plan, SqlPlan):
             answer.route, answer.sql, answer.sources = "sql", chosen.plan.sql, [_sql_source(chosen.result)]
+            answer.lessons_cited = context.given.cited(chosen.plan.sql, chosen.renamed)
         else:
             answer.route, answer.dataset, answer.where = "search", chosen.plan.dataset, chosen.where
             answer.sources = chosen.sources
@@ -308,7 +354,7 @@ def ask(
             max_tokens=800,
         )
         answer.answer, answer.cited = _with_citations(completion.text.strip(), answer.sources)
-    _record(answer, runs, observer)
+    _record(answer, runs, context)
     return answer
 
 
@@ -333,10 +379,13 @@ def plan_question(
     linked: list[str],
     named: list[tuple[str, str]],
     listed: dict[tuple[str, str], list[str]],
+    given: QuestionLessons | None = None,
 ) -> str:
     """The question as the plan sees it: the question, then the tables it is likely about in
-    detail (their columns' listed values and one row), then the values it names."""
-    return question + _tables_detail(lake, linked) + named_values_hint(named, listed, question)
+    detail (their columns' listed values and one row), what was learned about them, then the
+    values it names."""
+    notes = f"\n\n{data_block(given.notes)}" if given is not None and given.notes else ""
+    return question + _tables_detail(lake, linked) + notes + named_values_hint(named, listed, question)
 
 
 def _tables_detail(lake: Lake, tables: list[str]) -> str:
@@ -403,22 +452,25 @@ def _plan(model: str, messages: list[Any], indexed: list[str], settings: Setting
     return result.value
 
 
-def _run_plan(
-    plan: Plan,
-    question: str,
-    named: list[tuple[str, str]],
-    lake: Lake,
-    k: int,
-    embedder: Any,
-    observer: Any,
-    *,
-    last: bool = False,
-) -> _Run:
+def _run_plan(plan: Plan, context: _Asking, *, last: bool = False) -> _Run:
     """Run ``plan``; ``problem`` says what to send back. ``last``: no sending back follows, so
-    a search for a counting question runs anyway (some evidence beats none)."""
+    a search for a counting question runs anyway (some evidence beats none). A query's names
+    that a lesson says are wrong are written right first (the run keeps which lessons)."""
+    if isinstance(plan, SqlPlan) and context.given.renames:
+        sql, renamed = apply_renames(plan.sql, context.given.renames)
+        if renamed:
+            plan = SqlPlan(route="sql", sql=sql)
+            run = _execute(plan, context, last=last)
+            run.renamed = renamed
+            return run
+    return _execute(plan, context, last=last)
+
+
+def _execute(plan: Plan, context: _Asking, *, last: bool) -> _Run:
     run = _Run(plan=plan)
+    lake = context.lake
     if isinstance(plan, SearchPlan):
-        if _AGGREGATE.search(question) and not last:
+        if _AGGREGATE.search(context.question) and not last:
             run.kind, run.error = (
                 "aggregate",
                 "not run: a search returns a few matching rows and cannot count, sum or average",
@@ -426,11 +478,13 @@ def _run_plan(
             run.problem = "searched, but the question counts or aggregates over a table"
             return run
         try:
-            run.sources, run.where = _search(lake, plan.dataset, plan.search_text, plan.where, k, embedder)
+            run.sources, run.where = _search(
+                lake, plan.dataset, plan.search_text, plan.where, context.k, context.embedder
+            )
         except AgentlakeError as exc:
             run.kind, run.error, run.problem = "error", exc.message, f"did not run: {exc.message}"
         return run
-    with observe("tool.sql", source="agent", input={"query": plan.sql}, observer=observer) as op:
+    with observe("tool.sql", source="agent", input={"query": plan.sql}, observer=context.observer) as op:
         try:
             run.result = lake.query(plan.sql, max_rows=MAX_SQL_ROWS)
         except AgentlakeError as exc:
@@ -440,7 +494,7 @@ def _run_plan(
             return run
         op.attributes["rows"] = len(run.result.rows)
         op.set_output(_sql_source(run.result).text)
-    left = missing_values(plan.sql, named)
+    left = missing_values(plan.sql, context.named)
     if left:
         run.kind, run.problem = "missing", f"leaves out {left}, which the question names"
     elif _empty(run.result):
@@ -469,9 +523,7 @@ def _send_back(run: _Run, lake: Lake, linked: list[str]) -> str:
     return f"Your query {run.problem}. Write the whole query again."
 
 
-def _repairs(
-    run: _Run, question: str, named: list[tuple[str, str]], lake: Lake, k: int, embedder: Any, observer: Any
-) -> list[_Run]:
+def _repairs(run: _Run, context: _Asking) -> list[_Run]:
     """Runs of ``run``'s query as code repairs it, when the model's revision failed too: a
     missing table or column the database names the near match of, or a column missing from
     GROUP BY; at most ``MAX_REPAIRS`` in a row, until one runs or none applies."""
@@ -482,54 +534,10 @@ def _repairs(
         if fixed is None:
             break
         sql, what = fixed
-        current = _run_plan(
-            SqlPlan(route="sql", sql=sql), question, named, lake, k, embedder, observer, last=True
-        )
+        current = _run_plan(SqlPlan(route="sql", sql=sql), context, last=True)
         current.repair = what
         repairs.append(current)
     return repairs
-
-
-_MISSING_TABLE = re.compile(r'Table with name "?([\w.]+)"? does not exist!.*?Did you mean "([\w.]+)"')
-_MISSING_COLUMN = re.compile(r'Referenced column "([^"]+)" not found.*?Candidate bindings: "([^"]+)"')
-_UNGROUPED = re.compile(r"must appear in the GROUP BY clause", re.IGNORECASE)
-_STRINGS = re.compile(r"'(?:[^']|'')*'")
-NEAR_MATCH = 0.6
-
-
-def repaired_sql(sql: str, error: str) -> tuple[str, str] | None:
-    """``sql`` with one fix the database's error points to, and what was fixed; ``None`` when
-    the error names no near match (a table it suggests, a column candidate at least
-    ``NEAR_MATCH`` alike) and is not a column missing from GROUP BY."""
-    table = _MISSING_TABLE.search(error)
-    if table:
-        wrong, right = table.group(1), table.group(2)
-        return _rename(sql, wrong, right, after=r"\b(?:FROM|JOIN)\s+"), f"table {wrong} -> {right}"
-    column = _MISSING_COLUMN.search(error)
-    if column:
-        wrong, right = column.group(1), column.group(2).split(".")[-1]
-        alike = difflib.SequenceMatcher(None, wrong.casefold(), right.casefold()).ratio()
-        if alike >= NEAR_MATCH or wrong.casefold() in right.casefold():
-            return _rename(sql, wrong, right), f"column {wrong} -> {right}"
-        return None
-    if _UNGROUPED.search(error) and not re.search(r"\bGROUP\s+BY\b", sql, re.IGNORECASE):
-        tail = re.search(r"\s(ORDER\s+BY|LIMIT)\b", sql, re.IGNORECASE)
-        at = tail.start() if tail else len(sql.rstrip().rstrip(";"))
-        return f"{sql[:at]} GROUP BY ALL{sql[at:]}", "GROUP BY ALL added"
-    return None
-
-
-def _rename(sql: str, wrong: str, right: str, *, after: str = "") -> str:
-    """``sql`` with the identifier ``wrong`` (bare or double-quoted) replaced by ``right``,
-    outside string literals (``after``: only where this pattern precedes it, e.g. FROM)."""
-    pattern = re.compile(rf'({after})(?<![\w.])"?{re.escape(wrong)}"?(?!\w)', re.IGNORECASE)
-    parts, last = [], 0
-    for literal in _STRINGS.finditer(sql):
-        parts.append(pattern.sub(lambda m: m.group(1) + right, sql[last : literal.start()]))
-        parts.append(literal.group(0))
-        last = literal.end()
-    parts.append(pattern.sub(lambda m: m.group(1) + right, sql[last:]))
-    return "".join(parts)
 
 
 def _evidence_run(runs: list[_Run]) -> _Run | None:
@@ -540,9 +548,9 @@ def _evidence_run(runs: list[_Run]) -> _Run | None:
     return next((run for run in runs if run.ran), None)
 
 
-def _record(answer: Answer, runs: list[_Run], observer: Any) -> None:
+def _record(answer: Answer, runs: list[_Run], context: _Asking) -> None:
     """The answer as one ``ask.answer`` op (its id is the answer's): what the feedback on it
-    and the learner read."""
+    and the learner read. An answer from nothing that ran states its run failed."""
     attempts = []
     for run in runs:
         item: dict[str, Any] = {"route": run.plan.route}
@@ -551,31 +559,39 @@ def _record(answer: Answer, runs: list[_Run], observer: Any) -> None:
             item["rows"] = len(run.result.rows) if run.result is not None else 0
         else:
             item.update(dataset=run.plan.dataset, search_text=run.plan.search_text, hits=len(run.sources))
-        if run.error:
-            item["error"] = run.error
-        if run.problem:
-            item["problem"] = run.problem
-        if run.repair:
-            item["repair"] = run.repair
+        for name in ("error", "problem", "repair"):
+            if getattr(run, name):
+                item[name] = getattr(run, name)
+        if run.renamed:
+            item["renamed"] = run.renamed
         attempts.append(item)
+    task = task_for(context.linked)
+    attributes: dict[str, Any] = {
+        "question": answer.question,
+        "route": answer.route,
+        "sql": answer.sql,
+        "dataset": answer.dataset,
+        "datasets": context.linked,
+        "model": answer.model,
+        "attempts": attempts,
+        "evidence": answer.sources[0].text[:500] if answer.sources else None,
+        "task": task.model_dump(mode="json"),
+        "lessons_given": answer.lessons,
+        "lessons_cited": answer.lessons_cited,
+    }
+    if answer.route == "none":
+        attributes.update(outcome_attributes(task, False))
     event(
         "ask.answer",
         source="agent",
-        observer=observer,
+        observer=context.observer,
         id=answer.id,
+        run_id=answer.id,
         input_summary=answer.question,
         output_summary=answer.answer,
         success=answer.route != "none",
         error=None if answer.route != "none" else "no plan ran: " + "; ".join(answer.tried),
-        attributes={
-            "question": answer.question,
-            "route": answer.route,
-            "sql": answer.sql,
-            "dataset": answer.dataset,
-            "model": answer.model,
-            "attempts": attempts,
-            "evidence": answer.sources[0].text[:500] if answer.sources else None,
-        },
+        attributes=attributes,
     )
 
 
@@ -598,6 +614,41 @@ def plan_shots(lake: Lake, example: WorkedCount | None, indexed: list[str]) -> l
                 {"route": "search", "dataset": search.dataset, "search_text": search.search_text})},
         ]  # fmt: skip
     return shots
+
+
+def lesson_shots(given: QuestionLessons) -> list[dict[str, str]]:
+    """The worked examples lessons give: each alike question a person (or the value they
+    expected) confirmed, and the query that answered it, right before the real question."""
+    shots: list[dict[str, str]] = []
+    for question, sql, _ in given.examples:
+        shots += [
+            {"role": "user", "content": question},
+            {"role": "assistant", "content": json.dumps({"route": "sql", "sql": sql})},
+        ]
+    return shots
+
+
+def _lesson_store(lessons: LessonStore | bool | None, settings: Settings) -> tuple[LessonStore | None, bool]:
+    """The store lessons come from and whether it was opened here (to be closed): the one
+    given, or with ``True`` the project's (read-only, without similarity) when there is one and
+    ``ask_lessons`` is on."""
+    if lessons is None or lessons is False:
+        return None, False
+    if lessons is not True:
+        return lessons, False
+    if not settings.ask_lessons:
+        return None, False
+    # Lazy (start-up time): the learning layer loads on first use.
+    from agentlake.learn import LessonStore
+
+    path = None if settings.database_url is not None else settings.data_dir / settings.learn_file
+    if path is not None and not path.exists():
+        return None, False
+    try:
+        return LessonStore.open(settings, path=path, read_only=True, embedder=False), True
+    except AgentlakeError as exc:  # held by a running server: the answer goes without lessons
+        log.warning("lessons not read for this answer: %s", exc.message)
+        return None, False
 
 
 def answer_shots(example: WorkedCount | None) -> list[dict[str, str]]:

@@ -18,7 +18,10 @@ def ask(
     ),
     k: int = typer.Option(8, "-k", min=1, max=50, help="Search results given to the model as evidence."),
     as_json: bool = typer.Option(
-        False, "--json", help="Print the whole answer (route, SQL, sources) as JSON."
+        False, "--json", help="Print the whole answer (its id, route, SQL, sources, lessons) as JSON."
+    ),
+    no_lessons: bool = typer.Option(
+        False, "--no-lessons", help="Answer without the lessons learned so far (the learning-off twin)."
     ),
 ) -> None:
     """Answer a question over the lake: SQL for structured questions, hybrid search otherwise, sources cited."""
@@ -31,11 +34,11 @@ def ask(
     server = running_gateway()
     if server is not None:
         # The server holds the lake: it asks (with its models unless --model names one).
-        body = {"question": question, "model": model, "dataset": dataset, "k": k}
+        body = {"question": question, "model": model, "dataset": dataset, "k": k, "lessons": not no_lessons}
         answer = Answer.model_validate(call(server, "POST", "/ask", json=body, timeout_s=LONG_TIMEOUT_S))
     else:
         with Lake.open(read_only=True) as lake:
-            answer = ask_lake(question, lake=lake, model=model, dataset=dataset, k=k)
+            answer = ask_lake(question, lake=lake, model=model, dataset=dataset, k=k, lessons=not no_lessons)
     if as_json:
         print_json(answer.model_dump(mode="json"))
         return

@@ -8,6 +8,8 @@ other commands say that the server holds the store.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -236,13 +238,26 @@ def learn_command(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the whole cycle report as JSON."),
 ) -> None:
-    """Learn from recent observer ops now: extract, curate, measure effects, decay, promote."""
+    """Learn from recent observer ops now: extract, curate, measure effects, decay, promote
+    (beside a running `agentlake serve`: its learner runs one cycle over the ops it has not
+    read yet)."""
+    from agentlake.cli.beside_server import LONG_TIMEOUT_S, call, running_gateway
+
+    server = running_gateway()
+    if server is not None:
+        status = call(server, "POST", "/learn/run", timeout_s=LONG_TIMEOUT_S)
+        if as_json:
+            print_json(status)
+            return
+        cycle = status["history"][-1] if status["history"] else None
+        console.print(_status_line(cycle) if cycle else "the server's learner ran no cycle", highlight=False)
+        return
     from agentlake.learn import learn_cycle, read_recent_ops
     from agentlake.learn.loop import parse_since
 
     ops = read_recent_ops(since=parse_since(since), limit=limit)
-    with _open(embedder=None if similarity else False) as store:
-        report = learn_cycle(store, ops, extractor=extractor, project_id=project)
+    with _open(embedder=None if similarity else False) as store, _lake() as lake:
+        report = learn_cycle(store, ops, extractor=extractor, project_id=project, lake=lake)
     if as_json:
         print_json(report.model_dump(mode="json"))
         return
@@ -254,6 +269,57 @@ def learn_command(
     )
     for note, value in report.notes.items():
         console.print(f"  {note}: {value}", highlight=False)
+
+
+@lessons_app.command("status")
+def status_command(
+    as_json: bool = typer.Option(False, "--json", help="Print the learner's status as JSON."),
+) -> None:
+    """What the running server's scheduled learner did: one line per recent cycle."""
+    from agentlake.cli.beside_server import call, running_gateway
+    from agentlake.errors import UserError
+
+    server = running_gateway()
+    if server is None:
+        raise UserError(
+            "no server runs for this data directory: its learner runs inside `agentlake serve`; "
+            "`agentlake lessons learn` runs one cycle now"
+        )
+    status = call(server, "GET", "/learn/status")
+    if as_json:
+        print_json(status)
+        return
+    state = "running" if status["running"] else "off (learn_schedule)"
+    console.print(
+        f"learner {state}: {status['cycles']} cycle(s), {status['errors']} failed, "
+        f"{status['ops_read']} op(s) read, up to seq {status['cursor']}",
+        highlight=False,
+    )
+    for cycle in status["history"]:
+        console.print(f"  {cycle['at'][:19]} {_status_line(cycle)}", highlight=False)
+
+
+def _status_line(cycle: dict[str, Any]) -> str:
+    from agentlake.learn.loop import CycleStatus
+
+    return CycleStatus.model_validate(cycle).line()
+
+
+@contextmanager
+def _lake() -> Iterator[Any]:
+    """The lake read-only, for lessons checked by running them; ``None`` when there is none."""
+    from agentlake.errors import AgentlakeError
+    from agentlake.lake import Lake
+
+    try:
+        lake = Lake.open(read_only=True)
+    except AgentlakeError:
+        yield None
+        return
+    try:
+        yield lake
+    finally:
+        lake.close()
 
 
 def register(app: typer.Typer) -> None:

@@ -24,6 +24,7 @@ from fastapi import FastAPI
 from starlette.middleware import Middleware
 
 from agentlake import __version__
+from agentlake.errors import AgentlakeError
 from agentlake.gateway.limits import BodyLimit, RateLimit
 from agentlake.gateway.recording import RecordRequests, drain
 from agentlake.gateway.security import Authenticate, KeyRing
@@ -121,16 +122,19 @@ def create_app(
             scheduler = None
             if settings.learn_schedule:
                 # Lazy (start-up time): the learning layer loads on first use.
-                # Lazy (start-up time): the learning layer loads on first use.
                 from agentlake.learn import LearningScheduler
 
-                scheduler = LearningScheduler(services.lessons, services.observer).start()
+                scheduler = LearningScheduler(
+                    services.lessons, services.observer, lake=_lake_or_none(services)
+                ).start()
                 app.state.learning = scheduler
+                services.learning = scheduler
             try:
                 yield
             finally:
                 if scheduler is not None:
                     scheduler.stop()
+                    services.learning = None
                 await drain(recording)
                 services.close()
 
@@ -240,3 +244,11 @@ def _route_mcp(app: FastAPI, mcp_server: Any) -> None:
     app.router.routes.append(
         Route("/mcp", endpoint=_MCPEndpoint(mcp_server), methods=["GET", "POST", "DELETE"])
     )
+
+
+def _lake_or_none(services: Any) -> Any:
+    """The lake the learner checks lessons on, or ``None`` before there is one."""
+    try:
+        return services.lake
+    except AgentlakeError:
+        return None

@@ -3,7 +3,7 @@
 Owns the MCP surface: the agents' tools (``find_workers``, ``hybrid_search``, ``sql``,
 ``get_worker``, ``worker_schedule``, ``schedule_conflicts``, ``nearby_cities``, the same
 registry as ``GET /tools``) plus tools mirroring the other gateway routes (``search``,
-``match``, ``worker_profile``, ``ask``, ``lessons``, ``lesson``, ``log_outcome``,
+``match``, ``worker_profile``, ``ask``, ``feedback``, ``lessons``, ``lesson``, ``log_outcome``,
 ``propose_lesson``, ``models``), and the lessons as resources (``agentlake://lessons`` and
 ``agentlake://lessons/{lesson_id}``). Served over stdio by ``agentlake mcp`` (:func:`run_stdio`)
 and over streamable HTTP at the gateway's ``/mcp`` (mounted by ``gateway.app``).
@@ -58,6 +58,7 @@ from agentlake.gateway.schemas import (
 from agentlake.gateway.services import Services
 from agentlake.http.keys import OPEN, Principal, Scope, forbid
 from agentlake.observe import observe, observe_context
+from agentlake.questions.feedback import Feedback, FeedbackRecorded
 from agentlake.settings import load_settings
 from agentlake.workforce.profile import WorkerProfile
 
@@ -285,6 +286,17 @@ def _twin_tools(services: Services) -> list[Tool]:
             lambda s, r, _: operations.ask(s, r),
             annotations=READ_VIA_MODELS,
             calls_model=True,
+        ),
+        _model_tool(
+            services,
+            "feedback",
+            "Say whether an answer of the ask tool was right, or wrong and what it should have "
+            "been; the learner learns from it (needs a write key over HTTP). Mirrors POST /feedback.",
+            Feedback,
+            FeedbackRecorded,
+            lambda s, r, _: operations.feedback(s, r),
+            annotations=RECORDS_OUTCOME,
+            needs="write",
         ),
         _model_tool(
             services,

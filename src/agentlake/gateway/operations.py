@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentlake.errors import NotFoundError, RunError
+from agentlake.errors import NotFoundError, RunError, UnavailableError
 from agentlake.gateway.schemas import (
     AskRequest,
     FillRequest,
+    LearnStatus,
     LessonDetail,
     LessonList,
     LessonQuery,
@@ -38,6 +39,7 @@ from agentlake.http.keys import Principal
 from agentlake.learn import outcome_attributes
 from agentlake.llm.inventory import memory_report, model_statuses
 from agentlake.observe import event
+from agentlake.questions.feedback import Feedback, FeedbackRecorded, give_feedback
 
 if TYPE_CHECKING:
     from agentlake.agents import TaskOutcome
@@ -99,7 +101,14 @@ def ask(services: Services, request: AskRequest) -> Answer:
         dataset=request.dataset,
         k=request.k,
         settings=services.settings,
+        observer=services.observer,
+        lessons=services.lessons if request.lessons and services.settings.ask_lessons else False,
     )
+
+
+def feedback(services: Services, request: Feedback) -> FeedbackRecorded:
+    """A verdict on an answer, recorded as one op the learner reads (``questions.feedback``)."""
+    return give_feedback(request, observer=services.observer)
 
 
 def fill_order(services: Services, request: FillRequest) -> TaskOutcome:
@@ -165,6 +174,23 @@ def list_lessons(services: Services, query: LessonQuery) -> LessonList:
         tool=query.tool,
     )
     return LessonList(lessons=found[query.offset : query.offset + query.limit], total=len(found))
+
+
+def learn_status(services: Services) -> LearnStatus:
+    """What the scheduled learner does (not running when learn_schedule is off)."""
+    if services.learning is None:
+        return LearnStatus(running=False)
+    return LearnStatus.model_validate(services.learning.status())
+
+
+def learn_now(services: Services) -> LearnStatus:
+    """Run one learning cycle now (``agentlake lessons learn`` beside the server), then its status."""
+    if services.learning is None:
+        raise UnavailableError(
+            "this server's learner is off (learn_schedule): run `agentlake lessons learn` instead"
+        )
+    services.learning.run_once()
+    return learn_status(services)
 
 
 def lesson_detail(services: Services, lesson_id: str) -> LessonDetail:

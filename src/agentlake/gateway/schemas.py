@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 from agentlake.learn import Lesson, LessonDraft, LessonEvent, TaskKey
+from agentlake.learn.loop import CycleStatus
 from agentlake.llm.inventory import ModelHost, ModelStatus
 
 
@@ -153,6 +154,19 @@ class RollbackRequest(BaseModel):
 
     version: int = Field(..., ge=1, description="The version whose content becomes the new current version.")
     reason: str = Field("", max_length=500, description="Why (kept in the lesson's history).")
+
+
+class LearnStatus(BaseModel):
+    """The scheduled learner of this server: whether it runs and what its last cycles did."""
+
+    running: bool = Field(..., description="Whether the learner's thread runs (learn_schedule).")
+    interval_s: float | None = Field(None, description="Seconds between cycles.")
+    cursor: int | None = Field(None, description="The op log's commit sequence read up to.")
+    cycles: int = Field(0, description="Cycles run since the server started.")
+    errors: int = Field(0, description="Cycles that failed (each is retried next interval).")
+    ops_read: int = Field(0, description="Ops read since the server started.")
+    last_error: str | None = None
+    history: list[CycleStatus] = Field(default_factory=list, description="The last cycles, newest last.")
 
 
 class LogOutcome(BaseModel):
@@ -405,6 +419,9 @@ class AskRequest(BaseModel):
         description="Pin the dataset searched when the answer needs search.",
     )
     k: int = Field(8, ge=1, le=50, description="Search results given to the model as evidence.")
+    lessons: bool = Field(
+        True, description="Give the answer the data lessons learned so far (false: the learning-off twin)."
+    )
 
 
 class FillRequest(BaseModel):

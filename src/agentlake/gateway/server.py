@@ -37,7 +37,7 @@ def run(
     import uvicorn
 
     # Lazy (start-up time): only a server process tunes the collector.
-    from agentlake.serving import announce, client_url, tune_collector
+    from agentlake.serving import announce, client_url, show_learning, tune_collector
 
     settings = settings or load_settings(gateway_host=host, gateway_port=port, gateway_access_log=access_log)
     if settings.gateway_host not in _LOOPBACK and not settings.api_key_scopes:
@@ -71,6 +71,7 @@ def run(
     # OTLP/gRPC beside the observer's OTLP/HTTP routes (mounted under /observer).
     receiver = start_receiver(app.state.services.observer, settings, settings.gateway_host)
     tune_collector()
+    show_learning(log_level)
     try:
         with announce(settings, kind="gateway", url=url, stores=held, observer_url=f"{url}/observer"):
             server.run()

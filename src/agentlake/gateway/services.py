@@ -47,6 +47,8 @@ class Services:
         self._observer = observer
         self._workers: Any = None
         self.rate_limits = RateLimits.from_settings(settings)  # per process, shared by every door
+        # The scheduled learner, once the app has started it (learn_schedule).
+        self.learning: Any = None
         # Only what we opened is ours to close; handles passed in belong to the caller.
         self._owned: list[Any] = []
 

@@ -1,5 +1,5 @@
-"""Agent routes: the agents' tools (list and call), /fill (one staffing order) and /ask (an answer
-from a model, with sources)."""
+"""Agent routes: the agents' tools (list and call), /fill (one staffing order), /ask (an answer
+from a model, with sources) and /feedback (a verdict on an answer)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from agentlake.gateway import operations
 from agentlake.gateway.schemas import AskRequest, FillRequest, ToolCall, ToolCallResult, ToolInfo, ToolList
 from agentlake.gateway.security import require
 from agentlake.http.errors import BAD_REQUEST, COMMON_ERRORS, NOT_FOUND, UNAVAILABLE
+from agentlake.questions.feedback import Feedback, FeedbackRecorded
 
 router = APIRouter(tags=["agents"], dependencies=[Depends(require("read"))], responses=COMMON_ERRORS)
 
@@ -47,6 +48,20 @@ def ask(body: AskRequest, request: Request) -> Answer:
     """SQL first for structured questions, hybrid search otherwise; the answer cites `[SQL]` or
     document ids like `[W-7995]`. 503 when no model is configured or reachable."""
     return operations.ask(request.app.state.services, body)
+
+
+@router.post(
+    "/feedback",
+    response_model=FeedbackRecorded,
+    dependencies=[Depends(require("write"))],
+    summary="Say whether an answer was right (and what it should have been): the learner learns from it.",
+    responses=BAD_REQUEST,
+)
+def feedback(body: Feedback, request: Request) -> FeedbackRecorded:
+    """Recorded as one `ask.feedback` op: a right answer's query becomes a worked example for
+    questions like it, a wrong one with the expected value is corrected if a query gives it.
+    400 for an id that names no answer (GET /observer/ops?endpoint=ask.answer lists them)."""
+    return operations.feedback(request.app.state.services, body)
 
 
 @router.post(

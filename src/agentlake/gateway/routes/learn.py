@@ -1,4 +1,5 @@
-"""Learn routes: lessons ("playbooks") with filters and history, curation by admins, and /log."""
+"""Learn routes: lessons ("playbooks") with filters and history, curation by admins, /log, and
+the scheduled learner's status and a cycle now (/learn/status, /learn/run)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from agentlake.gateway import operations
 from agentlake.gateway.schemas import (
     LESSON_ID_PATTERN,
+    LearnStatus,
     LessonDetail,
     LessonList,
     LessonQuery,
@@ -18,13 +20,38 @@ from agentlake.gateway.schemas import (
     RollbackRequest,
 )
 from agentlake.gateway.security import require
-from agentlake.http.errors import BAD_REQUEST, COMMON_ERRORS, NOT_FOUND
+from agentlake.http.errors import BAD_REQUEST, COMMON_ERRORS, NOT_FOUND, UNAVAILABLE
 from agentlake.http.keys import Principal
 from agentlake.learn import Lesson
 
 router = APIRouter(tags=["learn"], responses=COMMON_ERRORS)
 read = [Depends(require("read"))]
 LessonId = Path(..., pattern=LESSON_ID_PATTERN, description="A lesson id, e.g. L-3fa2b1c9d0.")
+
+
+@router.get(
+    "/learn/status",
+    response_model=LearnStatus,
+    dependencies=read,
+    summary="The scheduled learner's last cycles.",
+)
+def learn_status(request: Request) -> LearnStatus:
+    """Whether the learner runs, how far it has read the op log and what each of its last
+    cycles read and changed (the status lines it logs)."""
+    return operations.learn_status(request.app.state.services)
+
+
+@router.post(
+    "/learn/run",
+    response_model=LearnStatus,
+    dependencies=[Depends(require("write"))],
+    summary="Run one learning cycle now.",
+    responses=UNAVAILABLE,
+)
+def learn_run(request: Request) -> LearnStatus:
+    """What `agentlake lessons learn` does beside a running server: one cycle over the ops not
+    read yet, then the status. 503 when this server's learner is off."""
+    return operations.learn_now(request.app.state.services)
 
 
 @router.get("/playbooks", response_model=LessonList, dependencies=read, summary="Lessons, filtered.")
