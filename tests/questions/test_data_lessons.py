@@ -229,3 +229,28 @@ def test_feedback_on_an_unknown_answer_says_how_to_list_answers(observer) -> Non
 def test_a_right_answer_has_no_expected_value(observer) -> None:
     with pytest.raises(UserError, match="--wrong"):
         give_feedback(Feedback(answer_id="x", right=True, expected="3"), observer=observer)
+
+
+def test_a_playbook_whose_query_no_longer_runs_is_retired_with_the_reason(
+    lake, store, observer, model, tmp_path
+) -> None:
+    model.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE island = 'Dream'"))
+    model.enqueue("1 [SQL].")
+    first = _ask("How many penguins live on Dream?", lake, observer, store)
+    give_feedback(Feedback(answer_id=first.id, right=True), observer=observer)
+    _learn(store, observer, lake)
+    (playbook,) = store.list(domain="data")
+    changed = tmp_path / "changed.csv"
+    changed.write_text("species,place,body_mass_g,year\nAdelie,Dream,3750,2007\n")
+    lake.ingest(changed, "penguins", mode="replace")
+    model.enqueue(_plan("SELECT count(*) AS n FROM penguins"))
+    model.enqueue("1 [SQL].")
+    _ask("How many penguins are there?", lake, observer, store)
+
+    _learn(store, observer, lake)
+
+    last = store.history(playbook.id)[-1]
+    assert (last.lesson.status, last.reason.split(":")[0]) == (
+        "retired",
+        "its query no longer runs on penguins",
+    )

@@ -95,6 +95,23 @@ def test_a_message_gets_a_streamed_reply(page: Any) -> None:
     shot(page, "streamed-reply")
 
 
+def test_an_answer_marked_wrong_under_it_is_recorded_for_the_learner(page: Any, live_server: str) -> None:
+    send(page, "how many forklift operators are in CA?")
+    page.wait_for_selector(".msg.assistant .feedback button:text('Wrong')")
+    answer_id = page.get_attribute(".msg.assistant .feedback", "data-answer-id")
+
+    page.click(".msg.assistant .feedback button:text('Wrong')")
+    page.fill(".msg.assistant .feedback .expected", "7")
+    page.click(".msg.assistant .feedback button:text('Send')")
+    page.wait_for_selector(".msg.assistant .feedback:has-text('Marked wrong (it should be 7)')")
+
+    shot(page, "feedback")
+    ops = httpx.get(f"{live_server}/observer/ops", params={"endpoint": "ask.feedback", "limit": 100}).json()[
+        "ops"
+    ]
+    assert [(op["attributes"]["answer_id"], op["attributes"]["expected"]) for op in ops] == [(answer_id, "7")]
+
+
 def test_a_generated_button_moves_its_state_machine_locally(page: Any, live_server: str) -> None:
     send(page, "set up an order workflow")
     page.wait_for_selector("button.ctl-button.go")

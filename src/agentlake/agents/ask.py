@@ -41,11 +41,16 @@ from agentlake.agents.linking import link_datasets, missing_values, named_values
 from agentlake.agents.tools import datasets_text, listed_values, searchable
 from agentlake.errors import AgentlakeError, UnavailableError, UserError
 from agentlake.lake.repair import repaired_sql
-from agentlake.learn import outcome_attributes
 from agentlake.llm.fence import DATA_RULE, data_block
-from agentlake.observe import event, observe
+from agentlake.observe import observe
 from agentlake.observe.model import new_op_id
-from agentlake.questions.retrieval import QuestionLessons, apply_renames, lessons_for_question, task_for
+from agentlake.questions.feedback import record_answer
+from agentlake.questions.retrieval import (
+    QuestionLessons,
+    apply_renames,
+    lessons_for_question,
+    project_lessons,
+)
 from agentlake.settings import Settings
 
 if TYPE_CHECKING:
@@ -565,33 +570,22 @@ def _record(answer: Answer, runs: list[_Run], context: _Asking) -> None:
         if run.renamed:
             item["renamed"] = run.renamed
         attempts.append(item)
-    task = task_for(context.linked)
-    attributes: dict[str, Any] = {
-        "question": answer.question,
-        "route": answer.route,
-        "sql": answer.sql,
-        "dataset": answer.dataset,
-        "datasets": context.linked,
-        "model": answer.model,
-        "attempts": attempts,
-        "evidence": answer.sources[0].text[:500] if answer.sources else None,
-        "task": task.model_dump(mode="json"),
-        "lessons_given": answer.lessons,
-        "lessons_cited": answer.lessons_cited,
-    }
-    if answer.route == "none":
-        attributes.update(outcome_attributes(task, False))
-    event(
-        "ask.answer",
-        source="agent",
+    record_answer(
+        answer.id,
+        answer.question,
+        answer.answer,
+        route=answer.route,
+        datasets=context.linked,
+        attempts=attempts,
         observer=context.observer,
-        id=answer.id,
-        run_id=answer.id,
-        input_summary=answer.question,
-        output_summary=answer.answer,
-        success=answer.route != "none",
-        error=None if answer.route != "none" else "no plan ran: " + "; ".join(answer.tried),
-        attributes=attributes,
+        sql=answer.sql,
+        lessons_given=answer.lessons,
+        lessons_cited=answer.lessons_cited,
+        failure=None if answer.route != "none" else "no plan ran: " + "; ".join(answer.tried),
+        dataset=answer.dataset,
+        model=answer.model,
+        evidence=answer.sources[0].text[:500] if answer.sources else None,
+        door="ask",
     )
 
 
@@ -630,25 +624,13 @@ def lesson_shots(given: QuestionLessons) -> list[dict[str, str]]:
 
 def _lesson_store(lessons: LessonStore | bool | None, settings: Settings) -> tuple[LessonStore | None, bool]:
     """The store lessons come from and whether it was opened here (to be closed): the one
-    given, or with ``True`` the project's (read-only, without similarity) when there is one and
-    ``ask_lessons`` is on."""
+    given, or with ``True`` the project's (``project_lessons``)."""
     if lessons is None or lessons is False:
         return None, False
     if lessons is not True:
         return lessons, False
-    if not settings.ask_lessons:
-        return None, False
-    # Lazy (start-up time): the learning layer loads on first use.
-    from agentlake.learn import LessonStore
-
-    path = None if settings.database_url is not None else settings.data_dir / settings.learn_file
-    if path is not None and not path.exists():
-        return None, False
-    try:
-        return LessonStore.open(settings, path=path, read_only=True, embedder=False), True
-    except AgentlakeError as exc:  # held by a running server: the answer goes without lessons
-        log.warning("lessons not read for this answer: %s", exc.message)
-        return None, False
+    store = project_lessons(settings)
+    return store, store is not None
 
 
 def answer_shots(example: WorkedCount | None) -> list[dict[str, str]]:

@@ -62,13 +62,26 @@ class PresenceEvent(BaseModel):
     state: Literal["visible", "hidden"]
 
 
+class FeedbackEvent(BaseModel):
+    """A person's verdict on an answer of this session (the buttons under a reply)."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["feedback"]
+    answer_id: str = Field(..., min_length=1, max_length=128)
+    right: bool
+    expected: str | None = Field(None, max_length=200)
+    note: str | None = Field(None, max_length=1000)
+
+
 ClientEvent = Annotated[
-    MessageEvent | ActionEvent | WorkspaceEvent | PresenceEvent, Field(discriminator="type")
+    MessageEvent | ActionEvent | WorkspaceEvent | PresenceEvent | FeedbackEvent, Field(discriminator="type")
 ]
 _client_event = TypeAdapter(ClientEvent)
 
 
-def parse_client_event(raw: Any) -> MessageEvent | ActionEvent | WorkspaceEvent | PresenceEvent:
+def parse_client_event(
+    raw: Any,
+) -> MessageEvent | ActionEvent | WorkspaceEvent | PresenceEvent | FeedbackEvent:
     """A browser event, validated; ``UserError`` says what is wrong with it."""
     try:
         return _client_event.validate_python(raw)
@@ -77,12 +90,13 @@ def parse_client_event(raw: Any) -> MessageEvent | ActionEvent | WorkspaceEvent 
         where = ".".join(str(p) for p in err["loc"]) or "event"
         raise UserError(
             f"bad event ({where}: {err['msg']}); send {{type: message, text}}, {{type: action, action: go:M:S | say:TEXT}}, "
-            "{type: workspace, graph, controls}, or {type: presence, state: visible|hidden}"
+            "{type: workspace, graph, controls}, {type: presence, state: visible|hidden}, or "
+            "{type: feedback, answer_id, right, expected}"
         ) from None
 
 
 class Resources:
-    """Lake, tools and observer for nodes, opened lazily. The gateway passes its ``Services``
+    """Lake, tools, observer and lessons for nodes, opened lazily. The gateway passes its ``Services``
     (same attributes) instead; this one is for the CLI and tests, and opens the lake read-only."""
 
     def __init__(
@@ -90,6 +104,7 @@ class Resources:
     ) -> None:
         self.settings = settings
         self._lake, self._tools, self._observer = lake, tools, observer
+        self._lessons: Any = None
         self._owned: list[Any] = []
         self._lock = threading.Lock()
 
@@ -121,12 +136,27 @@ class Resources:
                 self._observer = get_observer(self.settings)
             return self._observer
 
+    @property
+    def lessons(self) -> Any:
+        """The project's lesson store, read-only (``None`` until there is one, or with
+        ``ask_lessons`` off): the data lessons the thinker is given."""
+        with self._lock:
+            if self._lessons is None:
+                # Lazy (start-up time): the learning layer loads on first use.
+                from agentlake.questions.retrieval import project_lessons
+
+                self._lessons = project_lessons(self.settings)
+                if self._lessons is not None:
+                    self._owned.append(self._lessons)
+            return self._lessons
+
     def close(self) -> None:
         with self._lock:
             owned, self._owned = self._owned[::-1], []
         for handle in owned:
             handle.close()
         self._lake = None
+        self._lessons = None
 
 
 class GraphRuntime:
@@ -207,7 +237,34 @@ class GraphRuntime:
             send({"type": "error", "message": exc.message})
             return []
         with session.lock:
+            if event.type == "feedback":
+                self._feedback(session, event, send)
+                return []
             return self._turn(session, event, send)
+
+    def _feedback(self, session: SessionState, event: FeedbackEvent, send: Send) -> None:
+        """Record feedback on one of this session's answers (``questions.feedback``), and say so."""
+        # Lazy (start-up time): the learning layer loads on first use.
+        from agentlake.questions.feedback import Feedback, give_feedback
+
+        if event.answer_id not in session.answers:
+            send({"type": "error", "message": f"no answer {event.answer_id!r} in this conversation"})
+            return
+        try:
+            recorded = give_feedback(
+                Feedback(**event.model_dump(exclude={"type"})), observer=self.resources.observer
+            )
+        except AgentlakeError as exc:
+            send({"type": "error", "message": exc.message})
+            return
+        send(
+            {
+                "type": "feedback",
+                "answer_id": recorded.answer_id,
+                "right": recorded.right,
+                "expected": event.expected,
+            }
+        )
 
     def _turn(self, session: SessionState, event: Any, send: Send) -> list[dict[str, Any]]:
         graph = self._active

@@ -1,7 +1,8 @@
 """One conversation's state: what survives between turns and across a graph switch.
 
 Owns the ``SessionState`` (recent messages, the context each node last received, state
-machines, the controls last sent to the browser, activity and presence times, sensor notes)
+machines, the controls last sent to the browser, activity and presence times, sensor notes,
+the ids of its answers feedback may be given on)
 and ``Sessions``, a bounded map of them so a browser that reconnects with its session id finds
 its conversation again. Nodes read and write it through their context; it holds no node logic.
 """
@@ -18,6 +19,7 @@ from typing import Any
 from agentlake.graph.machines import StateMachine
 
 MAX_HISTORY = 40
+MAX_ANSWERS = 50  # the answers of a session feedback may still be given on
 MAX_SESSIONS = 200
 
 
@@ -44,11 +46,17 @@ class SessionState:
     last_activity: float | None = None
     hidden_since: float | None = None
     notes: list[str] = field(default_factory=list)
+    answers: list[str] = field(default_factory=list)  # ids of its answers (ask.answer ops), newest last
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def remember(self, role: str, content: str) -> None:
         self.history.append({"role": role, "content": content})
         del self.history[:-MAX_HISTORY]
+
+    def answered(self, answer_id: str) -> None:
+        """Keep ``answer_id`` as one of this session's answers (the newest ``MAX_ANSWERS``)."""
+        self.answers.append(answer_id)
+        del self.answers[:-MAX_ANSWERS]
 
     def controls_ids(self) -> list[str]:
         return [str(control["id"]) for control in self.controls_sent]

@@ -1,7 +1,10 @@
-"""A person's verdict on an answer: right, or wrong (with the value it should have been).
+"""Answers to data questions and a person's verdict on one: right, or wrong (with the value it
+should have been).
 
-Owns ``give_feedback``, the one library call behind ``agentlake feedback``, ``POST /feedback``,
-the MCP ``feedback`` tool and the dashboard's buttons under an answer. It finds the answer's
+Owns ``record_answer``, the ``ask.answer`` op every door that answers a data question records
+(``agentlake ask``, ``POST /ask``, the MCP ``ask`` tool, the graph's thinker), and
+``give_feedback``, the one library call behind ``agentlake feedback``, ``POST /feedback``, the
+MCP ``feedback`` tool and the dashboard's buttons under an answer. It finds the answer's
 ``ask.answer`` op (its id is the answer's) and records one ``ask.feedback`` op that carries what
 the learner needs without the answer op: the question, the query that ran, the tables, the
 answer's words, the lessons it was given and cited, and the run's outcome (right or wrong, the
@@ -20,6 +23,7 @@ from agentlake.learn import outcome_attributes
 from agentlake.learn.model import TaskKey
 from agentlake.observe import event
 from agentlake.questions.lessons import ANSWER, FEEDBACK
+from agentlake.questions.retrieval import task_for
 
 if TYPE_CHECKING:
     from agentlake.observe import Observer
@@ -49,6 +53,55 @@ class FeedbackRecorded(BaseModel):
     op_id: str
     answer_id: str
     right: bool
+
+
+def record_answer(
+    answer_id: str,
+    question: str,
+    answer: str,
+    *,
+    route: str,
+    datasets: list[str],
+    attempts: list[dict[str, Any]],
+    observer: Observer | None,
+    sql: str | None = None,
+    lessons_given: list[str] | None = None,
+    lessons_cited: list[str] | None = None,
+    failure: str | None = None,
+    **attributes: Any,
+) -> None:
+    """Record one answer as an ``ask.answer`` op whose id is ``answer_id``: the question, the
+    query it came from, the tables it is about (``datasets``: the first is the task it is
+    measured by), each query tried (``attempts``: ``sql``, ``error``, ``renamed``...) and the
+    lessons given and cited. ``failure``: why nothing answered it (the run states it failed);
+    ``attributes``: more for the op (the model, the door). The learner and ``give_feedback``
+    read it."""
+    task = task_for(datasets)
+    said: dict[str, Any] = {
+        **attributes,
+        "question": question,
+        "route": route,
+        "sql": sql,
+        "datasets": datasets,
+        "attempts": attempts,
+        "task": task.model_dump(mode="json"),
+        "lessons_given": lessons_given or [],
+        "lessons_cited": lessons_cited or [],
+    }
+    if failure is not None:
+        said.update(outcome_attributes(task, False))
+    event(
+        ANSWER,
+        source="agent",
+        observer=observer,
+        id=answer_id,
+        run_id=answer_id,
+        input_summary=question,
+        output_summary=answer,
+        success=failure is None,
+        error=failure,
+        attributes=said,
+    )
 
 
 def give_feedback(feedback: Feedback, *, observer: Observer) -> FeedbackRecorded:

@@ -92,7 +92,40 @@ class DataQuestionRules:
         for draft in drafts:
             draft.project_id = context.project_id
         context.notes["data_question_drafts"] = len(drafts)
-        return [Delta(op="ADD", lesson=draft, actor="heuristic", reason=_reason(draft)) for draft in drafts]
+        deltas = [Delta(op="ADD", lesson=draft, actor="heuristic", reason=_reason(draft)) for draft in drafts]
+        return deltas + self._stale(ops, context)
+
+    # --- lessons the data no longer supports ------------------------------------------------
+
+    def _stale(self, ops: Sequence[Op], context: ExtractContext) -> list[Delta]:
+        """RETIRE the current lessons about the tables these ops used that no longer hold on the
+        lake (the table changed): a playbook whose query fails, a rename or cast whose column
+        is gone, any lesson about a table that is gone. Each with the reason."""
+        if context.lake is None or context.store is None:
+            return []
+        touched: set[str] = set()
+        for op in ops:
+            if op.endpoint in (ANSWER, FEEDBACK):
+                touched |= {str(d) for d in op.attributes.get("datasets") or [] if d}
+                touched |= set(tables_of(str(op.attributes.get("sql") or "")))
+            elif op.endpoint in SQL_ENDPOINTS:
+                touched |= set(tables_of(_sql_of(op) or ""))
+        if not touched:
+            return []
+        try:
+            known = {info.name.casefold(): info for info in context.lake.datasets()}
+        except AgentlakeError:
+            return []
+        retire = []
+        for dataset in sorted(touched):
+            lessons = context.store.list(
+                status=["active", "pending"], domain=DOMAIN, project_id=context.project_id, dataset=dataset
+            )
+            for lesson in lessons:
+                why = _no_longer(lesson, known.get(dataset.casefold()), context.lake)
+                if why is not None:
+                    retire.append(Delta(op="RETIRE", target_id=lesson.id, actor="heuristic", reason=why))
+        return retire
 
     # --- renames ---------------------------------------------------------------------------
 
@@ -217,6 +250,32 @@ class DataQuestionRules:
                 ),
             ]
         return None
+
+
+def _no_longer(lesson: Any, table: Any, lake: Any) -> str | None:
+    """Why ``lesson`` no longer holds on ``lake`` (``table``: its dataset's info, ``None`` when
+    the table is gone), or ``None``."""
+    dataset = lesson.match.fields.get("dataset")
+    if table is None:
+        return f"the table {dataset} no longer exists"
+    action = DataAction.model_validate(lesson.machine) if lesson.machine else None
+    if action is None:
+        return None
+    columns = {column.casefold() for column, _ in table.columns}
+    if action.kind == "playbook" and action.sql:
+        try:
+            lake.query(action.sql, max_rows=1)
+        except AgentlakeError as exc:
+            return f"its query no longer runs on {dataset}: {exc.message[:200]}"
+    if (
+        action.kind == "rename"
+        and action.right
+        and action.right.casefold() not in columns | {table.name.casefold()}
+    ):
+        return f"{action.right} is no longer a column of {dataset}"
+    if action.kind in ("cast", "value") and action.column and action.column.casefold() not in columns:
+        return f"{action.column} is no longer a column of {dataset}"
+    return None
 
 
 # --- lesson drafts ------------------------------------------------------------------------

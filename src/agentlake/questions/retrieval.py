@@ -12,6 +12,7 @@ It does not own ranking, storage or measurement (``agentlake.learn``) nor answer
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -23,6 +24,9 @@ from agentlake.questions.lessons import tables_of
 
 if TYPE_CHECKING:
     from agentlake.learn import Lesson, LessonStore
+    from agentlake.settings import Settings
+
+log = logging.getLogger(__name__)
 
 ALIKE = 0.25
 MAX_PLAYBOOKS = 2
@@ -141,3 +145,23 @@ def apply_renames(sql: str, renames: dict[str, tuple[str, str]]) -> tuple[str, l
             sql = fixed
             applied.append(lesson_id)
     return sql, applied
+
+
+def project_lessons(settings: Settings) -> LessonStore | None:
+    """The project's lesson store opened read-only without similarity (the caller closes it),
+    or ``None``: ``ask_lessons`` is off, there is no store yet, or a running server holds it
+    (the answer then goes without lessons, logged)."""
+    if not settings.ask_lessons:
+        return None
+    # Lazy (start-up time): the learning layer loads on first use.
+    from agentlake.errors import AgentlakeError
+    from agentlake.learn import LessonStore
+
+    path = None if settings.database_url is not None else settings.data_dir / settings.learn_file
+    if path is not None and not path.exists():
+        return None
+    try:
+        return LessonStore.open(settings, path=path, read_only=True, embedder=False)
+    except AgentlakeError as exc:
+        log.warning("lessons not read for this answer: %s", exc.message)
+        return None

@@ -9,7 +9,8 @@ event loop and a session's turns stay in order) and a writer (everything queued 
 browser). Closing either side stops all three. The runtime does the work; this is transport.
 
 Each chat message is charged to the key's rate limits (``gateway.limits``: the general and the
-model bucket); one over them is answered with ``error`` and ``done`` and never run.
+model bucket); one over them is answered with ``error`` and ``done`` and never run. Feedback on
+an answer (the buttons under it) takes a key with write scope, as ``POST /feedback`` does.
 
 Sessions belong to the key (or the signed-in cookie's key) that opened them: ``?session=<id>``
 continues a session only for its owner, anyone else gets a new one. Trace events go to their
@@ -85,6 +86,12 @@ async def serve_socket(websocket: WebSocket, runtime: Any) -> None:
                     }
                 )
                 continue
+            if isinstance(event, dict) and event.get("type") == "feedback" and not _may_write(principal):
+                # As POST /feedback: teaching the learner takes a write key where keys are set.
+                await outbox.put(
+                    {"type": "error", "message": "feedback on an answer needs a key with write scope"}
+                )
+                continue
             if isinstance(event, dict) and event.get("type") == "message":
                 try:  # each chat turn calls a model: the key's rate limits (gateway.limits)
                     charge_scope(websocket.scope, ("all", "model"), "a graph chat message")
@@ -129,3 +136,8 @@ async def serve_socket(websocket: WebSocket, runtime: Any) -> None:
                 await task
         with contextlib.suppress(Exception):
             await websocket.close()
+
+
+def _may_write(principal: Any) -> bool:
+    """Whether the connection's key may write (an open gateway has no principal: it may)."""
+    return principal is None or bool(principal.allows("write"))

@@ -59,7 +59,12 @@ class OutputV1(Node):
                 time.sleep(self.config.delay_ms / 1000)
             ctx.send({"type": "delta", "text": piece})
         path = packet.payload.get("path", "thinker")
-        ctx.send({"type": "done", "text": text, "path": path, "turn": ctx.session.turns})
+        done = {"type": "done", "text": text, "path": path, "turn": ctx.session.turns}
+        if packet.payload.get("answer_id"):
+            # Feedback may be given on it: the buttons under the reply.
+            done["answer_id"] = packet.payload["answer_id"]
+            ctx.session.answered(done["answer_id"])
+        ctx.send(done)
         ctx.session.remember("assistant", text)
         ctx.trace("streamed", deltas=len(pieces), chars=len(text), path=path)
         if not ctx.can_reach("memorizer"):

@@ -31,6 +31,13 @@ When a step only repeats calls already made in the turn (same tool, same argumen
 not run again: the answer is asked for from the results alone, in a short prompt, which a small
 model reads where it loses them in a long conversation.
 
+What the witness learned about the tables a question is likely about (the data lessons of
+``agentlake.questions``, when ``ask_lessons`` is on) is given as ``ask`` gives it: notes and
+confirmed queries of alike questions in the turn's context, and names a lesson says are wrong
+rewritten by code in a ``sql`` call before it runs. A turn that looked data up is recorded as
+an answer (``ask.answer``, with the lessons given and those its query shows it used): its id
+goes with the reply, so the buttons under it in the dashboard give feedback the learner reads.
+
 The reply goes to the output node; tool results and requested controls to the ui node. Its
 context is the director's plan, the memorizer's compact state and the sensor's notes. It does
 not render controls, stream text or keep memory.
@@ -40,7 +47,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -50,7 +57,11 @@ from agentlake.graph.toolbox import ThinkerTools, ToolOutcome
 from agentlake.llm import Message
 from agentlake.llm.fence import DATA_RULE
 
+if TYPE_CHECKING:
+    from agentlake.questions.retrieval import QuestionLessons
+
 MAX_CALLS_PER_STEP = 3
+DATA_TOOLS = ("sql", "hybrid_search")  # a turn that called one answered a data question
 
 SYSTEM = """\
 ROLE: thinker
@@ -319,10 +330,18 @@ class ThinkerV1(Node):
         """The constant part of the prompt: the role, the tools and the datasets, the rules."""
         return SYSTEM.format(catalog=tools.catalog(), max_calls=MAX_CALLS_PER_STEP, data_rule=DATA_RULE)
 
-    def context_prompt(self, ctx: NodeContext, plan: dict | None) -> str:
-        """What this turn adds (machines, the director's plan, memory, sensor notes); empty when
-        nothing. It follows the worked examples, so they stay cached across turns."""
+    def context_prompt(self, ctx: NodeContext, plan: dict | None, given: Any = None) -> str:
+        """What this turn adds (machines, the director's plan, memory, sensor notes, the data
+        lessons ``given``); empty when nothing. It follows the worked examples, so they stay
+        cached across turns."""
         parts = []
+        if given is not None and given.examples:
+            parts.append(
+                "Queries confirmed right for alike questions:\n"
+                + "\n".join(f"- {question}\n  sql: {sql}" for question, sql, _ in given.examples)
+            )
+        if given is not None and given.notes:
+            parts.append(given.notes)
         machines = ctx.session.machines
         if machines:
             lines = [
@@ -355,7 +374,9 @@ class ThinkerV1(Node):
         call_schemas = tools.call_schemas()
         schema = step_schema(call_schemas)
         named, hint = tools.named_values(text)
-        context = self.context_prompt(ctx, plan)
+        linked, given = self._lessons(ctx, text)
+        renamed: list[str] = []
+        context = self.context_prompt(ctx, plan, given)
         messages = [
             Message(role="system", content=self.system_prompt(tools)),
             *(
@@ -408,6 +429,16 @@ class ThinkerV1(Node):
                     break
                 messages.append(Message(role="assistant", content=step.model_dump_json()))
                 for call in fresh:
+                    if call.tool == "sql" and given.renames:
+                        # A name a lesson says is wrong is written right by code, not by the model.
+                        # Lazy (start-up time): the learning layer loads on first use.
+                        from agentlake.questions.retrieval import apply_renames
+
+                        query, applied = apply_renames(str(call.args.get("query", "")), given.renames)
+                        if applied:
+                            ctx.trace("renamed", lessons=applied)
+                            renamed += [lesson_id for lesson_id in applied if lesson_id not in renamed]
+                            call = ToolCall(tool=call.tool, args={**call.args, "query": query})
                     problem = (
                         tools.query_problem(str(call.args.get("query", "")), text, named)
                         if call.tool == "sql" and not sent_back
@@ -476,21 +507,96 @@ class ThinkerV1(Node):
         if not answer:
             answer = "I could not reach an answer within my tool rounds; try asking more narrowly."
         ctx.trace("answer", chars=len(answer), tools=len(outcomes), audits=sorted(audited))
-        emits = [
-            Emit(
-                "reply",
-                {
-                    "text": answer,
-                    "user": text,
-                    "path": "director" if plan else "thinker",
-                    "facts": _facts(outcomes),
-                },
-                to="output",
-            )
-        ]
+        reply: dict[str, Any] = {
+            "text": answer,
+            "user": text,
+            "path": "director" if plan else "thinker",
+            "facts": _facts(outcomes),
+        }
+        answer_id = self._record(ctx, text, answer, outcomes, linked, given, renamed)
+        if answer_id is not None:
+            reply["answer_id"] = answer_id
+        emits = [Emit("reply", reply, to="output")]
         if outcomes and ctx.can_reach("ui"):
             emits.append(Emit("tool_results", {"results": [o.summary() for o in outcomes]}, to="ui"))
         return emits
+
+    def _lessons(self, ctx: NodeContext, text: str) -> tuple[list[str], QuestionLessons]:
+        """The tables ``text`` is likely about and the data lessons about them (none without a
+        lake, a lesson store or with ``ask_lessons`` off). A read: nothing is written."""
+        # Lazy (start-up time): the agents and the learning layer load on first use.
+        from agentlake.agents.linking import link_datasets
+        from agentlake.questions.retrieval import QuestionLessons, lessons_for_question
+
+        try:
+            linked = link_datasets(text, ctx.resources.lake)
+        except AgentlakeError:
+            return [], QuestionLessons()
+        if not ctx.resources.settings.ask_lessons:
+            return linked, QuestionLessons()
+        try:
+            store = ctx.resources.lessons
+            given = lessons_for_question(store, text, linked) if store is not None else QuestionLessons()
+        except AgentlakeError as exc:  # the answer goes without lessons, never fails for them
+            ctx.trace("lessons_unread", error=exc.message[:200])
+            return linked, QuestionLessons()
+        if given.lessons:
+            ctx.trace("lessons", given=given.ids)
+        return linked, given
+
+    def _record(
+        self,
+        ctx: NodeContext,
+        question: str,
+        answer: str,
+        outcomes: list[ToolOutcome],
+        linked: list[str],
+        given: QuestionLessons,
+        renamed: list[str],
+    ) -> str | None:
+        """Record the turn as an answer (``ask.answer``) when it looked data up; its id, else
+        ``None``."""
+        # Lazy (start-up time): the witness's ids load with the first answer.
+        from agentlake.observe.model import new_op_id
+        from agentlake.questions.feedback import record_answer
+
+        looked = [outcome for outcome in outcomes if outcome.tool in DATA_TOOLS]
+        if not looked:
+            return None
+        ran = [o for o in looked if o.ok and o.tool == "sql"]
+        sql = str(ran[-1].args.get("query", "")) if ran else None
+        searched = [o for o in looked if o.ok and o.tool == "hybrid_search"]
+        attempts = [
+            {"route": "sql", "sql": o.args.get("query"), "rows": o.rows}
+            if o.tool == "sql"
+            else {"route": "search", "dataset": o.args.get("dataset"), "search_text": o.args.get("question")}
+            for o in looked
+        ]
+        for attempt, outcome in zip(attempts, looked, strict=True):
+            if outcome.error:
+                attempt["error"] = outcome.error
+        datasets = linked
+        if sql:
+            # Lazy (start-up time): as above.
+            from agentlake.questions.lessons import tables_of
+
+            datasets = list(dict.fromkeys([*tables_of(sql), *linked]))
+        answer_id = new_op_id()
+        record_answer(
+            answer_id,
+            question,
+            answer,
+            route="sql" if sql else "search" if searched else "none",
+            datasets=datasets,
+            attempts=attempts,
+            observer=ctx.resources.observer,
+            sql=sql,
+            lessons_given=given.ids,
+            lessons_cited=given.cited(sql, renamed) if sql else list(renamed),
+            failure=None if sql or searched else "no lookup ran",
+            door="graph",
+        )
+        return answer_id
 
     def _answer_from(self, ctx: NodeContext, question: str, outcomes: list[ToolOutcome]) -> str:
         """The answer written from the tool results alone (no history, no tools to call)."""

@@ -65,6 +65,7 @@ export class Chat {
           bubble.classList.remove("streaming");
           bubble.textContent = event.text || bubble.textContent;
           if (event.path) bubble.append(el("span", { class: "path", text: PATHS[event.path] || event.path }));
+          if (event.answer_id) bubble.append(this.feedback(event.answer_id));
         }
         this.setWaiting(false);
         break;
@@ -75,11 +76,29 @@ export class Chat {
       case "transition":
         this.add("note", `${event.machine}: ${event.from} → ${event.to} (moved in the page, no model call)`);
         break;
+      case "feedback": {
+        const row = this.messages.querySelector(`[data-answer-id="${CSS.escape(event.answer_id)}"]`);
+        const said = event.right ? "right" : event.expected ? `wrong (it should be ${event.expected})` : "wrong";
+        if (row) row.replaceChildren(el("span", { class: "muted small", text: `Marked ${said}: the learner will read it.` }));
+        break;
+      }
       case "error":
         this.add("error", event.message);
         break;
       default:
     }
+  }
+
+  // Buttons under an answer that looked data up: right, or wrong with what it should have been.
+  feedback(answerId) {
+    const send = (right, expected) => this.socket.send({ type: "feedback", answer_id: answerId, right, expected: expected || null });
+    const expected = el("input", { class: "expected", type: "text", maxlength: "200", placeholder: "what should it be? (optional)" });
+    const wrongForm = el("form", { class: "feedback-wrong", hidden: true, onsubmit: (event) => { event.preventDefault(); send(false, expected.value.trim()); } },
+      expected, el("button", { class: "ctl-button", type: "submit", text: "Send" }));
+    return el("div", { class: "feedback", dataset: { answerId } },
+      el("button", { class: "ctl-button", type: "button", title: "This answer is right", text: "Right", onclick: () => send(true) }),
+      el("button", { class: "ctl-button", type: "button", title: "This answer is wrong", text: "Wrong", onclick: () => { wrongForm.hidden = false; expected.focus(); } }),
+      wrongForm);
   }
 
   renderControls(controls) {
