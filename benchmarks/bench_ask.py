@@ -1,4 +1,5 @@
-"""How often ``agentlake ask`` answers plain questions over a user's own tables right.
+"""How often ``agentlake ask`` answers plain questions over a user's own tables right, and how
+much better it gets from feedback on its answers.
 
 Builds a lake from the ask question pack (``benchmarks/ask_pack/pack.yaml``: seven public CSVs
 installed by ``make ask-pack`` and the shop's three messy ones) in a temporary directory, computes
@@ -7,10 +8,26 @@ each question's truth from its SQL, then asks each question of a pass with
 number within the question's tolerance and no other number beside it; text as a whole word).
 Pass 1 and pass 2 ask different questions of the same shape over the same tables.
 
-Printed per pass: right / wrong / errors (``ask`` raised, or answered with no evidence),
-accuracy (right over all asked), mean seconds a question, and accuracy per tag. Written to
-``--out`` (JSON): the summary per pass and, per question, id, pass, question, expected, answer,
-route, sql, right, error, judged (why), seconds.
+The learning run (the default, ``--pass both``), as a user's day goes, every step through the
+product's own doors over a real op log and lesson store in the temporary directory:
+
+1. pass 1, cold (no lessons): the same answers for both arms;
+2. feedback on each pass-1 answer (``questions.feedback.give_feedback``): right, or wrong with
+   the expected value (the truth, written to the question's tolerance);
+3. one learning cycle over the op log (``learn.learn_cycle`` with the lake): the lessons;
+4. pass 2 twice: the learning arm (``lessons=store``) and the learning-off twin
+   (``lessons=False``);
+5. feedback on both arms' pass-2 answers and one more cycle, which measures each lesson's
+   effect (the twin's runs are the baseline) and retires harmful ones.
+
+Printed per pass and arm: right / wrong / errors (``ask`` raised, or answered with no
+evidence), accuracy (right over all asked), mean seconds a question, accuracy per tag; then the
+lessons learned by kind, how many answers cited one, the lessons measured harmful and still
+active, and any data lesson that names no op. Written to ``--out`` (JSON): the summaries, the
+lessons, and per question id, pass, arm, question, expected, answer, route, sql, right, error,
+judged (why), seconds, lessons given and cited.
+
+``--pass 1`` or ``--pass 2`` asks one pass cold, without feedback or learning.
 
 Usage: ``.venv/bin/python benchmarks/bench_ask.py [--model local:qwen2.5-coder-1.5b]
 [--pass 1|2|both] [--limit N] [--out FILE]``
@@ -20,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import statistics
 import tempfile
@@ -44,6 +62,7 @@ class QuestionResult(BaseModel):
 
     id: str
     pass_: int = Field(..., alias="pass")
+    arm: str = "cold"
     question: str
     expected: float | str
     answer: str | None = None
@@ -53,10 +72,13 @@ class QuestionResult(BaseModel):
     error: str | None = None
     judged: str | None = None
     seconds: float
+    answer_id: str | None = None
+    lessons: list[str] = Field(default_factory=list)
+    lessons_cited: list[str] = Field(default_factory=list)
 
 
 def run_pass(
-    questions: list[Question], truths: dict[str, Truth], ask: Callable[[str], Any]
+    questions: list[Question], truths: dict[str, Truth], ask: Callable[[str], Any], *, arm: str = "cold"
 ) -> list[QuestionResult]:
     """Ask each question with ``ask`` (question text -> an ``Answer``) and judge the answer.
 
@@ -69,7 +91,12 @@ def run_pass(
     for question in questions:
         truth = truths[question.id]
         result = QuestionResult(
-            id=question.id, pass_=question.pass_, question=question.text, expected=truth.value, seconds=0.0
+            id=question.id,
+            pass_=question.pass_,
+            arm=arm,
+            question=question.text,
+            expected=truth.value,
+            seconds=0.0,
         )
         started = time.perf_counter()
         try:
@@ -80,6 +107,8 @@ def run_pass(
             result.error = f"{type(exc).__name__}: {exc}"
         else:
             result.answer, result.route, result.sql = answer.answer, answer.route, answer.sql
+            result.answer_id = answer.id
+            result.lessons, result.lessons_cited = list(answer.lessons), list(answer.lessons_cited)
             if not answer.sources:
                 result.error = "no evidence: the answer cites nothing that ran"
             else:
@@ -114,6 +143,86 @@ def by_tag(results: list[QuestionResult], questions: dict[str, Question]) -> dic
     return dict(sorted(counts.items()))
 
 
+def expected_text(truth: Truth) -> str:
+    """The truth as a person writes it in feedback: a number to its tolerance's last digit
+    (abs 0.5: whole; 0.05: one decimal), text as it is."""
+    if isinstance(truth.value, str):
+        return truth.value
+    step = truth.tolerance.abs
+    decimals = max(0, math.ceil(-math.log10(2 * step))) if step > 0 else 2
+    value = round(float(truth.value), decimals)
+    return f"{value:.{decimals}f}"
+
+
+def give_feedback_on(results: list[QuestionResult], truths: dict[str, Truth], observer: Any) -> int:
+    """Feedback on every answer of ``results`` (right, or wrong with the expected value), as a
+    user gives it; how many were given (an error without an answer gets none)."""
+    from agentlake.questions.feedback import Feedback, give_feedback
+
+    given = 0
+    for result in results:
+        if result.answer_id is None:
+            continue
+        expected = None if result.right else expected_text(truths[result.id])
+        give_feedback(
+            Feedback(answer_id=result.answer_id, right=result.right, expected=expected), observer=observer
+        )
+        given += 1
+    return given
+
+
+def learn(store: Any, observer: Any, lake: Any, cursor: int) -> tuple[Any, int]:
+    """One learning cycle over the ops recorded after ``cursor`` (commit sequence), with the
+    lake; the report and the new cursor."""
+    from agentlake.learn import learn_cycle
+    from agentlake.learn.loop import read_after
+
+    ops, last = read_after(observer, cursor, page=1000, pages=1000)
+    return learn_cycle(store, ops, lake=lake), last
+
+
+def lesson_summary(store: Any, results: list[QuestionResult]) -> dict[str, Any]:
+    """The data lessons by kind and status, harmful ones still active, lessons naming no op,
+    and how many answers were given and cited one."""
+    from agentlake.questions.domain import DOMAIN, action_of
+
+    lessons = store.list(domain=DOMAIN)
+    kinds: dict[str, int] = {}
+    for lesson in lessons:
+        action = action_of(lesson)
+        key = f"{action.kind if action else 'words'}/{lesson.status}"
+        kinds[key] = kinds.get(key, 0) + 1
+    harmful_active = [
+        lesson.id for lesson in lessons if lesson.status == "active" and lesson.harmful > lesson.helpful
+    ]
+    return {
+        "lessons": len(lessons),
+        "by_kind": dict(sorted(kinds.items())),
+        "harmful_active": harmful_active,
+        "without_ops": [lesson.id for lesson in lessons if not lesson.evidence_op_ids],
+        "answers_given_lessons": sum(bool(r.lessons) for r in results),
+        "answers_citing": sum(bool(r.lessons_cited) for r in results),
+    }
+
+
+def report(label: str, results: list[QuestionResult], questions: list[Question]) -> dict[str, Any]:
+    """Print one pass's lines and summary; the summary."""
+    for result in results:
+        verdict = "ERROR" if result.error else "right" if result.right else "wrong"
+        said = (result.error or result.answer or "").replace("\n", " ")[:90]
+        print(f"  {label} {result.id:32s} {verdict:5s} {result.seconds:6.1f}s  {said}", flush=True)
+    summary = summarize(results)
+    print(
+        f"{label}: {summary['right']} right / {summary['wrong']} wrong / "
+        f"{summary['errors']} errors of {summary['asked']}, accuracy "
+        f"{100 * summary['accuracy']:.1f}%, {summary['mean_seconds']:.1f} s a question",
+        flush=True,
+    )
+    tags = by_tag(results, {q.id: q for q in questions})
+    print("  by tag: " + ", ".join(f"{tag} {r}/{n}" for tag, (r, n) in tags.items()), flush=True)
+    return summary
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -127,37 +236,64 @@ def main() -> None:
     out = args.out or WORK / f"bench_ask-{args.model.replace(':', '-').replace('/', '-')}.json"
 
     from agentlake.agents.ask import ask
+    from agentlake.learn import LessonStore
+    from agentlake.observe import Observer, OpStore
     from agentlake.questions.pack import build_lake, compute_truths, load_pack
 
     pack = load_pack(args.pack)
-    passes = [1, 2] if args.pass_ == "both" else [int(args.pass_)]
     root = Path(tempfile.mkdtemp(prefix="bench-ask-"))
     summaries: dict[str, Any] = {}
     everything: list[QuestionResult] = []
+    lessons: dict[str, Any] = {}
     try:
         started = time.perf_counter()
-        with build_lake(pack, root) as lake:
+        with build_lake(pack, root / "data") as lake:
+            # A correction the learner asks a model for is asked of the model under test.
+            settings = lake.settings.model_copy(update={"data_dir": root / "data", "learn_model": args.model})
             print(
-                f"lake: {len(pack.datasets)} datasets in {time.perf_counter() - started:.1f} s; model {args.model}"
+                f"lake: {len(pack.datasets)} datasets in {time.perf_counter() - started:.1f} s; model {args.model}",
+                flush=True,
             )
-            for pass_ in passes:
-                questions = pack.questions_of(pass_)[: args.limit]
-                truths = compute_truths(pack, lake, questions)
-                results = run_pass(questions, truths, lambda text: ask(text, lake=lake, model=args.model))
-                for result in results:
-                    verdict = "ERROR" if result.error else "right" if result.right else "wrong"
-                    said = (result.error or result.answer or "").replace("\n", " ")[:90]
-                    print(f"  p{pass_} {result.id:32s} {verdict:5s} {result.seconds:6.1f}s  {said}")
-                summary = summarize(results)
-                summaries[str(pass_)] = summary
-                everything += results
-                print(
-                    f"pass {pass_}: {summary['right']} right / {summary['wrong']} wrong / "
-                    f"{summary['errors']} errors of {summary['asked']}, accuracy "
-                    f"{100 * summary['accuracy']:.1f}%, {summary['mean_seconds']:.1f} s a question"
-                )
-                tags = by_tag(results, {q.id: q for q in questions})
-                print("  by tag: " + ", ".join(f"{tag} {r}/{n}" for tag, (r, n) in tags.items()))
+            observer = Observer(OpStore(root / "ops.duckdb"))
+            store = LessonStore.open(settings, path=root / "lessons.duckdb", embedder=False)
+            try:
+
+                def asker(lessons_from: Any) -> Callable[[str], Any]:
+                    return lambda text: ask(
+                        text, lake=lake, model=args.model, observer=observer, lessons=lessons_from
+                    )
+
+                if args.pass_ != "both":
+                    questions = pack.questions_of(int(args.pass_))[: args.limit]
+                    truths = compute_truths(pack, lake, questions)
+                    results = run_pass(questions, truths, asker(False))
+                    summaries[f"pass {args.pass_}"] = report(f"p{args.pass_}", results, questions)
+                    everything += results
+                else:
+                    first = pack.questions_of(1)[: args.limit]
+                    second = pack.questions_of(2)[: args.limit]
+                    truths = compute_truths(pack, lake, first + second)
+                    cold = run_pass(first, truths, asker(False))
+                    summaries["pass 1 (cold)"] = report("p1", cold, first)
+                    print(
+                        f"feedback on {give_feedback_on(cold, truths, observer)} answers; learning...",
+                        flush=True,
+                    )
+                    cycle, cursor = learn(store, observer, lake, 0)
+                    print(f"  learned: {cycle.counts()}", flush=True)
+                    learning = run_pass(second, truths, asker(store), arm="learning")
+                    summaries["pass 2 (learning)"] = report("p2 learning", learning, second)
+                    twin = run_pass(second, truths, asker(False), arm="twin")
+                    summaries["pass 2 (twin)"] = report("p2 twin", twin, second)
+                    give_feedback_on(learning + twin, truths, observer)
+                    cycle, cursor = learn(store, observer, lake, cursor)
+                    print(f"  measured: {len(cycle.effects)} lessons; {cycle.counts()}", flush=True)
+                    everything += cold + learning + twin
+                    lessons = lesson_summary(store, learning)
+                    print(f"lessons: {json.dumps(lessons)}", flush=True)
+            finally:
+                store.close()
+                observer.close()
     finally:
         shutil.rmtree(root, ignore_errors=True)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -167,6 +303,7 @@ def main() -> None:
                 "model": args.model,
                 "pack": str(args.pack),
                 "passes": summaries,
+                "lessons": lessons,
                 "results": [result.model_dump(by_alias=True) for result in everything],
             },
             indent=2,

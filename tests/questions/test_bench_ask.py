@@ -123,3 +123,36 @@ def test_the_summary_counts_errors_apart_from_wrong_answers() -> None:
         "accuracy": 0.25,
         "mean_seconds": 2.0,
     }
+
+
+@pytest.mark.parametrize(("step", "written"), [(0.5, "5076"), (0.05, "5076.5"), (0.0, "5076.47")])
+def test_the_expected_value_is_written_to_the_questions_tolerance(step: float, written: str) -> None:
+    from agentlake.questions.judge import Tolerance
+
+    truth = Truth(question=ASKED[0], value=5076.4739, tolerance=Tolerance(abs=step))
+
+    assert bench.expected_text(truth) == written
+
+
+def test_feedback_on_a_pass_teaches_the_next_one(
+    tmp_path: Path, lake: Lake, truths: dict[str, Truth], model: ScriptedProvider
+) -> None:
+    from agentlake.learn import LessonStore
+    from agentlake.observe import Observer, OpStore
+
+    model.enqueue(json.dumps({"route": "sql", "sql": ASKED[0].truth}))
+    model.enqueue("Gentoo penguins weigh 5,076 grams on average [SQL].")
+    with (
+        Observer(OpStore(tmp_path / "ops.duckdb")) as observer,
+        LessonStore.open(lake.settings, path=tmp_path / "lessons.duckdb", embedder=False) as store,
+    ):
+        results = bench.run_pass(
+            ASKED[:1],
+            truths,
+            lambda text: ask(text, lake=lake, model="scripted:bench-ask", observer=observer, lessons=False),
+        )
+        bench.give_feedback_on(results, truths, observer)
+
+        bench.learn(store, observer, lake, 0)
+
+        assert bench.lesson_summary(store, results)["by_kind"] == {"playbook/active": 1}
