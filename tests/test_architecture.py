@@ -162,6 +162,61 @@ def test_agents_name_no_workforce_table() -> None:
     )
 
 
+# The staffing domain's vocabulary: learn and observe are machinery for any domain and name
+# none of it. Released migrations are exempt: they read columns older releases wrote.
+STAFFING_WORDS = re.compile(
+    r"\b(staff\w*|workforce|workers|worker_id|client_id|certifications?|no[_-]?shows?|placements?|"
+    r"rescue\w*|welders?|forklift\w*|osha|miles|radius\w*|fill_rate|fill\.judged|scenario:fill)\b",
+    re.IGNORECASE,
+)
+GENERIC_PACKAGES = ("learn", "observe")
+
+
+def _migration_lines(tree: ast.AST) -> set[int]:
+    """The lines of ``Migration(...)`` calls and of the constants they are given by name."""
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "id", getattr(node.func, "attr", None)) == "Migration"
+    ]
+    named = {arg.id for call in calls for arg in call.args if isinstance(arg, ast.Name)}
+    spans = [(call.lineno, call.end_lineno or call.lineno) for call in calls]
+    spans += [
+        (node.lineno, node.end_lineno or node.lineno)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) in named for t in node.targets)
+    ]
+    return {line for start, end in spans for line in range(start, end + 1)}
+
+
+def staffing_words_in(source: str, module: str) -> list[str]:
+    """``module:line word`` for each staffing word in ``source`` (code, strings, comments),
+    released migrations aside."""
+    exempt = _migration_lines(ast.parse(source))
+    return [
+        f"{module}:{number} {match.group(0)}"
+        for number, line in enumerate(source.splitlines(), start=1)
+        if number not in exempt
+        for match in STAFFING_WORDS.finditer(line)
+    ]
+
+
+@pytest.mark.parametrize("package", GENERIC_PACKAGES)
+def test_the_machinery_names_no_staffing_term(package: str) -> None:
+    named = [
+        hit
+        for path in sorted((SRC / package).rglob("*.py"))
+        for hit in staffing_words_in(path.read_text("utf-8"), str(path.relative_to(SRC)))
+    ]
+    assert named == [], f"{package}/ speaks staffing; the domain's words belong in its own package"
+
+
+def test_the_word_list_finds_a_staffing_term_but_not_in_a_released_migration() -> None:
+    source = 'X = 1  # the staffer\nMigration("1", "ALTER TABLE t DROP COLUMN client_id")\n'
+    assert staffing_words_in(source, "learn/x.py") == ["learn/x.py:1 staffer"]
+
+
 def test_the_top_level_holds_only_cross_cutting_modules() -> None:
     modules = {path.stem for path in SRC.glob("*.py")}
     assert modules - CROSS_CUTTING == set(), (

@@ -184,7 +184,13 @@ class Settings(BaseSettings):
     )
     observer_flat_fields: str = Field(
         "staffer_id,sig_hash,event_kind,role,city,state,count,rescue_attempted,rescue_succeeded",
-        description="Comma-separated fields that mark a flat POST /event body (the event of the seed system agentlake grew from: no endpoint, its fields at the top level); such a body is stored as a scenario:fill op with those fields as labels.",
+        description="Comma-separated fields that mark a flat POST /event body (the event of the seed system agentlake grew from: no endpoint, its fields at the top level); such a body is stored as an op of observer_flat_endpoint with those fields as labels.",
+    )
+    observer_flat_endpoint: str = Field(
+        "scenario:fill",
+        min_length=1,
+        max_length=128,
+        description="The endpoint a flat POST /event body (observer_flat_fields) is stored under.",
     )
     observer_api_key: SecretStr | None = Field(
         None,

@@ -3,12 +3,12 @@
 ``model`` (the Lesson vocabulary, any domain's) -> ``store`` (DuckDB or PostgreSQL, append-only
 history) -> ``curation`` (the rules that change lessons) -> ``retrieval`` (lessons for a task, a
 read) -> ``effect`` (outcomes, measured helpful/harmful). ``domain`` is the extension point a
-domain fills in (its task key, its machine action, its extractors: the staffing domain in
-``agentlake.workforce``, data questions in ``agentlake.questions``). Extractors (``extractor``:
+domain fills in (its task key, its machine action, its extractors; the built-in domains
+register through the ``agentlake.domains`` entry points, as a third party's do). Extractors (``extractor``:
 heuristic, induction, llm) turn ops into deltas (``evidence``: the judged items an op states,
 kept for induction); ``loop`` is the one learning loop and the only input: it reads what the
 observer recorded (outcomes, feedback, citations, rejections) and runs on demand, between
-scenario batches and on a schedule.
+a scenario's batches and on a schedule.
 """
 
 from agentlake.learn.domain import Domain, domain_names, find_domain, register_domain

@@ -54,7 +54,7 @@ EDITABLE = {"trigger", "action", "match", "machine", "domain"}
 EDITABLE_BY_PEOPLE = EDITABLE | {"confidence", "status"}
 
 # An action that starts by forbidding is the opposite of one that prescribes. Looking at the
-# start only keeps "require OSHA 30; reject workers without it" from reading as negative.
+# start only keeps "require a signature; reject forms without it" from reading as negative.
 _NEGATIVE_START = re.compile(
     r"^\s*(do not|don't|dont|never|avoid|stop|no longer|don't ever)\b", re.IGNORECASE
 )

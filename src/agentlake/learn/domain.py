@@ -2,8 +2,8 @@
 
 ``learn`` owns lessons in general: a match over a task's key fields, an action, words for
 models, evidence, confidence, history, measured effect. What those fields are and what an
-action means belongs to a domain (the staffing domain lives in ``agentlake.workforce``, the
-data-questions domain in ``agentlake.questions``). A domain supplies:
+action means belongs to a domain (each lives in its own package and registers through the
+``agentlake.domains`` entry points; pyproject.toml lists the built-in ones). A domain supplies:
 
 - its task key: the fields, in order (at most ``KEY_SLOTS``), that describe a task of it, the
   ones a lesson must agree on to be given (``hard_fields``), the one retrieval indexes lessons

@@ -5,7 +5,9 @@ Owns the op convention (docs/learning.md, "Judged evidence") and reading it: an 
 (``{"id", "accepted", "explained"?, "values"}``), whether the judge took it and the item's
 features; ``features`` says, per feature, the filter of the domain's machine action that acts
 on it (``filter``) and the words people use for it. The judge's own words for a refused item
-are the op's ``attributes.rejections[].said`` of that item (vague feedback).
+are the op's ``attributes.rejections[].said`` of that item (vague feedback): a rejection names
+its item by the field ``judged.item_key`` says (ops recorded before it: by its one ``*_id``
+field holding an item's id).
 
 An op whose rejections name their rule (``rule``: the judge said why, explicit feedback) does
 not count as evidence to induce from: a rule extractor copies what was said.
@@ -80,12 +82,14 @@ def read_judged(op: ObservedOp) -> JudgedOp | None:
         for name, spec in features.items():
             if isinstance(spec, dict) and 0 < len(str(spec.get("filter") or "")) <= MAX_FILTER_CHARS:
                 schema[str(name)] = {"filter": str(spec["filter"]), "words": str(spec.get("words", ""))}
+    ids = {_int(item.get("id")) for item in items if isinstance(item, dict)} - {None}
+    key = judged.get("item_key") if isinstance(judged.get("item_key"), str) else None
     said: dict[int, list[str]] = {}
     for rejection in op.attributes.get("rejections") or []:
         if isinstance(rejection, dict) and isinstance(rejection.get("said"), str):
-            worker = _int(rejection.get("worker_id"))
-            if worker is not None:
-                said.setdefault(worker, []).append(rejection["said"][:300])
+            item_id = _item_of(rejection, key, ids)
+            if item_id is not None:
+                said.setdefault(item_id, []).append(rejection["said"][:300])
     out = JudgedOp(op_id=op.id, scope=scope.strip(), shape=str(judged.get("shape") or ""), features=schema)
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("values"), dict):
@@ -106,6 +110,19 @@ def read_judged(op: ObservedOp) -> JudgedOp | None:
             )
         )
     return out if out.items else None
+
+
+def _item_of(rejection: Mapping[str, Any], key: str | None, ids: set[Any]) -> int | None:
+    """The id of the item ``rejection`` is about: its ``key`` field, else its one ``*_id``
+    field whose value is an item's id."""
+    if key is not None:
+        return _int(rejection.get(key))
+    found = {
+        value
+        for name, raw in rejection.items()
+        if str(name).endswith("_id") and (value := _int(raw)) is not None and value in ids
+    }
+    return found.pop() if len(found) == 1 else None
 
 
 def record_evidence(store: LessonStore, ops: Sequence[ObservedOp], project_id: str | None) -> int:

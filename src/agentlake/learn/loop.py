@@ -6,7 +6,7 @@ convention below), the judged evidence they state (``evidence.record_evidence``)
 directly (the overseer's), measured effects, decay/expiry and promotion. ``learn_recorded``
 is "learn now from these recorded ops": it reads them from the observer (``read_ops``, by
 filters such as a run-id prefix) and runs the cycle; ``learn_between_batches``
-is that over one staffer's batch of a scenario run, into the staffer's own store. The
+is that over one arm's batch of a scenario run, into the arm's own store. The
 ``LearningScheduler`` (a daemon thread long-running services start) and ``agentlake lessons
 learn`` run the same cycle over recent ops (``read_recent_ops``); a failing scheduled cycle
 is logged and counted, never raised into the host.
@@ -226,7 +226,7 @@ def learn_cycle(
     if proposals:
         report.applied += store.propose(proposals)
     # A lesson these ops taught may have been given to later runs among them before this store
-    # knew it (a staffer that learns within the day, in its own copy): cite it now, or those
+    # knew it (an arm that learns within the day, in its own copy): cite it now, or those
     # runs would count as the baseline without it when its effect is measured.
     record_outcomes(store, ops)
     if measure:
@@ -298,7 +298,7 @@ def learn_recorded(
     **filters: Any,
 ) -> CycleReport:
     """Learn now from what the witness recorded: the ops of ``source`` matching ``filters``
-    (e.g. ``run_id="<run>:<staffer>:b2:*"``), through one :func:`learn_cycle`."""
+    (e.g. ``run_id="<run>:<arm>:b2:*"``), through one :func:`learn_cycle`."""
     ops = read_ops(source, **filters)
     return learn_cycle(
         store,
@@ -323,11 +323,11 @@ def learn_between_batches(
     semantic: bool = False,
     pool_check: PoolChecker | None = None,
 ) -> CycleReport:
-    """Learn a staffer's batch into its own lesson store at ``path`` (a file, or a schema in
+    """Learn an arm's batch into its own lesson store at ``path`` (a file, or a schema in
     PostgreSQL; opened and closed here).
 
     ``run_id`` selects the batch's ops in ``source`` (a run-id prefix such as
-    ``"<run>:<staffer>:b2:*"``); ``proposals`` are the overseer's deltas of the batch. The
+    ``"<run>:<arm>:b2:*"``); ``proposals`` are the overseer's deltas of the batch. The
     cycle measures effects but neither decays nor promotes (a batch is minutes, not weeks).
     ``semantic=False`` curates by lesson identity only (no embedding model), like retrieval.
     The report counts the store's lessons by status afterwards.

@@ -120,9 +120,8 @@ def key_slots(domain: str | None, fields: dict[str, str]) -> list[str]:
 
 
 class LessonMatch(BaseModel):
-    """When a lesson applies: the task's kind and key fields it pins (a domain's, e.g. the
-    client and the role of a staffing task, or the dataset of a data question), and the tool
-    and error a lesson about a step is about. Unset means any; text compares case-insensitively."""
+    """When a lesson applies: the task's kind and key fields it pins (its domain's, e.g. the
+    dataset of a data question), and the tool and error a lesson about a step is about. Unset means any; text compares case-insensitively."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -328,7 +327,7 @@ class Lesson(BaseModel):
 
 class TaskKey(BaseModel):
     """A task as lessons are matched and measured against it: its domain, kind and key fields
-    (the domain's: a staffing order's role, client and place; a data question's dataset)."""
+    (the domain's, e.g. a data question's dataset)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -399,7 +398,7 @@ class LessonDraft(BaseModel):
         "general",
         min_length=1,
         max_length=64,
-        description="A registered domain (staffing, data), or tools, playbook, general.",
+        description="A registered domain's name (e.g. data), or tools, playbook, general.",
     )
     scope: Scope = Field("project", description="project (this project only) or global.")
     project_id: str | None = Field(None, description="The project of a project lesson; empty: the default.")

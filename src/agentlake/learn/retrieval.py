@@ -11,14 +11,14 @@ shorter one after it may still fit):
 1. active lessons whose match pins at least one task field and agrees on every field it pins;
 2. active lessons that apply to any task, and active lessons that agree on the task kind and
    the domain's hard fields but disagree on a soft one, yet whose text is semantically close to
-   the task (cosine >= ``SEMANTIC_FLOOR``): a staffing fill in Akron still finds the lessons
-   learned on the same client's fills in Cleveland;
+   the task (cosine >= ``SEMANTIC_FLOOR``): a task in one city still finds the lessons learned
+   on the same customer's tasks in the next;
 3. the same two stages for pending lessons, marked "(trial)" so their effect can be measured.
 
 A lesson is given to a task of its own domain, or is a lesson about any task (its domain is
 none registered: ``tools``, ``playbook``, ``general``). Its scope must match the task: a
 lesson pinned to another value of a hard field (the task kind, and the domain's, e.g. a
-staffing client or role, a data question's dataset) is never given, and a lesson about a tool
+data question's dataset) is never given, and a lesson about a tool
 is given only to a task that has that tool (``tools``; none given: no tool lessons). Tokens
 are estimated without a tokenizer (characters / 4, see ``model.estimate_tokens``).
 """

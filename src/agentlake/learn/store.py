@@ -158,7 +158,7 @@ MIGRATIONS = [
 
 
 # 003: a lesson's key fields as one JSON object (the domain's: ``LessonMatch.fields``). The
-# columns that held the staffing domain's fields before (releases up to 0.1) are read into it
+# columns that held the first domain's fields before (releases up to 0.1) are read into it
 # and left as they were since; the lesson's body is the truth either way.
 MIGRATIONS.append(
     Migration(
@@ -570,7 +570,7 @@ class LessonStore:
         """Current lessons filtered by status (one or several), domain, scope, project and match.
 
         ``match`` keys are ``task_kind``, ``tool``, ``error_signature`` or a key field a domain
-        declares (a staffing lesson's ``client_id``, a data lesson's ``dataset``); a filter
+        declares (e.g. a data lesson's ``dataset``); a filter
         value matches a lesson whose field equals it (case-insensitive). Sorted by confidence,
         highest first, then id.
         """
@@ -705,7 +705,7 @@ class LessonStore:
 
     def retrievable(self, task: TaskKey) -> list[Lesson]:
         """Pending and active lessons that may apply to ``task``: those pinned to its value of
-        its domain's partition field (a staffing task's client) and those pinned to none.
+        its domain's partition field and those pinned to none.
         Indexed by that value so retrieval does not scan every lesson."""
         with self._lock:
             self._fresh()

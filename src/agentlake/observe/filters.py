@@ -93,7 +93,7 @@ def label_text(value: Any) -> str:
 
 
 def parse_labels(items: list[str]) -> dict[str, str]:
-    """``["staffer_id=rules", ...]`` -> ``{"staffer_id": "rules"}``; ``UserError`` for an item
+    """``["arm=rules", ...]`` -> ``{"arm": "rules"}``; ``UserError`` for an item
     without ``=``."""
     labels: dict[str, str] = {}
     for item in items:

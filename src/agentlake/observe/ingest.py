@@ -64,13 +64,13 @@ def _problems(exc: ValidationError, *, batch: bool) -> InvalidEventsError:
 
 
 # The flat event body the scenarios of the system agentlake grew from sent: its fields at the
-# top level and no endpoint. It is a judged fill of a scenario.
-FLAT_ENDPOINT = "scenario:fill"
+# top level and no endpoint; it is stored under the endpoint the settings name for it
+# (observer_flat_endpoint), from source "scenario".
 _OP_FIELDS = frozenset(ObservedOp.model_fields) | {"provenance"}
 
 
-def _from_flat(body: bytes, flat_fields: frozenset[str]) -> ObservedOp | None:
-    """The op of a flat event (see ``FLAT_ENDPOINT``), or ``None`` when ``body`` is not one (no
+def _from_flat(body: bytes, flat_fields: frozenset[str], endpoint: str) -> ObservedOp | None:
+    """The op of a flat event (stored as ``endpoint``), or ``None`` when ``body`` is not one (no
     field of ``flat_fields`` at the top level): those fields become labels, op fields stay,
     anything else goes to ``attributes`` (nothing the client sent is lost); source
     ``scenario`` unless it says."""
@@ -80,7 +80,7 @@ def _from_flat(body: bytes, flat_fields: frozenset[str]) -> ObservedOp | None:
         return None
     if not isinstance(document, dict) or "endpoint" in document or not flat_fields & document.keys():
         return None
-    fields: dict[str, Any] = {"endpoint": FLAT_ENDPOINT, "source": "scenario"}
+    fields: dict[str, Any] = {"endpoint": endpoint, "source": "scenario"}
     labels = dict(document.get("labels") or {}) if isinstance(document.get("labels"), dict) else {}
     attributes = (
         dict(document.get("attributes") or {}) if isinstance(document.get("attributes"), dict) else {}
@@ -99,16 +99,18 @@ def _from_flat(body: bytes, flat_fields: frozenset[str]) -> ObservedOp | None:
         raise _problems(exc, batch=False) from None
 
 
-def parse_event(body: bytes, *, flat_fields: frozenset[str] = frozenset()) -> ObservedOp:
+def parse_event(
+    body: bytes, *, flat_fields: frozenset[str] = frozenset(), flat_endpoint: str = "event"
+) -> ObservedOp:
     """One op from a JSON object, or from the flat body of the system agentlake grew from
-    (``flat_fields`` at the top level, no ``endpoint``: endpoint ``scenario:fill``, source
+    (``flat_fields`` at the top level, no ``endpoint``: endpoint ``flat_endpoint``, source
     ``scenario``). Raises ``InvalidEventsError`` (400) naming each bad field."""
     try:
         return clean_ops([_ONE.validate_json(body, context=_CONTEXT)])[0]
     except ValidationError as exc:
         problems = _problems(exc, batch=False)
     # Only a body that failed as an op is read as a flat one: the usual event pays nothing.
-    flat = _from_flat(body, flat_fields) if flat_fields else None
+    flat = _from_flat(body, flat_fields, flat_endpoint) if flat_fields else None
     if flat is None:
         raise problems
     return flat

@@ -140,7 +140,7 @@ class ObservedOp(BaseModel):
     )
     labels: dict[str, LabelValue] = Field(
         default_factory=dict,
-        description="What a domain stamps on its ops to find them again (e.g. a scenario's staffer); "
+        description="What a domain stamps on its ops to find them again (e.g. a scenario's arm); "
         "at most 32, each text, a number or a bool; filterable (label=key=value).",
     )
     usage: LLMUsage | None = None

@@ -30,7 +30,7 @@ from agentlake.observe.observer import Observer
 
 log = logging.getLogger(__name__)
 
-WORKERS = 4
+THREADS = 4
 _STATUS = {401: grpc.StatusCode.UNAUTHENTICATED, 403: grpc.StatusCode.PERMISSION_DENIED}
 
 
@@ -110,7 +110,7 @@ class OtlpGrpcReceiver:
     ) -> None:
         self.host, self.port = host, port
         self._server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="otlp-grpc"),
+            futures.ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="otlp-grpc"),
             # grpcio sets SO_REUSEPORT by default: a second listener would silently share the
             # port (and its calls) with the first instead of failing to bind.
             options=[("grpc.max_receive_message_length", max_message_bytes), ("grpc.so_reuseport", 0)],

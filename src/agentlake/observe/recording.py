@@ -77,7 +77,7 @@ def observe_context(
     **attributes: Any,
 ) -> Iterator[None]:
     """Set defaults inherited by every op recorded inside (across threads only if the context is
-    copied): a run id, labels (e.g. a scenario's staffer), an agent id, a trace id and extra
+    copied): a run id, labels (e.g. a scenario's arm), an agent id, a trace id and extra
     attributes. Nested contexts merge, inner values win.
 
     ``span=True`` opens a span for work whose op is recorded only at its end (an agent's task:

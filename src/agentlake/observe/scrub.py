@@ -402,8 +402,8 @@ def _replace(rule: Rule) -> Callable[[re.Match[str]], str]:
         whole = match.group(0)
         verdict = True if rule.check is None else rule.check(match)
         if not verdict:
-            # Not this rule's secret ("client_id": ...), but the rest of what it spans may hold
-            # one ("client_id": "x api_key=..."): look again past the vetoed start.
+            # Not this rule's secret ("app_id": ...), but the rest of what it spans may hold
+            # one ("app_id": "x api_key=..."): look again past the vetoed start.
             head = (match.group(rule.keep) if rule.keep else "") or whole[:1]
             return head + rule.pattern.sub(replace, whole[len(head) :])
         if verdict is not True and verdict < len(whole):  # the secret is the match's head
@@ -482,7 +482,7 @@ def may_hold_secret(text: str) -> bool:
     return any(_signals(text, text.lower()))
 
 
-# Short texts already found clean: an op's endpoint, agent, run, role and city repeat from op to
+# Short texts already found clean: an op's endpoint, agent, run and labels repeat from op to
 # op, and a dictionary lookup costs a tenth of the gate. Bounded; emptied when full.
 _KNOWN_CLEAN: dict[str, None] = {}
 _KNOWN_CLEAN_MAX = 20_000

@@ -145,7 +145,11 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
     @app.ingest_route("/event")
     async def post_event(request: Request) -> JSONResponse:
         allow(request, "write")
-        op = parse_event(await read_body(request.scope, request.receive, max_bytes), flat_fields=flat_fields)
+        op = parse_event(
+            await read_body(request.scope, request.receive, max_bytes),
+            flat_fields=flat_fields,
+            flat_endpoint=settings.observer_flat_endpoint,
+        )
         (result,) = await observer.record_many_async([op])
         # ring_size: ops in the live ring now (the reply of the system agentlake grew from).
         return JSONResponse({**result.as_dict(), "ring_size": observer.ring_depth})

@@ -113,7 +113,14 @@ def judged_evidence(
         if role and not same_role(worker.role, role):
             item["values"].update({ROLE: worker.role, ORDERED_ROLE: role})
         items.append(item)
-    evidence = {"scope": scope, "shape": shape, "features": feature_schema(), "items": items}
+    # The rejections name their worker by worker_id: the judge's words for each item.
+    evidence = {
+        "scope": scope,
+        "shape": shape,
+        "item_key": "worker_id",
+        "features": feature_schema(),
+        "items": items,
+    }
     while items and len(json.dumps(evidence)) > MAX_EVIDENCE_CHARS:
         items.pop()
     return evidence
