@@ -48,6 +48,20 @@ def test_feedback_over_rest_is_learned_into_a_playbook(
     assert [lesson.machine["sql"] for lesson in playbooks] == ["SELECT count(*) AS n FROM workers"]
 
 
+def test_the_lessons_of_one_dataset_are_listed_by_it(
+    make_gateway: Any, keys: Any, asker: ScriptedProvider
+) -> None:
+    client, app = make_gateway()
+    answer_id = _answer(client, asker, keys["read"])
+    client.post("/feedback", json={"answer_id": answer_id, "right": True}, headers=keys["write"])
+    app.state.learning.run_once()
+
+    listed = client.get("/playbooks", params={"dataset": "workers"}, headers=keys["read"]).json()
+    other = client.get("/playbooks", params={"dataset": "clients"}, headers=keys["read"]).json()
+
+    assert (listed["total"], other["total"]) == (1, 0)
+
+
 def test_feedback_needs_a_write_key(make_gateway: Any, keys: Any, asker: ScriptedProvider) -> None:
     client, _ = make_gateway()
     answer_id = _answer(client, asker, keys["read"])

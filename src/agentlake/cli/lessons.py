@@ -106,12 +106,13 @@ def list_command(
         [], "--status", help="pending, active, conflict-hold or retired; repeatable."
     ),
     domain: str | None = typer.Option(
-        None, "--domain", help="Only this domain, e.g. staffing, tools, playbook."
+        None, "--domain", help="Only this domain, e.g. staffing, data, tools, playbook."
     ),
     scope: str | None = typer.Option(None, "--scope", help="project or global."),
     project: str | None = typer.Option(None, "--project", help="Only lessons of this project id."),
     client: str | None = typer.Option(None, "--client", help="Only lessons matching this client id."),
     role: str | None = typer.Option(None, "--role", help="Only lessons matching this role."),
+    dataset: str | None = typer.Option(None, "--dataset", help="Only data lessons about this dataset."),
     fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json or csv."),
 ) -> None:
     """List current lessons, most confident first."""
@@ -120,7 +121,7 @@ def list_command(
     server = running_gateway()
     if server is not None:
         lessons = _list_through(
-            server, status=status, domain=domain, scope=scope, client_id=client, role=role
+            server, status=status, domain=domain, scope=scope, client_id=client, role=role, dataset=dataset
         )
         lessons = [lesson for lesson in lessons if project is None or lesson.project_id == project]
     else:
@@ -132,6 +133,7 @@ def list_command(
                 project_id=project,
                 client_id=client,
                 role=role,
+                dataset=dataset,
             )  # type: ignore[arg-type]
     render_rows(_COLUMNS, [_row(lesson) for lesson in lessons], fmt, title=f"{len(lessons)} lesson(s)")
 

@@ -172,6 +172,7 @@ def list_lessons(services: Services, query: LessonQuery) -> LessonList:
         city=query.city,
         state=query.state,
         tool=query.tool,
+        dataset=query.dataset,
     )
     return LessonList(lessons=found[query.offset : query.offset + query.limit], total=len(found))
 

@@ -104,7 +104,7 @@ class LessonQuery(BaseModel):
         default_factory=list, description="Any of these statuses (repeat the parameter); default: all."
     )
     domain: str | None = Field(
-        None, max_length=64, description="Only lessons of this domain (staffing, tools, playbook, ...)."
+        None, max_length=64, description="Only lessons of this domain (staffing, data, tools, playbook, ...)."
     )
     scope: Literal["project", "global"] | None = Field(
         None, description="Only project lessons, or only global ones (learned in several projects)."
@@ -115,6 +115,7 @@ class LessonQuery(BaseModel):
     city: str | None = Field(None, max_length=128, description="Only lessons for this city.")
     state: str | None = Field(None, max_length=32, description="Only lessons for this state.")
     tool: str | None = Field(None, max_length=128, description="Only lessons about this tool.")
+    dataset: str | None = Field(None, max_length=128, description="Only data lessons about this dataset.")
     limit: int = Field(100, ge=1, le=1000, description="Page size.")
     offset: int = Field(0, ge=0, le=1_000_000, description="Lessons to skip.")
 
