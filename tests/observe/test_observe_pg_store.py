@@ -92,3 +92,22 @@ def test_ops_commands_read_the_database(cli, monkeypatch, database_url: str) -> 
     result = cli("ops", "stats", "--format", "json")
     assert result.code == 0, result.output
     assert json.loads(result.out)["total"] == 3
+
+
+def test_a_writer_waits_for_an_earlier_writers_commit_so_seq_orders_commits(database_url: str) -> None:
+    import threading
+
+    from agentlake.observe.pg_store import SEQ_LOCK
+
+    with PgOpStore(database_url) as store, psycopg.connect(database_url) as holder:
+        store.append([_op(1)])
+        with holder.transaction():
+            # Another writer in the middle of its commit holds the lock.
+            holder.execute("SELECT pg_advisory_xact_lock(%s)", [SEQ_LOCK])
+            done = threading.Event()
+            writer = threading.Thread(target=lambda: (store.append([_op(2)]), done.set()))
+            writer.start()
+            waited = not done.wait(1.0)
+        writer.join(10)
+
+    assert (waited, done.is_set()) == (True, True)

@@ -10,7 +10,11 @@ the ops has committed (PostgreSQL flushes its write-ahead log on commit with the
 with ``ON CONFLICT (id) DO NOTHING RETURNING id`` in the same transaction: the ids returned are
 the ones stored now, every other one is a duplicate, whichever process stored it first. Many
 processes may hold a ``PgOpStore`` on the same database; ``seq`` comes from a database sequence,
-so it is unique across them and orders commits of one writer (not across writers).
+so it is unique across them, and it orders commits across them too: a batch takes a lock held
+to its commit (``pg_advisory_xact_lock(SEQ_LOCK)``) before its rows get their ``seq``, so no row
+commits after one with a higher ``seq`` and a reader that reads by ``seq`` (the scheduled
+learner's cursor) never passes a row that commits later. The COPY runs before the lock: writers
+wait on each other only for the move into ``ops``.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from agentlake.observe.store import MIGRATIONS as DUCKDB_MIGRATIONS
 from agentlake.postgres import Database, Session, apply_pg_migrations
 
 STORE = "ops"
+# The transaction-scoped advisory lock every writer takes before its rows get their seq.
+SEQ_LOCK = 0x61676C6B  # "aglk"
 
 # The DuckDB schema's text in PostgreSQL's spelling (a released migration is never edited, so
 # the derived text is as fixed as the original), seq from a sequence shared by every writer, and
@@ -161,6 +167,8 @@ class PgOpStore(OpStore):
                 with cur.copy(f"COPY incoming_ops ({_COPIED_SQL}) FROM STDIN") as copy:
                     for row in rows:
                         copy.write_row(row)
+                # Commits in seq order across writers (see the module docstring).
+                cur.execute("SELECT pg_advisory_xact_lock(%s)", [SEQ_LOCK])
                 cur.execute(
                     f"INSERT INTO ops ({_COPIED_SQL}) SELECT {_COPIED_SQL} FROM incoming_ops "
                     "ON CONFLICT (id) DO NOTHING RETURNING id"
