@@ -78,7 +78,12 @@ class QuestionResult(BaseModel):
 
 
 def run_pass(
-    questions: list[Question], truths: dict[str, Truth], ask: Callable[[str], Any], *, arm: str = "cold"
+    questions: list[Question],
+    truths: dict[str, Truth],
+    ask: Callable[[str], Any],
+    *,
+    arm: str = "cold",
+    on_result: Callable[[QuestionResult], None] | None = None,
 ) -> list[QuestionResult]:
     """Ask each question with ``ask`` (question text -> an ``Answer``) and judge the answer.
 
@@ -116,6 +121,8 @@ def run_pass(
                 result.right, result.judged = judgement.right, judgement.reason
         result.seconds = round(time.perf_counter() - started, 3)
         results.append(result)
+        if on_result is not None:
+            on_result(result)
     return results
 
 
@@ -205,12 +212,19 @@ def lesson_summary(store: Any, results: list[QuestionResult]) -> dict[str, Any]:
     }
 
 
-def report(label: str, results: list[QuestionResult], questions: list[Question]) -> dict[str, Any]:
-    """Print one pass's lines and summary; the summary."""
-    for result in results:
+def line(label: str) -> Callable[[QuestionResult], None]:
+    """Print each judged question as it comes (long work shows progress)."""
+
+    def show(result: QuestionResult) -> None:
         verdict = "ERROR" if result.error else "right" if result.right else "wrong"
         said = (result.error or result.answer or "").replace("\n", " ")[:90]
         print(f"  {label} {result.id:32s} {verdict:5s} {result.seconds:6.1f}s  {said}", flush=True)
+
+    return show
+
+
+def report(label: str, results: list[QuestionResult], questions: list[Question]) -> dict[str, Any]:
+    """Print one pass's summary and accuracy by tag; the summary."""
     summary = summarize(results)
     print(
         f"{label}: {summary['right']} right / {summary['wrong']} wrong / "
@@ -266,14 +280,14 @@ def main() -> None:
                 if args.pass_ != "both":
                     questions = pack.questions_of(int(args.pass_))[: args.limit]
                     truths = compute_truths(pack, lake, questions)
-                    results = run_pass(questions, truths, asker(False))
+                    results = run_pass(questions, truths, asker(False), on_result=line(f"p{args.pass_}"))
                     summaries[f"pass {args.pass_}"] = report(f"p{args.pass_}", results, questions)
                     everything += results
                 else:
                     first = pack.questions_of(1)[: args.limit]
                     second = pack.questions_of(2)[: args.limit]
                     truths = compute_truths(pack, lake, first + second)
-                    cold = run_pass(first, truths, asker(False))
+                    cold = run_pass(first, truths, asker(False), on_result=line("p1"))
                     summaries["pass 1 (cold)"] = report("p1", cold, first)
                     print(
                         f"feedback on {give_feedback_on(cold, truths, observer)} answers; learning...",
@@ -281,9 +295,11 @@ def main() -> None:
                     )
                     cycle, cursor = learn(store, observer, lake, 0)
                     print(f"  learned: {cycle.counts()}", flush=True)
-                    learning = run_pass(second, truths, asker(store), arm="learning")
+                    learning = run_pass(
+                        second, truths, asker(store), arm="learning", on_result=line("p2 learning")
+                    )
                     summaries["pass 2 (learning)"] = report("p2 learning", learning, second)
-                    twin = run_pass(second, truths, asker(False), arm="twin")
+                    twin = run_pass(second, truths, asker(False), arm="twin", on_result=line("p2 twin"))
                     summaries["pass 2 (twin)"] = report("p2 twin", twin, second)
                     give_feedback_on(learning + twin, truths, observer)
                     cycle, cursor = learn(store, observer, lake, cursor)

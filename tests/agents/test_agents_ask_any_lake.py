@@ -239,4 +239,29 @@ def test_the_question_reaches_the_plan_with_the_tables_it_names_in_detail(
 
     ask("How many penguins live on Biscoe?", lake=own_lake, model="scripted:asker")
 
-    assert "one row of penguins: species=" in asker.history[0][0][-1].content
+    assert "- penguins (" in asker.history[0][0][-1].content
+
+
+def test_no_sample_row_reaches_the_plan_to_be_copied(
+    own_lake: Lake, asker: ScriptedProvider, sink: MemorySink
+) -> None:
+    asker.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE island = 'Biscoe'"))
+    asker.enqueue("3 [SQL].")
+
+    ask("How many penguins live on Biscoe?", lake=own_lake, model="scripted:asker")
+
+    assert "one row of" not in asker.history[0][0][-1].content
+
+
+def test_a_filter_on_a_value_the_question_does_not_name_is_sent_back(
+    own_lake: Lake, asker: ScriptedProvider, sink: MemorySink
+) -> None:
+    asker.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE island = 'Biscoe' AND species = 'Gentoo'"))
+    asker.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE island = 'Biscoe'"))
+    asker.enqueue("3 [SQL].")
+
+    answer = ask("How many penguins live on Biscoe?", lake=own_lake, model="scripted:asker")
+
+    assert (
+        answer.revision == "the first query filters on species = 'Gentoo', which the question does not name"
+    )

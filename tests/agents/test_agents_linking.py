@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentlake.agents.linking import link_datasets, words
+from agentlake.agents.linking import link_datasets, missing_values, named_values, named_values_hint, words
 from agentlake.lake import Lake
 from agentlake.settings import Settings
 
@@ -47,3 +47,43 @@ def test_a_question_naming_nothing_gets_every_table(lake: Lake) -> None:
 
 def test_words_drop_plurals_and_stop_words() -> None:
     assert words("How many penguins are there on the islands?") == {"penguin", "island"}
+
+
+def test_a_us_state_named_by_name_names_its_code() -> None:
+    listed = {("airports", "state"): ["AK", "AL", "CA", "HI", "TX", "WA"]}
+    assert named_values("What is the average latitude of the airports in Hawaii?", listed) == [
+        ("state", "HI")
+    ]
+
+
+def test_a_code_that_is_part_of_a_named_table_is_no_value() -> None:
+    listed = {("airports", "state"): ["AK", "CA", "LA", "TX", "WA"], ("la_riots", "race"): ["Asian", "Black"]}
+    assert named_values("How many people died during the LA riots?", listed) == []
+
+
+def test_a_state_that_names_a_table_is_no_value() -> None:
+    listed = {
+        ("airports", "state"): ["AK", "CA", "IA", "TX", "WA"],
+        ("iowa_electricity", "source"): ["Nuclear"],
+    }
+    assert named_values("How much electricity did Iowa generate?", listed) == []
+
+
+def test_a_value_written_in_several_cases_is_named_in_all() -> None:
+    listed = {("orders", "channel"): ["Phone", "WEB", "Web", "web"]}
+    assert named_values("How many orders came through the web?", listed) == [
+        ("channel", "WEB"),
+        ("channel", "Web"),
+        ("channel", "web"),
+    ]
+
+
+def test_the_hint_for_a_value_in_several_cases_compares_it_lower_cased() -> None:
+    listed = {("orders", "channel"): ["WEB", "Web", "web"]}
+    named = named_values("How many orders came through the web?", listed)
+    assert "lower(channel) = 'web'" in named_values_hint(named, listed)
+
+
+def test_a_query_comparing_the_lower_cased_value_leaves_nothing_out() -> None:
+    named = [("channel", "WEB"), ("channel", "Web"), ("channel", "web")]
+    assert missing_values("SELECT count(*) FROM orders WHERE lower(channel) = 'web'", named) is None

@@ -8,6 +8,7 @@ before the runtime opens it (read-only, as the CLI's graph does).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,17 @@ def test_the_thinker_is_shown_the_query_of_an_alike_question(
 
     thinker_first = "\n".join(m.content for m in model.history[1][0])
     assert PLAYBOOK_SQL in thinker_first
+
+
+def test_what_lessons_say_reaches_the_thinker_fenced_as_data(
+    make_runtime: MakeRuntime, lake_dir: Path, model: ScriptedProvider, lessons: dict[str, str]
+) -> None:
+    runtime = make_runtime(data_dir=lake_dir)
+
+    _chat(runtime, model, "SELECT count(*) AS n FROM workers WHERE state = 'OH'")
+
+    fenced = re.findall(r"<data>(.*?)</data>", "\n".join(m.content for m in model.history[1][0]), re.DOTALL)
+    assert any(PLAYBOOK_SQL in block for block in fenced)
 
 
 def test_a_name_a_lesson_corrects_is_written_by_code_before_the_query_runs(

@@ -254,3 +254,38 @@ def test_a_playbook_whose_query_no_longer_runs_is_retired_with_the_reason(
         "retired",
         "its query no longer runs on penguins",
     )
+
+
+def test_a_playbook_an_answer_was_worse_with_is_retired_at_once(lake, store, observer, model) -> None:
+    model.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE species = 'Gentoo'"))
+    model.enqueue("2 [SQL].")
+    first = _ask("How many Gentoo penguins are there?", lake, observer, store)
+    give_feedback(Feedback(answer_id=first.id, right=True), observer=observer)
+    _learn(store, observer, lake)
+    (playbook,) = store.list(domain="data")
+    model.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE species = 'Adelie'"))
+    model.enqueue("2 [SQL].")
+    misled = _ask("How many Adelie penguins are there?", lake, observer, store)
+    give_feedback(Feedback(answer_id=misled.id, right=False, expected="2"), observer=observer)
+    model.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE island = 'Dream'"))
+    model.enqueue("1 [SQL].")
+    twin = _ask("How many penguins live on Dream?", lake, observer, False)
+    give_feedback(Feedback(answer_id=twin.id, right=True), observer=observer)
+
+    learn_cycle(store, observer.query(limit=1000, order="asc"), lake=lake, promote=False)
+
+    assert store.get(playbook.id).status == "retired"
+
+
+def test_a_note_is_given_only_to_nearly_the_same_question(lake, store, observer, model) -> None:
+    model.enqueue(_plan("SELECT count(*) AS n FROM penguins"))
+    model.enqueue("5 [SQL].")
+    answer = _ask("How many penguins were weighed in 2007?", lake, observer, store)
+    give_feedback(Feedback(answer_id=answer.id, right=False, expected="1"), observer=observer)
+    _learn(store, observer, lake)
+    model.enqueue(_plan("SELECT count(*) AS n FROM penguins"))
+    model.enqueue("5 [SQL].")
+
+    other = _ask("How many penguins were weighed in 2008?", lake, observer, store)
+
+    assert other.lessons == []

@@ -37,10 +37,16 @@ from pydantic import BaseModel, Field, model_validator
 
 from agentlake.agents import render
 from agentlake.agents.examples import WorkedCount, worked_count, worked_search
-from agentlake.agents.linking import link_datasets, missing_values, named_values, named_values_hint
+from agentlake.agents.linking import (
+    link_datasets,
+    missing_values,
+    named_values,
+    named_values_hint,
+    unnamed_values,
+)
 from agentlake.agents.tools import datasets_text, listed_values, searchable
 from agentlake.errors import AgentlakeError, UnavailableError, UserError
-from agentlake.lake.repair import repaired_sql
+from agentlake.lake.repair import column_types, repaired_sql
 from agentlake.llm.fence import DATA_RULE, data_block
 from agentlake.observe import observe
 from agentlake.observe.model import new_op_id
@@ -81,7 +87,10 @@ SQL_ROUTE = """\
 "sql" for structured questions (counts, sums, averages, filters on columns, top-N, lists by
   exact attributes): write ONE read-only DuckDB SELECT (or WITH ... SELECT) over these tables,
   with a LIMIT of at most {max_rows} rows when it returns rows. Use only the columns listed.
-  Compare a column with one of its listed values exactly as written: WHERE <column> = '<value>'."""
+  Compare a column with one of its listed values exactly as written: WHERE <column> = '<value>'.
+  Filter only on what the question asks. Count different values with count(DISTINCT <column>).
+  A date column: year(<column>) = 2015, month(<column>) = 3, or <column> BETWEEN DATE '2015-03-01'
+  AND DATE '2015-03-31'; days between two dates: <later> - <earlier>."""
 
 SEARCH_ROUTE = """\
 "search" for fuzzy or descriptive questions (things described in words): give the dataset (one
@@ -183,7 +192,7 @@ class _Run:
     where: str | None = None
     error: str | None = None  # it did not run
     problem: str | None = None  # what to send back: the error, an empty result, a left-out value
-    kind: Literal["error", "aggregate", "empty", "missing"] | None = None
+    kind: Literal["error", "aggregate", "empty", "missing", "unnamed"] | None = None
     repair: str | None = None  # what code fixed in the query before it ran
     renamed: list[str] = field(default_factory=list)  # rename lessons applied to the query
 
@@ -225,6 +234,7 @@ class _Asking:
     embedder: Any
     observer: Any
     given: QuestionLessons = field(default_factory=QuestionLessons)
+    listed: dict[tuple[str, str], list[str]] = field(default_factory=dict)
 
 
 def ask(
@@ -284,7 +294,14 @@ def ask(
         indexed = [dataset]
     listed = listed_values(lake)
     context = _Asking(
-        question, lake, named_values(question, listed), link_datasets(question, lake), k, embedder, observer
+        question,
+        lake,
+        named_values(question, listed),
+        link_datasets(question, lake),
+        k,
+        embedder,
+        observer,
+        listed=listed,
     )
     store, opened = _lesson_store(lessons, settings)
     try:
@@ -293,7 +310,9 @@ def ask(
     finally:
         if opened:
             store.close()  # type: ignore[union-attr]
-    example = worked_count(lake)
+    # Over another table than the question's when the lake has one: a small model copies an
+    # example's filter on the same column ("state = 'AK'" for a question about Hawaii).
+    example = worked_count(lake, avoid=frozenset(context.linked))
     messages = [
         Message(role="system", content=plan_system(lake, indexed)),
         *(Message(**shot) for shot in plan_shots(lake, example, indexed)),
@@ -394,9 +413,11 @@ def plan_question(
 
 
 def _tables_detail(lake: Lake, tables: list[str]) -> str:
-    lines = datasets_text(lake, tuple(tables), values=True, max_values=MAX_VALUES_SHOWN, sample=True)[1:]
+    # No sample row: a small model copies its values into filters the question never asked
+    # for ("symbol = 'MSFT' AND date = '2000-01-01'").
+    lines = datasets_text(lake, tuple(tables), values=True, max_values=MAX_VALUES_SHOWN)[1:]
     return (
-        f"\n\nThe tables it is likely about, with their values and one row:\n{data_block(chr(10).join(lines))}"
+        f"\n\nThe tables it is likely about, with their values:\n{data_block(chr(10).join(lines))}"
         if lines
         else ""
     )
@@ -500,8 +521,11 @@ def _execute(plan: Plan, context: _Asking, *, last: bool) -> _Run:
         op.attributes["rows"] = len(run.result.rows)
         op.set_output(_sql_source(run.result).text)
     left = missing_values(plan.sql, context.named)
+    extra = unnamed_values(plan.sql, context.question, context.named, context.listed)
     if left:
         run.kind, run.problem = "missing", f"leaves out {left}, which the question names"
+    elif extra:
+        run.kind, run.problem = "unnamed", f"filters on {extra}, which the question does not name"
     elif _empty(run.result):
         run.kind, run.problem = "empty", "returned no rows (or only empty values)"
     return run
@@ -525,6 +549,11 @@ def _send_back(run: _Run, lake: Lake, linked: list[str]) -> str:
             "the column's listed values and type (a text column holding dates or numbers needs TRY_CAST or "
             f"the text's own format), or widen the filter.{tables}\n\nWrite the whole query again."
         )
+    if run.kind == "unnamed":
+        return (
+            f"Your query {run.problem}: keep such a filter only if the question means it (a code the "
+            "question describes in words), else drop it. Write the whole query again."
+        )
     return f"Your query {run.problem}. Write the whole query again."
 
 
@@ -535,7 +564,9 @@ def _repairs(run: _Run, context: _Asking) -> list[_Run]:
     repairs: list[_Run] = []
     current = run
     while current.kind == "error" and isinstance(current.plan, SqlPlan) and len(repairs) < MAX_REPAIRS:
-        fixed = repaired_sql(current.plan.sql, current.error or "")
+        fixed = repaired_sql(
+            current.plan.sql, current.error or "", column_types(context.lake, current.plan.sql)
+        )
         if fixed is None:
             break
         sql, what = fixed

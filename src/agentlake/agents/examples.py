@@ -70,17 +70,22 @@ def _literal(value: str) -> str:
 _counts: PerLakeCache[WorkedCount | None] = PerLakeCache()
 
 
-def worked_count(lake: Lake) -> WorkedCount | None:
-    """The lake's worked count (see the module docstring); ``None`` for a lake with no dataset."""
+def worked_count(lake: Lake, avoid: frozenset[str] = frozenset()) -> WorkedCount | None:
+    """The lake's worked count (see the module docstring); ``None`` for a lake with no dataset.
+    ``avoid``: tables the example should not be over when another will do (the ones a question
+    is about: a small model copies an example's filter on the same column)."""
     versions = dataset_versions(lake)
     version = tuple(sorted((name, str(v)) for name, v in versions.items()))
-    return _counts.get(f"{lake.path}|worked_count", version, lambda: _build_count(lake))
+    key = f"{lake.path}|worked_count|{','.join(sorted(avoid))}"
+    return _counts.get(key, version, lambda: _build_count(lake, avoid))
 
 
-def _build_count(lake: Lake) -> WorkedCount | None:
-    datasets = sorted(info.name for info in lake.datasets())
-    if not datasets:
+def _build_count(lake: Lake, avoid: frozenset[str] = frozenset()) -> WorkedCount | None:
+    names = sorted(info.name for info in lake.datasets())
+    if not names:
         return None
+    # The tables to avoid last, not never: a lake of one table still has its example.
+    datasets = [name for name in names if name not in avoid] + [name for name in names if name in avoid]
     listed = listed_values(lake)
     for table in datasets:
         columns = [column for (name, column), values in listed.items() if name == table and len(values) >= 2]

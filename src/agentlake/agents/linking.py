@@ -26,6 +26,23 @@ KEEP = 3
 NAME_WEIGHT = 3.0
 COLUMN_WEIGHT = 1.0
 VALUE_WEIGHT = 4.0
+# US states, DC and territories by name: a question says "Texas" where a column holds "TX".
+US_STATES = {
+    "alabama": "AL", "alaska": "AK", "arizona": "AZ", "arkansas": "AR", "california": "CA",
+    "colorado": "CO", "connecticut": "CT", "delaware": "DE", "district of columbia": "DC",
+    "florida": "FL", "georgia": "GA", "hawaii": "HI", "idaho": "ID", "illinois": "IL",
+    "indiana": "IN", "iowa": "IA", "kansas": "KS", "kentucky": "KY", "louisiana": "LA",
+    "maine": "ME", "maryland": "MD", "massachusetts": "MA", "michigan": "MI", "minnesota": "MN",
+    "mississippi": "MS", "missouri": "MO", "montana": "MT", "nebraska": "NE", "nevada": "NV",
+    "new hampshire": "NH", "new jersey": "NJ", "new mexico": "NM", "new york": "NY",
+    "north carolina": "NC", "north dakota": "ND", "ohio": "OH", "oklahoma": "OK", "oregon": "OR",
+    "pennsylvania": "PA", "rhode island": "RI", "south carolina": "SC", "south dakota": "SD",
+    "tennessee": "TN", "texas": "TX", "utah": "UT", "vermont": "VT", "virginia": "VA",
+    "washington": "WA", "west virginia": "WV", "wisconsin": "WI", "wyoming": "WY",
+    "puerto rico": "PR", "guam": "GU", "american samoa": "AS", "virgin islands": "VI",
+}  # fmt: skip
+# A column of state codes: at least this many of its listed values are codes of US_STATES.
+STATE_CODES_MIN = 5
 _STOP = frozenset(
     "a an the of in on at to for by with from and or is are was were be been what which who whom how many "
     "much did do does there their this that these those as it its per each any all than most least".split()
@@ -75,25 +92,64 @@ def _union(sets: Iterable[set[str]]) -> set[str]:
 def named_values(question: str, listed: dict[tuple[str, str], list[str]]) -> list[tuple[str, str]]:
     """``(column, value)`` for each listed column value the question names, in the question's
     order: "welders" names role 'Welder'; a short code names it only written as listed ("OH",
-    not "in" for IN); a value inside a longer named one ("Truck Driver" in "CDL-A Truck Driver")
-    is left out."""
+    not "in" for IN), and not where it is part of a table's name the question says ("LA riots"
+    for la_riots); a US state's name names its code in a column of state codes ("Texas": 'TX');
+    a value inside a longer named one ("Truck Driver" in "CDL-A Truck Driver") is left out."""
     found: dict[tuple[str, str], int] = {}
+    said = words(question)
+    named_tables = {table for table, _ in listed if len(words(table)) > 1 and words(table) <= said}
+    in_table_names = _union(words(table) for table in named_tables)
     for (_, column), values in listed.items():
         for value in values:
             if value.isupper() and len(value) <= 3:
+                if value.casefold() in in_table_names:
+                    continue
                 match = re.search(rf"(?<![A-Za-z]){re.escape(value)}(?![A-Za-z])", question)
             else:
                 match = re.search(rf"\b{re.escape(value)}(?:s|es)?\b", question, re.IGNORECASE)
             if match and (column, value) not in found:
                 found[(column, value)] = match.start()
+        codes = set(values) & set(US_STATES.values())
+        if len(codes) >= STATE_CODES_MIN:
+            for name, code in US_STATES.items():
+                if words(name) <= in_table_names:
+                    continue  # "Iowa electricity" names the table iowa_electricity, not IA
+                match = re.search(rf"\b{re.escape(name)}\b", question, re.IGNORECASE)
+                if match and code in codes and (column, code) not in found:
+                    found[(column, code)] = match.start()
+    # A value written in several cases is named in all of them ("web": 'WEB', 'Web', 'web').
+    for (_, column), values in listed.items():
+        for value in values:
+            twin = next(
+                (at for (c, v), at in found.items() if c == column and v.casefold() == value.casefold()), None
+            )
+            if twin is not None and (column, value) not in found:
+                found[(column, value)] = twin
     kept = [
         key
         for key in found
         if not any(
-            key != other and key[0] == other[0] and key[1].lower() in other[1].lower() for other in found
+            key[0] == other[0] and len(other[1]) > len(key[1]) and key[1].casefold() in other[1].casefold()
+            for other in found
         )
     ]
-    return sorted(kept, key=lambda key: found[key])
+    return sorted(kept, key=lambda key: (found[key], key[1]))
+
+
+def _cased(named: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    """``named`` grouped by column and value ignoring case, in order: ``(column, [values])``."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for column, value in named:
+        groups.setdefault((column, value.casefold()), []).append(value)
+    return [(column, values) for (column, _), values in groups.items()]
+
+
+def _filter_text(column: str, values: list[str]) -> str:
+    """How a named value is filtered on: ``state = 'OH'``, or for a value written in several
+    cases ``lower(channel) = 'web'``."""
+    if len(values) == 1:
+        return f"{column} = '{values[0]}'"
+    return f"lower({column}) = '{values[0].casefold()}'"
 
 
 def named_values_hint(
@@ -105,7 +161,7 @@ def named_values_hint(
     CA). Constant for a given question, so a worked example can show it too."""
     if not named:
         return ""
-    values = "; ".join(f"{column} = '{value}'" for column, value in named)
+    values = "; ".join(_filter_text(column, cased) for column, cased in _cased(named))
     tables = [{table for (table, col), found in listed.items() if col == column and value in found}
               for column, value in named]  # fmt: skip
     common = sorted(set.intersection(*tables))
@@ -129,8 +185,24 @@ def unnamed_values(
 def missing_values(sql: str, named: list[tuple[str, str]]) -> str | None:
     """What ``sql`` leaves out of the values a question names (``"role = 'Welder'"``), or None
     when it compares every one."""
-    missing = [(column, value) for column, value in named if not compares(sql, column, value)]
-    return " and ".join(f"{column} = '{value}'" for column, value in missing) or None
+    missing = [
+        (column, values)
+        for column, values in _cased(named)
+        if not any(compares(sql, column, value) for value in values)
+        and not (len(values) > 1 and _compares_folded(sql, column, values[0]))
+    ]
+    return " and ".join(_filter_text(column, values) for column, values in missing) or None
+
+
+def _compares_folded(sql: str, column: str, value: str) -> bool:
+    """``sql`` compares ``column`` with ``value`` ignoring case: ``lower(channel) = 'web'``,
+    ``upper(channel) = 'WEB'``, ``channel ILIKE 'web'``."""
+    for fold, text in (("lower", value.casefold()), ("upper", value.upper())):
+        quoted = "'" + text.replace("'", "''") + "'"
+        if re.search(rf"\b{fold}\s*\(\s*\"?{re.escape(column)}\"?\s*\)\s*=\s*{re.escape(quoted)}", sql, re.I):
+            return True
+    quoted = "'" + value.replace("'", "''") + "'"
+    return re.search(rf"\b{re.escape(column)}\"?\s+ilike\s+{re.escape(quoted)}", sql, re.I) is not None
 
 
 def compares(sql: str, column: str, value: str) -> bool:

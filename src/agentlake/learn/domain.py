@@ -49,6 +49,9 @@ class Domain(Protocol):
     key_fields: tuple[str, ...]
     hard_fields: tuple[str, ...]
     partition_field: str | None
+    # Runs with a lesson before a negative measured effect retires it (None: the setting
+    # learn_min_runs_for_retire): a domain whose runs are cheap to judge one by one sets fewer.
+    min_runs_for_retire: int | None
 
     def describe_task(self, task: TaskKey) -> str:
         """The task in words, for semantic matching of lessons."""
@@ -99,6 +102,13 @@ def register_domain(domain: Domain, *, replace: bool = False) -> Domain:
             f"domain {domain.name!r} declares {len(domain.key_fields)} key fields; at most {KEY_SLOTS}"
         )
     return domains.register(domain.name, domain, replace=replace)
+
+
+def min_runs_for(domain_name: str | None, default: int) -> int:
+    """Runs with a lesson of ``domain_name`` before a negative effect retires it."""
+    domain = find_domain(domain_name)
+    runs = getattr(domain, "min_runs_for_retire", None) if domain is not None else None
+    return runs if isinstance(runs, int) and runs >= 1 else default
 
 
 def find_domain(name: str | None) -> Domain | None:

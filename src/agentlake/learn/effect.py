@@ -9,8 +9,9 @@ Counts come from outcomes only, never from a model's opinion.
 
 Consequences, written to the lesson's history with the numbers:
 - each newly helpful run is a confirmation (+0.05), each harmful one a failure (-0.05);
-- at >= ``min_runs`` measured runs (``settings.learn_min_runs_for_retire``), a negative mean
-  effect retires the lesson, a positive one activates a pending lesson.
+- at >= ``min_runs`` measured runs (the lesson's domain's ``min_runs_for_retire``, else
+  ``settings.learn_min_runs_for_retire``), a negative mean effect retires the lesson, a positive
+  one activates a pending lesson.
 
 It does not own citations (``retrieval``/``store``) or the lesson lifecycle rules (``curation``).
 """
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from agentlake.errors import UserError
 from agentlake.learn.curation import CONFIRM_STEP, FAIL_STEP, with_confidence
+from agentlake.learn.domain import min_runs_for
 from agentlake.learn.model import EffectReport, TaskKey
 from agentlake.learn.store import _naive
 
@@ -142,21 +144,23 @@ def measure_effects(store: LessonStore, *, min_runs: int | None = None) -> list[
                 },
             }
             action = "none"
-            if lesson.status in ("pending", "active") and n >= min_runs and effect < -EPSILON:
+            runs_needed = min_runs_for(lesson.domain, min_runs)
+            evidence["min_runs"] = runs_needed
+            if lesson.status in ("pending", "active") and n >= runs_needed and effect < -EPSILON:
                 txn.record(
                     "retire",
                     lesson.model_copy(update={"status": "retired"}),
                     actor="code",
-                    reason=f"measured harmful: mean effect {effect:+.3f} over {n} runs (min {min_runs})",
+                    reason=f"measured harmful: mean effect {effect:+.3f} over {n} runs (min {runs_needed})",
                     data=evidence,
                 )
                 action = "retired"
-            elif lesson.status == "pending" and n >= min_runs and effect > EPSILON:
+            elif lesson.status == "pending" and n >= runs_needed and effect > EPSILON:
                 txn.record(
                     "activate",
                     lesson.model_copy(update={"status": "active"}),
                     actor="code",
-                    reason=f"measured helpful: mean effect {effect:+.3f} over {n} runs (min {min_runs})",
+                    reason=f"measured helpful: mean effect {effect:+.3f} over {n} runs (min {runs_needed})",
                     data=evidence,
                 )
                 action = "activated"

@@ -114,6 +114,9 @@ class DataDomain:
     # A lesson about one table is never given to a question about another.
     hard_fields = ("dataset",)
     partition_field = "dataset"
+    # An answer is judged on its own (feedback): a lesson given to an answer it made worse than
+    # the same table's answers without it is retired at once; a right answer teaches it again.
+    min_runs_for_retire = 1
 
     def describe_task(self, task: TaskKey) -> str:
         dataset = task.fields.get("dataset")

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from agentlake.errors import AgentlakeError
-from agentlake.lake.repair import missing_name, repaired_sql
+from agentlake.lake.repair import column_types, missing_name, repaired_sql
 from agentlake.learn.extractor import ExtractContext
 from agentlake.learn.model import MAX_EVIDENCE_IDS, Delta, LessonDraft, LessonMatch
 from agentlake.questions.domain import DOMAIN, TASK_KIND, DataAction
@@ -153,7 +153,7 @@ class DataQuestionRules:
         found = missing_name(op.error or "")
         if sql is None or found is None or context.lake is None:
             return []
-        fixed = repaired_sql(sql, op.error or "")
+        fixed = repaired_sql(sql, op.error or "", column_types(context.lake, sql))
         if fixed is None or not _runs(context.lake, fixed[0]):
             return []
         kind, wrong, right = found

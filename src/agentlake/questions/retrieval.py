@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ALIKE = 0.25
+# A note says what was wrong with one question's answer (its right value among it): given only
+# to the same question asked again (the same words), never to one of the same shape about
+# other values ("in 2008" after "in 2007").
+NOTE_ALIKE = 1.0
 MAX_PLAYBOOKS = 2
 HEADER = "Notes learned from earlier questions about these tables:"
 _WORD = re.compile(r"[a-z0-9]+")
@@ -119,7 +123,7 @@ def lessons_for_question(
         action = actions[lesson.id]
         if action is None or action.kind == "playbook":
             continue
-        if action.kind == "note" and alike(question, lesson.trigger) < ALIKE:
+        if action.kind == "note" and alike(question, action_question(lesson)) < NOTE_ALIKE:
             continue
         line = f"- [{lesson.id}] {lesson.action}"
         if estimate_tokens("\n".join([HEADER, *lines, line])) > budget:
@@ -130,6 +134,11 @@ def lessons_for_question(
             found.renames[action.wrong.casefold()] = (action.right, lesson.id)
     found.notes = "\n".join([HEADER, *lines]) if lines else ""
     return found
+
+
+def action_question(lesson: Lesson) -> str:
+    """The question a lesson was learned from (its first evidence excerpt), else its trigger."""
+    return lesson.evidence_excerpts[0] if lesson.evidence_excerpts else lesson.trigger
 
 
 def apply_renames(sql: str, renames: dict[str, tuple[str, str]]) -> tuple[str, list[str]]:

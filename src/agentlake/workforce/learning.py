@@ -228,6 +228,7 @@ class StaffingDomain:
     # A client's rules are that client's, and a Welder's certificate must not filter Electricians.
     hard_fields = ("client_id", "role")
     partition_field = "client_id"
+    min_runs_for_retire = None  # the setting learn_min_runs_for_retire
 
     def describe_task(self, task: TaskKey) -> str:
         words = [task.task_kind.replace("_", " ")]

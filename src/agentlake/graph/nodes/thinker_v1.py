@@ -55,7 +55,7 @@ from agentlake.errors import AgentlakeError
 from agentlake.graph.node import Emit, Node, NodeContext, NodeInfo, Packet, register_node
 from agentlake.graph.toolbox import ThinkerTools, ToolOutcome
 from agentlake.llm import Message
-from agentlake.llm.fence import DATA_RULE
+from agentlake.llm.fence import DATA_RULE, data_block
 
 if TYPE_CHECKING:
     from agentlake.questions.retrieval import QuestionLessons
@@ -335,13 +335,14 @@ class ThinkerV1(Node):
         lessons ``given``); empty when nothing. It follows the worked examples, so they stay
         cached across turns."""
         parts = []
+        # Lessons hold earlier questions and queries: fenced as data, never obeyed.
         if given is not None and given.examples:
             parts.append(
                 "Queries confirmed right for alike questions:\n"
-                + "\n".join(f"- {question}\n  sql: {sql}" for question, sql, _ in given.examples)
+                + data_block("\n".join(f"- {question}\n  sql: {sql}" for question, sql, _ in given.examples))
             )
         if given is not None and given.notes:
-            parts.append(given.notes)
+            parts.append(data_block(given.notes))
         machines = ctx.session.machines
         if machines:
             lines = [
