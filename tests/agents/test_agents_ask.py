@@ -73,19 +73,28 @@ def test_the_values_a_question_names_reach_the_plan_as_filters(lake: Lake, asker
     assert asker.calls == 2  # one plan, one answer
 
 
-def test_a_query_that_leaves_out_a_named_value_is_sent_back_once(lake: Lake, asker: ScriptedProvider) -> None:
-    fixed = "SELECT count(*) AS n FROM workers WHERE role = 'Welder' AND state = 'OH'"
+def test_a_query_that_leaves_out_a_named_value_has_it_added_by_code(
+    lake: Lake, asker: ScriptedProvider
+) -> None:
     asker.enqueue(json.dumps({"route": "sql", "sql": "SELECT count(*) AS n FROM workers WHERE state = 'OH'"}))
+    asker.enqueue("Counted [SQL].")
+
+    answer = ask("how many welders are in OH?", lake=lake, model="scripted:asker")
+
+    assert answer.sql == "SELECT COUNT(*) AS n FROM workers WHERE state = 'OH' AND \"role\" = 'Welder'"
+
+
+def test_a_query_that_leaves_out_a_value_code_cannot_add_is_sent_back_once(
+    lake: Lake, asker: ScriptedProvider
+) -> None:
+    fixed = "SELECT count(*) AS n FROM workers WHERE role = 'Welder' AND state = 'OH'"
+    asker.enqueue(json.dumps({"route": "sql", "sql": "SELECT count(*) AS n FROM clients WHERE state = 'OH'"}))
     asker.enqueue(json.dumps({"route": "sql", "sql": fixed}))
     asker.enqueue("Counted [SQL].")
 
     answer = ask("how many welders are in OH?", lake=lake, model="scripted:asker")
 
     assert answer.sql == fixed
-    assert answer.revision == "the first query leaves out role = 'Welder', which the question names"
-    assert "Your query leaves out role = 'Welder'" in asker.history[1][0][-1].content
-    expected = lake.query(fixed).rows[0][0]
-    assert f"{expected}" in answer.sources[0].text
 
 
 @pytest.mark.parametrize(
@@ -111,21 +120,31 @@ def test_which_listed_values_a_question_names(question: str, named: list[tuple[s
     assert named_values(question, listed) == named
 
 
+def test_a_query_over_a_table_named_after_the_noun_is_repaired_by_code(
+    lake: Lake, asker: ScriptedProvider
+) -> None:
+    asker.enqueue(
+        json.dumps({"route": "sql", "sql": "SELECT count(*) AS n FROM welders WHERE role = 'Welder'"})
+    )
+    asker.enqueue("Counted [SQL].")
+
+    answer = ask("how many welders are there?", lake=lake, model="scripted:asker")
+
+    assert answer.sql == "SELECT count(*) AS n FROM workers WHERE role = 'Welder'"
+
+
 def test_a_query_that_fails_is_sent_back_once_with_its_error(lake: Lake, asker: ScriptedProvider) -> None:
     fixed = "SELECT count(*) AS n FROM workers WHERE role = 'Welder'"
     asker.enqueue(
-        json.dumps({"route": "sql", "sql": "SELECT count(*) AS n FROM welders WHERE role = 'Welder'"})
+        json.dumps({"route": "sql", "sql": "SELECT count(*) AS n FROM workers WHERE role = = 'Welder'"})
     )
     asker.enqueue(json.dumps({"route": "sql", "sql": fixed}))
     asker.enqueue("Counted [SQL].")
 
     answer = ask("how many welders are there?", lake=lake, model="scripted:asker")
 
-    assert answer.sql == fixed
     assert answer.revision.startswith("the first query did not run:")
-    told = asker.history[1][0][-1].content
-    assert "welders" in told
-    assert "- workers (4000 rows): worker_id integer" in told
+    assert "- workers (4000 rows): worker_id integer" in asker.history[1][0][-1].content
 
 
 @pytest.mark.parametrize(

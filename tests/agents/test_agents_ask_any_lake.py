@@ -81,16 +81,40 @@ def test_the_revision_is_told_the_real_error_and_the_tables_columns(
     assert "- penguins (6 rows): species varchar" in told
 
 
-def test_a_plan_that_finds_nothing_is_sent_back_once_and_the_revision_answers(
+def test_a_value_the_column_does_not_hold_is_written_by_code_as_the_one_it_holds(
     own_lake: Lake, asker: ScriptedProvider, sink: MemorySink
 ) -> None:
-    asker.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE island = 'biscoe' GROUP BY island"))
-    asker.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE island = 'Biscoe'"))
+    asker.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE island = 'biscoe'"))
     asker.enqueue("3 penguins live on Biscoe [SQL].")
 
     answer = ask("How many penguins live on biscoe island?", lake=own_lake, model="scripted:asker")
 
-    assert answer.sources[0].text == "one value: n = 3"
+    assert answer.sql == "SELECT COUNT(*) AS n FROM penguins WHERE island = 'Biscoe'"
+
+
+def test_a_value_no_listed_value_is_like_is_sent_back_with_what_the_column_holds(
+    own_lake: Lake, asker: ScriptedProvider, sink: MemorySink
+) -> None:
+    asker.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE island = 'Atlantis'"))
+    asker.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE island = 'Biscoe'"))
+    asker.enqueue("3 penguins live on Biscoe [SQL].")
+
+    answer = ask("How many penguins live on the island?", lake=own_lake, model="scripted:asker")
+
+    assert answer.revision == (
+        "the first query compares island = 'Atlantis' (it holds: Biscoe, Dream, Torgersen), a value the column does not hold"
+    )
+
+
+def test_a_plan_that_finds_nothing_is_sent_back_once_and_the_revision_answers(
+    own_lake: Lake, asker: ScriptedProvider, sink: MemorySink
+) -> None:
+    asker.enqueue(_plan("SELECT island FROM penguins WHERE bill_length_mm > 1000"))
+    asker.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE bill_length_mm > 10"))
+    asker.enqueue("6 penguins have long bills [SQL].")
+
+    answer = ask("How many penguins have long bills?", lake=own_lake, model="scripted:asker")
+
     assert answer.revision == "the first query returned no rows (or only empty values)"
 
 
@@ -253,15 +277,12 @@ def test_no_sample_row_reaches_the_plan_to_be_copied(
     assert "one row of" not in asker.history[0][0][-1].content
 
 
-def test_a_filter_on_a_value_the_question_does_not_name_is_sent_back(
+def test_a_filter_on_a_value_the_question_does_not_name_is_dropped_by_code(
     own_lake: Lake, asker: ScriptedProvider, sink: MemorySink
 ) -> None:
     asker.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE island = 'Biscoe' AND species = 'Gentoo'"))
-    asker.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE island = 'Biscoe'"))
     asker.enqueue("3 [SQL].")
 
     answer = ask("How many penguins live on Biscoe?", lake=own_lake, model="scripted:asker")
 
-    assert (
-        answer.revision == "the first query filters on species = 'Gentoo', which the question does not name"
-    )
+    assert answer.sql == "SELECT COUNT(*) AS n FROM penguins WHERE island = 'Biscoe'"

@@ -278,13 +278,13 @@ def test_a_playbook_an_answer_was_worse_with_is_retired_at_once(lake, store, obs
 
 
 def test_a_note_is_given_only_to_nearly_the_same_question(lake, store, observer, model) -> None:
-    model.enqueue(_plan("SELECT count(*) AS n FROM penguins"))
-    model.enqueue("5 [SQL].")
+    model.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE year = 2007"))
+    model.enqueue("2 [SQL].")
     answer = _ask("How many penguins were weighed in 2007?", lake, observer, store)
     give_feedback(Feedback(answer_id=answer.id, right=False, expected="1"), observer=observer)
     _learn(store, observer, lake)
-    model.enqueue(_plan("SELECT count(*) AS n FROM penguins"))
-    model.enqueue("5 [SQL].")
+    model.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE year = 2008"))
+    model.enqueue("2 [SQL].")
 
     other = _ask("How many penguins were weighed in 2008?", lake, observer, store)
 

@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from agentlake.agents import render
 from agentlake.agents.examples import WorkedCount, worked_count, worked_search
+from agentlake.agents.fixes import fix_query, missing_dates, named_dates, unheld_values
 from agentlake.agents.linking import (
     link_datasets,
     missing_values,
@@ -46,7 +47,6 @@ from agentlake.agents.linking import (
 )
 from agentlake.agents.tools import datasets_text, listed_values, searchable
 from agentlake.errors import AgentlakeError, UnavailableError, UserError
-from agentlake.lake.repair import column_types, repaired_sql
 from agentlake.llm.fence import DATA_RULE, data_block
 from agentlake.observe import observe
 from agentlake.observe.model import new_op_id
@@ -192,7 +192,7 @@ class _Run:
     where: str | None = None
     error: str | None = None  # it did not run
     problem: str | None = None  # what to send back: the error, an empty result, a left-out value
-    kind: Literal["error", "aggregate", "empty", "missing", "unnamed"] | None = None
+    kind: Literal["error", "aggregate", "empty", "missing", "unnamed", "unheld"] | None = None
     repair: str | None = None  # what code fixed in the query before it ran
     renamed: list[str] = field(default_factory=list)  # rename lessons applied to the query
 
@@ -326,17 +326,20 @@ def ask(
     runs = [first]
     revision = None
     if first.problem:
-        # Sent back once, saying what is wrong: a small model counts "welders in OH" over every
-        # worker in OH, queries a table named after the question's noun ("FROM welders"),
-        # compares a text date with a date, or searches where it should count.
-        revision = f"the first {first.noun} {first.problem}"
-        messages += [
-            Message(role="assistant", content=first.plan.model_dump_json(exclude_none=True)),
-            Message(role="user", content=_send_back(first, lake, context.linked)),
-        ]
-        second = _run_plan(_plan(model, messages, indexed, settings), context, last=True)
-        runs.append(second)
-        runs += _repairs(second, context)
+        # Fixed by code where code can tell what is meant (agents.fixes), else sent back once,
+        # saying what is wrong: a small model counts "welders in OH" over every worker in OH,
+        # queries a table named after the question's noun ("FROM welders"), or searches where
+        # it should count; then code fixes what the revision still gets wrong.
+        runs += _repairs(first, context)
+        if runs[-1].problem:
+            revision = f"the first {first.noun} {first.problem}"
+            messages += [
+                Message(role="assistant", content=first.plan.model_dump_json(exclude_none=True)),
+                Message(role="user", content=_send_back(first, lake, context.linked)),
+            ]
+            second = _run_plan(_plan(model, messages, indexed, settings), context, last=True)
+            runs.append(second)
+            runs += _repairs(second, context)
     chosen = _evidence_run(runs)
     answer = Answer(
         id=new_op_id(),
@@ -520,12 +523,14 @@ def _execute(plan: Plan, context: _Asking, *, last: bool) -> _Run:
             return run
         op.attributes["rows"] = len(run.result.rows)
         op.set_output(_sql_source(run.result).text)
-    left = missing_values(plan.sql, context.named)
+    left = missing_values(plan.sql, context.named) or missing_dates(plan.sql, named_dates(context.question))
     extra = unnamed_values(plan.sql, context.question, context.named, context.listed)
     if left:
         run.kind, run.problem = "missing", f"leaves out {left}, which the question names"
     elif extra:
         run.kind, run.problem = "unnamed", f"filters on {extra}, which the question does not name"
+    elif unheld := unheld_values(plan.sql, context.listed):
+        run.kind, run.problem = "unheld", f"compares {unheld}, a value the column does not hold"
     elif _empty(run.result):
         run.kind, run.problem = "empty", "returned no rows (or only empty values)"
     return run
@@ -549,6 +554,8 @@ def _send_back(run: _Run, lake: Lake, linked: list[str]) -> str:
             "the column's listed values and type (a text column holding dates or numbers needs TRY_CAST or "
             f"the text's own format), or widen the filter.{tables}\n\nWrite the whole query again."
         )
+    if run.kind == "unheld":
+        return f"Your query {run.problem}: compare with a value it holds, exactly as written. Write the whole query again."
     if run.kind == "unnamed":
         return (
             f"Your query {run.problem}: keep such a filter only if the question means it (a code the "
@@ -558,14 +565,20 @@ def _send_back(run: _Run, lake: Lake, linked: list[str]) -> str:
 
 
 def _repairs(run: _Run, context: _Asking) -> list[_Run]:
-    """Runs of ``run``'s query as code repairs it, when the model's revision failed too: a
-    missing table or column the database names the near match of, or a column missing from
-    GROUP BY; at most ``MAX_REPAIRS`` in a row, until one runs or none applies."""
+    """Runs of ``run``'s query as code fixes it (``agents.fixes``: the database's hint, a
+    filter the question names or does not, a date, a value the column does not hold); at most
+    ``MAX_REPAIRS`` in a row, until one has no problem or no fix applies."""
     repairs: list[_Run] = []
     current = run
-    while current.kind == "error" and isinstance(current.plan, SqlPlan) and len(repairs) < MAX_REPAIRS:
-        fixed = repaired_sql(
-            current.plan.sql, current.error or "", column_types(context.lake, current.plan.sql)
+    while current.problem and isinstance(current.plan, SqlPlan) and len(repairs) < MAX_REPAIRS:
+        fixed = fix_query(
+            current.plan.sql,
+            current.kind or "",
+            current.error,
+            lake=context.lake,
+            question=context.question,
+            named=context.named,
+            listed=context.listed,
         )
         if fixed is None:
             break
@@ -577,11 +590,12 @@ def _repairs(run: _Run, context: _Asking) -> list[_Run]:
 
 
 def _evidence_run(runs: list[_Run]) -> _Run | None:
-    """The run whose evidence answers: the revised plan when it ran, else the first when it ran."""
-    last = runs[-1]
-    if last.ran:
-        return last
-    return next((run for run in runs if run.ran), None)
+    """The run whose evidence answers: the last without a problem, else the last that ran."""
+    clean = [run for run in runs if run.ran and not run.problem]
+    if clean:
+        return clean[-1]
+    ran = [run for run in runs if run.ran]
+    return ran[-1] if ran else None
 
 
 def _record(answer: Answer, runs: list[_Run], context: _Asking) -> None:

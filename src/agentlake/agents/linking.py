@@ -188,13 +188,14 @@ def missing_values(sql: str, named: list[tuple[str, str]]) -> str | None:
     missing = [
         (column, values)
         for column, values in _cased(named)
-        if not any(compares(sql, column, value) for value in values)
-        and not (len(values) > 1 and _compares_folded(sql, column, values[0]))
+        if not (
+            compares_folded(sql, column, values[0]) if len(values) > 1 else compares(sql, column, values[0])
+        )
     ]
     return " and ".join(_filter_text(column, values) for column, values in missing) or None
 
 
-def _compares_folded(sql: str, column: str, value: str) -> bool:
+def compares_folded(sql: str, column: str, value: str) -> bool:
     """``sql`` compares ``column`` with ``value`` ignoring case: ``lower(channel) = 'web'``,
     ``upper(channel) = 'WEB'``, ``channel ILIKE 'web'``."""
     for fold, text in (("lower", value.casefold()), ("upper", value.upper())):

@@ -34,7 +34,7 @@ _DATE_PARTS = ("year", "month", "day", "quarter")
 _TABLES = re.compile(r'\b(?:FROM|JOIN)\s+"?([A-Za-z_][\w]*)"?', re.IGNORECASE)
 _DATE_TYPES = ("DATE", "TIMESTAMP")
 _STRINGS = re.compile(r"'(?:[^']|'')*'")
-NEAR_MATCH = 0.6
+NEAR_MATCH = 0.7
 
 
 def repaired_sql(sql: str, error: str, columns: Mapping[str, str] | None = None) -> tuple[str, str] | None:
@@ -57,7 +57,12 @@ def repaired_sql(sql: str, error: str, columns: Mapping[str, str] | None = None)
         alike = difflib.SequenceMatcher(None, wrong.casefold(), right.casefold()).ratio()
         if alike >= NEAR_MATCH or wrong.casefold() in right.casefold():
             return rename_identifier(sql, wrong, right), f"column {wrong} -> {right}"
-        if wrong.casefold() in _DATE_PARTS and len(dated) == 1:
+        compared_with_number = re.search(
+            rf'(?<![\w."]){re.escape(wrong)}"?\s*(?:=|<>|!=|<=|>=|<|>|BETWEEN|IN\s*\()\s*\d',
+            sql,
+            re.IGNORECASE,
+        )
+        if wrong.casefold() in _DATE_PARTS and len(dated) == 1 and compared_with_number:
             part = f'{wrong.casefold()}("{dated[0]}")'
             pattern = rf'(?<![\w."])"?{re.escape(wrong)}"?(?!\w|\s*\()'
             return _outside_strings(sql, pattern, part, flags=re.IGNORECASE), f"column {wrong} -> {part}"

@@ -1,0 +1,162 @@
+"""Rewriting a query's filters: the parts of a WHERE clause code changes in a model's query.
+
+Owns reading a DuckDB query's top-level WHERE as its conjuncts and writing one back with some
+dropped, some added, or a compared literal replaced, through sqlglot's DuckDB dialect (parsed,
+changed as a tree, printed), never by editing text. Every function returns ``None`` when the
+query does not parse as one SELECT or the change does not apply; the caller runs what comes
+back through the lake's guard like any query. It does not decide which filters are wrong
+(``agents.ask``) nor run anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+DIALECT = "duckdb"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A conjunct ``column <op> 'literal'`` of a query's WHERE (``table``: its qualifier)."""
+
+    column: str
+    value: str
+    table: str | None
+    sql: str
+    op: str = "="  # "=", "LIKE" or "ILIKE"
+
+
+def _parse(sql: str) -> exp.Select | None:
+    try:
+        tree = sqlglot.parse_one(sql, read=DIALECT)
+    except sqlglot.errors.ParseError:
+        return None
+    return tree if isinstance(tree, exp.Select) else None
+
+
+def _conjuncts(where: exp.Expression) -> list[exp.Expression]:
+    node = where.this if isinstance(where, exp.Where) else where
+    if isinstance(node, exp.Paren) and isinstance(node.this, exp.And):
+        node = node.this
+    if isinstance(node, exp.And):
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    return [node]
+
+
+def comparisons(sql: str) -> list[Comparison]:
+    """The conjuncts of ``sql``'s WHERE that compare a column with a text literal (``=``,
+    ``LIKE``, ``ILIKE``), in order; empty when it has none or does not parse."""
+    tree = _parse(sql)
+    where = tree.args.get("where") if tree is not None else None
+    if where is None:
+        return []
+    found = []
+    for node in _conjuncts(where):
+        if isinstance(node, (exp.EQ, exp.Like, exp.ILike)):
+            column, literal = node.this, node.expression
+            if isinstance(literal, exp.Column) and isinstance(column, exp.Literal):
+                column, literal = literal, column
+            if isinstance(column, exp.Column) and isinstance(literal, exp.Literal) and literal.is_string:
+                op = "=" if isinstance(node, exp.EQ) else "LIKE" if isinstance(node, exp.Like) else "ILIKE"
+                found.append(
+                    Comparison(column.name, literal.this, column.table or None, node.sql(DIALECT), op)
+                )
+    return found
+
+
+def drop_filters(sql: str, drop: Callable[[Comparison], bool]) -> str | None:
+    """``sql`` without the WHERE conjuncts ``drop`` picks (of those ``comparisons`` returns);
+    ``None`` when it drops none or the query does not parse."""
+    tree = _parse(sql)
+    where = tree.args.get("where") if tree is not None else None
+    if tree is None or where is None:
+        return None
+    picked = {c.sql for c in comparisons(sql) if drop(c)}
+    if not picked:
+        return None
+    kept = [node for node in _conjuncts(where) if node.sql(DIALECT) not in picked]
+    if kept:
+        tree.set("where", exp.Where(this=exp.and_(*kept)))
+    else:
+        tree.set("where", None)
+    return tree.sql(DIALECT)
+
+
+def add_filters(sql: str, conditions: list[str]) -> str | None:
+    """``sql`` with each of ``conditions`` (SQL boolean expressions) ANDed to its WHERE;
+    ``None`` when there are none or the query does not parse."""
+    tree = _parse(sql)
+    if tree is None or not conditions:
+        return None
+    try:
+        added = [sqlglot.parse_one(condition, read=DIALECT) for condition in conditions]
+    except sqlglot.errors.ParseError:
+        return None
+    where = tree.args.get("where")
+    parts = ([where.this] if where is not None else []) + added
+    tree.set("where", exp.Where(this=exp.and_(*parts)))
+    return tree.sql(DIALECT)
+
+
+def replace_value(sql: str, column: str, old: str, new: str) -> str | None:
+    """``sql`` with the literal ``old`` compared with ``column`` in its WHERE written ``new``;
+    ``None`` when no such comparison is there."""
+    tree = _parse(sql)
+    where = tree.args.get("where") if tree is not None else None
+    if tree is None or where is None:
+        return None
+    changed = False
+    for node in _conjuncts(where):
+        if isinstance(node, (exp.EQ, exp.Like, exp.ILike)):
+            for side, other in ((node.this, node.expression), (node.expression, node.this)):
+                if (
+                    isinstance(side, exp.Column)
+                    and side.name.casefold() == column.casefold()
+                    and isinstance(other, exp.Literal)
+                    and other.is_string
+                    and other.this == old
+                ):
+                    other.replace(exp.Literal.string(new))
+                    changed = True
+    return tree.sql(DIALECT) if changed else None
+
+
+def fold_case(sql: str, column: str, value: str) -> str | None:
+    """``sql`` with ``column = 'Value'`` in its WHERE written ``lower(column) = 'value'``."""
+    tree = _parse(sql)
+    where = tree.args.get("where") if tree is not None else None
+    if tree is None or where is None:
+        return None
+    changed = False
+    for node in _conjuncts(where):
+        if (
+            isinstance(node, exp.EQ)
+            and isinstance(node.this, exp.Column)
+            and isinstance(node.expression, exp.Literal)
+        ):
+            if (
+                node.this.name.casefold() == column.casefold()
+                and node.expression.this.casefold() == value.casefold()
+            ):
+                node.replace(
+                    exp.EQ(
+                        this=exp.Lower(this=node.this.copy()), expression=exp.Literal.string(value.casefold())
+                    )
+                )
+                changed = True
+    return tree.sql(DIALECT) if changed else None
+
+
+def tables_read(sql: str) -> list[str]:
+    """The tables ``sql`` reads (FROM and JOIN, CTE names aside), in order, once each."""
+    try:
+        tree = sqlglot.parse_one(sql, read=DIALECT)
+    except sqlglot.errors.ParseError:
+        return []
+    ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
+    names = [table.name for table in tree.find_all(exp.Table) if table.name not in ctes]
+    return list(dict.fromkeys(names))
