@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from agentlake.cli.output import Format, console, print_json, render_rows
+from agentlake.cli.output import Format, console, format_option, print_json, render_record, render_rows
 
 graph_app = typer.Typer(
     help="Conversational graphs: list, show and validate definitions; run a message through one.",
@@ -103,6 +103,10 @@ def chat(
     model: str = typer.Option(
         None, "--model", help="Model of the thinker and director (default: the graph_model setting)."
     ),
+    fmt: Format = format_option(
+        "Output: table (what the browser would show), json (reply, path, every event sent and, with "
+        "--trace, the node events) or csv (one row)."
+    ),
 ) -> None:
     """Run one message through a graph, as the dashboard would, and print what the browser would get."""
     from agentlake.cli.beside_server import running_gateway
@@ -121,14 +125,21 @@ def chat(
         settings = load_settings(graph_model=model)
         _, note = graph_model_choice(settings)
         if note:
-            err_console.print(f"note: {note}", highlight=False)
+            err_console.print(f"note: {note}", highlight=False)  # stderr: never inside the data
         runtime = GraphRuntime(settings, graph=chosen)
         sent = []
         try:
             events = runtime.handle(runtime.session(), {"type": "message", "text": message}, sent.append)
         finally:
             runtime.close()
-    _print(sent, events if trace else [])
+    done = next((event for event in sent if event["type"] == "done"), {})
+    record = {
+        "reply": done.get("text"),
+        "path": done.get("path"),
+        "events": sent,
+        "trace": events if trace else [],
+    }
+    render_record(record, fmt, lambda: _print(sent, events if trace else []))
     errors = [event["message"] for event in sent if event["type"] == "error"]
     if errors:
         raise RunError(errors[0])
