@@ -46,6 +46,9 @@ no limit; a negative one is refused at start-up, naming the setting.
 `payload_too_large`, `validation_error` (with `details.errors`), `rate_limited`,
 `internal_error`, `unavailable`, `run_error`. Bodies over `max_body_bytes` are refused with 413 before parsing.
 
+**Lessons** live at `/lessons`; `/playbooks`, their earlier name, answers the same and is marked
+deprecated.
+
 **Also served:** the observer's endpoints under `/observer/` (ingest needs `write`), and the
 MCP server (streamable HTTP, stateless JSON) at `/mcp`.
 """
@@ -122,7 +125,8 @@ def api_markdown(spec: dict[str, Any]) -> str:
         lines.append(
             f"| {method.upper()} | `{path}` | {operation.get('x-required-scope', '')} | {operation.get('summary', '')} |"
         )
-    for path, method, operation in operations:
+    # An alias (x-alias-of) is listed in the index only: its section is its canonical path's.
+    for path, method, operation in [o for o in operations if "x-alias-of" not in o[2]]:
         lines += ["", f"## {method.upper()} {path}", ""] if lines[-1] else [f"## {method.upper()} {path}", ""]
         if operation.get("description"):
             lines += [operation["description"].strip(), ""]
