@@ -57,8 +57,8 @@ def test_every_operation_documents_its_errors(make_gateway: Any) -> None:
             else:
                 assert {"401", "403", "413", "422"} <= codes, (method, path)
                 assert operation.get("security"), (method, path)
-            error_ref = operation["responses"]["500"]["content"]["application/json"]["schema"]["$ref"]
-            assert error_ref.endswith("/ErrorResponse"), (method, path)
+            error = operation["responses"]["500"]["content"]["application/problem+json"]
+            assert error["schema"]["$ref"].endswith("/ProblemDetails"), (method, path)
 
 
 @pytest.mark.slow

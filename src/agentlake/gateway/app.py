@@ -74,8 +74,9 @@ secrets masked.
 
 **Methods.** `HEAD` works wherever `GET` does; `OPTIONS` answers 204 with `Allow`.
 
-**Errors** always have the shape `{"error": {"type", "status", "message", "details"}}`, a 500
-included; a 500 leaves the connection usable.
+**Errors** are RFC 9457 problem details (`application/problem+json`): `type`, `title`,
+`status`, `detail`, and `error` (`{"type", "status", "message", "details"}`, the shape clients
+read before), a 500 included; a 500 leaves the connection usable.
 """
 
 
@@ -178,12 +179,13 @@ def _document_scopes(app: FastAPI) -> None:
     """Every operation in /openapi.json says which key scope it needs (from its dependency)."""
     # Lazy (start-up time): the app is assembled when it is built.
     from agentlake.gateway.apidoc import annotate_scopes
+    from agentlake.http.errors import document_problems
 
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = annotate_scopes(generate(), app.routes)
+            app.openapi_schema = document_problems(annotate_scopes(generate(), app.routes))
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
