@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -224,3 +225,43 @@ def test_json_alias_and_format_csv_disagree(cli) -> None:
     result = cli("llm", "ask", "ollama:qwen3:4b", "x", "--json", "--format", "csv")
     assert result.code == 2
     assert "--json and --format csv disagree" in result.err
+
+
+# --- -v and log_level: what a retry looks like ---------------------------------------------------
+
+
+@pytest.fixture
+def root_level() -> Iterator[None]:
+    """The root logger's level as it was before the test (-v sets it for the process)."""
+    import logging
+
+    level = logging.getLogger().level
+    yield
+    logging.getLogger().setLevel(level)
+
+
+def test_verbose_shows_each_retry(cli, ollama: ScriptedProvider, root_level: None) -> None:
+    ollama.enqueue(error=503)
+    ollama.enqueue("ok")
+    with use_clock(ManualClock()):
+        result = cli("-v", "llm", "ask", "ollama:qwen3:4b", "hi")
+    assert "retry 1 of 3" in result.err
+
+
+def test_without_verbose_a_retry_is_quiet(cli, ollama: ScriptedProvider, root_level: None) -> None:
+    ollama.enqueue(error=503)
+    ollama.enqueue("ok")
+    with use_clock(ManualClock()):
+        result = cli("llm", "ask", "ollama:qwen3:4b", "hi")
+    assert "retry" not in result.err
+
+
+def test_the_log_level_setting_shows_retries_too(
+    cli, ollama: ScriptedProvider, monkeypatch: pytest.MonkeyPatch, root_level: None
+) -> None:
+    monkeypatch.setenv("AGENTLAKE_LOG_LEVEL", "info")
+    ollama.enqueue(error=503)
+    ollama.enqueue("ok")
+    with use_clock(ManualClock()):
+        result = cli("llm", "ask", "ollama:qwen3:4b", "hi")
+    assert "retry 1 of 3" in result.err
