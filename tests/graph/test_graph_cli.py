@@ -88,3 +88,9 @@ def test_chat_as_json_has_the_reply_its_path_and_the_events(cli, lake_dir: Path)
     assert "The query returned 10 rows" in turn["reply"]
     assert turn["path"].startswith("director")
     assert any(event["type"] == "controls" for event in turn["events"])
+
+
+def test_validate_as_csv_is_one_row_a_file(cli) -> None:
+    code, out, err = cli("graph", "validate", str(GRAPHS_DIR / "minimal.yaml"), "-f", "csv")
+    assert code == 0, err
+    assert out.splitlines() == ["file,graph,nodes,edges", f"{GRAPHS_DIR / 'minimal.yaml'},minimal,4,5"]

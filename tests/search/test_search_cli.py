@@ -99,3 +99,9 @@ def test_build_as_json_says_what_was_built(data_dir: Path, cli) -> None:
     assert code == 0, err
     built = json.loads(out)
     assert (built["dataset"], built["text_column"], built["embedded"]) == ("workers", "resume_text", 0)
+
+
+def test_drop_as_json_names_the_index_dropped(data_dir: Path, cli) -> None:
+    code, out, err = cli("index", "drop", "workers", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["dataset"] == "workers"

@@ -86,13 +86,22 @@ def nodes(fmt: Format = _FORMAT) -> None:
 
 
 @graph_app.command("validate")
-def validate(files: list[Path] = typer.Argument(..., help="Graph YAML files to check.")) -> None:
+def validate(
+    files: list[Path] = typer.Argument(..., help="Graph YAML files to check."),
+    fmt: Format = format_option("Output: table (one line a file), json or csv (file, graph, nodes, edges)."),
+) -> None:
     """Check graph files: node types, edges, edge types, required roles. Exits 2 on the first problem."""
     from agentlake.graph import load_graph_file
 
+    checked = []
     for path in files:
         graph = load_graph_file(path)
-        console.print(f"ok: {path} (graph {graph.name}: {len(graph.nodes)} nodes, {len(graph.edges)} edges)")
+        checked.append([str(path), graph.name, len(graph.nodes), len(graph.edges)])
+    if fmt is not Format.table:
+        render_rows(["file", "graph", "nodes", "edges"], checked, fmt)
+        return
+    for path, name, nodes, edges in checked:
+        console.print(f"ok: {path} (graph {name}: {nodes} nodes, {edges} edges)")
 
 
 @graph_app.command("chat")

@@ -77,14 +77,23 @@ def status(
 
 
 @index_app.command("drop")
-def drop(dataset: str = typer.Argument(..., help="Dataset whose index to remove.")) -> None:
+def drop(
+    dataset: str = typer.Argument(..., help="Dataset whose index to remove."),
+    fmt: Format = format_option("Output: table (one line), json (the index dropped) or csv (one row)."),
+) -> None:
     """Remove a dataset's vector index (its vectors table and files; the embedding cache stays)."""
     from agentlake.lake import Lake
     from agentlake.lake.index import drop_index
 
     with Lake.open() as lake:
         info = drop_index(lake, dataset)
-    console.print(f"dropped the index of {info.dataset} ({info.row_count} rows)", highlight=False)
+    render_record(
+        info.model_dump(mode="json"),
+        fmt,
+        lambda: console.print(
+            f"dropped the index of {info.dataset} ({info.row_count} rows)", highlight=False
+        ),
+    )
 
 
 def register(app: typer.Typer) -> None:
