@@ -35,6 +35,7 @@ def ask(
     from agentlake.cli.output import chosen_format, console, render_record
     from agentlake.lake import Lake
 
+    fmt = chosen_format(fmt, as_json)  # bad input fails before any work
     server = running_gateway()
     if server is not None:
         # The server holds the lake: it asks (with its models unless --model names one).
@@ -56,7 +57,7 @@ def ask(
             f"[dim]{how} · sources: {sources} · answer {answer.id}[/]", highlight=False, soft_wrap=True
         )
 
-    render_record(answer.model_dump(mode="json"), chosen_format(fmt, as_json), text)
+    render_record(answer.model_dump(mode="json"), fmt, text)
 
 
 def register(app: typer.Typer) -> None:

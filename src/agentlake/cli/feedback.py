@@ -25,6 +25,7 @@ def feedback(
     from agentlake.cli.output import chosen_format, console, render_record
     from agentlake.questions.feedback import Feedback, FeedbackRecorded, give_feedback
 
+    fmt = chosen_format(fmt, as_json)  # bad input fails before any work
     verdict = Feedback(answer_id=answer_id, right=right, expected=expected, note=note)
     server = running_gateway()
     if server is not None:
@@ -38,7 +39,7 @@ def feedback(
     said = "right" if right else "wrong" + (f" (expected {expected})" if expected else "")
     render_record(
         recorded.model_dump(mode="json"),
-        chosen_format(fmt, as_json),
+        fmt,
         lambda: console.print(
             f"recorded: answer {answer_id} was {said}; `agentlake lessons learn` learns from it",
             highlight=False,

@@ -428,6 +428,7 @@ def status_command(
     from agentlake.cli.beside_server import call, running_gateway
     from agentlake.errors import UserError
 
+    fmt = chosen_format(fmt, as_json)  # bad input fails before any work
     server = running_gateway()
     if server is None:
         raise UserError(
@@ -446,7 +447,7 @@ def status_command(
         for cycle in status["history"]:
             console.print(f"  {cycle['at'][:19]} {_status_line(cycle)}", highlight=False)
 
-    render_record(status, chosen_format(fmt, as_json), text)
+    render_record(status, fmt, text)
 
 
 def _status_line(cycle: dict[str, Any]) -> str:

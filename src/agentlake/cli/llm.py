@@ -60,6 +60,7 @@ def ask(
     from agentlake.llm.ask import ask as run_ask
     from agentlake.llm.ask import load_schema
 
+    fmt = chosen_format(fmt, as_json)  # bad input fails before any work
     result = run_ask(
         model,
         read_prompt(prompt, sys.stdin),
@@ -72,7 +73,7 @@ def ask(
     payload = result.model_dump(exclude={"json_value"})
     if schema is not None:
         payload["json"] = result.json_value
-    render_record(payload, chosen_format(fmt, as_json), lambda: _print_reply(result))
+    render_record(payload, fmt, lambda: _print_reply(result))
 
 
 def read_prompt(prompt: str | None, stdin: Any) -> str:
