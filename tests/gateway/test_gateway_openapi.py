@@ -121,7 +121,7 @@ def test_each_operation_names_its_scope(make_gateway: Any) -> None:
     assert paths["/health"]["get"]["x-required-scope"] == "none"
     assert paths["/worker/{worker_id}"]["get"]["x-required-scope"] == "read"
     assert paths["/log"]["post"]["x-required-scope"] == "write"
-    assert paths["/playbooks/{lesson_id}/retire"]["post"]["x-required-scope"] == "admin"
+    assert paths["/lessons/{lesson_id}/retire"]["post"]["x-required-scope"] == "admin"
 
 
 def test_http_api_docs_are_generated_from_the_code() -> None:

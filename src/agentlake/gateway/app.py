@@ -179,13 +179,12 @@ def _document_scopes(app: FastAPI) -> None:
     """Every operation in /openapi.json says which key scope it needs (from its dependency)."""
     # Lazy (start-up time): the app is assembled when it is built.
     from agentlake.gateway.apidoc import annotate_scopes
-    from agentlake.http.errors import document_problems
 
-    generate = app.openapi
+    generate = app.openapi  # install_error_handlers' (problem details documented)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = document_problems(annotate_scopes(generate(), app.routes))
+            app.openapi_schema = annotate_scopes(generate(), app.routes)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

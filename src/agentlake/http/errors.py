@@ -296,7 +296,8 @@ def _note(request: Request, message: str) -> None:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    """Render agentlake, HTTP and validation errors on ``app`` in the one shape.
+    """Render agentlake, HTTP and validation errors on ``app`` in the one shape, and document
+    them so in its OpenAPI (:func:`document_problems`).
 
     Unexpected exceptions are rendered by :class:`CatchUnexpected`, which the app factories
     add as their innermost middleware.
@@ -304,6 +305,8 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(AgentlakeError, _agentlake_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    generate = app.openapi
+    app.openapi = lambda: document_problems(generate())  # type: ignore[method-assign]
 
 
 def document_problems(spec: dict[str, Any]) -> dict[str, Any]:
