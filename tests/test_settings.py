@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import csv
+import json
 import re
 from pathlib import Path
 
@@ -90,3 +92,29 @@ def test_the_lesson_extractor_may_be_a_plugins_and_the_registry_names_the_known_
         get_extractor(settings=settings)
     with pytest.raises(UserError, match="AGENTLAKE_LEARN_EXTRACTOR"):
         load_settings(learn_extractor="two words")
+
+
+def test_config_show_as_json_has_each_setting_with_secrets_hidden(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("AGENTLAKE_API_KEYS", "sk-very-secret-0123:admin")
+    result = CliRunner().invoke(app, ["config", "show", "--format", "json"])
+    shown = json.loads(result.output)
+    assert (shown["data_dir"], shown["api_keys"]) == (str(tmp_path / "data"), "**********")
+
+
+def test_config_show_as_csv_is_one_row_per_setting() -> None:
+    result = CliRunner().invoke(app, ["config", "show", "-f", "csv"])
+    rows = list(csv.reader(result.output.splitlines()))
+    assert (rows[0], len(rows) - 1) == (["setting", "value"], len(Settings.model_fields))
+
+
+def test_a_bad_log_level_names_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTLAKE_LOG_LEVEL", "chatty")
+    with pytest.raises(UserError, match="AGENTLAKE_LOG_LEVEL"):
+        load_settings()
+
+
+def test_log_level_is_read_in_any_case(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTLAKE_LOG_LEVEL", "info")
+    assert load_settings().log_level == "INFO"

@@ -35,6 +35,7 @@ from agentlake.errors import UserError
 CONFIG_ENV = "AGENTLAKE_CONFIG"
 DEFAULT_CONFIG_FILE = "agentlake.toml"
 SCOPES = ("read", "write", "admin")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def _env(name: str) -> AliasChoices:
@@ -77,6 +78,11 @@ class Settings(BaseSettings):
         "2GB",
         pattern=r"^\s*\d+(\.\d+)?\s*([KMGT]i?B)\s*$",
         description="DuckDB's memory limit for the lake (e.g. 2GB, 512MiB); a query that needs more fails instead of growing the process. DuckDB's own default is 80% of RAM.",
+    )
+
+    log_level: str = Field(
+        "WARNING",
+        description="Least severe log record printed on stderr: DEBUG, INFO, WARNING, ERROR or CRITICAL; the CLI's -v (INFO) and -vv (DEBUG) override it for one command.",
     )
 
     # --- embed --------------------------------------------------------------------------
@@ -363,6 +369,14 @@ class Settings(BaseSettings):
         if not value or value != value.strip() or ":" in value or " " in value:
             raise ValueError("must be an extractor's name: 'induction', 'heuristic', 'llm' or a plugin's")
         return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _log_level(cls, value: str) -> str:
+        level = value.strip().upper()
+        if level not in LOG_LEVELS:
+            raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
+        return level
 
     @field_validator("api_keys")
     @classmethod

@@ -290,3 +290,12 @@ def test_the_readme_services_commands_work_beside_the_server(shared: Path, serve
         assert (stopped.stdout or b"").strip(), stopped.stderr
         return
     assert result.returncode == 0, result.stderr
+
+
+def test_retire_beside_the_server_goes_through_it(seeded: Path, tmp_path: Path) -> None:
+    (lesson, *_) = json.loads(cli(seeded, "lessons", "list", "--format", "json").stdout)
+    with running_server(seeded, tmp_path / "serve.log"):
+        retired = cli(seeded, "lessons", "retire", lesson["id"], "--reason", "stale", "-f", "json")
+        listed = cli(seeded, "lessons", "list", "--status", "retired", "-f", "json")
+    assert retired.returncode == 0, retired.stderr
+    assert [row["id"] for row in json.loads(listed.stdout)] == [lesson["id"]]

@@ -49,9 +49,9 @@ def observer_client() -> Any:
 @pytest.mark.parametrize(
     ("method", "gateway_path", "observer_path", "headers", "status"),
     [
-        ("get", "/playbooks", "/ops", {"X-API-Key": "nope"}, 401),
-        ("get", "/playbooks", "/ops", {}, 401),
-        ("get", "/playbooks?limit=0", "/ops?limit=0", "read", 422),
+        ("get", "/lessons", "/ops", {"X-API-Key": "nope"}, 401),
+        ("get", "/lessons", "/ops", {}, 401),
+        ("get", "/lessons?limit=0", "/ops?limit=0", "read", 422),
         ("get", "/nowhere", "/nowhere", "read", 404),
     ],
 )
@@ -72,10 +72,11 @@ def test_gateway_and_observer_answer_errors_alike(
     assert (ours.status_code, theirs.status_code) == (status, status)
     assert ours.json()["error"]["type"] == theirs.json()["error"]["type"]
     assert set(ours.json()["error"]) == set(theirs.json()["error"])
+    assert (ours.json()["type"], set(ours.json())) == (theirs.json()["type"], set(theirs.json()))
 
 
 def test_validation_errors_name_the_field_alike(gateway: Any, keys: H, observer_client: Any) -> None:
-    ours = gateway.get("/playbooks", params={"limit": 0}, headers=keys["read"]).json()["error"]["details"]
+    ours = gateway.get("/lessons", params={"limit": 0}, headers=keys["read"]).json()["error"]["details"]
     theirs = observer_client.get("/ops", params={"limit": 0}, headers={"X-API-Key": "r-key"}).json()
     assert [e["field"] for e in ours["errors"]] == [e["field"] for e in theirs["error"]["details"]["errors"]]
 
@@ -109,12 +110,12 @@ def test_rest_and_mcp_lessons_share_defaults_bounds_and_filters(
             domain="staffing",
         )
         services.lessons.add(draft)
-    rest = client.get("/playbooks", headers=keys["read"]).json()
+    rest = client.get("/lessons", headers=keys["read"]).json()
     mcp = _call_mcp(services, "lessons", {})
     assert len(mcp.structured_content["lessons"]) == len(rest["lessons"]) == 60
     assert _tool_schema(services, "lessons")["properties"] == LessonQuery.model_json_schema()["properties"]
     assert _call_mcp(services, "lessons", {"limit": 0}).is_error
-    assert client.get("/playbooks", params={"limit": 0}, headers=keys["read"]).status_code == 422
+    assert client.get("/lessons", params={"limit": 0}, headers=keys["read"]).status_code == 422
     by_tool = _call_mcp(services, "lessons", {"city": "Town7", "offset": 0})
     assert [lesson["match"]["fields"]["city"] for lesson in by_tool.structured_content["lessons"]] == [
         "Town7"
@@ -127,3 +128,45 @@ def test_rest_and_mcp_search_share_one_request_model(make_gateway: Any) -> None:
     assert json.dumps(schema["properties"], sort_keys=True) == json.dumps(
         SearchRequest.model_json_schema()["properties"], sort_keys=True
     )
+
+
+# --- RFC 9457 problem details -------------------------------------------------------------------
+
+
+def test_an_error_is_a_problem_detail(gateway: Any, keys: H) -> None:
+    answer = gateway.get("/lessons/L-nothere", headers=keys["read"])
+    assert answer.headers["content-type"] == "application/problem+json"
+
+
+def test_a_problem_names_its_kind_title_and_status(gateway: Any, keys: H) -> None:
+    problem = gateway.get("/lessons/L-nothere", headers=keys["read"]).json()
+    assert (problem["type"], problem["title"], problem["status"]) == (
+        "tag:agentlake,2026:problem/not_found",
+        "Not Found",
+        404,
+    )
+
+
+def test_a_problems_detail_is_the_message_clients_read_before(gateway: Any, keys: H) -> None:
+    problem = gateway.get("/lessons/L-nothere", headers=keys["read"]).json()
+    assert "L-nothere" in problem["detail"]
+    assert problem["error"]["message"] == problem["detail"]
+
+
+def test_a_validation_problem_keeps_each_field_under_error_details(gateway: Any, keys: H) -> None:
+    problem = gateway.get("/lessons", params={"limit": 0}, headers=keys["read"]).json()
+    assert (problem["type"], problem["error"]["details"]["errors"][0]["field"]) == (
+        "tag:agentlake,2026:problem/validation_error",
+        "limit",
+    )
+
+
+def test_the_observer_answers_problems_too(observer_client: Any) -> None:
+    answer = observer_client.get("/ops", params={"limit": -1}, headers={"X-API-Key": "r-key"})
+    assert (answer.headers["content-type"], answer.json()["status"]) == ("application/problem+json", 422)
+
+
+def test_openapi_documents_errors_as_problems(gateway: Any, keys: H) -> None:
+    spec = gateway.get("/openapi.json", headers=keys["read"]).json()
+    missing = spec["paths"]["/lessons/{lesson_id}"]["get"]["responses"]["404"]["content"]
+    assert list(missing) == ["application/problem+json"]

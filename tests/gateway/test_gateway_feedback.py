@@ -5,6 +5,7 @@ Each records one ``ask.feedback`` op; the learner turns it into a lesson the nex
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -120,3 +121,15 @@ def test_the_cli_says_an_unknown_answer_id_in_one_line(data_dir: Path, cli: Any)
     code, _, err = cli("feedback", "nope", "--right")
 
     assert (code, err.count("\n")) == (2, 1)
+
+
+def test_the_cli_takes_format_json_as_scripts_do(data_dir: Path, cli: Any, asker: ScriptedProvider) -> None:
+    asker.enqueue(PLAN)
+    asker.enqueue("600 workers [SQL].")
+    code, out, err = cli("ask", QUESTION, "--model", "scripted:fb-asker", "--format", "json")
+    assert code == 0, err
+
+    code, out, err = cli("feedback", json.loads(out)["id"], "--right", "--format", "csv")
+
+    header, row = list(csv.reader(out.splitlines()))
+    assert dict(zip(header, row, strict=True))["right"] == "True", err

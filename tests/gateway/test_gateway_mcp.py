@@ -14,6 +14,7 @@ from mcp import Client
 from agentlake.gateway.mcp_server import build_mcp_server
 from agentlake.gateway.schemas import (
     AskRequest,
+    FillRequest,
     LessonQuery,
     LessonRef,
     LogLesson,
@@ -30,12 +31,13 @@ TWINS = {
     "worker_profile": WorkerRef,
     "ask": AskRequest,
     "feedback": Feedback,
+    "fill": FillRequest,
     "lessons": LessonQuery,
     "lesson": LessonRef,
     "log_outcome": LogOutcome,
     "propose_lesson": LogLesson,
 }
-WRITERS = {"feedback", "log_outcome", "propose_lesson"}
+WRITERS = {"feedback", "fill", "log_outcome", "propose_lesson"}
 
 
 @pytest.fixture
@@ -70,6 +72,8 @@ BAD_CALLS = [
     ("propose_lesson", {"lesson": {}}, "lesson.trigger"),
     ("worker_profile", {"worker_id": "seven"}, "worker_id"),
     ("lesson", {"lesson_id": "../etc"}, "lesson_id"),
+    ("fill", {"order": ""}, "order"),
+    ("fill", {"order": "3 x Welder in Atlantis, ZZ"}, "Atlantis"),
     ("search", {"question": "welder", "surprise": 1}, "surprise"),
     ("sql", {"query": "DROP TABLE workers"}, "DROP"),
     ("get_worker", {"worker_id": 99999999}, "99999999"),
@@ -130,7 +134,11 @@ def test_no_tool_is_destructive(tools: dict[str, Any]) -> None:
 
 
 def test_only_tools_asking_model_servers_are_open_world(tools: dict[str, Any]) -> None:
-    assert {name for name, tool in tools.items() if tool.annotations.open_world_hint} == {"ask", "models"}
+    assert {name for name, tool in tools.items() if tool.annotations.open_world_hint} == {
+        "ask",
+        "fill",
+        "models",
+    }
 
 
 def test_a_good_call_still_answers(services: Any) -> None:
@@ -139,3 +147,17 @@ def test_a_good_call_still_answers(services: Any) -> None:
 
     result = _session(services, scenario)
     assert (result.is_error, result.structured_content["total"]) == (False, 0)
+
+
+ORDER = "2 x Welder in Cleveland, OH for Riverfront Steel at 08:00 on 2026-04-22"
+
+
+def test_the_fill_tool_fills_as_post_fill_does(make_gateway: Any, keys: Any) -> None:
+    client, app = make_gateway()
+    rest = client.post("/fill", json={"order": ORDER}, headers=keys["write"]).json()
+
+    async def scenario(mcp: Any) -> Any:
+        return await mcp.call_tool("fill", {"order": ORDER})
+
+    result = _session(app.state.services, scenario)
+    assert (result.is_error, result.structured_content["proposed"]) == (False, rest["proposed"])

@@ -57,8 +57,8 @@ def test_every_operation_documents_its_errors(make_gateway: Any) -> None:
             else:
                 assert {"401", "403", "413", "422"} <= codes, (method, path)
                 assert operation.get("security"), (method, path)
-            error_ref = operation["responses"]["500"]["content"]["application/json"]["schema"]["$ref"]
-            assert error_ref.endswith("/ErrorResponse"), (method, path)
+            error = operation["responses"]["500"]["content"]["application/problem+json"]
+            assert error["schema"]["$ref"].endswith("/ProblemDetails"), (method, path)
 
 
 @pytest.mark.slow
@@ -121,7 +121,7 @@ def test_each_operation_names_its_scope(make_gateway: Any) -> None:
     assert paths["/health"]["get"]["x-required-scope"] == "none"
     assert paths["/worker/{worker_id}"]["get"]["x-required-scope"] == "read"
     assert paths["/log"]["post"]["x-required-scope"] == "write"
-    assert paths["/playbooks/{lesson_id}/retire"]["post"]["x-required-scope"] == "admin"
+    assert paths["/lessons/{lesson_id}/retire"]["post"]["x-required-scope"] == "admin"
 
 
 def test_http_api_docs_are_generated_from_the_code() -> None:

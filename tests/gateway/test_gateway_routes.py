@@ -144,7 +144,7 @@ def test_tools_list_and_call(gateway: Any, keys: H) -> None:
     assert "DELETE" in bad.json()["error"]
 
 
-def test_playbooks_filters_and_history(gateway: Any, keys: H) -> None:
+def test_lessons_filters_and_history(gateway: Any, keys: H) -> None:
     drafts = [
         {
             "trigger": "Welder fills for riverfront-steel",
@@ -164,22 +164,20 @@ def test_playbooks_filters_and_history(gateway: Any, keys: H) -> None:
         gateway.post("/log", json={"kind": "lesson", "lesson": d}, headers=keys["write"]).json()["lesson_id"]
         for d in drafts
     ]
-    all_lessons = gateway.get("/playbooks", headers=keys["read"]).json()
+    all_lessons = gateway.get("/lessons", headers=keys["read"]).json()
     assert all_lessons["total"] == 2
-    welders = gateway.get("/playbooks", params={"role": "welder"}, headers=keys["read"]).json()
+    welders = gateway.get("/lessons", params={"role": "welder"}, headers=keys["read"]).json()
     assert [lesson["id"] for lesson in welders["lessons"]] == [ids[0]]
-    assert gateway.get("/playbooks", params={"status": "active"}, headers=keys["read"]).json()["total"] == 0
-    page = gateway.get("/playbooks", params={"limit": 1, "offset": 1}, headers=keys["read"]).json()
+    assert gateway.get("/lessons", params={"status": "active"}, headers=keys["read"]).json()["total"] == 0
+    page = gateway.get("/lessons", params={"limit": 1, "offset": 1}, headers=keys["read"]).json()
     assert page["total"] == 2
     assert len(page["lessons"]) == 1
 
-    gateway.post(f"/playbooks/{ids[0]}/retire", json={"reason": "rule dropped"}, headers=keys["admin"])
-    restored = gateway.post(
-        f"/playbooks/{ids[0]}/rollback", json={"version": 1}, headers=keys["admin"]
-    ).json()
+    gateway.post(f"/lessons/{ids[0]}/retire", json={"reason": "rule dropped"}, headers=keys["admin"])
+    restored = gateway.post(f"/lessons/{ids[0]}/rollback", json={"version": 1}, headers=keys["admin"]).json()
     assert restored["status"] == "pending"
     assert restored["version"] == 3
-    detail = gateway.get(f"/playbooks/{ids[0]}", headers=keys["read"]).json()
+    detail = gateway.get(f"/lessons/{ids[0]}", headers=keys["read"]).json()
     assert [event["kind"] for event in detail["history"]] == ["add", "retire", "rollback"]
 
 
@@ -187,7 +185,44 @@ def test_log_rejects_a_lesson_whose_filter_the_guard_refuses(gateway: Any, keys:
     draft = {"trigger": "x", "action": "y", "machine": {"extra_where": "1=1; DROP TABLE workers"}}
     response = gateway.post("/log", json={"kind": "lesson", "lesson": draft}, headers=keys["write"])
     assert response.status_code == 422
-    assert gateway.get("/playbooks", headers=keys["read"]).json()["total"] == 0
+    assert gateway.get("/lessons", headers=keys["read"]).json()["total"] == 0
+
+
+def _a_lesson(gateway: Any, keys: H) -> str:
+    draft = {"trigger": "Welder fills", "action": "require OSHA 30", "match": {"role": "Welder"}}
+    return gateway.post("/log", json={"kind": "lesson", "lesson": draft}, headers=keys["write"]).json()[
+        "lesson_id"
+    ]
+
+
+def test_playbooks_still_lists_what_lessons_lists(gateway: Any, keys: H) -> None:
+    _a_lesson(gateway, keys)
+    alias = gateway.get("/playbooks", headers=keys["read"]).json()
+    assert alias == gateway.get("/lessons", headers=keys["read"]).json()
+
+
+def test_a_lesson_retired_through_the_alias_is_retired(gateway: Any, keys: H) -> None:
+    lesson_id = _a_lesson(gateway, keys)
+    gateway.post(f"/playbooks/{lesson_id}/retire", json={"reason": "old client"}, headers=keys["admin"])
+    assert gateway.get(f"/lessons/{lesson_id}", headers=keys["read"]).json()["lesson"]["status"] == "retired"
+
+
+def test_openapi_marks_every_playbooks_path_deprecated(gateway: Any, keys: H) -> None:
+    paths = gateway.get("/openapi.json", headers=keys["read"]).json()["paths"]
+    aliases = [op for path, ops in paths.items() if path.startswith("/playbooks") for op in ops.values()]
+    assert [op.get("deprecated") for op in aliases] == [True] * 4
+
+
+def test_openapi_marks_no_lessons_path_deprecated(gateway: Any, keys: H) -> None:
+    paths = gateway.get("/openapi.json", headers=keys["read"]).json()["paths"]
+    lessons = [op for path, ops in paths.items() if path.startswith("/lessons") for op in ops.values()]
+    assert [op.get("deprecated", False) for op in lessons] == [False] * 4
+
+
+def test_each_lessons_path_has_its_alias(gateway: Any, keys: H) -> None:
+    paths = gateway.get("/openapi.json", headers=keys["read"]).json()["paths"]
+    lessons = {path.removeprefix("/lessons") for path in paths if path.startswith("/lessons")}
+    assert lessons == {path.removeprefix("/playbooks") for path in paths if path.startswith("/playbooks")}
 
 
 def test_models_reports_providers_reachability_and_loaded(

@@ -6,16 +6,22 @@ from typing import Any
 
 import pytest
 
+from agentlake.http.errors import problem_type
+
 
 def assert_error(response: Any, status: int, kind: str) -> dict[str, Any]:
+    """The RFC 9457 problem of ``response``; its ``error`` member (the earlier shape) returned."""
     assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/problem+json"
     body = response.json()
-    assert set(body) == {"error"}
+    assert set(body) == {"type", "title", "status", "detail", "error"}
+    assert (body["type"], body["status"]) == (problem_type(kind), status)
     error = body["error"]
     assert error["status"] == status
     assert error["type"] == kind
     assert isinstance(error["message"], str)
     assert error["message"]
+    assert body["detail"] == error["message"]
     return error
 
 

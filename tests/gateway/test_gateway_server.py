@@ -42,6 +42,8 @@ def test_served_gateway_authenticates_and_answers(server: str) -> None:
     )
     assert forbidden.status_code == 403
     assert forbidden.json()["error"]["type"] == "forbidden"
+    assert forbidden.headers["content-type"] == "application/problem+json"
+    assert forbidden.json()["type"] == "tag:agentlake,2026:problem/forbidden"
     spec = httpx.get(f"{server}/openapi.json", headers=read).json()
     assert {
         "/sql",
@@ -50,6 +52,7 @@ def test_served_gateway_authenticates_and_answers(server: str) -> None:
         "/worker/{worker_id}",
         "/ask",
         "/log",
+        "/lessons",
         "/playbooks",
         "/profile/{worker_id}",
         "/models",

@@ -79,3 +79,18 @@ def test_chat_without_a_model_runs_the_demo_and_says_so(
     assert code == 0, err
     assert "(one read-only SQL query)" in " ".join(out.split())  # the demo's answer
     assert "the scripted demo (function:graph-demo) answers" in " ".join(err.split())
+
+
+def test_chat_as_json_has_the_reply_its_path_and_the_events(cli, lake_dir: Path) -> None:
+    code, out, err = cli("graph", "chat", "how many workers are there per state?", "--format", "json")
+    assert code == 0, err
+    turn = json.loads(out)
+    assert "The query returned 10 rows" in turn["reply"]
+    assert turn["path"].startswith("director")
+    assert any(event["type"] == "controls" for event in turn["events"])
+
+
+def test_validate_as_csv_is_one_row_a_file(cli) -> None:
+    code, out, err = cli("graph", "validate", str(GRAPHS_DIR / "minimal.yaml"), "-f", "csv")
+    assert code == 0, err
+    assert out.splitlines() == ["file,graph,nodes,edges", f"{GRAPHS_DIR / 'minimal.yaml'},minimal,4,5"]

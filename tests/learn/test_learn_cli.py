@@ -1,4 +1,4 @@
-"""`agentlake lessons list|show|history|rollback|export|import|prune|promote|learn`."""
+"""`agentlake lessons list|show|history|retire|rollback|export|import|prune|promote|learn`."""
 
 from __future__ import annotations
 
@@ -158,6 +158,151 @@ def test_bad_since_and_missing_observer_store(capsys: pytest.CaptureFixture[str]
 
 
 def test_help_of_every_command() -> None:
-    for command in ("list", "show", "history", "rollback", "export", "import", "prune", "promote", "learn"):
+    for command in (
+        "list", "show", "history", "retire", "rollback", "export", "import", "prune", "promote", "learn"
+    ):  # fmt: skip
         out = invoke("lessons", command, "--help")
         assert "Usage:" in out
+
+
+# --- reading without creating, a run's stores, retiring ------------------------------------------
+
+
+def learned_project() -> str:
+    """Lessons learned into the project's store; the id of the riverfront-steel one."""
+    seed_ops()
+    invoke("lessons", "learn", "--no-similarity")
+    return listed("--client", "riverfront-steel")[0]["id"]
+
+
+def a_run(arms: dict[str, bool]) -> Path:
+    """A run directory under runs_dir with these staffers (name -> learning) as its plan says."""
+    from agentlake.scenarios.results import PLAN_FILE, RESULTS_FILE, write_json
+
+    run_dir = load_settings().runs_dir / "run-7"
+    (run_dir / "lessons").mkdir(parents=True)
+    write_json(
+        run_dir / PLAN_FILE,
+        {
+            "staffers": [{"staffer": name, "learning": learning} for name, learning in arms.items()],
+            "arms": [{"arm": name, "staffer": name, "feedback": "explicit"} for name in arms],
+        },
+    )
+    (run_dir / RESULTS_FILE).write_text("")
+    return run_dir
+
+
+def test_list_on_a_fresh_data_dir_is_empty_and_creates_no_store() -> None:
+    assert listed() == []
+    settings = load_settings()
+    assert not (settings.data_dir / settings.learn_file).exists()
+
+
+def test_a_runs_lessons_are_listed_by_run_and_staffer() -> None:
+    lesson_id = learned_project()
+    settings = load_settings()
+    run_dir = a_run({"rules-learning": True, "rules-static": False})
+    (settings.data_dir / settings.learn_file).rename(run_dir / "lessons" / "rules-learning.duckdb")
+    by_run = listed("--run", "run-7", "--staffer", "rules-learning")
+    assert lesson_id in {row["id"] for row in by_run}
+
+
+def test_a_runs_only_learning_staffer_needs_no_name() -> None:
+    lesson_id = learned_project()
+    settings = load_settings()
+    run_dir = a_run({"rules-learning": True, "rules-static": False})
+    (settings.data_dir / settings.learn_file).rename(run_dir / "lessons" / "rules-learning.duckdb")
+    shown = json.loads(invoke("lessons", "show", lesson_id, "--run", str(run_dir)))
+    assert shown["evidence_op_ids"] == ["judged-1"]
+
+
+def test_reading_a_runs_store_leaves_its_file_unchanged() -> None:
+    lesson_id = learned_project()
+    settings = load_settings()
+    run_dir = a_run({"rules-learning": True})
+    store = run_dir / "lessons" / "rules-learning.duckdb"
+    (settings.data_dir / settings.learn_file).rename(store)
+    before = store.read_bytes()
+    invoke("lessons", "history", lesson_id, "--run", "run-7", "-f", "json")
+    invoke("lessons", "export", "--run", "run-7")
+    assert store.read_bytes() == before
+
+
+def test_store_option_reads_a_lesson_file() -> None:
+    lesson_id = learned_project()
+    settings = load_settings()
+    store = settings.data_dir / "elsewhere.duckdb"
+    (settings.data_dir / settings.learn_file).rename(store)
+    assert lesson_id in {row["id"] for row in listed("--store", str(store))}
+
+
+def test_a_staffer_the_run_did_not_learn_with_names_those_that_did(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    a_run({"rules-learning": True, "rules-static": False})
+    code, err = exit_code(["lessons", "list", "--run", "run-7", "--staffer", "rules-static"], capsys)
+    assert code == 2
+    assert "its learning staffers: rules-learning" in err
+
+
+def test_a_run_with_two_learning_staffers_asks_for_one(capsys: pytest.CaptureFixture[str]) -> None:
+    a_run({"rules-learning": True, "llm-learning": True})
+    code, err = exit_code(["lessons", "list", "--run", "run-7"], capsys)
+    assert code == 2
+    assert "name one with --staffer (rules-learning, llm-learning)" in err
+
+
+def test_staffer_without_run_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = exit_code(["lessons", "list", "--staffer", "rules-learning"], capsys)
+    assert code == 2
+    assert "give --run RUN_ID too" in err
+
+
+def test_retire_stops_a_lesson_and_rollback_restores_it() -> None:
+    lesson_id = learned_project()
+    retired = json.loads(
+        invoke("lessons", "retire", lesson_id, "--reason", "client changed policy", "-f", "json")
+    )
+    assert retired["status"] == "retired"
+    history = json.loads(invoke("lessons", "history", lesson_id, "--format", "json"))
+    assert (history[-1]["event"], history[-1]["reason"]) == ("retire", "client changed policy")
+    invoke("lessons", "rollback", lesson_id, str(retired["version"] - 1))
+    assert json.loads(invoke("lessons", "show", lesson_id))["status"] == "active"
+
+
+def test_retire_says_how_to_undo_it() -> None:
+    lesson_id = learned_project()
+    out = invoke("lessons", "retire", lesson_id, "--reason", "stale")
+    assert f"agentlake lessons rollback {lesson_id} 1" in out
+
+
+def test_retire_needs_a_reason(capsys: pytest.CaptureFixture[str]) -> None:
+    lesson_id = learned_project()
+    code, err = exit_code(["lessons", "retire", lesson_id, "--reason", " "], capsys)
+    assert code == 2
+    assert "say why" in err
+
+
+def test_retire_of_an_unknown_lesson_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    learned_project()
+    code, err = exit_code(["lessons", "retire", "L-nothere", "--reason", "x"], capsys)
+    assert code == 2
+    assert "L-nothere" in err
+
+
+def test_import_and_rollback_print_json_for_scripts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lesson_id = learned_project()
+    exported = tmp_path / "lessons.json"
+    invoke("lessons", "export", "--out", str(exported))
+    monkeypatch.setenv("AGENTLAKE_DATA_DIR", str(tmp_path / "elsewhere"))
+    report = json.loads(invoke("lessons", "import", str(exported), "--format", "json"))
+    assert lesson_id in report["added"]
+    rolled = json.loads(invoke("lessons", "rollback", lesson_id, "1", "--format", "json"))
+    assert (rolled["id"], rolled["version"]) == (lesson_id, 2)
+
+
+def test_learn_format_json_and_its_json_alias_agree() -> None:
+    seed_ops()
+    by_format = json.loads(invoke("lessons", "learn", "--no-similarity", "--format", "json"))
+    by_alias = json.loads(invoke("lessons", "learn", "--no-similarity", "--json"))
+    assert (by_format["ops_read"], by_alias["ops_read"]) == (2, 2)

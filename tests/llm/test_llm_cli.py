@@ -3,11 +3,17 @@ script runs them (``main``: errors rendered on one line, exit codes 1 and 2)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from agentlake.cli.llm import read_prompt
+from agentlake.cli.main import app
 from agentlake.llm import ScriptedProvider
 from agentlake.llm.fakeserver import serve_fake_ollama
 from agentlake.llm.resilience import ManualClock, use_clock
@@ -165,3 +171,97 @@ def test_models_says_when_the_server_is_down(cli, monkeypatch: pytest.MonkeyPatc
     assert result.code == 0
     assert row["reachable"] is False
     assert "OLLAMA_HOST" in row["detail"]
+
+
+# --- the prompt from stdin, as `llm` reads it ----------------------------------------------------
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_no_prompt_reads_it_from_stdin(ollama: ScriptedProvider) -> None:
+    ollama.enqueue("ok")
+    result = CliRunner().invoke(app, ["llm", "ask", "ollama:qwen3:4b"], input="how many welders?\n")
+    assert result.exit_code == 0, result.output
+    assert ollama.raw_requests[0]["messages"][-1]["content"] == "how many welders?\n"
+
+
+def test_a_dash_reads_the_prompt_from_stdin(ollama: ScriptedProvider) -> None:
+    ollama.enqueue("ok")
+    CliRunner().invoke(app, ["llm", "ask", "ollama:qwen3:4b", "-"], input="count the welders")
+    assert ollama.raw_requests[0]["messages"][-1]["content"] == "count the welders"
+
+
+def test_piped_stdin_is_appended_to_a_given_prompt(ollama: ScriptedProvider) -> None:
+    ollama.enqueue("ok")
+    CliRunner().invoke(app, ["llm", "ask", "ollama:qwen3:4b", "Summarise:"], input="row 1\nrow 2\n")
+    assert ollama.raw_requests[0]["messages"][-1]["content"] == "Summarise:\n\nrow 1\nrow 2\n"
+
+
+def test_a_terminal_is_not_read_when_a_prompt_is_given() -> None:
+    assert read_prompt("hello", _Terminal("typed later")) == "hello"
+
+
+def test_a_process_without_stdin_sends_the_prompt_alone() -> None:
+    assert read_prompt("hello", None) == "hello"
+
+
+def test_no_prompt_and_nothing_piped_exits_2(cli) -> None:
+    result = cli("llm", "ask", "ollama:qwen3:4b")
+    assert result.code == 2
+    assert "no prompt" in result.err
+
+
+def test_format_csv_prints_one_row_of_the_reply(cli, ollama: ScriptedProvider) -> None:
+    ollama.enqueue("Three welders.")
+    result = cli("llm", "ask", "ollama:qwen3:4b", "how many?", "--format", "csv")
+    header, row = list(csv.reader(result.out.splitlines()))
+    assert dict(zip(header, row, strict=True))["text"] == "Three welders."
+
+
+def test_json_alias_and_format_csv_disagree(cli) -> None:
+    result = cli("llm", "ask", "ollama:qwen3:4b", "x", "--json", "--format", "csv")
+    assert result.code == 2
+    assert "--json and --format csv disagree" in result.err
+
+
+# --- -v and log_level: what a retry looks like ---------------------------------------------------
+
+
+@pytest.fixture
+def root_level() -> Iterator[None]:
+    """The root logger's level as it was before the test (-v sets it for the process)."""
+    import logging
+
+    level = logging.getLogger().level
+    yield
+    logging.getLogger().setLevel(level)
+
+
+def test_verbose_shows_each_retry(cli, ollama: ScriptedProvider, root_level: None) -> None:
+    ollama.enqueue(error=503)
+    ollama.enqueue("ok")
+    with use_clock(ManualClock()):
+        result = cli("-v", "llm", "ask", "ollama:qwen3:4b", "hi")
+    assert "retry 1 of 3" in result.err
+
+
+def test_without_verbose_a_retry_is_quiet(cli, ollama: ScriptedProvider, root_level: None) -> None:
+    ollama.enqueue(error=503)
+    ollama.enqueue("ok")
+    with use_clock(ManualClock()):
+        result = cli("llm", "ask", "ollama:qwen3:4b", "hi")
+    assert "retry" not in result.err
+
+
+def test_the_log_level_setting_shows_retries_too(
+    cli, ollama: ScriptedProvider, monkeypatch: pytest.MonkeyPatch, root_level: None
+) -> None:
+    monkeypatch.setenv("AGENTLAKE_LOG_LEVEL", "info")
+    ollama.enqueue(error=503)
+    ollama.enqueue("ok")
+    with use_clock(ManualClock()):
+        result = cli("llm", "ask", "ollama:qwen3:4b", "hi")
+    assert "retry 1 of 3" in result.err

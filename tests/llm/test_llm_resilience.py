@@ -7,6 +7,7 @@ import time
 import pytest
 
 from agentlake.errors import RunError
+from agentlake.http.retry import BACKOFF_CAP_S, backoff_delay
 from agentlake.llm import (
     CallRecord,
     CircuitOpenError,
@@ -16,7 +17,7 @@ from agentlake.llm import (
     ScriptedProvider,
     generate,
 )
-from agentlake.llm.resilience import BACKOFF_CAP_S, ManualClock, backoff_delay
+from agentlake.llm.resilience import ManualClock
 
 
 def test_5xx_is_retried_with_jittered_backoff_over_http(

@@ -1,4 +1,4 @@
-"""`agentlake ops tail|stats|query` and `agentlake observer serve --help`."""
+"""`agentlake ops tail|stats|query|show` and `agentlake observer serve --help`."""
 
 from __future__ import annotations
 
@@ -94,11 +94,73 @@ def test_ops_reads_through_the_service_when_given_a_url() -> None:
         assert [o["id"] for o in json.loads(result.output)] == ["new"]
 
 
-def test_ops_without_a_store_says_what_to_do(capsys: pytest.CaptureFixture[str]) -> None:
-    code, err = _exit(["ops", "stats"], capsys)
+def test_ops_stats_on_a_fresh_data_dir_shows_zeros() -> None:
+    result = runner.invoke(app, ["ops", "stats", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert (json.loads(result.output)["total"], json.loads(result.output)["failures"]) == (0, 0)
+
+
+def test_reading_a_fresh_data_dir_creates_no_store() -> None:
+    for command in (["ops", "stats"], ["ops", "query"], ["ops", "tail"]):
+        assert runner.invoke(app, command).exit_code == 0
+    assert not load_settings().observer_path.exists()
+
+
+def test_ops_query_on_a_fresh_data_dir_is_an_empty_list() -> None:
+    result = runner.invoke(app, ["ops", "query", "--format", "json"])
+    assert json.loads(result.output) == []
+
+
+def test_ops_show_prints_one_op_as_json() -> None:
+    _seed()
+    result = runner.invoke(app, ["ops", "show", "fail"])
+    assert result.exit_code == 0, result.output
+    op = json.loads(result.output)
+    assert (op["id"], op["error"], op["labels"]) == (
+        "fail",
+        "no Welders in Cleveland",
+        {"staffer_id": "st-1"},
+    )
+
+
+def test_ops_show_of_an_unknown_id_is_one_line_saying_how_to_find_ids(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _seed()
+    code, err = _exit(["ops", "show", "L-nothere"], capsys)
     assert code == 2
-    assert "no observer store" in err
-    assert "AGENTLAKE_DATA_DIR" in err
+    assert len(err.strip().splitlines()) == 1
+    assert "agentlake ops query" in err
+
+
+def test_ops_show_on_a_fresh_data_dir_says_no_such_op(capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = _exit(["ops", "show", "judged-1"], capsys)
+    assert code == 2
+    assert "no op 'judged-1'" in err
+
+
+def test_ops_query_by_id() -> None:
+    _seed()
+    result = runner.invoke(app, ["ops", "query", "--id", "old", "-f", "json"])
+    assert [op["id"] for op in json.loads(result.output)] == ["old"]
+
+
+def test_ops_tables_show_each_ops_id() -> None:
+    _seed()
+    result = runner.invoke(app, ["ops", "query", "--source", "llm", "-f", "csv"])
+    header, row = result.output.strip().splitlines()
+    assert dict(zip(header.split(","), row.split(","), strict=True))["id"] == "new"
+
+
+def test_ops_show_through_the_service() -> None:
+    _seed()
+    with (
+        Observer(OpStore(load_settings().observer_path)) as observer,
+        running_service(observer, load_settings()) as url,
+    ):
+        result = runner.invoke(app, ["ops", "show", "new", "--url", url])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.output)["endpoint"] == "llm.chat"
 
 
 def test_observer_serve_help() -> None:

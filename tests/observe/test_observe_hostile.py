@@ -34,7 +34,7 @@ def client(observer: Observer) -> Iterator[TestClient]:
 
 def _error(response: httpx.Response, status: int) -> dict[str, Any]:
     assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/json")
+    assert response.headers["content-type"].startswith("application/problem+json")
     return response.json()["error"]
 
 

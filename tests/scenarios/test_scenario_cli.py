@@ -105,3 +105,21 @@ def test_cli_refuses_bad_input_with_one_line(cli_env: Settings, cli, tmp_path: P
     assert code == 2
     assert "not a run directory" in err
     assert not cli_env.runs_dir.exists()
+
+
+@pytest.mark.slow
+def test_run_as_json_prints_its_summary_and_progress_on_stderr(cli_env: Settings, cli) -> None:
+    day = str(PACK / "eagle-container-day1.yaml")
+    code, out, err = cli("run", "-s", day, "-t", "rules-static", "-b", "1", "--run-id", "j", "-f", "json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert (summary["run_id"], [row["staffer"] for row in summary["leaderboard"]]) == ("j", ["rules-static"])
+    assert "batch 1/1" in err
+
+
+def test_run_check_as_json_lists_the_pools(cli_env: Settings, cli) -> None:
+    day = str(PACK / "eagle-container-day1.yaml")
+    code, out, err = cli("run", "-s", day, "-t", "rules-static", "--check", "--format", "json")
+    assert code == 0, err
+    checked = json.loads(out)
+    assert checked["pools"][0]["scenario"] == "eagle-container-day1"

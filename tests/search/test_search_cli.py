@@ -92,3 +92,16 @@ def test_demo_generates_indexes_and_answers(cli) -> None:
     assert "generated" not in out
     assert "indexed" not in out
     assert "avg_reliability" in out
+
+
+def test_build_as_json_says_what_was_built(data_dir: Path, cli) -> None:
+    code, out, err = cli("index", "build", "workers", "--column", "resume_text", "--format", "json")
+    assert code == 0, err
+    built = json.loads(out)
+    assert (built["dataset"], built["text_column"], built["embedded"]) == ("workers", "resume_text", 0)
+
+
+def test_drop_as_json_names_the_index_dropped(data_dir: Path, cli) -> None:
+    code, out, err = cli("index", "drop", "workers", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["dataset"] == "workers"

@@ -79,7 +79,8 @@ def call(
 
 
 def _message(response: Any) -> str:
+    """The problem's ``detail`` (RFC 9457, as the gateway answers errors)."""
     try:
-        return str(response.json()["error"]["message"])
+        return str(response.json()["detail"])
     except (ValueError, KeyError, TypeError):
         return f"HTTP {response.status_code}: {response.text[:200]}"

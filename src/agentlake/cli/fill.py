@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from agentlake.cli.output import JSON_ALIAS, Format, format_option
+
 if TYPE_CHECKING:
     from agentlake.agents import TaskOutcome, TurnRecord
     from agentlake.serving import Announcement
@@ -57,14 +59,18 @@ def fill_command(
     ),
     rescue: bool = typer.Option(True, "--rescue/--no-rescue", help="One rescue attempt after a failed fill."),
     overseer: bool = typer.Option(False, "--overseer", help="Let the overseer review the fill for concerns."),
-    as_json: bool = typer.Option(
-        False, "--json", help="Print the whole outcome (transcript included) as JSON."
+    fmt: Format = format_option(
+        "Output: table (the turns, then the workers), json (the whole outcome, transcript "
+        "included) or csv (the workers: placed, spare, rejected)."
     ),
+    as_json: bool = JSON_ALIAS,
 ) -> None:
     """Fill one order against the lake: verified workers, spares and every rejection's reason (exit 1 if unfilled)."""
     from agentlake.cli.beside_server import running_gateway
-    from agentlake.cli.output import console, print_json
+    from agentlake.cli.output import chosen_format, console, print_json
 
+    fmt = chosen_format(fmt, as_json)
+    people = fmt is Format.table
     request = {
         "order": order,
         "policy": policy,
@@ -80,15 +86,15 @@ def fill_command(
         request |= {"executor_model": executor, "reviewer_model": reviewer, "turn_budget": turn_budget}
     server = running_gateway()
     where = f"filling through {server.describe()}..." if server else "filling..."
-    with console.status(where, spinner="dots") if not as_json else nullcontext():
+    with console.status(where, spinner="dots") if people else nullcontext():
         if server is not None:
-            outcome = _fill_through(server, request, show_turns=not as_json)
+            outcome = _fill_through(server, request, show_turns=people)
         else:
-            outcome = _fill_here(request, on_turn=None if as_json else _show_turn)
-    if as_json:
+            outcome = _fill_here(request, on_turn=_show_turn if people else None)
+    if fmt is Format.json:
         print_json(outcome.model_dump(mode="json"))
     else:
-        _show_outcome(outcome)
+        _show_outcome(outcome, fmt)
     if not outcome.success:
         raise typer.Exit(1)
 
@@ -133,13 +139,16 @@ def _show_turn(record: TurnRecord) -> None:
             console.print(f"       [dim]{escape(line[:160])}[/]", highlight=False)
 
 
-def _show_outcome(outcome: TaskOutcome) -> None:
+def _show_outcome(outcome: TaskOutcome, fmt: Format) -> None:
     from agentlake.cli.output import console, render_rows
 
     rows: list[list[object]] = [[w, "placed", "passed verification"] for w in outcome.proposed]
     rows += [[w, "spare", "verified, kept as buffer"] for w in outcome.candidates]
     rows += [[r.worker_id, "rejected", f"{r.rule}: {r.reason}"] for r in outcome.verification.rejections]
     rows += [["", "concern", f"{c.kind}: {c.message}"] for c in outcome.concerns]
+    if fmt is Format.csv:
+        render_rows(["worker_id", "status", "reason"], rows, fmt)
+        return
     console.print(
         f"[bold]{outcome.filled}/{outcome.order.count} filled ({outcome.policy})[/]: {outcome.order.describe()}",
         highlight=False,

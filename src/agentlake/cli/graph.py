@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from agentlake.cli.output import Format, console, print_json, render_rows
+from agentlake.cli.output import Format, console, format_option, print_json, render_record, render_rows
 
 graph_app = typer.Typer(
     help="Conversational graphs: list, show and validate definitions; run a message through one.",
@@ -86,13 +86,22 @@ def nodes(fmt: Format = _FORMAT) -> None:
 
 
 @graph_app.command("validate")
-def validate(files: list[Path] = typer.Argument(..., help="Graph YAML files to check.")) -> None:
+def validate(
+    files: list[Path] = typer.Argument(..., help="Graph YAML files to check."),
+    fmt: Format = format_option("Output: table (one line a file), json or csv (file, graph, nodes, edges)."),
+) -> None:
     """Check graph files: node types, edges, edge types, required roles. Exits 2 on the first problem."""
     from agentlake.graph import load_graph_file
 
+    checked = []
     for path in files:
         graph = load_graph_file(path)
-        console.print(f"ok: {path} (graph {graph.name}: {len(graph.nodes)} nodes, {len(graph.edges)} edges)")
+        checked.append([str(path), graph.name, len(graph.nodes), len(graph.edges)])
+    if fmt is not Format.table:
+        render_rows(["file", "graph", "nodes", "edges"], checked, fmt)
+        return
+    for path, name, nodes, edges in checked:
+        console.print(f"ok: {path} (graph {name}: {nodes} nodes, {edges} edges)")
 
 
 @graph_app.command("chat")
@@ -102,6 +111,10 @@ def chat(
     trace: bool = typer.Option(False, "--trace", help="Also print every node's trace events."),
     model: str = typer.Option(
         None, "--model", help="Model of the thinker and director (default: the graph_model setting)."
+    ),
+    fmt: Format = format_option(
+        "Output: table (what the browser would show), json (reply, path, every event sent and, with "
+        "--trace, the node events) or csv (one row)."
     ),
 ) -> None:
     """Run one message through a graph, as the dashboard would, and print what the browser would get."""
@@ -121,14 +134,21 @@ def chat(
         settings = load_settings(graph_model=model)
         _, note = graph_model_choice(settings)
         if note:
-            err_console.print(f"note: {note}", highlight=False)
+            err_console.print(f"note: {note}", highlight=False)  # stderr: never inside the data
         runtime = GraphRuntime(settings, graph=chosen)
         sent = []
         try:
             events = runtime.handle(runtime.session(), {"type": "message", "text": message}, sent.append)
         finally:
             runtime.close()
-    _print(sent, events if trace else [])
+    done = next((event for event in sent if event["type"] == "done"), {})
+    record = {
+        "reply": done.get("text"),
+        "path": done.get("path"),
+        "events": sent,
+        "trace": events if trace else [],
+    }
+    render_record(record, fmt, lambda: _print(sent, events if trace else []))
     errors = [event["message"] for event in sent if event["type"] == "error"]
     if errors:
         raise RunError(errors[0])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from agentlake.cli.output import Format, console, print_json, render_rows
+from agentlake.cli.output import Format, console, format_option, print_json, render_record, render_rows
 
 index_app = typer.Typer(help="Build, check and drop vector indexes for hybrid search.", no_args_is_help=True)
 
@@ -21,6 +21,7 @@ def build(
         "--model",
         help="Embedder, e.g. local:all-MiniLM-L6-v2 or ollama:nomic-embed-text (default: embed_model).",
     ),
+    fmt: Format = format_option("Output: table (one line), json (what was built) or csv (one row)."),
 ) -> None:
     """Embed COLUMN of every row (cached by content: unchanged rows are not embedded again) and store the index."""
     from agentlake.embed import get_embedder
@@ -31,18 +32,23 @@ def build(
         embedder = get_embedder(model, lake.settings)
         result = build_index(lake, dataset, column, key=key, embedder=embedder, progress=True)
     info = result.index
-    console.print(
-        f"indexed {info.row_count} rows of {info.dataset}.{info.text_column} by {info.key_column} with {info.model} "
-        f"({info.dimension}-d): {result.embedded} embedded, {result.cached} from the cache, "
-        f"{'HNSW graph' if result.ann else 'exact scan'}, {result.elapsed_s:.1f} s",
-        highlight=False,
+    record = info.model_dump(mode="json") | result.model_dump(mode="json", exclude={"index"})
+    render_record(
+        record,
+        fmt,
+        lambda: console.print(
+            f"indexed {info.row_count} rows of {info.dataset}.{info.text_column} by {info.key_column} with "
+            f"{info.model} ({info.dimension}-d): {result.embedded} embedded, {result.cached} from the cache, "
+            f"{'HNSW graph' if result.ann else 'exact scan'}, {result.elapsed_s:.1f} s",
+            highlight=False,
+        ),
     )
 
 
 @index_app.command("status")
 def status(
     dataset: str | None = typer.Argument(None, help="One dataset (default: every index)."),
-    fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output: table or json."),
+    fmt: Format = format_option(),
 ) -> None:
     """List indexes and check each against its dataset (re-hashes the texts, so seconds at 500k rows)."""
     from agentlake.lake import Lake
@@ -71,14 +77,23 @@ def status(
 
 
 @index_app.command("drop")
-def drop(dataset: str = typer.Argument(..., help="Dataset whose index to remove.")) -> None:
+def drop(
+    dataset: str = typer.Argument(..., help="Dataset whose index to remove."),
+    fmt: Format = format_option("Output: table (one line), json (the index dropped) or csv (one row)."),
+) -> None:
     """Remove a dataset's vector index (its vectors table and files; the embedding cache stays)."""
     from agentlake.lake import Lake
     from agentlake.lake.index import drop_index
 
     with Lake.open() as lake:
         info = drop_index(lake, dataset)
-    console.print(f"dropped the index of {info.dataset} ({info.row_count} rows)", highlight=False)
+    render_record(
+        info.model_dump(mode="json"),
+        fmt,
+        lambda: console.print(
+            f"dropped the index of {info.dataset} ({info.row_count} rows)", highlight=False
+        ),
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -162,15 +162,23 @@ def _num(value: float, *, sign: bool = False) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def report(run_dir: str = _RUN_DIR) -> None:
+def report(
+    run_dir: str = _RUN_DIR,
+    fmt: Format = _FORMAT,
+) -> None:
     """Rewrite report.html and leaderboard.json of a run from its results (offline HTML, no network)."""
+    from agentlake.cli.output import render_record
     from agentlake.scenarios.results import resolve_run_dir
     from agentlake.scenarios.runner import regenerate_outputs
     from agentlake.settings import load_settings
 
     settings = load_settings()
     board, html = regenerate_outputs(resolve_run_dir(run_dir, settings.runs_dir), settings)
-    console.print(f"wrote {board}\nwrote {html}", highlight=False)
+    render_record(
+        {"leaderboard": str(board), "report": str(html)},
+        fmt,
+        lambda: console.print(f"wrote {board}\nwrote {html}", highlight=False),
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -1,9 +1,11 @@
-"""``agentlake ops tail | stats | query``: read the operation log.
+"""``agentlake ops tail | stats | query | show``: read the operation log.
 
 Reads the observer's DuckDB file directly (read-only) when no process holds it, otherwise asks
 the observer service (``--url``; else the running ``agentlake serve`` or ``agentlake observer
 serve`` of the data directory that holds the file; else settings.observer_url). Thin door onto
-``agentlake.observe.open_reader``; ``tail --follow`` streams ``GET /ops/stream``.
+``agentlake.observe.open_reader``; ``tail --follow`` streams ``GET /ops/stream``. A data
+directory that has recorded nothing yet reads as an empty log (zeros, no ops), never an error;
+``show`` of an id no op has says how to find ids.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ ops_app = typer.Typer(
     help="Read the operation log: recent ops, live tail, stats, filtered queries.", no_args_is_help=True
 )
 
-_COLUMNS = ["ts", "source", "endpoint", "ok", "ms", "agent", "staffer", "run", "detail"]
+_COLUMNS = ["ts", "source", "endpoint", "ok", "ms", "agent", "staffer", "run", "detail", "id"]
 _URL = typer.Option(
     None, "--url", help="Ask the observer service at this URL instead of reading the store file."
 )
@@ -39,6 +41,7 @@ def _row(op: Any) -> list[Any]:
         op.labels.get("staffer_id"),
         op.run_id,
         detail[:80],
+        op.id,
     ]
 
 
@@ -83,7 +86,7 @@ def tail(
     from agentlake.observe import open_client, open_reader
 
     if not follow:
-        with_reader = open_reader(url=url)
+        with_reader = open_reader(url=url, missing_ok=True)
         try:
             _render(list(reversed(with_reader.query(source=source, limit=n))), fmt)
         finally:
@@ -105,7 +108,7 @@ def stats(url: str = _URL, fmt: Format = _FORMAT) -> None:
     """Totals, successes, failures, counts by source and endpoint, latency p50/p95."""
     from agentlake.observe import open_reader
 
-    reader = open_reader(url=url)
+    reader = open_reader(url=url, missing_ok=True)
     try:
         result = reader.stats()
     finally:
@@ -126,6 +129,7 @@ def _ms(value: float | None) -> str:
 
 @ops_app.command("query")
 def query(
+    op_id: str = typer.Option(None, "--id", help="One op, by its id (e.g. one a lesson names)."),
     source: str = typer.Option(
         None, "--source", help="gateway, mcp, scenario, agent, llm, otlp or external."
     ),
@@ -150,9 +154,10 @@ def query(
     labels = parse_labels(label)
     if staffer:
         labels["staffer_id"] = staffer
-    reader = open_reader(url=url)
+    reader = open_reader(url=url, missing_ok=True)
     try:
         found = reader.query(
+            id=op_id,
             source=source,
             endpoint=endpoint,
             success=success,
@@ -166,6 +171,28 @@ def query(
     finally:
         reader.close()
     _render(found, fmt)
+
+
+@ops_app.command("show")
+def show(
+    op_id: str = typer.Argument(..., help="An op's id: the id column of `ops query`, or one a lesson names."),
+    url: str = _URL,
+) -> None:
+    """Print one op as JSON: what it was given and returned, its labels, attributes and timing."""
+    from agentlake.errors import UserError
+    from agentlake.observe import open_reader
+
+    reader = open_reader(url=url, missing_ok=True)
+    try:
+        found = reader.query(id=op_id, limit=1)
+    finally:
+        reader.close()
+    if not found:
+        raise UserError(
+            f"no op {op_id!r}: `agentlake ops query` lists ops with their ids, and `agentlake lessons "
+            "show LESSON_ID` names the ops a lesson was learned from"
+        )
+    print_json(found[0].model_dump(mode="json"))
 
 
 def register(app: typer.Typer) -> None:

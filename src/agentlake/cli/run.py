@@ -10,6 +10,8 @@ from enum import StrEnum
 
 import typer
 
+from agentlake.cli.output import Format, format_option
+
 
 class BackendChoice(StrEnum):
     inline = "inline"
@@ -76,11 +78,22 @@ def run(
         help="Validate scenarios, staffers, models and the lake; print the plan; run nothing.",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No per-day progress lines."),
+    fmt: Format = format_option(
+        "Output: table (progress, the leaderboard, where the results are), json (the run's summary: "
+        "leaderboard, learning curve, recovery, lessons, paths) or csv (the leaderboard's rows); "
+        "with json or csv the progress lines go to stderr. With --check: the plan and its pools."
+    ),
 ) -> None:
     """Run scenario days with staffers in batches, learn between batches, write results, leaderboard and report."""
     from agentlake.cli.leaderboard import print_board
-    from agentlake.cli.output import console
-    from agentlake.scenarios.metrics import leaderboard, leaderboard_rows, learning_curve
+    from agentlake.cli.output import console, err_console, print_json, render_rows
+    from agentlake.scenarios.feasibility import EventPool
+    from agentlake.scenarios.metrics import (
+        LEADERBOARD_COLUMNS,
+        leaderboard,
+        leaderboard_rows,
+        learning_curve,
+    )
     from agentlake.scenarios.recovery import recovery_line
     from agentlake.scenarios.results import read_results
     from agentlake.scenarios.runner import prepare_run, run_scenarios
@@ -98,12 +111,21 @@ def run(
         from agentlake.scenarios.feasibility import lake_pools
 
         plan = prepare_run(_split(scenarios), _split(staffers), **options)
-        _print_pools(lake_pools(plan.scenarios))
-        console.print("ok: " + plan.describe(), highlight=False, markup=False)
+        pools = lake_pools(plan.scenarios)
+        if fmt is Format.json:
+            print_json({"ok": True, "plan": plan.describe(), "pools": [p.model_dump() for p in pools]})
+        elif fmt is Format.csv:
+            render_rows(list(EventPool.model_fields), [list(p.model_dump().values()) for p in pools], fmt)
+        else:
+            _print_pools(pools)
+            console.print("ok: " + plan.describe(), highlight=False, markup=False)
         return
 
+    # Progress is for people: on stdout beside the table, on stderr beside machine output.
+    shown = console if fmt is Format.table else err_console
+
     def progress(p) -> None:  # noqa: ANN001 - a runner.Progress
-        console.print(
+        shown.print(
             f"batch {p.batch}/{p.batches} [{p.done}/{p.total}] {p.staffer} {p.scenario} r{p.repetition}: "
             f"{p.filled}/{p.requested} filled ({p.seconds:.1f} s)",
             highlight=False,
@@ -119,6 +141,13 @@ def run(
         **options,
     )
     results = read_results(summary.run_dir)
+    if fmt is Format.json:
+        print_json(summary.model_dump(mode="json"))
+        return
+    if fmt is Format.csv:
+        rows = leaderboard_rows(leaderboard(results), learning_curve(results))
+        render_rows(LEADERBOARD_COLUMNS, rows, fmt)
+        return
     print_board(leaderboard_rows(leaderboard(results), learning_curve(results)), f"run {summary.run_id}")
     for arm, total in summary.recovery_by_arm.items():
         console.print(recovery_line(arm, total), highlight=False, markup=False)

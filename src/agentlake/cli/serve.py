@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Serve the HTTP gateway: REST API, the observer under /observer/ and MCP at /mcp.
 
-        Routes: /sql, /search, /match, /worker/{id}, /profile/{id}, /ask, /tools, /playbooks, /log, /models, /health. Set AGENTLAKE_API_KEYS (KEY:SCOPE pairs) before binding anything but 127.0.0.1.
+        Routes: /sql, /search, /match, /worker/{id}, /profile/{id}, /ask, /tools, /lessons, /log, /models, /health. Set AGENTLAKE_API_KEYS (KEY:SCOPE pairs) before binding anything but 127.0.0.1.
         """
         from agentlake.gateway.server import run
 

@@ -13,8 +13,6 @@ They are the same servers the chat providers talk to, so server addresses (``OLL
 from __future__ import annotations
 
 import abc
-import random
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +22,7 @@ import numpy as np
 from agentlake.embed.embedder import normalise_rows
 from agentlake.errors import RunError, UnavailableError, UserError
 from agentlake.http.client import error_text, normalise_url
+from agentlake.http.retry import retrying
 
 # Most servers cap inputs per request (OpenAI: 2048); stay well under and split larger calls.
 MAX_TEXTS_PER_REQUEST = 256
@@ -55,6 +54,20 @@ def openai_vectors(payload: Any) -> list[list[float]]:
         return [item["embedding"] for item in ordered]
     except (KeyError, TypeError, AttributeError):
         raise RunError("the OpenAI-compatible /embeddings reply has items without an 'embedding'") from None
+
+
+class _Answered(Exception):
+    """An error status from the server, inside the retry loop only (``retry_after``: the
+    seconds its Retry-After asked for, which the policy honours)."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.status = response.status_code
+        self.text = error_text(response)
+        try:
+            self.retry_after: float | None = float(response.headers.get("retry-after", ""))
+        except ValueError:
+            self.retry_after = None
+        super().__init__(f"HTTP {self.status}: {self.text}")
 
 
 class _HttpEmbedder(abc.ABC):
@@ -118,32 +131,42 @@ class _HttpEmbedder(abc.ABC):
         return vectors
 
     def _post(self, texts: list[str]) -> np.ndarray:
-        attempt = 0
-        while True:
-            try:
-                response = self._client.post(self._url, json=self._body(texts))
-            except httpx.TransportError as exc:
-                if attempt >= self._max_retries:
-                    raise UnavailableError(
-                        f"cannot reach {self._label} at {self._url} after {attempt + 1} attempts: {exc}; "
-                        "start the server or point the setting at it"
-                    ) from exc
-            else:
-                refused = self._refused(response)
-                if refused is not None:
-                    raise refused
-                if response.status_code == 200:
-                    return self._parse(response, len(texts))
-                if response.status_code not in _RETRY_STATUSES or attempt >= self._max_retries:
-                    raise RunError(
-                        f"{self._label} {self._url} answered {response.status_code} for {len(texts)} texts: "
-                        f"{error_text(response)}",
-                        http_status=502,
-                        upstream_status=response.status_code,
-                    )
-            attempt += 1
-            # Jittered exponential backoff so concurrent builds do not retry in lockstep.
-            time.sleep(min(8.0, 0.25 * 2**attempt) * (0.5 + random.random()))
+        """One request for ``texts``, retried by ``http.retry``'s policy (transport errors,
+        429 and 5xx, honouring Retry-After); the last failure converted here."""
+        attempts = 0
+
+        def once() -> np.ndarray:
+            nonlocal attempts
+            attempts += 1
+            response = self._client.post(self._url, json=self._body(texts))
+            refused = self._refused(response)
+            if refused is not None:
+                raise refused
+            if response.status_code != 200:
+                raise _Answered(response)
+            return self._parse(response, len(texts))
+
+        policy = retrying(
+            max_retries=self._max_retries,
+            retryable=lambda e: (
+                isinstance(e, httpx.TransportError)
+                or (isinstance(e, _Answered) and e.status in _RETRY_STATUSES)
+            ),
+            what=f"{self._label} embedding request",
+        )
+        try:
+            return policy(once)
+        except httpx.TransportError as exc:
+            raise UnavailableError(
+                f"cannot reach {self._label} at {self._url} after {attempts} attempts: {exc}; "
+                "start the server or point the setting at it"
+            ) from exc
+        except _Answered as exc:
+            raise RunError(
+                f"{self._label} {self._url} answered {exc.status} for {len(texts)} texts: {exc.text}",
+                http_status=502,
+                upstream_status=exc.status,
+            ) from None
 
     def _parse(self, response: httpx.Response, expected: int) -> np.ndarray:
         try:

@@ -36,15 +36,23 @@ address allow N times them.** `/health` and the observer's ingest routes (`POST 
 which answer 503 with `Retry-After` when their queue is full) are not counted. A limit of 0 is
 no limit; a negative one is refused at start-up, naming the setting.
 
-**Errors** always have one shape, with the HTTP status repeated in the body:
+**Errors** are RFC 9457 problem details, `Content-Type: application/problem+json`, with the
+HTTP status repeated in the body and, as the extension member `error`, the shape agentlake
+answered before problem details (its clients read `error.message`):
 
 ```json
-{"error": {"type": "bad_request", "status": 400, "message": "what is wrong and what to do", "details": {}}}
+{"type": "tag:agentlake,2026:problem/bad_request", "title": "Bad Request", "status": 400,
+ "detail": "what is wrong and what to do",
+ "error": {"type": "bad_request", "status": 400, "message": "what is wrong and what to do", "details": {}}}
 ```
 
-`type` is one of `bad_request`, `unauthorized`, `forbidden`, `not_found`, `method_not_allowed`,
-`payload_too_large`, `validation_error` (with `details.errors`), `rate_limited`,
+`type` is `tag:agentlake,2026:problem/` followed by the kind, which `error.type` also gives:
+`bad_request`, `unauthorized`, `forbidden`, `not_found`, `method_not_allowed`,
+`payload_too_large`, `validation_error` (with `error.details.errors`), `rate_limited`,
 `internal_error`, `unavailable`, `run_error`. Bodies over `max_body_bytes` are refused with 413 before parsing.
+
+**Lessons** live at `/lessons`; `/playbooks`, their earlier name, answers the same and is marked
+deprecated.
 
 **Also served:** the observer's endpoints under `/observer/` (ingest needs `write`), and the
 MCP server (streamable HTTP, stateless JSON) at `/mcp`.
@@ -122,7 +130,8 @@ def api_markdown(spec: dict[str, Any]) -> str:
         lines.append(
             f"| {method.upper()} | `{path}` | {operation.get('x-required-scope', '')} | {operation.get('summary', '')} |"
         )
-    for path, method, operation in operations:
+    # An alias (x-alias-of) is listed in the index only: its section is its canonical path's.
+    for path, method, operation in [o for o in operations if "x-alias-of" not in o[2]]:
         lines += ["", f"## {method.upper()} {path}", ""] if lines[-1] else [f"## {method.upper()} {path}", ""]
         if operation.get("description"):
             lines += [operation["description"].strip(), ""]

@@ -74,8 +74,9 @@ secrets masked.
 
 **Methods.** `HEAD` works wherever `GET` does; `OPTIONS` answers 204 with `Allow`.
 
-**Errors** always have the shape `{"error": {"type", "status", "message", "details"}}`, a 500
-included; a 500 leaves the connection usable.
+**Errors** are RFC 9457 problem details (`application/problem+json`): `type`, `title`,
+`status`, `detail`, and `error` (`{"type", "status", "message", "details"}`, the shape clients
+read before), a 500 included; a 500 leaves the connection usable.
 """
 
 
@@ -179,7 +180,7 @@ def _document_scopes(app: FastAPI) -> None:
     # Lazy (start-up time): the app is assembled when it is built.
     from agentlake.gateway.apidoc import annotate_scopes
 
-    generate = app.openapi
+    generate = app.openapi  # install_error_handlers' (problem details documented)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

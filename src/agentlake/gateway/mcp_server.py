@@ -3,8 +3,8 @@
 Owns the MCP surface: the agents' tools (``find_workers``, ``hybrid_search``, ``sql``,
 ``get_worker``, ``worker_schedule``, ``schedule_conflicts``, ``nearby_cities``, the same
 registry as ``GET /tools``) plus tools mirroring the other gateway routes (``search``,
-``match``, ``worker_profile``, ``ask``, ``feedback``, ``lessons``, ``lesson``, ``log_outcome``,
-``propose_lesson``, ``models``), and the lessons as resources (``agentlake://lessons`` and
+``match``, ``worker_profile``, ``ask``, ``feedback``, ``fill``, ``lessons``, ``lesson``,
+``log_outcome``, ``propose_lesson``, ``models``), and the lessons as resources (``agentlake://lessons`` and
 ``agentlake://lessons/{lesson_id}``). Served over stdio by ``agentlake mcp`` (:func:`run_stdio`)
 and over streamable HTTP at the gateway's ``/mcp`` (mounted by ``gateway.app``).
 
@@ -17,8 +17,8 @@ one line of text, never a traceback. A tool's input schema is its request model'
 really does. It does not own any of the logic behind the tools, nor the key check of the HTTP
 transport (``gateway.security`` runs before a request reaches MCP).
 
-Scopes over HTTP: any valid key may use the read tools; ``log_outcome`` and ``propose_lesson``
-need a write key. Over stdio the client launched the process itself and holds every scope.
+Scopes over HTTP: any valid key may use the read tools; ``feedback``, ``fill``, ``log_outcome``
+and ``propose_lesson`` need a write key. Over stdio the client launched the process itself and holds every scope.
 """
 
 from __future__ import annotations
@@ -36,12 +36,14 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agentlake import __version__
+from agentlake.agents import TaskOutcome
 from agentlake.agents.ask import Answer
 from agentlake.errors import AgentlakeError, NotFoundError
 from agentlake.gateway import operations
 from agentlake.gateway.limits import Bucket, charge_scope
 from agentlake.gateway.schemas import (
     AskRequest,
+    FillRequest,
     LessonDetail,
     LessonList,
     LessonQuery,
@@ -102,6 +104,11 @@ READ_VIA_MODELS = ToolAnnotations(
 RECORDS_OUTCOME = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
+# A fill runs agents (with policy llm: a model server, possibly a hosted one) and records its
+# ops and the lessons' outcomes: additive, and a second fill may choose other workers.
+FILLS = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True
+)
 # A proposal may add a lesson or confirm (raise) an existing one: additive, not idempotent.
 PROPOSES = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
@@ -133,10 +140,10 @@ def _run(
     *,
     ctx: Any = None,
     needs: Scope = "read",
-    bucket: Bucket | None = None,
+    buckets: tuple[Bucket, ...] = (),
 ) -> Any:
-    """One tool call: scope check, the key's rate limit of ``bucket`` (the POST to /mcp took its
-    general token), observed as ``mcp.<name>``; any failure becomes the tool's error result
+    """One tool call: scope check, the key's rate limits of ``buckets`` (the POST to /mcp took
+    its general token), observed as ``mcp.<name>``; any failure becomes the tool's error result
     (``isError``, one line), never an exception the SDK would log or wrap."""
     try:
         # The tool's nested ops (a registry tool's tool.<name>, model calls) came through MCP:
@@ -144,8 +151,8 @@ def _run(
         with observe_context(origin="mcp"), observe(f"mcp.{name}", source="mcp", input=arguments) as op:
             if ctx is not None:
                 forbid(_principal(ctx), needs, f"the MCP tool {name}")
-                if bucket is not None:
-                    charge_scope(_http_scope(ctx), (bucket,), f"the MCP tool {name}")
+                if buckets:
+                    charge_scope(_http_scope(ctx), buckets, f"the MCP tool {name}")
             result = body()
             op.set_output(result)
             return result
@@ -228,8 +235,11 @@ def _model_tool(
                 structured_content=result.model_dump(mode="json"),
             )
 
-        bucket: Bucket | None = "model" if calls_model else "write" if needs != "read" else None
-        return _run(name, arguments, body, ctx=ctx, needs=needs, bucket=bucket)
+        # The REST twin's buckets: a write route's, and a model route's when it calls a model.
+        buckets: tuple[Bucket, ...] = (("write",) if needs != "read" else ()) + (
+            ("model",) if calls_model else ()
+        )
+        return _run(name, arguments, body, ctx=ctx, needs=needs, buckets=buckets)
 
     return Tool(
         fn=call,
@@ -300,9 +310,22 @@ def _twin_tools(services: Services) -> list[Tool]:
         ),
         _model_tool(
             services,
+            "fill",
+            "Fill one staffing order against the lake: verified workers, spares, every rejection's "
+            "reason and the transcript; success false when unfilled (needs a write key over HTTP). "
+            "Mirrors POST /fill.",
+            FillRequest,
+            TaskOutcome,
+            lambda s, r, _: operations.fill_order(s, r),
+            annotations=FILLS,
+            needs="write",
+            calls_model=True,
+        ),
+        _model_tool(
+            services,
             "lessons",
             "Lessons learned from earlier runs, highest confidence first, "
-            "filtered by status and by what they match, one page at a time. Mirrors GET /playbooks.",
+            "filtered by status and by what they match, one page at a time. Mirrors GET /lessons.",
             LessonQuery,
             LessonList,
             lambda s, r, _: operations.list_lessons(s, r),
@@ -311,7 +334,7 @@ def _twin_tools(services: Services) -> list[Tool]:
         _model_tool(
             services,
             "lesson",
-            "One lesson and its full history. Mirrors GET /playbooks/{id}.",
+            "One lesson and its full history. Mirrors GET /lessons/{id}.",
             LessonRef,
             LessonDetail,
             lambda s, r, _: operations.lesson_detail(s, r.lesson_id),

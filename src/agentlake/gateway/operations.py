@@ -4,7 +4,7 @@ Each takes the process's :class:`~agentlake.gateway.services.Services` and the t
 (``gateway.schemas``: the one place an operation's defaults, bounds and filters are declared)
 and returns the typed response. The REST routes (``gateway.routes``) parse into those models
 and the MCP tools (``gateway.mcp_server``) validate their arguments against the same models, so
-``GET /playbooks`` and the MCP tool ``lessons`` cannot drift apart again (they did: a default
+``GET /lessons`` and the MCP tool ``lessons`` cannot drift apart again (they did: a default
 of 100 against 50, different filters). The functions call the library and convert; they own
 no logic of their own beyond the caller's scope where it changes the outcome (an admin's
 lesson may be active at once).

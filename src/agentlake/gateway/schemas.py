@@ -97,7 +97,7 @@ LessonStatus = Literal["pending", "active", "conflict-hold", "retired"]
 
 
 class LessonQuery(BaseModel):
-    """Which lessons to list: the filters, defaults and bounds of GET /playbooks and of the MCP
+    """Which lessons to list: the filters, defaults and bounds of GET /lessons and of the MCP
     tool lessons (one definition, so the two cannot drift)."""
 
     status: list[LessonStatus] = Field(
@@ -121,7 +121,7 @@ class LessonQuery(BaseModel):
 
 
 class LessonRef(BaseModel):
-    """One lesson, by id (GET /playbooks/{lesson_id} and the MCP tool lesson)."""
+    """One lesson, by id (GET /lessons/{lesson_id} and the MCP tool lesson)."""
 
     model_config = ConfigDict(extra="forbid")
 

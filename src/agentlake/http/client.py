@@ -2,7 +2,8 @@
 
 Owns :func:`normalise_url` (``host:port`` or ``http://host`` -> ``http://host[:port]``, the
 forms OLLAMA_HOST takes in the wild) and :func:`error_text` (the message of an error answer:
-``{"error": {"message"}}`` as agentlake, Ollama and OpenAI send it, else the text), shared by
+``{"error": {"message"}}`` as agentlake, Ollama and OpenAI send it, an RFC 9457 problem's
+``detail``, else the text), shared by
 the model providers (``llm``), the HTTP embedders (``embed``) and the observer client
 (``observe``). It owns no client and no retries.
 """
@@ -26,6 +27,8 @@ def error_text(response: httpx.Response, limit: int = MAX_ERROR_CHARS) -> str:
             error = error.get("message") or error
         if error:
             return str(error)[:limit]
+        if isinstance(body.get("detail"), str) and body["detail"]:
+            return body["detail"][:limit]
     return response.text[:limit]
 
 

@@ -1,7 +1,10 @@
-"""The one JSON error shape of every agentlake HTTP service, and the one renderer of it.
+"""The one error shape of every agentlake HTTP service, and the one renderer of it.
 
-Owns :class:`ErrorResponse` (``{"error": {"type", "status", "message", "details"}}``), the
-status table (:data:`TYPE_BY_STATUS`), the rendering of agentlake's ``UserError``/``RunError``,
+Every error is an RFC 9457 problem detail (``application/problem+json``): ``type`` (a URI
+naming the kind, :func:`problem_type`), ``title`` (the status's phrase), ``status`` and
+``detail`` (what is wrong and what to do), plus the extension member ``error``, the shape
+agentlake answered before (``{"type", "status", "message", "details"}``), kept whole for the
+clients that read it. Owns :class:`ProblemDetails`, the status table (:data:`TYPE_BY_STATUS`), the rendering of agentlake's ``UserError``/``RunError``,
 Starlette's HTTP errors, request validation errors and unexpected exceptions in that shape
 (:func:`install_error_handlers` for a FastAPI app, :class:`CatchUnexpected` for what no
 handler took, and the functions they share so a route that skips FastAPI's stack answers the
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -49,6 +53,10 @@ TYPE_BY_STATUS = {
     500: "internal_error",
     503: "unavailable",
 }
+# RFC 9457 recommends an absolute URI for a problem's type; a tag URI (RFC 4151) names it
+# without promising a page to dereference. The kinds are listed in docs/http-api.md.
+PROBLEM_TYPE_PREFIX = "tag:agentlake,2026:problem/"
+PROBLEM_JSON = "application/problem+json"
 MAX_MESSAGE_CHARS = 2000
 MAX_DETAILS_CHARS = 20_000
 MAX_LISTED_ERRORS = 50
@@ -67,10 +75,33 @@ class ErrorDetail(BaseModel):
     )
 
 
-class ErrorResponse(BaseModel):
-    """Every error an agentlake HTTP service returns has this shape."""
+class ProblemDetails(BaseModel):
+    """Every error an agentlake HTTP service returns has this shape: an RFC 9457 problem
+    detail, with the earlier ``error`` object as an extension member."""
 
-    error: ErrorDetail
+    type: str = Field(
+        ...,
+        description=f"The kind of problem, a URI: {PROBLEM_TYPE_PREFIX}<kind>, kind as in error.type.",
+        examples=[f"{PROBLEM_TYPE_PREFIX}not_found"],
+    )
+    title: str = Field(..., description="The HTTP status's phrase, e.g. Not Found.")
+    status: int = Field(..., description="The HTTP status of the response.")
+    detail: str = Field(..., description="What is wrong and what to do about it.")
+    error: ErrorDetail = Field(
+        ..., description="The same error in agentlake's earlier shape (its clients read error.message)."
+    )
+
+
+def problem_type(kind: str) -> str:
+    """The problem ``type`` URI of an error kind (``not_found``, ``validation_error``, ...)."""
+    return PROBLEM_TYPE_PREFIX + kind
+
+
+def _title(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
 
 
 def _cut(text: str, limit: int) -> str:
@@ -103,19 +134,25 @@ def error_response(
     details: dict[str, Any] | None = None,
     headers: dict[str, str] | None = None,
 ) -> JSONResponse:
-    """The JSON error response: used by every handler, middleware and fast route."""
+    """The problem-details response: used by every handler, middleware and fast route."""
     headers = dict(headers or {})
     if status == 413:
         headers.setdefault("Connection", "close")  # the rest of an oversized body is never read
+    kind = type or TYPE_BY_STATUS.get(status, "http_error")
+    detail = _cut(message, MAX_MESSAGE_CHARS)
     body = {
+        "type": problem_type(kind),
+        "title": _title(status),
+        "status": status,
+        "detail": detail,
         "error": {
-            "type": type or TYPE_BY_STATUS.get(status, "http_error"),
+            "type": kind,
             "status": status,
-            "message": _cut(message, MAX_MESSAGE_CHARS),
+            "message": detail,
             "details": _bounded_details(details) if details else {},
-        }
+        },
     }
-    return JSONResponse(body, status_code=status, headers=headers or None)
+    return JSONResponse(body, status_code=status, headers=headers or None, media_type=PROBLEM_JSON)
 
 
 # JSON-RPC error codes for a refused request (the server-defined range).
@@ -259,7 +296,8 @@ def _note(request: Request, message: str) -> None:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    """Render agentlake, HTTP and validation errors on ``app`` in the one shape.
+    """Render agentlake, HTTP and validation errors on ``app`` in the one shape, and document
+    them so in its OpenAPI (:func:`document_problems`).
 
     Unexpected exceptions are rendered by :class:`CatchUnexpected`, which the app factories
     add as their innermost middleware.
@@ -267,10 +305,25 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(AgentlakeError, _agentlake_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    generate = app.openapi
+    app.openapi = lambda: document_problems(generate())  # type: ignore[method-assign]
+
+
+def document_problems(spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` (an OpenAPI document, changed in place) with every 4xx and 5xx response's
+    schema under ``application/problem+json``, the media type the renderer answers with
+    (FastAPI writes it under the route's own, ``application/json``)."""
+    for methods in spec.get("paths", {}).values():
+        for operation in methods.values():
+            for code, response in operation.get("responses", {}).items():
+                content = response.get("content", {})
+                if str(code)[:1] in "45" and "application/json" in content and PROBLEM_JSON not in content:
+                    content[PROBLEM_JSON] = content.pop("application/json")
+    return spec
 
 
 def _doc(description: str) -> dict[str, Any]:
-    return {"model": ErrorResponse, "description": description}
+    return {"model": ProblemDetails, "description": description}
 
 
 # OpenAPI ``responses`` for the statuses any protected route can answer.

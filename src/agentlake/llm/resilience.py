@@ -1,10 +1,12 @@
-"""Resilience around one model request: circuit breakers, retries with jittered backoff, a clock.
+"""Resilience around one model request: circuit breakers, retries (the one policy of
+``http.retry``), a clock.
 
 A breaker per provider+model (per server for HTTP providers) opens after
 ``llm_breaker_failures`` consecutive failures that say the server is unhealthy (connection
 errors, timeouts, 429, 5xx), rejects calls for ``llm_breaker_cooldown_s``, then lets one
 half-open probe through: success closes it, failure re-opens it for another cooldown.
-Retries cover connection errors, 429 (honouring Retry-After) and 5xx, never other 4xx.
+Retries cover connection errors, 429 (honouring Retry-After) and 5xx, never other 4xx; how long
+to wait is ``http.retry``'s policy, shared with the embedders.
 
 Time comes from a swappable :class:`Clock` so tests drive cooldowns and backoff without
 sleeping (:class:`ManualClock`, :func:`use_clock`). This module does not own the providers
@@ -13,7 +15,6 @@ or what a failure means for a reply (``generate`` does).
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,17 +22,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
 
-from agentlake.errors import RunError, UserError
+from agentlake.errors import UserError
+from agentlake.http.retry import retrying
 from agentlake.llm.provider import CircuitOpenError, ProviderError
 
 T = TypeVar("T")
 BreakerState = Literal["closed", "open", "half-open"]
-
-# Backoff: full jitter over an exponential envelope (AWS architecture blog's recommendation);
-# a server asking for more than MAX_RETRY_AFTER_S via Retry-After is not waited for.
-BACKOFF_BASE_S = 0.5
-BACKOFF_CAP_S = 8.0
-MAX_RETRY_AFTER_S = 60.0
 
 
 class Clock(Protocol):
@@ -196,25 +192,6 @@ def reset_breakers() -> None:
         _breakers.clear()
 
 
-def backoff_delay(retry: int, error: BaseException, rng: random.Random | None = None) -> float:
-    """Seconds to wait before retry number ``retry`` (1-based) after ``error``.
-
-    Retry-After wins when the server sent it; otherwise full jitter over
-    ``min(cap, base * 2**(retry-1))``. Raises ``RunError`` when the server asks for longer
-    than ``MAX_RETRY_AFTER_S``: better to fail with its number than to hang.
-    """
-    retry_after = getattr(error, "retry_after", None)
-    if retry_after is not None:
-        if retry_after > MAX_RETRY_AFTER_S:
-            raise RunError(
-                f"{error}; the server asks to retry after {retry_after:g} s, longer than the {MAX_RETRY_AFTER_S:g} s "
-                "agentlake waits: try again later"
-            ) from error
-        return max(0.0, float(retry_after))
-    envelope = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (retry - 1))
-    return (rng or random).uniform(0.0, envelope)
-
-
 def is_retryable(error: BaseException) -> bool:
     if isinstance(error, ProviderError):
         return error.retryable
@@ -236,40 +213,48 @@ def call_with_retries(
     max_retries: int,
     on_attempt_failed: Callable[[BaseException, bool], None] | None = None,
 ) -> T:
-    """Run ``call`` through ``breaker``, retrying retryable failures up to ``max_retries`` times.
+    """Run ``call`` through ``breaker``, retrying retryable failures up to ``max_retries`` times
+    (``http.retry``'s policy, on this module's clock).
 
     ``on_attempt_failed(error, will_retry)`` is told about every failed attempt (for
     accounting). The last error is re-raised as is; an open breaker raises
     ``CircuitOpenError`` without calling.
     """
-    retry = 0
-    while True:
+    failed: list[BaseException] = []  # the attempt that failed and has not been retried yet
+
+    def attempt() -> T:
         breaker.before_call()
         try:
             result = call()
-        except BaseException as exc:
-            if not isinstance(exc, Exception):
-                breaker.on_neutral()
-                raise
+        except Exception as exc:
             if counts_for_breaker(exc):
                 breaker.on_failure()
             else:
                 breaker.on_neutral()
-            will_retry = is_retryable(exc) and retry < max_retries
-            delay = 0.0
-            if will_retry:
-                try:
-                    delay = backoff_delay(retry + 1, exc)
-                except RunError:
-                    if on_attempt_failed is not None:
-                        on_attempt_failed(exc, False)
-                    raise
-            if on_attempt_failed is not None:
-                on_attempt_failed(exc, will_retry)
-            if not will_retry:
-                raise
-            retry += 1
-            _clock.sleep(delay)
-            continue
+            failed[:] = [exc]
+            raise
+        except BaseException:
+            breaker.on_neutral()
+            raise
         breaker.on_success()
         return result
+
+    def before_wait(error: BaseException) -> None:
+        failed.clear()
+        if on_attempt_failed is not None:
+            on_attempt_failed(error, True)
+
+    policy = retrying(
+        max_retries=max_retries,
+        retryable=is_retryable,
+        what=f"model call ({breaker.key})",
+        sleep=lambda seconds: _clock.sleep(seconds),
+        before_wait=before_wait,
+    )
+    try:
+        return policy(attempt)
+    except BaseException:
+        # Not retried: not worth it, retries spent, or a Retry-After too long to wait for.
+        if failed and on_attempt_failed is not None:
+            on_attempt_failed(failed[0], False)
+        raise

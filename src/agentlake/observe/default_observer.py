@@ -21,7 +21,7 @@ from typing import Any
 from agentlake.errors import UnavailableError
 from agentlake.observe.observer import Observer
 from agentlake.observe.otel_env import export_configured
-from agentlake.observe.sink import OpSink
+from agentlake.observe.sink import MemorySink, OpSink
 from agentlake.observe.store import OpStore
 from agentlake.serving import Announcement, server_holding
 from agentlake.settings import Settings, load_settings
@@ -83,15 +83,20 @@ def _pg_store(settings: Settings, *, read_only: bool = False) -> OpStore:
     )
 
 
-def open_reader(settings: Settings | None = None, *, url: str | None = None) -> OpSink:
+def open_reader(
+    settings: Settings | None = None, *, url: str | None = None, missing_ok: bool = False
+) -> OpSink:
     """Where to read ops from, for tools like ``agentlake ops``: the service at ``url`` when
     given (or when ``observer_sink`` is ``http``); else the store file, read-only; and when
     another process holds that file (a running service), the service at ``observer_url``.
-    Raises ``UserError`` when there is no store yet."""
+    Raises ``UserError`` when there is no store yet, unless ``missing_ok``: then an empty log
+    (a ``MemorySink``; nothing is created)."""
     settings = settings or load_settings()
     if url is None and settings.observer_sink != "http" and settings.database_url is not None:
         return _pg_store(settings, read_only=True)
     if url is None and settings.observer_sink != "http":
+        if missing_ok and not settings.observer_path.exists():
+            return MemorySink()
         try:
             return OpStore(settings.observer_path, read_only=True, threads=settings.duckdb_threads)
         except UnavailableError:

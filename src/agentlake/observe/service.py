@@ -5,8 +5,9 @@ parse (``ingest``/``otlp``), call the ``Observer`` and render. An ingest is answ
 after the ops are committed; a full write queue answers 503 with ``Retry-After``. The two
 ingest routes skip FastAPI's middleware stack (``_ObserverApp``): their cost per event
 matters. The body reader, the key check and the error renderer are the shared HTTP edge's
-(``agentlake.http``), the gateway's own: every error, GET included, has the shape
-``{"error": {"type", "status", "message", "details"}}``.
+(``agentlake.http``), the gateway's own: every error, GET included, is an RFC 9457 problem
+detail (``application/problem+json``) carrying ``{"error": {"type", "status", "message",
+"details"}}`` too.
 
 Owns the routes of the standalone service; the gateway mounts this app under ``/observer/``.
 It does not own storage, parsing or the op model.

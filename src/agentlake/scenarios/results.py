@@ -9,7 +9,8 @@ Owns the result record, the run directory's layout and reading/writing it:
     runs/<run_id>/leaderboard.json   metrics per staffer and per batch (``metrics``)
     runs/<run_id>/report.html        the offline report (``report``)
     runs/<run_id>/lessons/<arm>.duckdb   each learning arm's own lesson store (arm_name); with
-                                         database_url set, its schema in PostgreSQL (arm_schema)
+                                         database_url set, its schema in PostgreSQL (arm_schema);
+                                         ``arm_lessons`` finds it to read (`agentlake lessons --run`)
 
 Every JSON file and every JSON line a run writes carries ``format_version`` (``FORMAT_VERSION``,
 the run directory's format; the report says it in a ``<meta>``). A file or line without it is
@@ -33,7 +34,9 @@ from pydantic import Field, ValidationError
 
 from agentlake.agents.outcome import TaskEffort
 from agentlake.errors import NotFoundError, UserError
+from agentlake.learn.store import PgSchema
 from agentlake.scenarios.judge import ClientRejection
+from agentlake.settings import Settings
 
 RESULTS_FILE = "results.jsonl"
 PLAN_FILE = "plan.json"
@@ -62,6 +65,45 @@ def arm_schema(run_id: str, arm: str) -> str:
     readable = re.sub(r"[^a-z0-9_]+", "_", f"{run_id}_{arm}".lower())[:44]
     digest = hashlib.sha256(f"{run_id}\0{arm}".encode()).hexdigest()[:10]
     return f"run_{readable}_{digest}"
+
+
+def arm_lessons_file(run_dir: Path, arm: str) -> Path:
+    """The DuckDB file of one learning arm's lesson store in a run directory."""
+    return run_dir / LESSONS_DIR / f"{arm}.duckdb"
+
+
+def arm_lessons(run_dir: Path, arm: str | None, settings: Settings) -> Path | PgSchema:
+    """Where a learning arm of a run keeps its lessons, to read them: its file
+    (:func:`arm_lessons_file`) or, with ``database_url`` set and no file, its schema
+    (:func:`arm_schema`). ``arm`` may be left out when the run has one learning arm.
+
+    ``UserError`` naming the run's learning arms when ``arm`` is none of them (or is needed),
+    and when the arm has no store yet."""
+    plan = read_plan(run_dir)
+    learners = {p.get("staffer") for p in plan.get("staffers", []) if p.get("learning")}
+    arms = [a["arm"] for a in plan.get("arms", []) if a.get("staffer") in learners]
+    if not arms:
+        raise UserError(
+            f"run {run_dir.name} has no learning staffer: its staffers read the project's lessons "
+            "(`agentlake lessons list` without --run)"
+        )
+    if arm is None and len(arms) > 1:
+        raise UserError(
+            f"run {run_dir.name} has {len(arms)} learning staffers: name one with --staffer ({', '.join(arms)})"
+        )
+    arm = arms[0] if arm is None else arm
+    if arm not in arms:
+        raise UserError(
+            f"{arm!r} is not a learning staffer of run {run_dir.name}; its learning staffers: {', '.join(arms)}"
+        )
+    path = arm_lessons_file(run_dir, arm)
+    if path.is_file():
+        return path
+    if settings.database_url is not None:
+        return PgSchema(name=arm_schema(run_dir.name, arm))
+    raise UserError(
+        f"{arm} has no lesson store in run {run_dir.name} yet ({path}): it learns after its first batch"
+    )
 
 
 def batch_run_prefix(run_id: str, arm: str, batch: int) -> str:

@@ -51,6 +51,7 @@ from agentlake.scenarios.results import (
     RESULTS_FILE,
     append_lines,
     append_results,
+    arm_lessons_file,
     arm_name,
     arm_schema,
     batch_run_prefix,
@@ -705,7 +706,7 @@ def _lessons_path(run_dir: Path, arm: Arm, settings: Settings) -> Path | PgSchem
     if arm.profile.learning and settings.database_url is not None:
         return PgSchema(name=arm_schema(run_dir.name, arm.name))
     if arm.profile.learning:
-        return run_dir / LESSONS_DIR / f"{arm.name}.duckdb"
+        return arm_lessons_file(run_dir, arm.name)
     return settings.data_dir / settings.learn_file
 
 
@@ -750,7 +751,7 @@ def _lesson_files(run_dir: Path, plan: dict[str, Any], settings: Settings) -> di
     learners = {p.get("staffer") for p in plan.get("staffers", []) if p.get("learning")}
     out: dict[str, list[dict[str, Any]]] = {}
     for arm in plan.get("arms", []):
-        path = run_dir / LESSONS_DIR / f"{arm['arm']}.duckdb"
+        path = arm_lessons_file(run_dir, arm["arm"])
         if arm.get("staffer") in learners and path.is_file():
             learned = [
                 (x.batch, x.finished_at) for x in learning if x.staffer == arm["arm"] and x.finished_at

@@ -3,7 +3,7 @@
 Owns finding the newest run under ``runs_dir`` that has a ``leaderboard.json`` (run ids start
 with their UTC start time, so the newest sorts last; a run still being written has no
 leaderboard yet and is skipped) and shaping it for the page: the ranking, the batches, the
-learning curve (the page draws it). Lessons and ops have their own routes (``/playbooks``, ``/observer/``).
+learning curve (the page draws it). Lessons and ops have their own routes (``/lessons``, ``/observer/``).
 """
 
 from __future__ import annotations

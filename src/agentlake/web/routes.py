@@ -13,7 +13,7 @@
   HttpOnly session cookie, ``gateway.sessions``), sign out. The page, its assets and these are
   open when keys are configured; everything the page then reads needs the session.
 
-The page also reads ``/playbooks`` (lessons) and ``/observer/`` (ops stream, stats), served by
+The page also reads ``/lessons`` and ``/observer/`` (ops stream, stats), served by
 the gateway. Routes are thin: the runtime and ``web.panels`` do the work.
 
 The page's own requests (``DASHBOARD_OWN_REQUESTS``: loading it, its assets, its sign-in and the

@@ -1,9 +1,14 @@
-"""Learn routes: lessons ("playbooks") with filters and history, curation by admins, /log, and
-the scheduled learner's status and a cycle now (/learn/status, /learn/run)."""
+"""Learn routes: lessons with filters and history, curation by admins, /log, and the scheduled
+learner's status and a cycle now (/learn/status, /learn/run).
+
+``/lessons`` is the lessons' canonical path; ``/playbooks``, the name the seed gave them, stays
+as an alias served by the same handlers and marked deprecated in OpenAPI (:func:`_lessons_route`).
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 
@@ -27,6 +32,25 @@ from agentlake.learn import Lesson
 router = APIRouter(tags=["learn"], responses=COMMON_ERRORS)
 read = [Depends(require("read"))]
 LessonId = Path(..., pattern=LESSON_ID_PATTERN, description="A lesson id, e.g. L-3fa2b1c9d0.")
+ALIAS = "/playbooks"
+
+
+def _lessons_route(
+    method: str, tail: str, **options: Any
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The handler at ``/lessons{tail}``, and at ``/playbooks{tail}`` (the seed's name, kept so
+    its clients keep working) marked deprecated: one handler, two paths."""
+
+    def register(handler: Callable[..., Any]) -> Callable[..., Any]:
+        router.add_api_route(f"/lessons{tail}", handler, methods=[method], **options)
+        alias = options | {
+            "summary": f"Deprecated alias of {method} /lessons{tail}.",
+            "openapi_extra": {"x-alias-of": f"/lessons{tail}"},
+        }
+        router.add_api_route(f"{ALIAS}{tail}", handler, methods=[method], deprecated=True, **alias)
+        return handler
+
+    return register
 
 
 @router.get(
@@ -54,25 +78,27 @@ def learn_run(request: Request) -> LearnStatus:
     return operations.learn_now(request.app.state.services)
 
 
-@router.get("/playbooks", response_model=LessonList, dependencies=read, summary="Lessons, filtered.")
-def playbooks(request: Request, query: Annotated[LessonQuery, Query()]) -> LessonList:
+@_lessons_route("GET", "", response_model=LessonList, dependencies=read, summary="Lessons, filtered.")
+def lessons(request: Request, query: Annotated[LessonQuery, Query()]) -> LessonList:
     """Current lessons, highest confidence first; match filters compare case-insensitively."""
     return operations.list_lessons(request.app.state.services, query)
 
 
-@router.get(
-    "/playbooks/{lesson_id}",
+@_lessons_route(
+    "GET",
+    "/{lesson_id}",
     response_model=LessonDetail,
     dependencies=read,
     summary="One lesson and its history.",
     responses=NOT_FOUND,
 )
-def playbook(request: Request, lesson_id: str = LessonId) -> LessonDetail:
+def lesson(request: Request, lesson_id: str = LessonId) -> LessonDetail:
     return operations.lesson_detail(request.app.state.services, lesson_id)
 
 
-@router.post(
-    "/playbooks/{lesson_id}/retire",
+@_lessons_route(
+    "POST",
+    "/{lesson_id}/retire",
     response_model=Lesson,
     summary="Retire a lesson (admin).",
     dependencies=[Depends(require("admin"))],
@@ -83,8 +109,9 @@ def retire(body: RetireRequest, request: Request, lesson_id: str = LessonId) -> 
     return operations.retire_lesson(request.app.state.services, lesson_id, body.reason)
 
 
-@router.post(
-    "/playbooks/{lesson_id}/rollback",
+@_lessons_route(
+    "POST",
+    "/{lesson_id}/rollback",
     response_model=Lesson,
     summary="Restore an earlier version (admin).",
     dependencies=[Depends(require("admin"))],

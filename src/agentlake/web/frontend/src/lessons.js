@@ -1,4 +1,4 @@
-// The lessons browser: /playbooks (filtered by status) and one lesson's history.
+// The lessons browser: /lessons (filtered by status) and one lesson's history.
 import { $, el, getJSON } from "./dom.js";
 
 export class Lessons {
@@ -11,7 +11,7 @@ export class Lessons {
   async load() {
     const status = $("#lesson-status").value;
     try {
-      const body = await getJSON(`/playbooks?limit=200${status ? `&status=${encodeURIComponent(status)}` : ""}`);
+      const body = await getJSON(`/lessons?limit=200${status ? `&status=${encodeURIComponent(status)}` : ""}`);
       $("#lesson-count").textContent = `${body.total} lessons`;
       this.list.replaceChildren(...body.lessons.map((lesson) => this.item(lesson)));
       if (!body.lessons.length) this.list.append(el("li", { class: "empty-note", text: "No lessons yet: they are learned from observed runs (agentlake lessons learn, or a scenario run)." }));
@@ -33,7 +33,7 @@ export class Lessons {
     for (const node of this.list.querySelectorAll("li.sel")) node.classList.remove("sel");
     if (row) row.classList.add("sel");
     try {
-      const body = await getJSON(`/playbooks/${encodeURIComponent(id)}`);
+      const body = await getJSON(`/lessons/${encodeURIComponent(id)}`);
       const events = body.history.map((event) => el("li", {},
         el("b", { text: `v${event.version} ${event.kind}` }), ` ${new Date(event.at).toLocaleString([], { hour12: false })} by ${event.actor}`,
         event.reason ? el("div", { class: "muted", text: event.reason }) : null));
