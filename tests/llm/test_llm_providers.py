@@ -35,6 +35,24 @@ def test_ollama_always_sends_num_ctx_num_predict_think_and_format(ollama: Script
     assert reply.usage.thinking_tokens > 0
 
 
+def test_ollama_leaves_think_out_for_a_model_the_server_says_cannot_think(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Ollama refuses `think` for a model without the capability; a call site states it anyway.
+    provider = ScriptedProvider("llama3.2:3b", supports_thinking=False)
+    with serve_fake_ollama(provider) as url:
+        monkeypatch.setenv("OLLAMA_HOST", url)
+        provider.enqueue("ok")
+        generate("ollama:llama3.2:3b", "hi", think=False)
+    assert "think" not in provider.raw_requests[0]
+
+
+def test_ollama_sends_think_false_to_a_model_that_can_think(ollama: ScriptedProvider) -> None:
+    ollama.enqueue("ok")
+    generate("ollama:qwen3:4b", "hi", think=False)
+    assert ollama.raw_requests[0]["think"] is False
+
+
 def test_ollama_context_from_api_show_wins_over_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     assert lookup_model("ollama", "qwen3:4b").context_window == 40960  # what the file says
     provider = ScriptedProvider("qwen3:4b", context_window=4096, supports_thinking=False)

@@ -185,9 +185,9 @@ class LLMPolicy:
     defaults to ``settings.executor_model``, then to the embedded model
     (``agentlake.llm.default_model``); the reviewer to ``settings.reviewer_model``, then the
     executor. ``turn_budget`` defaults to ``settings.agent_turn_budget``. ``escalation_model``
-    runs the rescue attempt. ``think``: the reasoning switch sent on executor and reviewer turns
-    of models that can think (off by default: a turn is one small action; ``None`` leaves the
-    model's default). ``acknowledge``: when the observer must have made the ops durable:
+    runs the rescue attempt. ``think``: the reasoning switch of executor and reviewer turns (off
+    by default: a turn is one small action; ``None`` leaves the model's default; a provider
+    whose model cannot think leaves it out). ``acknowledge``: when the observer must have made the ops durable:
     ``"task"`` (default) all of them once, before the outcome is returned; ``"turn"`` each
     turn's before the next turn (one commit wait per turn).
     """
@@ -683,7 +683,7 @@ class LLMPolicy:
                     temperature=ctx.settings.executor_temperature
                     if agent == "executor"
                     else ctx.settings.reviewer_temperature,
-                    think=self._think(model, ctx),
+                    think=self.think,
                 )
         except StructuredOutputError as exc:
             raw = " ".join((exc.raw_text or "").split())[:200]
@@ -746,19 +746,6 @@ class LLMPolicy:
         if state.invalid_in_row >= INVALID_TURNS_MAX:
             state.aborted = True
             state.failure_reason = f"the {agent}'s model {what}, {state.invalid_in_row} turns in a row"
-
-    def _think(self, model: str | Provider, ctx: RunContext) -> bool | None:
-        """``self.think`` for models that can reason; ``None`` (the model's default) for others."""
-        if self.think is None:
-            return None
-        # Lazy (start-up time): the LLM layer loads on the first model call.
-        from agentlake.llm.generate import resolve
-
-        try:
-            provider = resolve(model, ctx.settings)
-        except UserError:
-            return None  # the call itself will say what is wrong
-        return self.think if provider.capabilities.supports_thinking else None
 
     # --- rescue -------------------------------------------------------------------------------
 

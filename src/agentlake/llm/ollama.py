@@ -203,7 +203,13 @@ class OllamaProvider:
         return min(window, size)
 
     def complete(self, messages: list[Message], options: GenerateOptions) -> Completion:
-        body = ollama_wire.chat_request(self.model, messages, options, self.num_ctx(messages, options))
+        body = ollama_wire.chat_request(
+            self.model,
+            messages,
+            options,
+            self.num_ctx(messages, options),
+            thinking_model=self.capabilities.supports_thinking,
+        )
         return timed_completion(
             lambda: self.server.chat(self.model, body, options.timeout),
             ollama_wire.chat_response,
