@@ -53,6 +53,7 @@ def _isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENTLAKE_CONFIG", str(tmp_path / "agentlake.toml"))
     # Any model server a test needs is a fake on 127.0.0.1; default hosts point nowhere real.
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    monkeypatch.setenv("AGENTLAKE_OLLAMA_CLOUD_HOST", "http://127.0.0.1:9")
     # No door falls back to the embedded model unless a test asks for it (loading one takes
     # seconds); the graph runs its scripted demo model unless a test names another.
     monkeypatch.setenv("AGENTLAKE_DEFAULT_MODEL", "none")

@@ -5,7 +5,7 @@ resolved in this order, first hit wins:
 
 1. arguments (CLI options and keyword arguments to :func:`load_settings`);
 2. environment variables ``AGENTLAKE_<NAME>`` (a few honour the ecosystem's own variables too:
-   ``OLLAMA_HOST``, ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``);
+   ``OLLAMA_HOST``, ``OLLAMA_CLOUD_KEY``/``OLLAMA_API_KEY``, ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``);
 3. the config file: ``agentlake.toml`` in the working directory, or the file named by
    ``AGENTLAKE_CONFIG``;
 4. the default.
@@ -96,18 +96,26 @@ class Settings(BaseSettings):
     ollama_host: str = Field(
         "http://127.0.0.1:11434",
         validation_alias=_env("OLLAMA_HOST"),
-        description="Ollama server (also OLLAMA_HOST).",
+        description="Ollama server of ollama:MODEL models (also OLLAMA_HOST).",
     )
     ollama_api_key: SecretStr | None = Field(
         None,
+        description="Bearer key sent to ollama_host when it needs one (an Ollama behind an authenticating proxy). Unset and ollama_host is ollama_cloud_host: the cloud's key.",
+    )
+    ollama_cloud_host: str = Field(
+        "https://ollama.com",
+        description="Ollama Cloud (or another hosted Ollama) of ollama-cloud:MODEL models, beside the local ollama_host in the same process.",
+    )
+    ollama_cloud_api_key: SecretStr | None = Field(
+        None,
         validation_alias=AliasChoices(
-            "AGENTLAKE_OLLAMA_API_KEY",
-            "OLLAMA_API_KEY",
-            "ollama_api_key",
+            "AGENTLAKE_OLLAMA_CLOUD_API_KEY",
             "OLLAMA_CLOUD_KEY",
             "ollama_cloud_key",
+            "OLLAMA_API_KEY",
+            "ollama_cloud_api_key",
         ),
-        description="Bearer key for a hosted Ollama such as Ollama Cloud (OLLAMA_HOST=https://ollama.com); also OLLAMA_API_KEY or OLLAMA_CLOUD_KEY.",
+        description="Bearer key of ollama_cloud_host, sent only there; also OLLAMA_CLOUD_KEY or OLLAMA_API_KEY.",
     )
     openai_base_url: str | None = Field(
         None,
@@ -463,8 +471,8 @@ def configuration_markdown() -> str:
         variable = f"AGENTLAKE_{name.upper()}"
         if name in ("ollama_host", "openai_base_url", "openai_api_key"):
             variable += f", {name.upper()}"
-        elif name == "ollama_api_key":
-            variable += ", OLLAMA_API_KEY, OLLAMA_CLOUD_KEY"
+        elif name == "ollama_cloud_api_key":
+            variable += ", OLLAMA_CLOUD_KEY, OLLAMA_API_KEY"
         cells = (f"`{name}`", f"`{variable}`", annotation, f"`{default}`", help_text)
         lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
     return "\n".join(lines) + "\n"

@@ -249,7 +249,7 @@ def test_mcp_over_stdio(data_dir: Path) -> None:
     assert "DROP" in refused.content[0].text
     assert not proposed.is_error
     assert proposed.structured_content["outcome"] == "added"
-    assert resources == ["agentlake://lessons"]
+    assert sorted(resources) == ["agentlake://lessons", "agentlake://manual"]
     import json
 
     assert [lesson["trigger"] for lesson in json.loads(listing.contents[0].text)] == [

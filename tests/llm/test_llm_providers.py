@@ -35,6 +35,24 @@ def test_ollama_always_sends_num_ctx_num_predict_think_and_format(ollama: Script
     assert reply.usage.thinking_tokens > 0
 
 
+def test_ollama_leaves_think_out_for_a_model_the_server_says_cannot_think(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Ollama refuses `think` for a model without the capability; a call site states it anyway.
+    provider = ScriptedProvider("llama3.2:3b", supports_thinking=False)
+    with serve_fake_ollama(provider) as url:
+        monkeypatch.setenv("OLLAMA_HOST", url)
+        provider.enqueue("ok")
+        generate("ollama:llama3.2:3b", "hi", think=False)
+    assert "think" not in provider.raw_requests[0]
+
+
+def test_ollama_sends_think_false_to_a_model_that_can_think(ollama: ScriptedProvider) -> None:
+    ollama.enqueue("ok")
+    generate("ollama:qwen3:4b", "hi", think=False)
+    assert ollama.raw_requests[0]["think"] is False
+
+
 def test_ollama_context_from_api_show_wins_over_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     assert lookup_model("ollama", "qwen3:4b").context_window == 40960  # what the file says
     provider = ScriptedProvider("qwen3:4b", context_window=4096, supports_thinking=False)
@@ -285,14 +303,15 @@ def test_completions_name_their_provider_and_model_and_time_the_call(
         assert 50 <= reply.latency_ms < 5000
 
 
-def test_a_hosted_ollama_gets_the_bearer_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ollama_host_set_to_the_cloud_gets_the_clouds_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One host per process, as before ollama-cloud: existed: OLLAMA_HOST is the cloud host.
     provider = ScriptedProvider("gpt-oss:120b", context_window=131072)
     with serve_fake_ollama(provider, api_key="cloud-key-0123456789") as url:
         monkeypatch.setenv("OLLAMA_HOST", url)
+        monkeypatch.setenv("AGENTLAKE_OLLAMA_CLOUD_HOST", url)
         monkeypatch.setenv("OLLAMA_CLOUD_KEY", "cloud-key-0123456789")  # the seed's name for it
         provider.enqueue("hello from the cloud")
         assert generate("ollama:gpt-oss:120b", "hi").text == "hello from the cloud"
-        assert provider.calls == 1
 
 
 def test_ollama_api_key_is_honoured_too_and_a_refused_key_says_which_variable(
@@ -301,11 +320,12 @@ def test_ollama_api_key_is_honoured_too_and_a_refused_key_says_which_variable(
     provider = ScriptedProvider("gpt-oss:120b", context_window=131072)
     with serve_fake_ollama(provider, api_key="right-key-0123456789") as url:
         monkeypatch.setenv("OLLAMA_HOST", url)
+        monkeypatch.setenv("AGENTLAKE_OLLAMA_CLOUD_HOST", url)
         monkeypatch.setenv("OLLAMA_API_KEY", "right-key-0123456789")
         provider.enqueue("ok")
         assert generate("ollama:gpt-oss:120b", "hi").text == "ok"
         monkeypatch.setenv("OLLAMA_API_KEY", "wrong-key-0123456789")
-        with pytest.raises(UserError, match=r"HTTP 401.*OLLAMA_API_KEY \(or OLLAMA_CLOUD_KEY\)"):
+        with pytest.raises(UserError, match=r"HTTP 401.*OLLAMA_CLOUD_KEY \(or OLLAMA_API_KEY\)"):
             generate("ollama:gpt-oss:120b", "hi")
     assert provider.calls == 1
 
@@ -314,4 +334,4 @@ def test_the_ollama_key_is_never_shown_in_settings_dumps(monkeypatch: pytest.Mon
     monkeypatch.setenv("OLLAMA_CLOUD_KEY", "cloud-key-0123456789")
     settings = load_settings()
     assert "cloud-key-0123456789" not in settings.model_dump_json()
-    assert settings.ollama_api_key is not None
+    assert settings.ollama_cloud_api_key is not None

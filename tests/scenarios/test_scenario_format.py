@@ -185,3 +185,20 @@ def test_malformed_profile_is_refused(tmp_path: Path) -> None:
         load_profiles(str(typo))
     with pytest.raises(UserError, match="unknown staffer 'nobody'; built-ins are"):
         load_profiles("nobody")
+
+
+def test_a_profiles_review_every_reaches_its_policy(tmp_path: Path) -> None:
+    from agentlake.scenarios.day import build_policy
+    from agentlake.settings import load_settings
+
+    path = _write(
+        tmp_path, "staffer: watched\npolicy: llm\nreview_every: 3\nmodels: {executor: ollama:x}\n", "w.yaml"
+    )
+    (profile,) = load_profiles(str(path))
+    assert build_policy(profile, load_settings()).review_every == 3
+
+
+def test_a_negative_review_every_is_refused_naming_the_file(tmp_path: Path) -> None:
+    path = _write(tmp_path, "staffer: watched\npolicy: llm\nreview_every: -1\n", "w.yaml")
+    with pytest.raises(UserError, match=r"w.yaml: review_every: Input should be greater than or equal to 0"):
+        load_profiles(str(path))

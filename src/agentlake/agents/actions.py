@@ -2,7 +2,8 @@
 
 Owns the discriminated union ``plan | tool_call | propose_done | critique`` and the two
 per-role views of it the orchestrator asks the model for (the executor plans, calls tools and
-proposes; the reviewer critiques), and what they accept: the replies small models really give
+proposes; the reviewer critiques), the reviewer's ``course`` review of the executor's turns so
+far (with ``review_every``), and what they accept: the replies small models really give
 are taken, not refused (a missing or misspelt ``kind``, a verdict given as the kind, a tool
 name given as the kind, ids as strings, one id or requirement where a list belongs, stray
 keys); over-long free text is cut to ``TEXT_CAP`` characters. It does not own how actions are
@@ -131,6 +132,28 @@ class CritiqueAction(_ActionBase):
             if verdict is not None:
                 return {**data, "kind": "critique", "approve": verdict}
         return data
+
+    @field_validator("notes", mode="before")
+    @classmethod
+    def _notes(cls, value: Any) -> Any:
+        return "" if value is None else _cut(value)
+
+    @field_validator("drift", mode="before")
+    @classmethod
+    def _drift(cls, value: Any) -> Any:
+        return [] if value is None else _cut(_listed(value))
+
+
+class CourseAction(_ActionBase):
+    """The reviewer's look at the executor's course so far (no proposal to judge yet)."""
+
+    kind: Literal["course"] = "course"
+    drift: list[str] = Field(
+        default_factory=list,
+        description="Ways the executor strays from the order (wrong city, role, count, a lesson ignored, "
+        "repeating itself); empty when it is on course.",
+    )
+    notes: str = Field("", description="What the executor should do next, if anything.")
 
     @field_validator("notes", mode="before")
     @classmethod

@@ -379,6 +379,7 @@ def ask(
             ],
             settings=settings,
             max_tokens=800,
+            think=False,
         )
         answer.answer, answer.cited = _with_citations(completion.text.strip(), answer.sources)
     _record(answer, runs, context)
@@ -476,7 +477,7 @@ def _plan(model: str, messages: list[Any], indexed: list[str], settings: Setting
     example = '{"route": "sql", "sql": "SELECT ..."}'
     result = generate_json(
         model, messages, plan_schema(indexed), validate=validate, label="plan", example=example, settings=settings,
-        max_tokens=800,
+        max_tokens=800, think=False,
     )  # fmt: skip
     return result.value
 

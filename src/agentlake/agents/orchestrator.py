@@ -4,14 +4,16 @@ Owns the turn loop. Each turn one model answers with ONE typed action (through t
 layer's ``generate_json``: native schema where the server has it, the tolerant parser
 otherwise, validation errors sent back for a retry). The executor plans, calls tools and
 proposes; the orchestrator applies tool calls, keeps the candidate ledger and the compact
-log, and verifies every proposal in code. The reviewer is asked after a plan, after every
-``REVIEW_EVERY`` tool calls in a row, and after every proposal; its ``drift`` notes go back to
-the executor. A task succeeds only on consensus: a proposal, the reviewer's approval and a
-passing verification (an approval of a rejected proposal is overridden). An executor told it
-has enough verified workers that does something else may then only propose among them (its
-action schema narrows); the reviewer is not shown lessons about calling tools. When the turn
-budget runs out the task fails with the reason. One rescue attempt follows a failure (the
-escalation model if one is set, a lesson's wider radius if one applies).
+log, and verifies every proposal in code. The reviewer is asked about every proposal that
+passed verification; with ``review_every`` N above 0 it also looks at the course every N
+executor turns (a ``course`` review, a turn of the budget), and its ``drift`` notes go back to
+the executor; with 0, the default, it sees proposals only. A task succeeds only on consensus:
+a proposal, the reviewer's approval and a passing verification (an approval of a rejected
+proposal is overridden). An executor told it has enough verified workers that does something
+else may then only propose among them (its action schema narrows); the reviewer is not shown
+lessons about calling tools. When the turn budget runs out the task fails with the reason.
+One rescue attempt follows a failure (the escalation model if one is set, a lesson's wider
+radius if one applies).
 
 Every turn counts one model call (executor or reviewer). Model calls are recorded by the
 observer's LLM hook (installed by whoever owns the process: ``fill``, scenarios, the gateway);
@@ -31,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agentlake.agents import prompts
 from agentlake.agents.actions import (
+    CourseAction,
     CritiqueAction,
     ExecutorAction,
     PlanAction,
@@ -154,6 +157,7 @@ class _Attempt:
     steer: bool = False  # stuck repeating a call: the next action may only be the brief's search (once)
     steered: bool = False
     invalid_in_row: int = 0
+    since_course: int = 0  # executor turns since the reviewer last looked (review_every)
     invented: list[int] = field(default_factory=list)
     model_turns: int = 0
     first_try_valid: int = 0
@@ -185,11 +189,13 @@ class LLMPolicy:
     defaults to ``settings.executor_model``, then to the embedded model
     (``agentlake.llm.default_model``); the reviewer to ``settings.reviewer_model``, then the
     executor. ``turn_budget`` defaults to ``settings.agent_turn_budget``. ``escalation_model``
-    runs the rescue attempt. ``think``: the reasoning switch sent on executor and reviewer turns
-    of models that can think (off by default: a turn is one small action; ``None`` leaves the
-    model's default). ``acknowledge``: when the observer must have made the ops durable:
-    ``"task"`` (default) all of them once, before the outcome is returned; ``"turn"`` each
-    turn's before the next turn (one commit wait per turn).
+    runs the rescue attempt. ``think``: the reasoning switch of executor and reviewer turns (off
+    by default: a turn is one small action; ``None`` leaves the model's default; a provider
+    whose model cannot think leaves it out). ``review_every``: 0 (default), the reviewer sees
+    verified proposals only; N, it also reviews the course every N executor turns and may say
+    drift (each review is a turn of the budget). ``acknowledge``: when the observer must have
+    made the ops durable: ``"task"`` (default) all of them once, before the outcome is
+    returned; ``"turn"`` each turn's before the next turn (one commit wait per turn).
     """
 
     name = "llm"
@@ -202,11 +208,16 @@ class LLMPolicy:
         turn_budget: int | None = None,
         escalation_model: str | Provider | None = None,
         think: bool | None = False,
+        review_every: int = 0,
         acknowledge: Literal["task", "turn"] = "task",
     ) -> None:
         if turn_budget is not None and turn_budget < 2:
             raise UserError(
                 f"turn_budget must be at least 2 (one executor and one reviewer turn), got {turn_budget}"
+            )
+        if isinstance(review_every, bool) or not isinstance(review_every, int) or review_every < 0:
+            raise UserError(
+                f"review_every must be 0 (proposals only) or a number of executor turns, got {review_every!r}"
             )
         if acknowledge not in ("task", "turn"):
             raise UserError(f"acknowledge must be 'task' or 'turn', got {acknowledge!r}")
@@ -215,6 +226,7 @@ class LLMPolicy:
         self.turn_budget = turn_budget
         self.escalation_model = escalation_model
         self.think = think
+        self.review_every = review_every
         self.acknowledge = acknowledge
 
     def _acknowledged_turn(self) -> AbstractContextManager[Any]:
@@ -310,6 +322,8 @@ class LLMPolicy:
                 if state.pending_review:
                     if self._review(state, ctx, brief):
                         return
+                elif self.review_every and state.since_course >= self.review_every:
+                    self._review_course(state, ctx, brief)
                 else:
                     self._executor_turn(state, ctx, brief)
         if state.failure_reason is None:
@@ -317,6 +331,7 @@ class LLMPolicy:
 
     def _executor_turn(self, state: _Attempt, ctx: RunContext, brief: _Brief) -> None:
         state.turns += 1
+        state.since_course += 1
         messages = prompts.executor_messages(
             state.order,
             brief.system,
@@ -595,6 +610,7 @@ class LLMPolicy:
         """Ask the reviewer about the verified proposal; True when the task is done (consensus)."""
         assert state.proposal is not None and state.verification is not None
         state.turns += 1
+        state.since_course = 0  # the reviewer has just looked: the next course review is N turns on
         proposal = state.proposal
         messages = prompts.reviewer_messages(
             state.order,
@@ -641,6 +657,30 @@ class LLMPolicy:
         state.feedback += self._progress(state, ctx, brief)
         return False
 
+    def _review_course(self, state: _Attempt, ctx: RunContext, brief: _Brief) -> None:
+        """The reviewer looks at the executor's course so far (``review_every``); its drift notes
+        go to the executor's next turn. A failed review is noted and the executor goes on."""
+        state.turns += 1
+        state.since_course = 0
+        messages = prompts.course_messages(state.order, brief.judged, brief.search, state.log)
+        reply = self._ask(
+            state, ctx, "reviewer", state.reviewer, messages, CourseAction, json_schema(CourseAction)
+        )
+        if reply is None:
+            return
+        review: CourseAction = reply.action
+        state.cited += review.cited_lessons
+        summary = "course: " + (f"drift: {'; '.join(review.drift)}" if review.drift else "on course")
+        if review.notes:
+            summary += f" ({review.notes})"
+        state.log.add(state.turns, "reviewer", summary)
+        self._turn(ctx, state, "reviewer", "course", summary, reply, review, ok=not review.drift)
+        for note in review.drift:
+            state.feedback.append(f"reviewer (drift): {note}")
+            self._note(ctx, state, "drift", summary=f"drift fed back: {note}")
+        if review.drift and review.notes:
+            state.feedback.append(f"reviewer: {review.notes}")
+
     # --- model calls --------------------------------------------------------------------------
 
     def _ask(
@@ -662,7 +702,13 @@ class LLMPolicy:
 
         started = time.perf_counter()
         state.model_turns += 1
-        example = prompts.EXECUTOR_EXAMPLE if agent == "executor" else prompts.REVIEWER_EXAMPLE
+        example = (
+            prompts.EXECUTOR_EXAMPLE
+            if agent == "executor"
+            else prompts.COURSE_EXAMPLE
+            if output_type is CourseAction
+            else prompts.REVIEWER_EXAMPLE
+        )
         try:
             tags = {
                 "agent_id": f"{ctx.agent_id}.{agent}",
@@ -683,7 +729,7 @@ class LLMPolicy:
                     temperature=ctx.settings.executor_temperature
                     if agent == "executor"
                     else ctx.settings.reviewer_temperature,
-                    think=self._think(model, ctx),
+                    think=self.think,
                 )
         except StructuredOutputError as exc:
             raw = " ".join((exc.raw_text or "").split())[:200]
@@ -746,19 +792,6 @@ class LLMPolicy:
         if state.invalid_in_row >= INVALID_TURNS_MAX:
             state.aborted = True
             state.failure_reason = f"the {agent}'s model {what}, {state.invalid_in_row} turns in a row"
-
-    def _think(self, model: str | Provider, ctx: RunContext) -> bool | None:
-        """``self.think`` for models that can reason; ``None`` (the model's default) for others."""
-        if self.think is None:
-            return None
-        # Lazy (start-up time): the LLM layer loads on the first model call.
-        from agentlake.llm.generate import resolve
-
-        try:
-            provider = resolve(model, ctx.settings)
-        except UserError:
-            return None  # the call itself will say what is wrong
-        return self.think if provider.capabilities.supports_thinking else None
 
     # --- rescue -------------------------------------------------------------------------------
 

@@ -82,7 +82,7 @@ def model_deltas(
     ]
     try:
         advice = generate_structured(
-            model, messages, OverseerAdvice, max_tokens=600, retries=1, temperature=temperature
+            model, messages, OverseerAdvice, max_tokens=600, retries=1, temperature=temperature, think=True
         )
     except AgentlakeError as exc:
         log.warning("overseer model %s gave no advice: %s", model, exc.message)

@@ -36,6 +36,8 @@ EXECUTOR_EXAMPLE = (
 )
 # Only an approval: a small model copies a rejection example's words into every verdict.
 REVIEWER_EXAMPLE = '{"kind": "critique", "approve": true, "notes": "checks passed; fits the order"}'
+# On course: a drift example's words would be copied into every review.
+COURSE_EXAMPLE = '{"kind": "course", "drift": [], "notes": ""}'
 
 EXECUTOR_SYSTEM = """You are the executor of a staffing team: you fill one order by calling tools, then proposing workers.
 Each turn reply with ONE JSON action and nothing else, like one of these:
@@ -51,6 +53,13 @@ Each turn reply with ONE JSON action and nothing else, like one of these:
 
 REVIEWER_SYSTEM = """You are the reviewer of a staffing team. The executor proposes workers for an order and code checks the proposal against the data.
 Approve the proposal when the checks passed and no lesson rules a worker out. Otherwise reject it and say in "notes" which worker breaks which rule; use "drift" for each way the executor strays from the order.
+Reply with ONE JSON object and nothing else, like:
+{example}
+{data_rule}"""
+
+
+COURSE_SYSTEM = """You are the reviewer of a staffing team. The executor works toward filling the order below, one action a turn; no proposal is ready yet.
+Read its course so far and list in "drift" each way it strays from the order: another role, city or count than ordered, a search without a filter a lesson adds, repeating a call. Leave "drift" empty when it is on course.
 Reply with ONE JSON object and nothing else, like:
 {example}
 {data_rule}"""
@@ -246,6 +255,20 @@ def executor_messages(
 
 def reviewer_system() -> str:
     return REVIEWER_SYSTEM.format(example=REVIEWER_EXAMPLE, data_rule=DATA_RULE)
+
+
+def course_messages(order: FillOrder, lessons: str, search: dict[str, Any], log: Log) -> list[dict[str, str]]:
+    """The reviewer's prompt for a look at the course (``review_every``): the order, the search
+    that fits it, the lessons it is judged by and the executor's log (tool results fenced)."""
+    parts = [
+        f"Order: {order_text(order)}",
+        f"Search for this order: find_workers {args_json(search)}",
+        lessons or "Lessons: none.",
+        log.text(),
+        "Reply with your review of the course as one JSON object.",
+    ]
+    system = COURSE_SYSTEM.format(example=COURSE_EXAMPLE, data_rule=DATA_RULE)
+    return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
 def reviewer_messages(

@@ -471,7 +471,11 @@ class SqlArgs(_Args):
 
 class Sql:
     name = "sql"
-    description = "run one read-only SELECT over the datasets (capped rows, timeout)"
+    # The manual's rule, where the tool is chosen (gateway/manual.py): counts and filters are SQL's.
+    description = (
+        "structured question (a count, a sum, an exact filter): SQL first. One read-only SELECT over "
+        "the datasets (capped rows, timeout)"
+    )
     args_model = SqlArgs
 
     def run(self, args: SqlArgs, ctx: RunContext) -> ToolOutput:
@@ -621,7 +625,8 @@ class HybridSearch:
         self.dataset = dataset
         self.args_model: type[_Args] = HybridSearchArgs if dataset else DatasetSearchArgs
         self.description = description or (
-            "semantic + keyword search over an indexed dataset's text, filtered by an optional WHERE fragment"
+            "matching text: semantic + keyword search over an indexed dataset's text, filtered by an "
+            "optional WHERE fragment"
         )
 
     def run(self, args: Any, ctx: RunContext) -> ToolOutput:
@@ -685,7 +690,8 @@ def default_tools() -> ToolRegistry:
             FindWorkers(),
             HybridSearch(
                 SEARCH_DATASET,
-                "semantic + keyword search over worker profiles, filtered by an optional WHERE fragment",
+                "matching text: semantic + keyword search over worker profiles, filtered by an optional "
+                "WHERE fragment",
             ),
             Sql(),
             GetWorker(),

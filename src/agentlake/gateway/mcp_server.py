@@ -4,8 +4,9 @@ Owns the MCP surface: the agents' tools (``find_workers``, ``hybrid_search``, ``
 ``get_worker``, ``worker_schedule``, ``schedule_conflicts``, ``nearby_cities``, the same
 registry as ``GET /tools``) plus tools mirroring the other gateway routes (``search``,
 ``match``, ``worker_profile``, ``ask``, ``feedback``, ``fill``, ``lessons``, ``lesson``,
-``log_outcome``, ``propose_lesson``, ``models``), and the lessons as resources (``agentlake://lessons`` and
-``agentlake://lessons/{lesson_id}``). Served over stdio by ``agentlake mcp`` (:func:`run_stdio`)
+``log_outcome``, ``propose_lesson``, ``models``), the lessons as resources (``agentlake://lessons``
+and ``agentlake://lessons/{lesson_id}``) and the agents' manual (``manual.py``: its rules in the
+``instructions`` every client gets, the whole text as ``agentlake://manual``). Served over stdio by ``agentlake mcp`` (:func:`run_stdio`)
 and over streamable HTTP at the gateway's ``/mcp`` (mounted by ``gateway.app``).
 
 Every tool call is observed as one op with source "mcp" and endpoint ``mcp.<tool>`` (a registry
@@ -39,7 +40,7 @@ from agentlake import __version__
 from agentlake.agents import TaskOutcome
 from agentlake.agents.ask import Answer
 from agentlake.errors import AgentlakeError, NotFoundError
-from agentlake.gateway import operations
+from agentlake.gateway import manual, operations
 from agentlake.gateway.limits import Bucket, charge_scope
 from agentlake.gateway.schemas import (
     AskRequest,
@@ -67,14 +68,8 @@ from agentlake.workforce.profile import WorkerProfile
 log = logging.getLogger(__name__)
 MAX_ERROR_CHARS = 2000
 
-INSTRUCTIONS = """\
-agentlake: operational data (workers, clients, placements) in a DuckDB lakehouse, and lessons
-learned from earlier agent runs. Use `sql` for counts and exact filters (one read-only SELECT),
-`match`/`search`/`hybrid_search` for free-text questions over workers (optionally narrowed by a
-SQL WHERE fragment), `find_workers` to shortlist a role near a city, `get_worker` and
-`worker_profile` for one worker, `ask` for a written answer with cited sources, and `lessons`
-(or the agentlake://lessons resources) for what earlier runs learned.
-"""
+# Sent to every client at initialize: the lake, the tools and the manual's rules (manual.py).
+INSTRUCTIONS = manual.INSTRUCTIONS
 
 
 def _http_scope(ctx: Any) -> dict[str, Any]:
@@ -259,7 +254,7 @@ def _twin_tools(services: Services) -> list[Tool]:
         _model_tool(
             services,
             "search",
-            "Semantic search over a dataset's indexed text, optionally narrowed "
+            "Matching text: semantic search over a dataset's indexed text, optionally narrowed "
             "first by a SQL WHERE fragment (no 'WHERE'). Mirrors POST /search.",
             SearchRequest,
             SearchResponse,
@@ -269,7 +264,7 @@ def _twin_tools(services: Services) -> list[Tool]:
         _model_tool(
             services,
             "match",
-            "Hybrid fill search over workers: a SQL WHERE fragment picks who is "
+            "Matching text over workers, a hybrid fill search: a SQL WHERE fragment picks who is "
             "eligible, the question ranks them. Mirrors POST /match.",
             MatchRequest,
             SearchResponse,
@@ -301,7 +296,8 @@ def _twin_tools(services: Services) -> list[Tool]:
             services,
             "feedback",
             "Say whether an answer of the ask tool was right, or wrong and what it should have "
-            "been; the learner learns from it (needs a write key over HTTP). Mirrors POST /feedback.",
+            "been: give it on every answer you checked, the witness learns from it (needs a write "
+            "key over HTTP). Mirrors POST /feedback.",
             Feedback,
             FeedbackRecorded,
             lambda s, r, _: operations.feedback(s, r),
@@ -324,8 +320,8 @@ def _twin_tools(services: Services) -> list[Tool]:
         _model_tool(
             services,
             "lessons",
-            "Lessons learned from earlier runs, highest confidence first, "
-            "filtered by status and by what they match, one page at a time. Mirrors GET /lessons.",
+            "Check before a complex task: lessons learned from earlier runs, highest confidence "
+            "first, filtered by status and by what they match, one page at a time. Mirrors GET /lessons.",
             LessonQuery,
             LessonList,
             lambda s, r, _: operations.list_lessons(s, r),
@@ -411,6 +407,16 @@ def build_mcp_server(services: Services) -> MCPServer:
             return operations.lesson_detail(services, lesson_id).model_dump_json()
         except NotFoundError as exc:
             raise ResourceNotFoundError(exc.message) from None
+
+    @server.resource(
+        manual.MANUAL_URI,
+        name="manual",
+        mime_type="text/markdown",
+        description="The agents' manual: how to use these tools (answer from tools, SQL first, "
+        "hybrid search for text, feedback, lessons), each rule with its why.",
+    )
+    def manual_resource() -> str:
+        return manual.MANUAL
 
     return server
 

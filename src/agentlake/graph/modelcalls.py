@@ -110,7 +110,12 @@ class NodeModels:
         ):
             if schema is None and example is None:
                 return generate_structured(
-                    self.model, messages, output_type, settings=self.settings, max_tokens=max_tokens
+                    self.model,
+                    messages,
+                    output_type,
+                    settings=self.settings,
+                    max_tokens=max_tokens,
+                    think=False,
                 )
             return generate_json(
                 self.model,
@@ -121,4 +126,5 @@ class NodeModels:
                 example=example,
                 settings=self.settings,
                 max_tokens=max_tokens,
+                think=False,
             ).value

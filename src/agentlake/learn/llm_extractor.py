@@ -264,6 +264,7 @@ class LLMExtractor:
                     timeout=self.timeout_s,
                     max_tokens=1024,
                     temperature=self.settings.learn_temperature,
+                    think=False,
                 )
             except BaseException as exc:  # handed to the caller's thread
                 box["error"] = exc

@@ -4,7 +4,7 @@ Everything other packages need is re-exported here::
 
     from agentlake.llm import generate, generate_structured, ScriptedProvider, register_scripted
 
-Model strings carry the provider: ``ollama:MODEL``, ``openai:MODEL``, ``scripted:NAME``,
+Model strings carry the provider: ``ollama:MODEL``, ``ollama-cloud:MODEL``, ``openai:MODEL``, ``scripted:NAME``,
 ``function:NAME``, ``llamacpp:PATH``, ``local:NAME`` (the packaged chat models, in process). The extension point is ``provider.Provider``; every call is
 accounted through ``accounting.add_recorder``. This package does not store records (the
 observer does) nor build prompts for agents (the agents package does).

@@ -106,6 +106,7 @@ class _Recording:
         )
         self.history: list[tuple[list[Message], GenerateOptions]] = []
         self.raw_requests: list[dict] = []  # request bodies, appended by the fake servers
+        self.raw_authorizations: list[str | None] = []  # and their Authorization headers
         self._lock = threading.Lock()
         self.breaker_key = f"{self.provider_name}:{model}#{id(self):x}"
 

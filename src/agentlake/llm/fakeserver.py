@@ -12,7 +12,8 @@
         ...
 
 Each request is handed to ``provider.complete`` (its body is appended to
-``provider.raw_requests``); an HTTP status error becomes that status (with Retry-After), any
+``provider.raw_requests``, its ``Authorization`` header or ``None`` to
+``provider.raw_authorizations``); an HTTP status error becomes that status (with Retry-After), any
 other exception from the provider drops the connection without an answer. The Ollama fake
 also serves ``/api/show`` (the provider's context window and thinking capability),
 ``/api/tags``, ``/api/ps`` (models called so far count as loaded) and ``/api/version``; the
@@ -119,10 +120,15 @@ def _serve(routes: dict[tuple[str, str], Route]) -> Iterator[int]:
         thread.join(timeout=5)
 
 
-def _complete(provider: Any, body: dict, messages: list[Message], options: GenerateOptions) -> Completion:
+def _complete(
+    provider: Any, handler: _Handler, body: dict, messages: list[Message], options: GenerateOptions
+) -> Completion:
     recorded = getattr(provider, "raw_requests", None)
     if isinstance(recorded, list):
         recorded.append(body)
+    authorizations = getattr(provider, "raw_authorizations", None)
+    if isinstance(authorizations, list):
+        authorizations.append(handler.headers.get("Authorization"))
     try:
         return provider.complete(messages, options)
     except ProviderHTTPError:
@@ -190,7 +196,7 @@ def serve_fake_ollama(
             return 400, {"error": f"bad request: {exc}"}, {}
         started = time.perf_counter_ns()
         try:
-            completion = _complete(provider, body, messages, options)
+            completion = _complete(provider, handler, body, messages, options)
         except ProviderHTTPError as exc:
             return exc.status, {"error": exc.body or exc.message}, _error_headers(exc)
         if name not in loaded:
@@ -333,7 +339,7 @@ def serve_fake_openai(
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             return 400, {"error": {"message": f"bad request: {exc}", "type": "invalid_request_error"}}, {}
         try:
-            completion = _complete(provider, body, messages, options)
+            completion = _complete(provider, handler, body, messages, options)
         except ProviderHTTPError as exc:
             return (
                 exc.status,

@@ -66,6 +66,8 @@ def model_statuses(settings: Settings, *, include_server_models: bool = True) ->
 
     ollama = _probe_ollama(settings)
     openai = _probe_openai(settings)
+    # The cloud is asked only about models configured for it (its catalogue is not listed).
+    cloud = _probe_ollama(settings, cloud=True) if any(m.startswith("ollama-cloud:") for m in rows) else {}
     if include_server_models:
         for name in ollama.get("installed", []):
             if not any(key in rows for key in (f"ollama:{n}" for n in _ollama_names(name))):
@@ -82,11 +84,13 @@ def model_statuses(settings: Settings, *, include_server_models: bool = True) ->
             continue
         if prefix == "ollama":
             _fill_ollama(status, rest, ollama, settings)
+        elif prefix == "ollama-cloud":
+            _fill_ollama(status, rest, cloud, settings, cloud=True)
         elif prefix == "openai":
             _fill_openai(status, rest, openai, settings)
         else:
             _fill_local(status, settings)
-        if status.context_window is None and prefix in ("ollama", "openai", "llamacpp"):
+        if status.context_window is None and prefix in ("ollama", "ollama-cloud", "openai", "llamacpp"):
             info = lookup_model(prefix, rest, settings)
             status.context_window, status.window_source = info.context_window, info.source
             status.thinking, status.schema_ = info.supports_thinking, info.supports_schema
@@ -98,15 +102,18 @@ def _with_hint(exc: AgentlakeError) -> str:
     return f"{exc.message}; {hint}" if hint else exc.message
 
 
-def _probe_ollama(settings: Settings) -> dict:
+def _probe_ollama(settings: Settings, *, cloud: bool = False) -> dict:
     # Lazy (start-up time): the LLM layer loads on the first model call.
-    from agentlake.llm.ollama import server_from_settings
+    from agentlake.llm.ollama import cloud_server_from_settings, server_from_settings
 
-    server = server_from_settings(settings)
+    try:
+        server = cloud_server_from_settings(settings) if cloud else server_from_settings(settings)
+    except AgentlakeError as exc:  # no key for the cloud
+        return {"error": exc.message}
     try:
         return {
             "installed": server.tags(PROBE_TIMEOUT_S),
-            "loaded": server.ps(PROBE_TIMEOUT_S),
+            "loaded": None if cloud else server.ps(PROBE_TIMEOUT_S),  # a hosted Ollama loads on demand
             "host": server.host,
         }
     except AgentlakeError as exc:
@@ -133,20 +140,27 @@ def _probe_openai(settings: Settings) -> dict:
         server.close()
 
 
-def _fill_ollama(status: ModelStatus, name: str, probe: dict, settings: Settings) -> None:
+def _fill_ollama(
+    status: ModelStatus, name: str, probe: dict, settings: Settings, *, cloud: bool = False
+) -> None:
     if "error" in probe:
         status.reachable, status.detail = False, probe["error"]
         return
     installed = any(_ollama_names(name) & _ollama_names(other) for other in probe["installed"])
     status.reachable = installed
-    status.loaded = any(_ollama_names(name) & _ollama_names(other) for other in probe["loaded"])
+    if probe["loaded"] is not None:
+        status.loaded = any(_ollama_names(name) & _ollama_names(other) for other in probe["loaded"])
     if not installed:
-        status.detail = f"not installed on {probe['host']}: ollama pull {name}"
+        status.detail = (
+            f"not offered by {probe['host']}"
+            if cloud
+            else f"not installed on {probe['host']}: ollama pull {name}"
+        )
         return
     # Lazy (start-up time): the LLM layer loads on the first model call.
-    from agentlake.llm.ollama import OllamaProvider
+    from agentlake.llm.ollama import OllamaCloudProvider, OllamaProvider
 
-    provider = OllamaProvider(name, settings)
+    provider = (OllamaCloudProvider if cloud else OllamaProvider)(name, settings)
     try:
         info = provider.model_info
         status.context_window, status.window_source = info.context_window, info.source

@@ -1,11 +1,18 @@
-"""The Ollama provider (``ollama:MODEL``): owns the HTTP client, base URL, key and server queries.
+"""The Ollama providers: owns the HTTP client, base URL, key and server queries of each host.
 
-Server from the ``ollama_host`` setting (``OLLAMA_HOST``, default ``http://127.0.0.1:11434``).
-A hosted Ollama (Ollama Cloud: ``OLLAMA_HOST=https://ollama.com``) needs a key: the
-``ollama_api_key`` setting (``OLLAMA_API_KEY``, or ``OLLAMA_CLOUD_KEY`` as the seed named it),
-sent as ``Authorization: Bearer``; a refused key is a ``UserError`` naming the variables.
-The context window is what the server reports for the model (``/api/show``, cached per
-process), else the registry's. Wire format in ``ollama_wire.py``.
+Two prefixes, two hosts, one process (the seed's split: a local executor, a cloud overseer):
+
+* ``ollama:MODEL``: the ``ollama_host`` setting (``OLLAMA_HOST``, default
+  ``http://127.0.0.1:11434``), with the ``ollama_api_key`` setting when that host needs a key.
+* ``ollama-cloud:MODEL``: the ``ollama_cloud_host`` setting (default ``https://ollama.com``),
+  with the ``ollama_cloud_api_key`` setting (``OLLAMA_CLOUD_KEY`` or ``OLLAMA_API_KEY``).
+
+A key goes only to the host it is for: the cloud's key reaches ``ollama:`` only when
+``OLLAMA_HOST`` is the cloud host itself (``OLLAMA_HOST=https://ollama.com``, as before the
+split). Keys are sent as ``Authorization: Bearer``; a refused or missing key is a ``UserError``
+naming the variables. The context window is what the server reports for the model
+(``/api/show``, cached per process per host), else the registry's. Both speak the same wire
+format, ``ollama_wire.py``; a third party registers a host of its own the same way.
 """
 
 from __future__ import annotations
@@ -35,7 +42,9 @@ if TYPE_CHECKING:
     from agentlake.settings import Settings
 
 HINT = "start Ollama (`ollama serve`) or set OLLAMA_HOST to where it runs"
-KEY_HINT = "set OLLAMA_API_KEY (or OLLAMA_CLOUD_KEY) to a valid key for this host"
+KEY_HINT = "set AGENTLAKE_OLLAMA_API_KEY to a valid key for this host"
+CLOUD_HINT = "check the network, or set AGENTLAKE_OLLAMA_CLOUD_HOST to where the hosted Ollama runs"
+CLOUD_KEY_HINT = "set OLLAMA_CLOUD_KEY (or OLLAMA_API_KEY) to a valid key for this host"
 # Ollama allocates the KV cache for num_ctx and reloads the model when num_ctx changes, so a
 # stable size is sent (at least 8192, doubled only when a prompt needs more), not the full
 # trained window (a 128k window would take gigabytes) nor a per-call size (a reload per call).
@@ -47,27 +56,44 @@ _shown_lock = threading.Lock()
 
 
 class OllamaServer:
-    """One Ollama server: ``show``, ``tags`` (installed models), ``ps`` (loaded models), ``chat``."""
+    """One Ollama server: ``show``, ``tags`` (installed models), ``ps`` (loaded models), ``chat``.
 
-    def __init__(self, host: str, api_key: str | None = None) -> None:
+    ``prefix`` names its models in messages (``ollama``, ``ollama-cloud``); ``hint`` and
+    ``key_hint`` say what fixes an unreachable host and a refused key."""
+
+    def __init__(
+        self,
+        host: str,
+        api_key: str | None = None,
+        *,
+        prefix: str = "ollama",
+        hint: str = HINT,
+        key_hint: str = KEY_HINT,
+    ) -> None:
         self.host = normalise_url(host, 11434)
+        self.prefix, self.hint, self.key_hint = prefix, hint, key_hint
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.client = httpx.Client(
             base_url=self.host, headers=headers, timeout=httpx.Timeout(120.0, connect=10.0)
         )
 
     def describe(self, model: str | None = None) -> str:
-        return f"Ollama at {self.host}" if model is None else f"ollama:{model} at {self.host}"
+        return f"Ollama at {self.host}" if model is None else f"{self.prefix}:{model} at {self.host}"
 
     def _status(self, model: str | None) -> Any:
         def mapper(status: int, message: str) -> AgentlakeError | None:
             if status in (401, 403):
                 return UserError(
-                    f"{self.describe(model)} refused the request (HTTP {status}: {message}): {KEY_HINT}"
+                    f"{self.describe(model)} refused the request (HTTP {status}: {message}): {self.key_hint}"
                 )
             if status == 404 and model is not None:
+                fix = (
+                    f"run `ollama pull {model}`"
+                    if self.prefix == "ollama"
+                    else "pick a model the host offers"
+                )
                 return UserError(
-                    f"Ollama at {self.host} has no model {model!r} ({message}): run `ollama pull {model}` or fix the model name"
+                    f"Ollama at {self.host} has no model {model!r} ({message}): {fix} or fix the model name"
                 )
             return None
 
@@ -84,7 +110,7 @@ class OllamaServer:
             "POST",
             "/api/show",
             what=self.describe(model),
-            hint=HINT,
+            hint=self.hint,
             body={"model": model},
             timeout=SHOW_TIMEOUT_S,
             status_error=self._status(model),
@@ -100,7 +126,7 @@ class OllamaServer:
             "GET",
             "/api/tags",
             what=self.describe(),
-            hint=HINT,
+            hint=self.hint,
             timeout=timeout,
             status_error=self._status(None),
         )
@@ -114,7 +140,7 @@ class OllamaServer:
             "GET",
             "/api/ps",
             what=self.describe(),
-            hint=HINT,
+            hint=self.hint,
             timeout=timeout,
             status_error=self._status(None),
         )
@@ -130,7 +156,7 @@ class OllamaServer:
             "POST",
             "/api/chat",
             what=self.describe(model),
-            hint=HINT,
+            hint=self.hint,
             body=body,
             timeout=timeout,
             status_error=self._status(model),
@@ -141,9 +167,29 @@ class OllamaServer:
 
 
 def server_from_settings(settings: Settings) -> OllamaServer:
-    """The configured server, with the key when one is set."""
+    """The ``ollama:`` host, with its key when one is set (the cloud's key when the host is the
+    cloud host and has none of its own)."""
     key = settings.ollama_api_key.get_secret_value() if settings.ollama_api_key else None
+    is_cloud = normalise_url(settings.ollama_host, 11434) == normalise_url(settings.ollama_cloud_host, 11434)
+    if is_cloud:
+        if key is None and settings.ollama_cloud_api_key is not None:
+            key = settings.ollama_cloud_api_key.get_secret_value()
+        return OllamaServer(settings.ollama_host, key, key_hint=CLOUD_KEY_HINT)
     return OllamaServer(settings.ollama_host, key)
+
+
+def cloud_server_from_settings(settings: Settings) -> OllamaServer:
+    """The ``ollama-cloud:`` host with its key; ``UserError`` naming the variables when no key is
+    set (a hosted Ollama refuses every call without one)."""
+    if settings.ollama_cloud_api_key is None:
+        raise UserError(f"ollama-cloud: needs a key for {settings.ollama_cloud_host}: {CLOUD_KEY_HINT}")
+    return OllamaServer(
+        settings.ollama_cloud_host,
+        settings.ollama_cloud_api_key.get_secret_value(),
+        prefix="ollama-cloud",
+        hint=CLOUD_HINT,
+        key_hint=CLOUD_KEY_HINT,
+    )
 
 
 def forget_shown() -> None:
@@ -153,18 +199,23 @@ def forget_shown() -> None:
 
 
 class OllamaProvider:
-    """``ollama:MODEL`` through Ollama's native ``/api/chat``."""
+    """``ollama:MODEL`` through Ollama's native ``/api/chat`` on the ``ollama_host``."""
 
     name = "ollama"
+    example = "qwen3:4b"
 
     def __init__(self, model: str, settings: Settings) -> None:
         if not model:
-            raise UserError("ollama: needs a model name, e.g. ollama:qwen3:4b")
+            raise UserError(f"{self.name}: needs a model name, e.g. {self.name}:{self.example}")
         self.model = model
-        self.server = server_from_settings(settings)
-        self.breaker_key = f"ollama:{model}@{self.server.host}"
-        self._registry = lookup_model("ollama", model, settings)
+        self.server = self._server(settings)
+        self.breaker_key = f"{self.name}:{model}@{self.server.host}"
+        self._registry = lookup_model(self.name, model, settings)
         self._info: ModelInfo | None = None
+
+    @staticmethod
+    def _server(settings: Settings) -> OllamaServer:
+        return server_from_settings(settings)
 
     @property
     def model_info(self) -> ModelInfo:
@@ -203,7 +254,13 @@ class OllamaProvider:
         return min(window, size)
 
     def complete(self, messages: list[Message], options: GenerateOptions) -> Completion:
-        body = ollama_wire.chat_request(self.model, messages, options, self.num_ctx(messages, options))
+        body = ollama_wire.chat_request(
+            self.model,
+            messages,
+            options,
+            self.num_ctx(messages, options),
+            thinking_model=self.capabilities.supports_thinking,
+        )
         return timed_completion(
             lambda: self.server.chat(self.model, body, options.timeout),
             ollama_wire.chat_response,
@@ -216,4 +273,16 @@ class OllamaProvider:
         self.server.close()
 
 
+class OllamaCloudProvider(OllamaProvider):
+    """``ollama-cloud:MODEL``: the same wire on the ``ollama_cloud_host``, with its key."""
+
+    name = "ollama-cloud"
+    example = "gpt-oss:120b"
+
+    @staticmethod
+    def _server(settings: Settings) -> OllamaServer:
+        return cloud_server_from_settings(settings)
+
+
 register_provider("ollama", OllamaProvider)
+register_provider("ollama-cloud", OllamaCloudProvider)

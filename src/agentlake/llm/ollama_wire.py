@@ -2,8 +2,9 @@
 Ollama JSON and back. No HTTP here; ``ollama.py`` owns the client.
 
 Always sends ``options.num_ctx`` (without it Ollama silently cuts prompts to its small default
-context) and ``options.num_predict``; passes ``think`` and ``format`` (a JSON schema); reads
-``message.thinking`` and ``done_reason``.
+context) and ``options.num_predict``; passes ``think`` (to a model that can think: a call site
+states ``think`` whatever the model, and Ollama refuses it for a model without the capability)
+and ``format`` (a JSON schema); reads ``message.thinking`` and ``done_reason``.
 """
 
 from __future__ import annotations
@@ -14,9 +15,15 @@ from agentlake.llm.provider import GenerateOptions, Message, Usage, estimate_thi
 
 
 def chat_request(
-    model: str, messages: list[Message], options: GenerateOptions, num_ctx: int
+    model: str,
+    messages: list[Message],
+    options: GenerateOptions,
+    num_ctx: int,
+    *,
+    thinking_model: bool = True,
 ) -> dict[str, Any]:
-    """The ``POST /api/chat`` body (non-streaming)."""
+    """The ``POST /api/chat`` body (non-streaming). ``thinking_model``: the server says the
+    model can think (``/api/show`` capabilities); otherwise ``think`` is left out."""
     model_options: dict[str, Any] = {"num_ctx": num_ctx, "num_predict": options.max_tokens}
     if options.temperature is not None:
         model_options["temperature"] = options.temperature
@@ -28,7 +35,7 @@ def chat_request(
         "stream": False,
         "options": model_options,
     }
-    if options.think is not None:
+    if options.think is not None and thinking_model:
         body["think"] = options.think
     if options.schema_ is not None:
         body["format"] = options.schema_

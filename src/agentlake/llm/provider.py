@@ -3,7 +3,7 @@
 A provider turns a list of :class:`Message` plus :class:`GenerateOptions` into one
 :class:`Completion`, and nothing more: no retries, no recovery, no accounting (those wrap it, in
 ``generate``). It declares what it can do in :class:`Capabilities`. Built-in providers
-(``ollama:``, ``openai:``, ``scripted:``, ``function:``, ``llamacpp:``, ``local:``) register through
+(``ollama:``, ``ollama-cloud:``, ``openai:``, ``scripted:``, ``function:``, ``llamacpp:``, ``local:``) register through
 :func:`register_provider`, the same door a third party uses.
 
 This module also owns the errors a provider raises, so the resilience layer can tell a
@@ -228,6 +228,7 @@ ProviderFactory = Callable[[str, "Settings"], Provider]
 # The built-in prefixes and the modules that register them (loaded on first use).
 _BUILTINS = {
     "ollama": "agentlake.llm.ollama",
+    "ollama-cloud": "agentlake.llm.ollama",
     "openai": "agentlake.llm.openai_compat",
     "scripted": "agentlake.llm.fakes",
     "function": "agentlake.llm.fakes",
@@ -352,6 +353,7 @@ def get_provider(model: str, settings: Settings | None = None) -> Provider:
         settings.model_dump_json(
             include={
                 "ollama_host",
+                "ollama_cloud_host",
                 "openai_base_url",
                 "openai_api_key",
                 "llm_models_file",
@@ -364,7 +366,7 @@ def get_provider(model: str, settings: Settings | None = None) -> Provider:
             }
         ),
     )
-    for secret in (settings.openai_api_key, settings.ollama_api_key):
+    for secret in (settings.openai_api_key, settings.ollama_api_key, settings.ollama_cloud_api_key):
         if secret is not None:  # SecretStr dumps masked; the key itself must be part of the cache key
             key = (model, key[1] + "\0" + secret.get_secret_value())
     with _lock:

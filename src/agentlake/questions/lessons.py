@@ -235,7 +235,7 @@ class DataQuestionRules:
         for _attempt in range(MAX_MODEL_TRIES):
             try:
                 plan = generate_structured(
-                    model, messages, CorrectionPlan, settings=self.settings, max_tokens=400
+                    model, messages, CorrectionPlan, settings=self.settings, max_tokens=400, think=False
                 )
             except AgentlakeError as exc:
                 context.notes.setdefault("data_question_model", []).append(exc.message[:200])

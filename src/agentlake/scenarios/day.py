@@ -334,6 +334,7 @@ def build_policy(profile: StafferProfile, settings: Settings, scenario: Scenario
     if profile.turn_budget is not None:
         kwargs["turn_budget"] = profile.turn_budget
     kwargs["think"] = profile.think
+    kwargs["review_every"] = profile.review_every
     if models.escalation:
         kwargs["escalation_model"] = models.escalation
     return get_policy("llm", **kwargs)

@@ -50,6 +50,13 @@ class StafferProfile(BaseModel):
         description="Reasoning on executor and reviewer turns of models that can think (off: a turn is one "
         "small action); null leaves the model's default. The overseer's model keeps its own.",
     )
+    review_every: int = Field(
+        0,
+        ge=0,
+        le=100,
+        description="0: the reviewer sees verified proposals only; N: it also reviews the executor's "
+        "course every N executor turns and may say drift (each review costs a turn of the budget).",
+    )
     overseer: bool = False
     rescue: bool = False
     lessons: bool = Field(True, description="Retrieve lessons for each task.")
