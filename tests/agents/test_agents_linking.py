@@ -7,14 +7,24 @@ from pathlib import Path
 
 import pytest
 
-from agentlake.agents.linking import link_datasets, missing_values, named_values, named_values_hint, words
+from agentlake.agents.linking import (
+    join_hints,
+    link_datasets,
+    missing_values,
+    named_values,
+    named_values_hint,
+    words,
+)
 from agentlake.lake import Lake
 from agentlake.settings import Settings
 
 FILES = {
     "penguins": "species,island,body_mass_g\nAdelie,Biscoe,3750\nGentoo,Dream,5000\n",
-    "seattle_weather": "date,precipitation,temp_max,weather\n2012-01-01,0.0,12.8,drizzle\n2012-01-02,10.9,10.6,rain\n",
-    "orders": "order_id,status,total\n1,S,10.5\n2,C,3.0\n",
+    "seattle_weather": (
+        "date,precipitation,temp_max,weather\n2012-01-01,0.0,12.8,drizzle\n2012-01-02,10.9,10.6,rain\n"
+        "2012-01-03,0.0,11.7,sun\n"
+    ),
+    "orders": "order_id,status,total\n1,S,10.5\n2,C,3.0\n3,S,7.0\n",
     "order_statuses": "code,meaning\nS,shipped\nC,cancelled\n",
 }
 
@@ -87,3 +97,28 @@ def test_the_hint_for_a_value_in_several_cases_compares_it_lower_cased() -> None
 def test_a_query_comparing_the_lower_cased_value_leaves_nothing_out() -> None:
     named = [("channel", "WEB"), ("channel", "Web"), ("channel", "web")]
     assert missing_values("SELECT count(*) FROM orders WHERE lower(channel) = 'web'", named) is None
+
+
+def test_a_column_of_codes_a_lookup_table_explains_is_a_join(lake: Lake) -> None:
+    assert join_hints(lake, ["orders", "order_statuses"]) == [
+        "orders.status = order_statuses.code (order_statuses says what each code means)"
+    ]
+
+
+def test_tables_that_share_no_key_have_no_join(lake: Lake) -> None:
+    assert join_hints(lake, ["penguins", "seattle_weather"]) == []
+
+
+def test_an_adjective_names_its_value() -> None:
+    listed = {("seattle_weather", "weather"): ["drizzle", "fog", "rain"]}
+    assert named_values("What was the wind on foggy days?", listed) == [("weather", "fog")]
+
+
+def test_the_ranking_example_groups_a_listed_column_of_another_table(lake: Lake) -> None:
+    from agentlake.agents.examples import worked_ranking
+
+    ranking = worked_ranking(lake, avoid=frozenset({"order_statuses", "orders", "penguins"}))
+    assert ranking is not None
+    assert ranking.sql == (
+        "SELECT weather, count(*) AS n FROM seattle_weather GROUP BY weather ORDER BY n DESC LIMIT 1"
+    )

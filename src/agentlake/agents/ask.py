@@ -36,9 +36,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from agentlake.agents import render
-from agentlake.agents.examples import WorkedCount, worked_count, worked_search
+from agentlake.agents.examples import WorkedCount, worked_count, worked_ranking, worked_search
 from agentlake.agents.fixes import fix_query, missing_dates, named_dates, unheld_values
 from agentlake.agents.linking import (
+    join_hints,
     link_datasets,
     missing_values,
     named_values,
@@ -315,7 +316,7 @@ def ask(
     example = worked_count(lake, avoid=frozenset(context.linked))
     messages = [
         Message(role="system", content=plan_system(lake, indexed)),
-        *(Message(**shot) for shot in plan_shots(lake, example, indexed)),
+        *(Message(**shot) for shot in plan_shots(lake, example, indexed, frozenset(context.linked))),
         *(Message(**shot) for shot in lesson_shots(context.given)),
         Message(
             role="user",
@@ -420,6 +421,9 @@ def _tables_detail(lake: Lake, tables: list[str]) -> str:
     # No sample row: a small model copies its values into filters the question never asked
     # for ("symbol = 'MSFT' AND date = '2000-01-01'").
     lines = datasets_text(lake, tuple(tables), values=True, max_values=MAX_VALUES_SHOWN)[1:]
+    joins = join_hints(lake, tables)
+    if joins:
+        lines.append("Joins: " + "; ".join(joins))
     return (
         f"\n\nThe tables it is likely about, with their values:\n{data_block(chr(10).join(lines))}"
         if lines
@@ -635,16 +639,25 @@ def _record(answer: Answer, runs: list[_Run], context: _Asking) -> None:
     )
 
 
-def plan_shots(lake: Lake, example: WorkedCount | None, indexed: list[str]) -> list[dict[str, str]]:
-    """A worked plan for each route before the real question, made from this lake (constant
-    while the lake is unchanged: it stays in the model's prefix cache). Shown one, the 0.5B and
-    the 1.5B filter on every value a question names far more often."""
+def plan_shots(
+    lake: Lake, example: WorkedCount | None, indexed: list[str], avoid: frozenset[str] = frozenset()
+) -> list[dict[str, str]]:
+    """A worked plan for each route before the real question, made from this lake: a count
+    with the values it names, a ranking (``avoid``: the question's tables, whose filters a small
+    model would copy), a search where a dataset has an index. Shown one, the 0.5B and the 1.5B
+    filter on every value a question names far more often, and group to rank."""
     shots: list[dict[str, str]] = []
     if example is not None:
         hint = named_values_hint(list(example.named), {(example.table, c): [v] for c, v in example.named})
         shots += [
             {"role": "user", "content": example.question + _tables_detail(lake, [example.table]) + hint},
             {"role": "assistant", "content": json.dumps({"route": "sql", "sql": example.sql})},
+        ]
+    ranking = worked_ranking(lake, avoid)
+    if ranking is not None:
+        shots += [
+            {"role": "user", "content": ranking.question},
+            {"role": "assistant", "content": json.dumps({"route": "sql", "sql": ranking.sql})},
         ]
     search = worked_search(lake, indexed) if indexed else None
     if search is not None:

@@ -137,6 +137,34 @@ def _most_common(lake: Lake, table: str, columns: list[str]) -> tuple[list[tuple
     return [(column, str(value)) for column, value in zip(columns, values, strict=True)], int(count)
 
 
+@dataclass(frozen=True)
+class WorkedRanking:
+    """A "which ... most" question over the lake and the grouped query that answers it."""
+
+    question: str
+    sql: str
+
+
+def worked_ranking(lake: Lake, avoid: frozenset[str] = frozenset()) -> WorkedRanking | None:
+    """A ranking example (``GROUP BY ... ORDER BY count DESC LIMIT 1``) over a listed text
+    column with at least three values, of a table not in ``avoid`` when another will do; a
+    small model answers "which city has the most airports" with an ORDER BY on some column
+    until it is shown one. ``None`` when no table has such a column."""
+    listed = listed_values(lake)
+    candidates = sorted(
+        ((table, column) for (table, column), values in listed.items() if len(values) >= 3),
+        key=lambda pair: (pair[0] in avoid, pair[0], pair[1]),
+    )
+    if not candidates:
+        return None
+    table, column = candidates[0]
+    sql = (
+        f"SELECT {_quote(column)}, count(*) AS n FROM {_quote(table)} "
+        f"GROUP BY {_quote(column)} ORDER BY n DESC LIMIT 1"
+    )
+    return WorkedRanking(question=f"Which {column} has the most rows of {table}?", sql=sql)
+
+
 def worked_search(lake: Lake, indexed: list[str]) -> WorkedSearch | None:
     """A search example over the first of ``indexed`` (datasets with a vector index) whose
     first document has words to search for; ``None`` when there is none."""

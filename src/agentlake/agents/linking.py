@@ -106,7 +106,8 @@ def named_values(question: str, listed: dict[tuple[str, str], list[str]]) -> lis
                     continue
                 match = re.search(rf"(?<![A-Za-z]){re.escape(value)}(?![A-Za-z])", question)
             else:
-                match = re.search(rf"\b{re.escape(value)}(?:s|es)?\b", question, re.IGNORECASE)
+                # "welders" names 'Welder', "foggy" and "rainy" name 'fog' and 'rain'.
+                match = re.search(rf"\b{re.escape(value)}(?:s|es|y|[a-z]y)?\b", question, re.IGNORECASE)
             if match and (column, value) not in found:
                 found[(column, value)] = match.start()
         codes = set(values) & set(US_STATES.values())
@@ -212,3 +213,32 @@ def compares(sql: str, column: str, value: str) -> bool:
     quoted = "'" + value.replace("'", "''") + "'"
     pattern = rf"\b{re.escape(column)}\"?\s*(?:=|==|i?like|in\s*\([^)]*?)\s*{re.escape(quoted)}"
     return re.search(pattern, sql, re.IGNORECASE) is not None
+
+
+# Shared column names that join two tables (an id or a code), not any two columns alike.
+_KEYISH = re.compile(r"(?:^|_)(?:id|code|key|no|number)$", re.IGNORECASE)
+
+
+def join_hints(lake: Lake, tables: list[str]) -> list[str]:
+    """How ``tables`` join, for a model writing a query over them: a key column two of them
+    share by name (``orders.customer_id = customers.customer_id``), and a column whose values
+    are the codes a lookup table explains (``orders.status = order_statuses.code``: every value
+    of the one is a value of the other, and the other has one row per code)."""
+    infos = {info.name: info for info in lake.datasets()}
+    chosen = [name for name in tables if name in infos]
+    hints: list[str] = []
+    for i, first in enumerate(chosen):
+        for second in chosen[i + 1 :]:
+            shared = {c for c, _ in infos[first].columns} & {c for c, _ in infos[second].columns}
+            hints += [f"{first}.{c} = {second}.{c}" for c in sorted(shared) if _KEYISH.search(c)]
+    listed = listed_values(lake)
+    for (table, column), values in listed.items():
+        if table not in chosen:
+            continue
+        for (lookup, code), codes in listed.items():
+            lookup_rows = infos[lookup].row_count if lookup in infos else -1
+            if lookup == table or lookup_rows != len(codes) or infos[table].row_count <= lookup_rows:
+                continue
+            if len(codes) >= 2 and set(values) <= set(codes):
+                hints.append(f"{table}.{column} = {lookup}.{code} ({lookup} says what each code means)")
+    return list(dict.fromkeys(hints))
