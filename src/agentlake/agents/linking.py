@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from agentlake.agents.tools import listed_values
+from agentlake.workforce.cities import US_STATES
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
@@ -26,21 +27,6 @@ KEEP = 3
 NAME_WEIGHT = 3.0
 COLUMN_WEIGHT = 1.0
 VALUE_WEIGHT = 4.0
-# US states, DC and territories by name: a question says "Texas" where a column holds "TX".
-US_STATES = {
-    "alabama": "AL", "alaska": "AK", "arizona": "AZ", "arkansas": "AR", "california": "CA",
-    "colorado": "CO", "connecticut": "CT", "delaware": "DE", "district of columbia": "DC",
-    "florida": "FL", "georgia": "GA", "hawaii": "HI", "idaho": "ID", "illinois": "IL",
-    "indiana": "IN", "iowa": "IA", "kansas": "KS", "kentucky": "KY", "louisiana": "LA",
-    "maine": "ME", "maryland": "MD", "massachusetts": "MA", "michigan": "MI", "minnesota": "MN",
-    "mississippi": "MS", "missouri": "MO", "montana": "MT", "nebraska": "NE", "nevada": "NV",
-    "new hampshire": "NH", "new jersey": "NJ", "new mexico": "NM", "new york": "NY",
-    "north carolina": "NC", "north dakota": "ND", "ohio": "OH", "oklahoma": "OK", "oregon": "OR",
-    "pennsylvania": "PA", "rhode island": "RI", "south carolina": "SC", "south dakota": "SD",
-    "tennessee": "TN", "texas": "TX", "utah": "UT", "vermont": "VT", "virginia": "VA",
-    "washington": "WA", "west virginia": "WV", "wisconsin": "WI", "wyoming": "WY",
-    "puerto rico": "PR", "guam": "GU", "american samoa": "AS", "virgin islands": "VI",
-}  # fmt: skip
 # A column of state codes: at least this many of its listed values are codes of US_STATES.
 STATE_CODES_MIN = 5
 _STOP = frozenset(

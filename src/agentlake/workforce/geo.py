@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,13 +20,15 @@ import numpy as np
 
 from agentlake.errors import UserError
 from agentlake.lake.versioned import PerLakeCache
-from agentlake.workforce.cities import load_cities
+from agentlake.workforce.cities import US_STATES, load_cities
 from agentlake.workforce.tables import workers_table_version
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
 
 EARTH_RADIUS_MILES = 3958.7613
+# State codes that are also English words: after a city, read as a state only in capitals.
+_CODE_WORDS = frozenset({"al", "co", "de", "hi", "id", "in", "la", "ma", "me", "mo", "ok", "or", "pa"})
 # Degrees of latitude per mile; the longitude degree shrinks with cos(latitude).
 _DEG_PER_MILE = 1.0 / 69.0
 
@@ -36,6 +39,17 @@ class Place:
     state: str
     lat: float
     lon: float
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A known city named in a text: its span in the text (the state written beside it
+    included), the city as the gazetteer spells it and that state, if any."""
+
+    start: int
+    end: int
+    city: str
+    state: str | None
 
 
 @dataclass(frozen=True)
@@ -81,9 +95,50 @@ class Gazetteer:
         self._states = [p.state for p in ordered]
         self._lat = np.array([p.lat for p in ordered])
         self._lon = np.array([p.lon for p in ordered])
+        self._pattern: re.Pattern[str] | None = None
+        self._plain_names: dict[str, str] = {}
 
     def __len__(self) -> int:
         return len(self._by_key)
+
+    def states_of(self, city: str) -> list[str]:
+        """The states that have a place called ``city`` (any case), sorted; ``[]`` for none."""
+        wanted = " ".join(city.split()).casefold()
+        return sorted({state for name, state in self._by_key if name == wanted})
+
+    def mentions(self, text: str) -> list[Mention]:
+        """The known cities ``text`` names, left to right, each with the state written right
+        after it ('Cleveland, OH', 'cleveland ohio') when there is one; where names overlap the
+        longest wins. A lower-case code that is also an English word ('near Columbus in the
+        morning') is not read as a state; in capitals ('Columbus IN') it is."""
+        from agentlake.workforce.roles import plain_text
+
+        plain, where = plain_text(text)
+        found: list[Mention] = []
+        for match in self._mention_pattern().finditer(plain):
+            city = self._plain_names[match["city"]]
+            state, end = None, match.end("city")
+            if match["name"]:
+                state, end = US_STATES[match["name"]], match.end()
+            elif match["code"]:
+                written = text[where[match.start("code")] : where[match.end("code") - 1] + 1]
+                if written.isupper() or match["code"] not in _CODE_WORDS:
+                    state, end = match["code"].upper(), match.end()
+            found.append(Mention(where[match.start()], where[end - 1] + 1, city, state))
+        return found
+
+    def _mention_pattern(self) -> re.Pattern[str]:
+        if self._pattern is None:
+            from agentlake.workforce.roles import plain_text
+
+            self._plain_names = {plain_text(p.city)[0]: p.city for p in self._by_key.values()}
+            names = "|".join(re.escape(n) for n in sorted(self._plain_names, key=len, reverse=True))
+            codes = "|".join(sorted({code.lower() for code in US_STATES.values()}))
+            states = "|".join(re.escape(n) for n in sorted(US_STATES, key=len, reverse=True))
+            self._pattern = re.compile(
+                rf"(?<![a-z0-9])(?P<city>{names})(?:\s(?:(?P<code>{codes})|(?P<name>{states})))?(?![a-z0-9])"
+            )
+        return self._pattern
 
     def resolve(self, city: str, state: str) -> Place:
         """The place called ``city`` in ``state``; ``UserError`` with suggestions otherwise."""

@@ -1,8 +1,10 @@
 """A fill order: what the client asked for, parsed from text or built in code.
 
 Owns ``FillOrder`` (its fields, its parser for "3 x Welder in Cleveland, OH ..." and its task
-key for lesson retrieval: ``signature``) and ``slugify`` (a client's id from its name). It does not own
-role synonyms or certification spellings (``roles``) nor checking workers against an order
+key for lesson retrieval: ``signature``), ``read_whole`` (the grammar as the fast path of orders
+in words: an order only when the grammar reads every word of the text) and ``slugify`` (a
+client's id from its name). It does not own role synonyms or certification spellings
+(``roles``), orders in free words (``order_words``) nor checking workers against an order
 (``verify``).
 """
 
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentlake.errors import UserError
-from agentlake.workforce.roles import canonical_role
+from agentlake.workforce.roles import canonical_role, find_role, known_certification
 
 if TYPE_CHECKING:
     from agentlake.learn import TaskKey
@@ -65,6 +67,11 @@ class FillOrder(BaseModel):
     shift_start: datetime | None = None
     shift_end: datetime | None = None
     requirements: list[str] = Field(default_factory=list, description="Stated certifications/skills.")
+    wishes: list[str] = Field(
+        default_factory=list,
+        description="Soft wishes no column holds, in the order's words ('structural experience'). "
+        "Text the client wrote: a prompt shows them only as fenced data.",
+    )
     radius_miles: float = Field(25.0, gt=0, description="Workers must live within this distance of the city.")
     task_kind: str = "fill"
     event_id: str | None = None
@@ -152,6 +159,24 @@ class FillOrder(BaseModel):
             )
             raise UserError(f"invalid order {text!r}: {problems}") from None
 
+    def as_text(self) -> str:
+        """The order in the grammar's form, which :meth:`parse` reads back to the same order
+        (its wishes aside: the grammar has no place for them)."""
+        parts = [f"{self.count} x {self.role} in {self.city}, {self.state}"]
+        if self.client_id:
+            parts.append(f"for {self.client_id}")
+        if self.shift_start is not None and self.shift_end is not None:
+            end = (
+                f" to {self.shift_end:%H:%M}"
+                if self.shift_end - self.shift_start != timedelta(hours=DEFAULT_SHIFT_HOURS)
+                else ""
+            )
+            parts.append(f"from {self.shift_start:%H:%M}{end} on {self.shift_start:%Y-%m-%d}")
+        parts.append(f"within {self.radius_miles:g} miles")
+        if self.requirements:
+            parts.append("with " + ", ".join(self.requirements))
+        return " ".join(parts)
+
     def signature(self) -> TaskKey:
         """The task key lessons are retrieved and measured by (the staffing domain's)."""
         # Lazy (start-up time): the learning layer loads on first use.
@@ -189,6 +214,32 @@ class FillOrder(BaseModel):
         if self.exclude_worker_ids:
             parts.append(f"excluding workers {self.exclude_worker_ids}")
         return " ".join(parts)
+
+
+def read_whole(text: str, *, now: datetime | None = None) -> FillOrder | None:
+    """The order when the grammar reads every word of ``text`` and each requirement is a
+    catalogue certification ('3 x Welder in Cleveland, OH at 08:00 with OSHA 10'); ``None`` when
+    words are left over ('... tomorrow morning, reliable folks') or a requirement is no
+    certification ('with structural experience'): a reader of words must read those. The role
+    may be one the catalogue lacks (the caller offers the nearest). Raises what :meth:`FillOrder.parse`
+    raises for text in the grammar's form (a bad time, a date without a time)."""
+    match = _ORDER_RE.match(text)
+    if not match:
+        return None
+    rest = match["rest"]
+    for tail in (_CLIENT_RE, _TIME_RE, _DATE_RE, _RADIUS_RE, _REQUIRES_RE):
+        rest = tail.sub(" ", rest, count=1)
+    if re.search(r"\w", rest):
+        return None
+    order = FillOrder.parse(text, now=now)
+    if any(known_certification(req) is None for req in order.requirements):
+        return None
+    return order
+
+
+def known_role(role: str) -> bool:
+    """Whether ``role`` is a catalogue role or one of its spellings."""
+    return find_role(role) is not None
 
 
 def _clock(value: str, text: str) -> time:

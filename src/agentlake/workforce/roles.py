@@ -451,7 +451,7 @@ _ROLE_LIST: list[Role] = [
         3.0,
         "tractor-trailer driving; pre-trip inspections; ELD logs; route planning; backing and docking; load securement; DOT regulations",
         {"CDL Class A": 1.0, "DOT Medical Card": 0.85, "Hazmat Endorsement": 0.25, "TWIC Card": 0.15},
-        "truck driver; OTR driver; class A driver; tractor trailer driver; regional driver",
+        "truck driver; OTR driver; class A driver; tractor trailer driver; regional driver; CDL-A driver",
     ),
     _role(
         "Delivery Driver",
@@ -629,6 +629,33 @@ def closest_certifications(text: str, n: int = 3) -> list[str]:
     return list(dict.fromkeys(spellings[c] for c in close))[:n]
 
 
+# Words that say "a certification" without saying which.
+_GENERIC_CERT_WORDS = frozenset(
+    "license licence licensed cert certs certified certificate certification card credential training "
+    "trained required must have with their a an the and of valid current active".split()
+)
+
+
+def certification_of_role(text: str, role: str | None) -> str | None:
+    """The one certification of ``role`` that ``text`` names loosely ('journeyman license' for
+    an Electrician, 'their CDL' for a CDL-A Truck Driver): every word of ``text`` that says
+    which is a word of that certification's names, and of no other of the role's. ``None``
+    otherwise (and for a role outside the catalogue)."""
+    found = find_role(role) if role else None
+    if found is None:
+        return None
+    wanted = {w for w in _normalize(text).split() if w not in _GENERIC_CERT_WORDS}
+    if not wanted:
+        return None
+    matches = [
+        name
+        for name, _ in found.certifications
+        if wanted
+        <= {w for spelling in (name, *CERTIFICATIONS[name].variants) for w in _normalize(spelling).split()}
+    ]
+    return matches[0] if len(matches) == 1 else None
+
+
 def split_certifications(value: str | None) -> list[str]:
     """The canonical certifications in a workers.certifications value (', '-separated)."""
     if not value:
@@ -687,6 +714,57 @@ def role_in_text(text: str) -> Role | None:
         if f" {spelling} " in plain or f" {spelling}s " in plain or f" {spelling}es " in plain:
             return role
     return None
+
+
+def plain_text(text: str) -> tuple[str, list[int]]:
+    """``text`` as the finders compare it (lower case, '&' as 'and', each run of other
+    characters one space, trimmed) and, for each character of it, its index in ``text`` (plus
+    one entry for the end), so a span found in the plain form maps back to the words written."""
+    chars: list[str] = []
+    where: list[int] = []
+    for index, char in enumerate(text):
+        if char == "&":
+            pieces = " and "
+        elif char.isascii() and char.isalnum():
+            pieces = char.lower()
+        else:
+            pieces = " "
+        for piece in pieces:
+            if piece == " " and (not chars or chars[-1] == " "):
+                continue
+            chars.append(piece)
+            where.append(index)
+    while chars and chars[-1] == " ":
+        chars.pop()
+        where.pop()
+    where.append(len(text))
+    return "".join(chars), where
+
+
+def role_spans(plain: str) -> list[tuple[int, int, Role]]:
+    """Every catalogue role spelled in ``plain`` (the first of :func:`plain_text`), singular or
+    plural, as (start, end, role) in ``plain``, left to right; where spellings overlap the
+    longest wins."""
+    found: list[tuple[int, int, Role]] = []
+    taken = [False] * len(plain)
+    for spelling, role in _longest_first():
+        for match in re.finditer(rf"(?<![a-z0-9]){re.escape(spelling)}(?:s|es)?(?![a-z0-9])", plain):
+            start, end = match.span()
+            if not any(taken[start:end]):
+                taken[start:end] = [True] * (end - start)
+                found.append((start, end, role))
+    return sorted(found, key=lambda span: span[0])
+
+
+def certification_spans(plain: str) -> list[tuple[int, int, str]]:
+    """Every catalogue certification spelled in ``plain`` (the first of :func:`plain_text`), as (start,
+    end, canonical name), left to right, by the same patterns as :func:`normalize_certification`."""
+    found: list[tuple[int, int, str]] = []
+    for name, pattern in _compiled():
+        for match in pattern.finditer(plain):
+            if not any(s < match.end() and match.start() < e for s, e, _ in found):
+                found.append((match.start(), match.end(), name))
+    return sorted(found, key=lambda span: span[0])
 
 
 @lru_cache(maxsize=512)
