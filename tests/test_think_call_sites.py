@@ -207,6 +207,16 @@ def test_the_data_questions_correction_does_not_think(penguins: Lake, tmp_path: 
     assert thinks(corrector) == [False]
 
 
+def test_the_order_reader_does_not_think() -> None:
+    from datetime import datetime
+
+    from agentlake.agents.order_reader import read_order
+
+    reader = scripted("reader", json.dumps({"role": "welders", "count": 2, "city": "Akron", "state": "OH"}))
+    read_order("need two welders near Akron OH tomorrow", model="scripted:reader", now=datetime(2026, 4, 22))
+    assert thinks(reader) == [False]
+
+
 def test_the_overseer_model_thinks(workforce: Lake) -> None:
     from agentlake.agents.overseer_model import model_deltas
 

@@ -309,7 +309,7 @@ class Settings(BaseSettings):
     # --- agents and scenarios -----------------------------------------------------------
     executor_model: str | None = Field(
         None,
-        description="Model of the executor agent and of ask, e.g. ollama:qwen3:4b; empty: default_model (the embedded model). Staffer profiles do not fall back to default_model.",
+        description="Model of the executor agent, of ask and of the order reader (an order in words given to fill, POST /fill or the MCP fill tool), e.g. ollama:qwen3:4b; empty: default_model (the embedded model). Staffer profiles do not fall back to default_model.",
     )
     reviewer_model: str | None = Field(
         None, description="Model of the reviewer agent (defaults to the executor's)."

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from agentlake.lake.versioned import catalog_snapshot
 from agentlake.observe import LLMUsage, deferred, event, get_observer, observe_context
 from agentlake.workforce.order import FillOrder
+from agentlake.workforce.order_words import ReadOrder
 from agentlake.workforce.verify import Verification
 
 if TYPE_CHECKING:
@@ -106,11 +107,23 @@ class TaskOutcome(TaskEffort):
     concerns: list[Concern] = Field(default_factory=list, description="The overseer's, when it is on.")
     policy: str = ""
     run_id: str | None = None
+    reading: ReadOrder | None = Field(
+        None, description="How the order's text was read (by the grammar or a model), when it was text."
+    )
 
     @property
     def filled(self) -> int:
         """Workers actually placed: the verified part of the proposal."""
         return len(self.verification.accepted) if self.success else 0
+
+    def rows(self) -> list[tuple[int | str, str, str]]:
+        """The outcome as ``(worker_id, status, reason)`` rows, as ``agentlake fill`` and the
+        graph chat show it: the placed, the spares, each rejection, the overseer's concerns."""
+        rows: list[tuple[int | str, str, str]] = [(w, "placed", "passed verification") for w in self.proposed]
+        rows += [(w, "spare", "verified, kept as buffer") for w in self.candidates]
+        rows += [(r.worker_id, "rejected", f"{r.rule}: {r.reason}") for r in self.verification.rejections]
+        rows += [("", "concern", f"{c.kind}: {c.message}") for c in self.concerns]
+        return rows
 
     def op_attributes(self, *, states_outcome: bool = False) -> dict[str, Any]:
         """The ``task.fill`` op's attributes (shape shared with ``fill.judged``); with

@@ -1,5 +1,7 @@
-"""``agentlake fill "3 x Welder in Cleveland, OH"``: one staffing order, with a live view of the
-turns and a final table of fills and reasons. The work is ``agentlake.agents.fill``."""
+"""``agentlake fill "3 x Welder in Cleveland, OH"`` (or in words: "need two welders near
+Cleveland OH tomorrow morning"): one staffing order, with what was understood, a live view of the
+turns and a final table of fills and reasons; an order that lacks a role, count or place exits 2
+with the question. The work is ``agentlake.agents.fill``."""
 
 from __future__ import annotations
 
@@ -26,7 +28,9 @@ _STYLE = {
 
 def fill_command(
     order: str = typer.Argument(
-        ..., help='The order, e.g. "3 x Welder in Cleveland, OH for Riverfront Steel at 08:00 on 2026-04-22".'
+        ...,
+        help='The order, e.g. "3 x Welder in Cleveland, OH for Riverfront Steel at 08:00 on 2026-04-22", '
+        'or in words, read by the model: "need two welders near Cleveland OH tomorrow morning".',
     ),
     client: str | None = typer.Option(
         None, "--client", help="Client id (e.g. riverfront-steel); overrides 'for ...'."
@@ -57,6 +61,9 @@ def fill_command(
     turn_budget: int | None = typer.Option(
         None, "--turn-budget", min=2, help="Turns for --policy llm (default AGENTLAKE_AGENT_TURN_BUDGET)."
     ),
+    now: datetime | None = typer.Option(
+        None, "--now", help="When 'tomorrow' and weekdays in the order count from, ISO (default: now)."
+    ),
     rescue: bool = typer.Option(True, "--rescue/--no-rescue", help="One rescue attempt after a failed fill."),
     overseer: bool = typer.Option(False, "--overseer", help="Let the overseer review the fill for concerns."),
     fmt: Format = format_option(
@@ -65,7 +72,8 @@ def fill_command(
     ),
     as_json: bool = JSON_ALIAS,
 ) -> None:
-    """Fill one order against the lake: verified workers, spares and every rejection's reason (exit 1 if unfilled)."""
+    """Fill one order against the lake: verified workers, spares and every rejection's reason (exit 1 if
+    unfilled; exit 2 with the question when the order lacks a role, count or place)."""
     from agentlake.cli.beside_server import running_gateway
     from agentlake.cli.output import chosen_format, console, print_json
 
@@ -81,6 +89,7 @@ def fill_command(
         "radius_miles": radius,
         "rescue": rescue,
         "overseer": overseer,
+        "now": now,
     }
     if policy == "llm":
         request |= {"executor_model": executor, "reviewer_model": reviewer, "turn_budget": turn_budget}
@@ -142,13 +151,16 @@ def _show_turn(record: TurnRecord) -> None:
 def _show_outcome(outcome: TaskOutcome, fmt: Format) -> None:
     from agentlake.cli.output import console, render_rows
 
-    rows: list[list[object]] = [[w, "placed", "passed verification"] for w in outcome.proposed]
-    rows += [[w, "spare", "verified, kept as buffer"] for w in outcome.candidates]
-    rows += [[r.worker_id, "rejected", f"{r.rule}: {r.reason}"] for r in outcome.verification.rejections]
-    rows += [["", "concern", f"{c.kind}: {c.message}"] for c in outcome.concerns]
+    rows: list[list[object]] = [list(row) for row in outcome.rows()]
     if fmt is Format.csv:
         render_rows(["worker_id", "status", "reason"], rows, fmt)
         return
+    if outcome.reading is not None and outcome.reading.source != "grammar":
+        console.print(
+            f"[bold]read by {outcome.reading.source}[/] {outcome.reading.understood}",
+            highlight=False,
+            soft_wrap=True,
+        )
     console.print(
         f"[bold]{outcome.filled}/{outcome.order.count} filled ({outcome.policy})[/]: {outcome.order.describe()}",
         highlight=False,

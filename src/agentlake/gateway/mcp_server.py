@@ -309,7 +309,9 @@ def _twin_tools(services: Services) -> list[Tool]:
             "fill",
             "Fill one staffing order against the lake: verified workers, spares, every rejection's "
             "reason and the transcript; success false when unfilled (needs a write key over HTTP). "
-            "Mirrors POST /fill.",
+            "The order may be in words ('need two welders near Cleveland OH tomorrow morning'): the "
+            "reading says what was understood; an order without a role, count or place is an error "
+            "whose text is the question to ask the user. Mirrors POST /fill.",
             FillRequest,
             TaskOutcome,
             lambda s, r, _: operations.fill_order(s, r),

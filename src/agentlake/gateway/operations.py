@@ -133,6 +133,7 @@ def fill_order(services: Services, request: FillRequest) -> TaskOutcome:
         radius_miles=request.radius_miles,
         rescue=request.rescue,
         overseer=request.overseer,
+        now=request.now,
         agent_id="gateway",
         **(options if request.policy == "llm" else {}),
     )

@@ -434,8 +434,18 @@ class FillRequest(BaseModel):
         ...,
         min_length=1,
         max_length=500,
-        description="The order in words; fields below override what it says.",
-        examples=["3 x Welder in Cleveland, OH for Riverfront Steel at 08:00 on 2026-04-22"],
+        description="The order: in the grammar's form ('3 x Welder in Cleveland, OH at 08:00 on "
+        "2026-04-22') or in words, read by the server's model; the outcome's reading says what was "
+        "understood, and an order without a role, count or place is a 400 whose detail is the "
+        "question back. Fields below override what it says.",
+        examples=[
+            "3 x Welder in Cleveland, OH for Riverfront Steel at 08:00 on 2026-04-22",
+            "need two welders near Cleveland OH tomorrow morning, reliable folks with structural experience",
+        ],
+    )
+    now: datetime | None = Field(
+        None,
+        description="When 'tomorrow' and weekdays in the order count from (default: the server's clock).",
     )
     client_id: str | None = Field(None, max_length=128, description="Client id; overrides 'for ...'.")
     policy: Literal["rules", "llm"] = Field(

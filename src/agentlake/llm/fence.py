@@ -4,8 +4,9 @@ Owns ``data_block`` (text wrapped in ``<data>...</data>``, with any fence marker
 defused so data cannot close its own block) and ``DATA_RULE``, the sentence every prompt that
 carries fenced data states in its system part. Every door to a model uses it: the executor and
 the reviewer (tool results, the candidates' notes), ``ask`` (SQL rows, resumes), the graph
-thinker (tool results), the LLM lesson extractor (recorded ops) and the model-backed overseer
-(the day's summary). It does not decide what is lake text; its callers do.
+thinker (tool results), the LLM lesson extractor (recorded ops), the model-backed overseer
+(the day's summary) and the order reader (an order's text, with its own sentence: it is written
+by a person, not read from the database). It does not decide what is lake text; its callers do.
 """
 
 from __future__ import annotations

@@ -530,11 +530,21 @@ def grounded(phrase: str, read: WordsRead) -> bool:
     return bool(words) and all(_stem(w) in read.words for w in words)
 
 
-def settle(parts: OrderParts, text: str, *, now: datetime, places: Gazetteer, source: str) -> ReadOrder:
+def settle(
+    parts: OrderParts,
+    text: str,
+    *,
+    now: datetime,
+    places: Gazetteer,
+    source: str,
+    notes: list[str] | None = None,
+) -> ReadOrder:
     """Check the reader's ``parts`` of ``text`` against what its words say and the catalogue,
-    and give the order (or the question back). ``source`` names the reader (its model)."""
+    and give the order (or the question back). ``source`` names the reader (its model);
+    ``notes`` are said first in the reading (how the reader fared)."""
     read = words_say(text, now=now, places=places)
     settling = _Settling(_cleaned(parts), read, now, places)
+    settling.notes += notes or []
     return settling.finish(text, source)
 
 

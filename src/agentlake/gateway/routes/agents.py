@@ -73,6 +73,10 @@ def feedback(body: Feedback, request: Request) -> FeedbackRecorded:
 )
 def fill(body: FillRequest, request: Request) -> TaskOutcome:
     """Verified workers, spares, every rejection's reason and the transcript (what `agentlake
-    fill` shows); `success: false` when unfilled. Recorded as the fill's ops; lessons are given
-    and measured as in any fill. Write scope: it runs agents and may spend model budget."""
+    fill` shows); `success: false` when unfilled. An order in words is read by the server's model
+    (`reading`: what was understood, disagreements with the order's words shown); one that lacks
+    a role, count or place, or names a role the catalogue lacks, is a 400 whose `detail` is the
+    question back and whose `error.details.reading` holds what was understood. Recorded as the
+    fill's ops; lessons are given and measured as in any fill. Write scope: it runs agents and
+    may spend model budget."""
     return operations.fill_order(request.app.state.services, body)
