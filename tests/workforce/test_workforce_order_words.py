@@ -227,6 +227,11 @@ def test_a_state_word_after_a_city_in_lower_case_is_no_state() -> None:
     assert said("2 welders near Columbus in the morning").places[0].state is None
 
 
+def test_a_state_written_beside_the_city_again_settles_it() -> None:
+    # The chat reads an answer with the order it answers: 'need 3 welders in Springfield; Springfield, MO'.
+    assert read("need 3 welders in Springfield tomorrow; Springfield, MO").order.state == "MO"
+
+
 def test_an_unknown_city_names_close_ones() -> None:
     reading = read("2 welders in Clevelend, OH", city="Clevelend", state="OH")
     assert "did you mean Cleveland, OH?" in reading.question
@@ -320,6 +325,23 @@ def test_a_required_certification_the_reader_missed_is_taken_and_shown() -> None
 
 def test_a_certification_said_not_needed_is_no_requirement() -> None:
     assert read("2 welders in Akron OH, no OSHA 10 needed").order.requirements == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2 picker packers near Mobile AL tomorrow, forklift experience",
+        "2 picker packers near Mobile AL tomorrow, reliable folks with forklift experience",
+        "2 picker packers near Mobile AL tomorrow, experienced with a forklift",
+    ],
+)
+def test_experience_of_a_certifications_thing_is_no_requirement(text: str) -> None:
+    assert read(text, certifications=["forklift experience"]).order.requirements == []
+
+
+def test_experience_of_a_certifications_thing_is_a_wish() -> None:
+    text = "2 picker packers near Mobile AL tomorrow, forklift experience"
+    assert read(text, certifications=["forklift experience"]).order.wishes == ["forklift experience"]
 
 
 def test_no_certification_named_means_no_requirement() -> None:

@@ -115,6 +115,13 @@ _ROLE_WORDS_END = frozenset(
     "in near around for at to by from on with who that which tomorrow today tonight asap please needed "
     "wanted required starting next this and or outside within".split()
 )
+# A certification's name next to these words names experience of it, which is a wish.
+_SKILL_AFTER = re.compile(
+    r"\W*(?:experience|exp\b|experienced|background|skills?|knowledge|familiarity|know-how)"
+)
+_SKILL_BEFORE = re.compile(
+    r"\b(?:experience|experienced|familiar|skilled|comfortable)\s+(?:with|in|on|using)\s+(?:a\s+|an\s+|the\s+)?\W*$"
+)
 _NEGATED = re.compile(r"\b(?:no|not|without|don'?t|doesn'?t|needn'?t)\b")
 _CONNECTOR = r"\s*(?:-|–|to|until|till|til|thru|through)\s*"
 # Words of the order's day and time: a wish made of them only repeats the shift.
@@ -211,8 +218,13 @@ class WordsRead:
 
     @property
     def place(self) -> Mention | None:
-        cities = {(m.city, m.state) for m in self.places}
-        return self.places[0] if len(cities) == 1 else None
+        """The one city named, with the one state written beside it anywhere ('Springfield
+        tomorrow; Springfield, MO' is Springfield, MO); ``None`` for none, two cities or two states."""
+        cities = {m.city for m in self.places}
+        states = {m.state for m in self.places if m.state}
+        if len(cities) != 1 or len(states) > 1:
+            return None
+        return next((m for m in self.places if m.state), self.places[0])
 
 
 class Disagreement(BaseModel):
@@ -306,7 +318,9 @@ def words_say(text: str, *, now: datetime, places: Gazetteer) -> WordsRead:
         clause = _clause(lowered, begin, finish)
         if _NEGATED.search(clause):
             continue
-        soft = bool(_SOFT.search(clause))
+        # 'forklift experience', 'experienced with forklifts': a skill, not the certificate
+        skill = _SKILL_AFTER.match(lowered, finish) or _SKILL_BEFORE.search(lowered, 0, begin)
+        soft = bool(_SOFT.search(clause) or skill)
         read.certifications[name] = read.certifications.get(name, True) and soft
     _counts(lowered, taken, role_at, read)
     return read
