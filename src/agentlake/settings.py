@@ -350,7 +350,7 @@ class Settings(BaseSettings):
     # --- graph runtime and dashboard ----------------------------------------------------
     graph_model: str = Field(
         "",
-        description="Model of the graph's thinker and director, e.g. ollama:qwen3:4b; empty: default_model (the embedded model), else function:graph-demo, a scripted demo shipped in the package (no LLM needed; the dashboard and `graph chat` say so when it answers for want of a model).",
+        description="Model of the graph's thinker and director (and of the chat's order reader, for a staffing order in words), e.g. ollama:qwen3:4b; empty: default_model (the embedded model), else function:graph-demo, a scripted demo shipped in the package (no LLM needed; the dashboard and `graph chat` say so when it answers for want of a model).",
     )
     graph_trace_max_bytes: int = Field(
         5 * 1024 * 1024,

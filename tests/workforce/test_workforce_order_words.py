@@ -400,3 +400,39 @@ def test_a_bad_time_in_the_grammars_form_is_its_error() -> None:
 def test_an_order_question_carries_the_reading() -> None:
     reading = read("2 nurses in Akron, OH", role="nurses", count=2)
     assert OrderQuestion(reading).details["reading"]["roles_offered"] == reading.roles_offered
+
+
+# --- whether a chat message is an order ---------------------------------------------------------
+
+
+def test_every_written_order_of_the_benchmark_reads_as_an_order() -> None:
+    from pathlib import Path
+
+    import yaml
+
+    from agentlake.workforce.order_words import reads_as_order
+
+    orders = yaml.safe_load(
+        (Path(__file__).parents[2] / "benchmarks" / "order_reading" / "orders.yaml").read_text()
+    )
+    assert [o["id"] for o in orders["orders"] if not reads_as_order(o["text"])] == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "how many welders are in OH?",
+        "show me the welders",
+        "find workers with forklift experience",
+        "top 10 welders by reliability",
+        "2 welders in OH?",
+        "I need an order workflow",
+        "set up an order workflow",
+        "Welder, 5 years",
+        "what can you do",
+    ],
+)
+def test_questions_and_commands_do_not_read_as_orders(text: str) -> None:
+    from agentlake.workforce.order_words import reads_as_order
+
+    assert not reads_as_order(text)

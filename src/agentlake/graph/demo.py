@@ -8,7 +8,9 @@ node's prompt and answers in the JSON the node asks for, with rules instead of a
 * thinker: counts ("how many welders are in OH?") become one read-only ``sql`` call, descriptive
   searches ("find forklift drivers with OSHA") a ``hybrid_search``, workflows ("set up an order
   workflow") a state machine (create, extend with a return step, reset, destroy), anything else
-  suggestion buttons; once tool results are back it summarises them.
+  suggestion buttons; once tool results are back it summarises them;
+* order reader (a staffing order in the chat): nothing written down, so the order is what code
+  reads in its words for certain.
 
 It is honest about what it is (it says so when it cannot help) and is what the browser tests
 drive end to end. Configure a real model with ``AGENTLAKE_GRAPH_MODEL``.
@@ -213,7 +215,14 @@ def _last_request(messages: list[Any]) -> int:
 
 def demo_reply(messages: list[Any], options: Any) -> str:
     """The demo model's reply to one node's prompt, as the JSON that node asks for."""
+    # Lazy (start-up time): the agents load on first use.
+    from agentlake.agents.order_reader import READ_PROMPT
+
     system = messages[0].content if messages and messages[0].role == "system" else ""
+    if system.startswith(READ_PROMPT):
+        # An order in words: the demo writes none of its parts down, so what the words say for
+        # certain (read by code) is the order, or the question back.
+        return "{}"
     index = _last_request(messages)
     text = messages[index].content if messages else ""
     if system.startswith("ROLE: director"):

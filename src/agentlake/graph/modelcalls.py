@@ -14,7 +14,8 @@ other model users in the process are not mixed in. Prompts belong to the nodes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
@@ -86,6 +87,20 @@ class NodeModels:
     @property
     def model(self) -> str:
         return graph_model(self.settings)
+
+    @contextmanager
+    def on_behalf(self) -> Iterator[None]:
+        """Inside, model calls that library code makes for this node (the order reader the
+        chat's fill asks) are tagged and recorded as this node's, as :meth:`structured`'s are."""
+        # Lazy (start-up time): the LLM layer loads on the first model call.
+        from agentlake.llm import call_tags
+
+        self.calls += 1
+        with (
+            observe_context(agent_id=f"graph.{self.node_id}", trace_id=self.trace_id),
+            call_tags(graph_turn=self.turn_tag, graph_node=self.node_id),
+        ):
+            yield
 
     def structured(
         self,

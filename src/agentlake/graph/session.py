@@ -2,7 +2,7 @@
 
 Owns the ``SessionState`` (recent messages, the context each node last received, state
 machines, the controls last sent to the browser, activity and presence times, sensor notes,
-the ids of its answers feedback may be given on)
+the ids of its answers feedback may be given on, an order asked back about)
 and ``Sessions``, a bounded map of them so a browser that reconnects with its session id finds
 its conversation again. Nodes read and write it through their context; it holds no node logic.
 """
@@ -47,6 +47,9 @@ class SessionState:
     hidden_since: float | None = None
     notes: list[str] = field(default_factory=list)
     answers: list[str] = field(default_factory=list)  # ids of its answers (ask.answer ops), newest last
+    # An order in words the chat asked back about ('How many workers?'): the next short message
+    # is read with it, as its answer.
+    pending_order: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def remember(self, role: str, content: str) -> None:

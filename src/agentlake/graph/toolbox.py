@@ -5,8 +5,11 @@ the agents' audited tools (``agentlake.agents.tools``: guarded SQL, hybrid searc
 through their registry so each call is recorded as ``tool.<name>`` exactly as an agent's is.
 Workspace tools change the session, not the lake: ``machine_create``, ``machine_extend``,
 ``machine_reset``, ``machine_destroy`` and ``show_controls``; each call is recorded as
-``tool.<name>`` too. A failing call never raises: it returns ``ok=False`` with the error, which
-the thinker reads. It does not own the tools' SQL, search or machine rules.
+``tool.<name>`` too. ``fill`` takes a staffing order in words, which the chat's code (not the
+thinker's model) hands it: ``agents.order_reader`` reads it, ``agents.fill`` fills it by the
+rules policy, recorded as ``tool.fill``. A failing call never raises: it returns ``ok=False``
+with the error, which the thinker reads. It does not own the tools' SQL, search, machine rules
+nor the reading of an order.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentlake.errors import AgentlakeError, UserError
@@ -279,6 +283,48 @@ class ThinkerTools:
             extra=extra,
         )
 
+    def fill(self, order: str, *, model: str | None, now: datetime | None = None) -> ToolOutcome:
+        """Fill ``order`` (words or the grammar's form) against the lake by the rules policy,
+        the words read by ``model`` (``agents.order_reader.read_order``; ``now``: when
+        'tomorrow' counts from), recorded as ``tool.fill``. ``ok`` with the placed, spares and
+        rejections as ``data`` when it was filled or tried; ``ok=False`` when the order lacks
+        a role, count or place (``extra["question"]``: the question back, with what was
+        understood) or could not be read (``error``)."""
+        # Lazy (start-up time): the agents load on first use.
+        from agentlake.agents import fill
+        from agentlake.agents.order_reader import read_order
+
+        args = {"order": order}
+        resources = self.resources
+        with observe(
+            "tool.fill", source="agent", agent_id=self.agent_id, input=args, observer=resources.observer
+        ) as op:
+            try:
+                reading = read_order(
+                    order, model=model, settings=resources.settings, lake=resources.lake, now=now
+                )
+                if reading.order is None:
+                    op.set_output(reading.understood)
+                    extra = {"question": reading.understood, "missing": reading.missing}
+                    return ToolOutcome("fill", args, False, "", error=reading.question, extra=extra)
+                outcome = fill(
+                    reading.order,
+                    settings=resources.settings,
+                    lake=resources.lake,
+                    lessons=resources.lessons,
+                    observer=resources.observer,
+                    agent_id=self.agent_id,
+                )
+            except AgentlakeError as exc:
+                op.fail(exc.message)
+                return ToolOutcome("fill", args, False, "", error=exc.message)
+            outcome.reading = reading
+            text = _filled_text(outcome)
+            op.set_output(text)
+        data = [{"worker_id": w, "status": status, "reason": reason} for w, status, reason in outcome.rows()]
+        extra = {"filled": outcome.filled, "count": outcome.order.count, "understood": reading.understood}
+        return ToolOutcome("fill", args, True, text, data=data, rows=len(data), extra=extra)
+
     def _workspace(self, tool: str, args: dict[str, Any]) -> ToolOutcome:
         machines = self.session.machines
         with observe(
@@ -317,3 +363,22 @@ class ThinkerTools:
                 return ToolOutcome(tool, args, False, "", error=f"bad arguments for {tool}: {exc}")
             op.set_output(text)
         return ToolOutcome(tool, args, True, text, changed_workspace=True)
+
+
+def _filled_text(outcome: Any) -> str:
+    """What the chat says of a fill: what it understood (when words were read), how many were
+    placed, who, and why not all."""
+    lines = []
+    reading = outcome.reading
+    if reading is not None and reading.source != "grammar":
+        lines.append(f"I {reading.understood} (read by {reading.source}).")
+    order = outcome.order
+    said = f"{outcome.filled}/{order.count} filled: {order.describe()}"
+    if outcome.proposed and outcome.success:
+        said += f"; placed workers {', '.join(map(str, outcome.proposed))}"
+    if outcome.candidates:
+        said += f"; spares {', '.join(map(str, outcome.candidates))}"
+    lines.append(said + ".")
+    if not outcome.success and outcome.failure_reason:
+        lines.append(f"Not filled: {outcome.failure_reason}")
+    return "\n".join(lines)

@@ -272,6 +272,62 @@ class OrderQuestion(UserError):
         self.reading = reading
 
 
+# --- whether a message is an order -------------------------------------------------------------------
+
+# A message that starts so asks about the data or the workspace ('how many welders are in OH?',
+# 'find workers with forklift experience', 'set up an order workflow'): never an order.
+_ASKS = re.compile(
+    r"^\W*(?:how|what|what's|which|who|whom|whose|where|why|when|is|are|was|were|does|do|did|list|show|"
+    r"find|search|count|compare|tell|explain|describe|set up|setup|make|build|create|add|extend|reset|"
+    r"remove|delete|drop|select|with|top|best|worst|average|avg|sum|total|number)\b"
+)
+_REQUEST = re.compile(
+    r"\b(?:need|needs|needed|needing|want|wants|wanted|looking for|look for|get me|send|book|hire|hiring|"
+    r"staff|fill|require|requires|required|request|requesting|order|ordering|cover|supply|provide|"
+    r"short|asap)\b"
+)
+_WHEN = re.compile(
+    rf"\b(?:today|tonight|tomorrow|tmrw|{_WEEKDAY_RE}|morning|afternoon|evening|overnight|shift|"
+    r"\d{1,2}(?::\d\d)?\s*[ap]\.?m\b)"
+)
+
+
+def asks_about_data(text: str) -> bool:
+    """Whether ``text`` starts as a question, a search or a command ('how many ...', 'show me
+    ...', 'set up ...'): what :func:`reads_as_order` never takes for an order."""
+    return bool(_ASKS.match(" ".join(text.lower().split())))
+
+
+def reads_as_order(text: str) -> bool:
+    """Whether a chat message is a staffing order ('need two welders near Cleveland OH tomorrow',
+    '3 x Welder in Cleveland, OH', 'we need help asap') rather than a question about the data
+    ('how many welders are in OH?', 'show me the welders') or the workspace ('set up an order
+    workflow'): it names a catalogue role or people, does not start as a question, a search or a
+    command, and asks for workers (a request word, a count before the role, or a day or time).
+    Code, no model: it routes a message, the reader then reads it."""
+    lowered = " ".join(text.lower().split())
+    if not lowered or asks_about_data(lowered):
+        return False
+    if re.match(r"^\s*(?:fill\s+)?\d+\s*(?:x|×|\*)\s+\w", lowered):
+        return True  # the grammar's form
+    request = _REQUEST.search(lowered)
+    if lowered.endswith("?") and not request:
+        return False  # '2 welders in OH?' asks
+    plain, _ = plain_text(text)
+    numbers = "|".join([r"\d{1,4}", *NUMBER_WORDS, "a couple", "couple", "dozen", "a few", "few", "several"])
+    if re.match(rf"^(?:{numbers})\s+(?:[a-z-]+\s+){{0,2}}[a-z-]+s\b", plain) and _WHEN.search(lowered):
+        return True  # '2 crane operators in Houston TX thursday': a job the catalogue may lack
+    roles = role_spans(plain)
+    people = [m for m in re.finditer(r"[a-z]+", plain) if m[0] in _NO_ROLE]
+    if not roles and not people:
+        return False
+    named = [start for start, _, _ in roles] + [m.start() for m in people]
+    counted = any(
+        re.search(rf"(?<![a-z0-9])(?:{numbers})(?:\s+[a-z-]+){{0,3}}\s*$", plain[:start]) for start in named
+    )
+    return bool(request or counted or _WHEN.search(lowered))
+
+
 # --- what the words say ------------------------------------------------------------------------------
 
 

@@ -1,8 +1,11 @@
 """``input_v1``: where every browser event enters the graph, and the reflex path.
 
 Classifies a message without a model: small talk ("hi", "thanks", "bye") is answered at once
-along the reflex edge to the output node, skipping the thinker; a complex or data request goes
-to the director for a plan when the graph has one; anything else goes to the thinker. Button
+along the reflex edge to the output node, skipping the thinker; a staffing order ("need two
+welders near Cleveland OH tomorrow", ``workforce.order_words.reads_as_order``), or a short
+answer to the order the chat last asked back about, goes straight to the thinker as an order
+(no plan: the thinker's code fills it); a complex or data request goes to the director for a
+plan when the graph has one; anything else goes to the thinker. Button
 actions: ``go:`` goes to the ui node over a control edge (a local transition), ``say:`` is
 treated as typed text. Activity, presence and workspace reports go to the sensor over control
 edges. It does not answer anything but small talk.
@@ -30,6 +33,11 @@ _DATA_WORDS = re.compile(
     r"\b(how many|count|number of|average|avg|sum|total|list|show|find|search|who|which|top|compare|"
     r"workers?|clients?|placements?|sql|query|table|rows?|dataset|welders?|operators?|drivers?|nurses?)\b"
 )
+
+
+# A message this short, after the chat asked back about an order, is read as its answer ('3',
+# 'Springfield, MO', 'welders').
+ANSWER_WORDS = 12
 
 
 def normalize(text: str) -> str:
@@ -64,10 +72,18 @@ class InputV1(Node):
     )
     Config = InputConfig
 
-    def classify(self, text: str) -> str:
-        """``social``, ``complex`` or ``simple``."""
+    def classify(self, text: str, *, pending_order: str | None = None) -> str:
+        """``social``, ``order``, ``complex`` or ``simple``. With ``pending_order`` (an order
+        asked back about), a short message that is no question about the data answers it."""
+        # Lazy (start-up time): the staffing domain loads with the first message.
+        from agentlake.workforce.order_words import asks_about_data, reads_as_order
+
         if reflex_reply(text) is not None:
             return "social"
+        if reads_as_order(text):
+            return "order"
+        if pending_order and len(text.split()) <= ANSWER_WORDS and not asks_about_data(text):
+            return "order"
         if _DATA_WORDS.search(text.lower()) or len(text.split()) >= self.config.complex_words:
             return "complex"
         return "simple"
@@ -103,11 +119,20 @@ class InputV1(Node):
             )
         session.last_activity = ctx.now
         session.remember("user", text)
-        kind = self.classify(text)
+        kind = self.classify(text, pending_order=session.pending_order)
         reflex = reflex_reply(text) if kind == "social" else None
+        answers = None
+        if kind != "social":
+            # An answer completes the order asked about; a new order or another request drops it.
+            if kind == "order" and self.classify(text) != "order":
+                answers = session.pending_order
+            session.pending_order = None
         if reflex is not None and ctx.can_reach("output"):
             ctx.trace("route", path="reflex", kind=kind)
             emits.append(Emit("reply", {"text": reflex, "user": text, "path": "reflex"}, to="output"))
+        elif kind == "order":
+            ctx.trace("route", path="thinker", kind=kind, answers=answers is not None)
+            emits.append(Emit("message", {"text": text, "kind": kind, "answers": answers}, to="thinker"))
         elif kind == "complex" and ctx.can_reach("director"):
             ctx.trace("route", path="director", kind=kind)
             emits.append(Emit("message", {"text": text, "kind": kind}, to="director"))

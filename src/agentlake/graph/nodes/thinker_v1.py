@@ -38,6 +38,12 @@ rewritten by code in a ``sql`` call before it runs. A turn that looked data up i
 an answer (``ask.answer``, with the lessons given and those its query shows it used): its id
 goes with the reply, so the buttons under it in the dashboard give feedback the learner reads.
 
+A staffing order (the input node's kind ``order``) takes no step of the thinker's own: its code
+hands the text to the ``fill`` tool, where the graph's model reads it (``agents.order_reader``:
+the order, checked by the staffing domain, or the question back) and the rules policy fills
+it; the reply says what was understood and who was placed, or asks the question, and the
+session keeps the order until the next message answers it.
+
 The reply goes to the output node; tool results and requested controls to the ui node. Its
 context is the director's plan, the memorizer's compact state and the sensor's notes. It does
 not render controls, stream text or keep memory.
@@ -47,6 +53,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -369,6 +376,8 @@ class ThinkerV1(Node):
         tools = ThinkerTools(
             ctx.resources, ctx.session, lake_tools=tuple(self.config.lake_tools), agent_id=f"graph.{self.id}"
         )
+        if packet.payload.get("kind") == "order":
+            return self._order(text, packet.payload.get("answers"), tools, ctx)
         prior = (
             ctx.session.history[:-1][-self.config.history_messages :] if self.config.history_messages else []
         )
@@ -520,6 +529,30 @@ class ThinkerV1(Node):
         emits = [Emit("reply", reply, to="output")]
         if outcomes and ctx.can_reach("ui"):
             emits.append(Emit("tool_results", {"results": [o.summary() for o in outcomes]}, to="ui"))
+        return emits
+
+    def _order(self, text: str, answers: str | None, tools: ThinkerTools, ctx: NodeContext) -> list[Emit]:
+        """A staffing order: read by the graph's model and filled by code (``ThinkerTools.fill``),
+        or the question back, whose answer the next message brings (``answers``: the order it
+        completes, read together with it)."""
+        order = f"{answers}; {text}" if answers else text
+        ctx.hud("reading the order")
+        ctx.trace("order", text=order[:300], answers=answers is not None)
+        with ctx.models.on_behalf():
+            outcome = tools.fill(order, model=ctx.models.model, now=datetime.fromtimestamp(ctx.now))
+        ctx.trace("tool_result", tool="fill", ok=outcome.ok, rows=outcome.rows, error=outcome.error)
+        question = outcome.extra.get("question")
+        if question:
+            ctx.session.pending_order = order
+            answer = str(question)
+        elif outcome.ok:
+            answer = outcome.text
+        else:
+            answer = f"I could not fill that order: {outcome.error}"
+        reply = {"text": answer, "user": text, "path": "order", "facts": _facts([outcome])}
+        emits = [Emit("reply", reply, to="output")]
+        if outcome.ok and ctx.can_reach("ui"):
+            emits.append(Emit("tool_results", {"results": [outcome.summary()]}, to="ui"))
         return emits
 
     def _lessons(self, ctx: NodeContext, text: str) -> tuple[list[str], QuestionLessons]:
