@@ -222,6 +222,26 @@ def test_a_forced_text_stops_before_a_word_two_values_begin_alike(provider: Loca
     assert forced == '{"route": "'  # not '{"route": "s': the model picks its own token for "sql"
 
 
+@pytest.mark.parametrize(
+    ("value", "forced"),
+    [
+        ({"anyOf": [{"type": "string"}, {"type": "null"}]}, '{"role":'),  # the model writes ' "' or ' null'
+        ({"type": "array", "items": {"type": "string"}}, '{"role":'),  # the model writes ' ["'
+    ],
+)
+def test_a_forced_text_stops_before_what_the_next_token_joins(
+    provider: LocalProvider, value: dict, forced: str
+) -> None:
+    import xgrammar
+
+    from agentlake.llm.llamacpp import cap_schema
+
+    decoder = provider.decoder()
+    schema = {"type": "object", "properties": {"role": value}, "required": ["role"]}
+    matcher = xgrammar.GrammarMatcher(decoder._compiled(cap_schema(schema)))
+    assert decoder.engine.tokenizer.decode(decoder._forced(matcher, 20)) == forced
+
+
 def test_a_free_text_field_is_capped_and_the_reply_ends(provider: LocalProvider) -> None:
     result = generate(
         provider,

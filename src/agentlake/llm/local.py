@@ -70,6 +70,10 @@ if TYPE_CHECKING:
 STRING_CAP = 200
 # Characters a forced (jump-forward) text does not end on: they may continue into the model's word.
 _WORD = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-."
+# Nor on these: the tokenizer merges them with what follows (' "', ' null', '["', '[{'), so a
+# model handed them alone writes from a place it was never trained at (the 0.5B, handed `": `
+# and `[`, wrote "kS" for "KS" and `[""]` for a list it wrote whole without the grammar).
+_JOINS_NEXT = " \t\n[{"
 # Prefix caches kept per loaded model: an executor, its reviewer and one more prompt family.
 CACHE_SLOTS = 3
 # A cached prefix shorter than this is not worth evicting another prompt's cache for.
@@ -524,8 +528,9 @@ class Decoder:
         text = matcher.find_jump_forward_string()
         # Not into a word: where two values share a beginning (route "sql" | "search") the
         # grammar forces the "s", and a model handed `"s` instead of its own token `sql` chose
-        # the other route. The forced text stops before a word it would end inside.
-        text = text.rstrip(_WORD)
+        # the other route. The forced text stops before a word it would end inside, and before
+        # a space or an opening bracket the model's next token would begin with.
+        text = text.rstrip(_WORD).rstrip(_JOINS_NEXT)
         if not text:
             return []
         taken = []
