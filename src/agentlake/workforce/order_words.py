@@ -32,6 +32,7 @@ from agentlake.errors import UserError
 from agentlake.workforce.cities import US_STATES
 from agentlake.workforce.order import MAX_ORDER_COUNT, FillOrder, slugify
 from agentlake.workforce.roles import (
+    CERTIFICATION_WORDS,
     Role,
     certification_of_role,
     certification_spans,
@@ -40,6 +41,7 @@ from agentlake.workforce.roles import (
     known_certification,
     plain_text,
     role_in_text,
+    role_names,
     role_spans,
 )
 
@@ -128,8 +130,16 @@ _CONNECTOR = r"\s*(?:-|–|to|until|till|til|thru|through)\s*"
 _OTHER_PARTS = (
     "today tonight tomorrow morning mornings afternoon evening night nights overnight shift shifts start "
     "starting starts am pm early late next this coming day days week near around within miles mile mi asap "
-    "urgent urgently".split()
+    "urgent urgently half dozen couple pair trio plus preferred prefer ideally bonus optional".split()
 ) + list(_WEEKDAYS)
+# A word that is a number, a clock time or a date ('3', 'three', '11pm', '6:30am', '5/3').
+_NUMBERISH = re.compile(
+    r"\d+(?:st|nd|rd|th|am|pm|a|p)?|"
+    + "|".join(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+        "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety".split()
+    )
+)
 
 
 StateCode = Literal[
@@ -201,6 +211,8 @@ class WordsRead:
     places: list[Mention] = field(default_factory=list)
     roles: list[Role] = field(default_factory=list)
     certifications: dict[str, bool] = field(default_factory=dict)  # name -> said softly ('a plus')
+    certification_words: dict[str, str] = field(default_factory=dict)  # name -> as written
+    clients: list[str] = field(default_factory=list)  # 'for Acme Builders': a name after 'for'
     plain: str = ""
     words: frozenset[str] = frozenset()
 
@@ -378,8 +390,52 @@ def words_say(text: str, *, now: datetime, places: Gazetteer) -> WordsRead:
         skill = _SKILL_AFTER.match(lowered, finish) or _SKILL_BEFORE.search(lowered, 0, begin)
         soft = bool(_SOFT.search(clause) or skill)
         read.certifications[name] = read.certifications.get(name, True) and soft
+        read.certification_words.setdefault(name, text[begin:finish])
+    if len(read.roles) == 1:
+        # 'journeyman license required' of an electrician, 'state certification' of a CNA: a
+        # clause of certificate words that names the one role's certification loosely.
+        for match in re.finditer(r"[^,;.()]+", lowered):
+            clause = match[0].strip()
+            if not CERTIFICATION_WORDS & set(plain_text(clause)[0].split()) or _NEGATED.search(clause):
+                continue
+            if certification_spans(plain_text(clause)[0]):
+                continue  # 'CPR certified' names its certificate
+            name = certification_of_role(clause, read.roles[0].name)
+            if name is not None and name not in read.certifications:
+                read.certifications[name] = bool(_SOFT.search(clause))
+                read.certification_words[name] = text[match.start() : match.end()].strip()
+    read.clients = _clients(text, read, role_at)
     _counts(lowered, taken, role_at, read)
     return read
+
+
+# A company's name after 'for': capitalised words ('for Acme Builders', 'for Riverfront Steel').
+_CLIENT_NAME = re.compile(
+    r"\bfor\s+((?:[A-Z][\w&'.-]*)(?:\s+(?:[A-Z0-9][\w&'.-]*|&|of|and)(?=\s|$|[,.;!?)]))*)"
+)
+# Capitalised words after 'for' that name no company.
+_NO_CLIENT = re.compile(
+    rf"^(?:{_WEEKDAY_RE}|{_MONTH_RE}|today|tonight|tomorrow|next|this|the|a|an|my|our|us|me|asap|"
+    r"first|second|third|night|day|morning|afternoon|evening|overnight|weekend|shift)\b"
+)
+
+
+def _clients(text: str, read: WordsRead, role_at: list[tuple[int, int, Role]]) -> list[str]:
+    """The company names written after 'for' that are no place, role, day or certification."""
+    found: list[str] = []
+    for match in _CLIENT_NAME.finditer(text):
+        begin, end = match.span(1)
+        name = re.sub(r"\s+(?:&|of|and)$", "", match[1]).rstrip(".'-")
+        if any(m.start < end and begin < m.end for m in read.places):
+            continue  # 'for Indianapolis IN' is the place
+        if any(b < end and begin < f for b, f, _ in role_at):
+            continue
+        if _NO_CLIENT.match(name.lower()) or known_certification(name) is not None:
+            continue
+        if name.upper() == name and len(name) <= 3:
+            continue  # 'for OH', 'for ASAP'
+        found.append(name)
+    return list(dict.fromkeys(found))
 
 
 def _days(lowered: str, now: datetime, take: Any) -> list[date]:
@@ -760,9 +816,16 @@ class _Settling:
         return city, state
 
     def _state_said(self, state: str) -> bool:
+        """Whether the order writes ``state`` (its code or name) outside a city's name ('Kansas
+        City' names no Kansas)."""
+        text = self._text
+        for mention in self.read.places:
+            if mention.state is None:
+                text = text[: mention.start] + " " * (mention.end - mention.start) + text[mention.end :]
         names = [name for name, code in US_STATES.items() if code == state]
-        return bool(re.search(rf"(?<![A-Za-z]){state}(?![A-Za-z])", self._text)) or any(
-            re.search(rf"\b{name}\b", self.read.plain) for name in names
+        plain = plain_text(text)[0]
+        return bool(re.search(rf"(?<![A-Za-z]){state}(?![A-Za-z])", text)) or any(
+            re.search(rf"\b{name}\b", plain) for name in names
         )
 
     def _unknown_city(self, city: str, state: str | None) -> str:
@@ -799,6 +862,10 @@ class _Settling:
                 begins += timedelta(days=1)
         else:
             begins = datetime.combine(day, start)
+        if end is not None and end == start:
+            # The one time the order names read as its end too ('tomorrow at 3pm', end 15:00)
+            self.differ("end", end, None, None)
+            end = None
         if end is None:
             return begins, None
         ends = datetime.combine(begins.date(), end)
@@ -828,7 +895,7 @@ class _Settling:
         wishes: list[str] = []
         for written in self.parts.certifications:
             name = known_certification(written)
-            loose = certification_of_role(written, self.role_name) if name is None else None
+            loose = self._loose(written) if name is None else None
             if loose is not None and grounded(written, read):
                 # 'journeyman license' for an electrician: the role's one certification so named
                 if _SOFT.search(self._clause_of(written)):
@@ -850,16 +917,39 @@ class _Settling:
                 if name not in required:
                     required.append(name)
                 continue
+            loose = self._loose(written) if name is None else None
+            if loose is not None and grounded(written, read) and not _SOFT.search(self._clause_of(written)):
+                # 'journeyman license required' written as a wish: the role's certification
+                if loose not in required:
+                    required.append(loose)
+                continue
             if not grounded(written, read):
                 self.differ("wish", written, None, None)
             elif self._worth(written):
                 wishes.append(" ".join(written.split()))
-        said_softly = {known_certification(w) for w in wishes}
         for name, soft in read.certifications.items():
-            if not soft and name not in required and name not in said_softly:
+            if not soft and name not in required:
+                # The words require it (whatever the reader made of it: 'EPA' as a wish).
                 self.differ("requirement", None, name, name)
                 required.append(name)
+        named = {w: {known_certification(w), certification_of_role(w, self.role_name)} for w in wishes}
+        wishes = [w for w in wishes if not named[w] & set(required)]
+        said_softly = set().union(*named.values()) if named else set()
+        for name, soft in read.certifications.items():
+            if soft and name not in said_softly:  # 'HACCP a plus' the reader missed: a wish
+                written = read.certification_words.get(name, name)
+                self.differ("wish", None, written, written)
+                wishes.append(written)
         return required, _distinct(wishes)[:MAX_WISHES]
+
+    def _loose(self, written: str) -> str | None:
+        """The role's certification ``written`` names loosely (``roles.certification_of_role``),
+        unless its clause in the order names a certificate outright ('CPR certified': the
+        'certified' there is CPR's)."""
+        clause = self._clause_of(written)
+        if clause and certification_spans(plain_text(clause)[0]):
+            return None
+        return certification_of_role(written, self.role_name)
 
     def _clause_of(self, phrase: str) -> str:
         """The clause of the order around ``phrase``'s first word ('' when it is not there)."""
@@ -870,6 +960,11 @@ class _Settling:
 
     def client(self) -> str | None:
         written = " ".join((self.parts.client or "").split())
+        certain = self.read.clients[0] if len(self.read.clients) == 1 else None
+        if certain is not None:
+            if not written or slugify(written) != slugify(certain):
+                self.differ("client", written or None, certain, slugify(certain))
+            return slugify(certain)
         if not written:
             return None
         if grounded(written, self.read) and self._worth(written):
@@ -881,12 +976,16 @@ class _Settling:
         """Whether ``phrase`` says more than the order's other parts (a wish 'tomorrow morning'
         or 'welders in Cleveland' repeats them)."""
         other = {_stem(w) for w in _OTHER_PARTS}
-        for role in (self.parts.role, *(r.name for r in self.read.roles)):
-            other |= {_stem(w) for w in plain_text(role or "")[0].split()}
-        for mention in self.read.places:
-            other |= {_stem(w) for w in plain_text(f"{mention.city} {mention.state or ''}")[0].split()}
+        names = [self.parts.role or "", *self.read.clients, self.parts.client or ""]
+        names += [name for role in self.read.roles for name in role_names(role.name)]
+        names += [f"{mention.city} {mention.state or ''}" for mention in self.read.places]
+        for name in names:
+            other |= {_stem(w) for w in plain_text(name)[0].split()}
         words = [w for w in plain_text(phrase)[0].split() if w not in _STOP and w not in _NO_ROLE]
-        return any(_stem(w) not in other and not w.isdigit() and w not in NUMBER_WORDS for w in words)
+        return any(
+            _stem(w) not in other and _stem(w.removesuffix("s")) not in other and not _NUMBERISH.fullmatch(w)
+            for w in words
+        )
 
     # -- the reading -----------------------------------------------------------------------------
 

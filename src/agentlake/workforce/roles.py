@@ -629,24 +629,43 @@ def closest_certifications(text: str, n: int = 3) -> list[str]:
     return list(dict.fromkeys(spellings[c] for c in close))[:n]
 
 
+# Words that say "a certification" (and are no other generic word).
+CERTIFICATION_WORDS = frozenset(
+    "license licence licensed cert certs certified certificate certification credential".split()
+)
 # Words that say "a certification" without saying which.
 _GENERIC_CERT_WORDS = frozenset(
     "license licence licensed cert certs certified certificate certification card credential training "
-    "trained required must have with their a an the and of valid current active".split()
+    "trained required must have with their a an the and of valid current active state".split()
 )
 
 
 def certification_of_role(text: str, role: str | None) -> str | None:
     """The one certification of ``role`` that ``text`` names loosely ('journeyman license' for
     an Electrician, 'their CDL' for a CDL-A Truck Driver): every word of ``text`` that says
-    which is a word of that certification's names, and of no other of the role's. ``None``
-    otherwise (and for a role outside the catalogue)."""
+    which is a word of that certification's names, and of no other of the role's; a text that
+    says none ('state certification required') names the role's own certification, the one
+    named after the role ('CNA Certification' of a Certified Nursing Assistant), if it has one.
+    ``None`` otherwise (and for a role outside the catalogue)."""
     found = find_role(role) if role else None
     if found is None:
         return None
-    wanted = {w for w in _normalize(text).split() if w not in _GENERIC_CERT_WORDS}
+    names = role_names(found.name)
+    # The role's own name names the role, not a certificate ('quality inspector' is no ASQ CQI).
+    own_words = {w for name in names for w in name.split()} | {
+        f"{w}s" for name in names for w in name.split()
+    }
+    words = _normalize(text).split()
+    wanted = {w for w in words if w not in _GENERIC_CERT_WORDS and w not in own_words}
     if not wanted:
-        return None
+        if not any(w in CERTIFICATION_WORDS for w in words):
+            return None  # 'must have', 'required': no certification said at all
+        own = [
+            name
+            for name, _ in found.certifications
+            if any(re.search(rf"\b{re.escape(n)}\b", name.lower()) for n in names)
+        ]
+        return own[0] if len(own) == 1 else None
     matches = [
         name
         for name, _ in found.certifications
