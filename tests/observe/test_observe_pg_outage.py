@@ -10,6 +10,7 @@ next start recovers from the write-ahead log). The 60 s run with two restarts th
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ import httpx
 import psycopg
 import pytest
 
-from agentlake.observe import ObservedOp, Observer
+from agentlake.observe import ObservedOp, Observer, observe
 from agentlake.observe.client import ObserverClient
 from agentlake.observe.pg_store import PgOpStore
 from agentlake.observe.service import running_service
@@ -255,3 +256,34 @@ def test_the_refusal_names_the_server(refused: tuple[float, str], cluster: Any) 
 
 def test_the_refusal_never_shows_the_password(refused: tuple[float, str]) -> None:
     assert "hunter2" not in refused[1]
+
+
+@pytest.fixture
+def recorded_while_down(
+    cluster: Any, database: str, caplog: pytest.LogCaptureFixture
+) -> tuple[str, list[logging.LogRecord]]:
+    """(what the observed work returned, the log records saying its op was not recorded)."""
+    with Observer(PgOpStore(database)) as observer:
+        observer.record_many([ObservedOp(id="before", endpoint="x")])
+        cluster.stop("fast")
+        try:
+            with caplog.at_level(logging.WARNING, logger="agentlake.observe.recording"):
+                for _ in range(2):  # the first meets the outage, the second is refused at once
+                    with observe("tool.check", observer=observer) as op:
+                        op.set_output("done")
+                        returned = "done"
+        finally:
+            _running(cluster)
+    lines = [r for r in caplog.records if r.getMessage().startswith("could not record op tool.check")]
+    return returned, lines
+
+
+def test_work_observed_while_it_is_down_goes_on(recorded_while_down: tuple[str, list]) -> None:
+    assert recorded_while_down[0] == "done"
+
+
+def test_each_op_not_recorded_is_one_log_line_naming_the_server(
+    recorded_while_down: tuple[str, list],
+) -> None:
+    lines = recorded_while_down[1]
+    assert [("PostgreSQL at 127.0.0.1" in r.getMessage(), r.exc_info) for r in lines] == [(True, None)] * 2
