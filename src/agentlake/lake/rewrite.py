@@ -102,53 +102,58 @@ def add_filters(sql: str, conditions: list[str]) -> str | None:
     return tree.sql(DIALECT)
 
 
-def replace_value(sql: str, column: str, old: str, new: str) -> str | None:
-    """``sql`` with the literal ``old`` compared with ``column`` in its WHERE written ``new``;
-    ``None`` when no such comparison is there."""
+def _rewrite(sql: str, change: Callable[[exp.Expression], bool]) -> str | None:
+    """``sql`` after ``change`` ran on each conjunct of its WHERE (in place; it says whether it
+    changed one); ``None`` when none changed or there is no WHERE."""
     tree = _parse(sql)
     where = tree.args.get("where") if tree is not None else None
     if tree is None or where is None:
         return None
-    changed = False
-    for node in _conjuncts(where):
-        if isinstance(node, (exp.EQ, exp.Like, exp.ILike)):
-            for side, other in ((node.this, node.expression), (node.expression, node.this)):
-                if (
-                    isinstance(side, exp.Column)
-                    and side.name.casefold() == column.casefold()
-                    and isinstance(other, exp.Literal)
-                    and other.is_string
-                    and other.this == old
-                ):
-                    other.replace(exp.Literal.string(new))
-                    changed = True
-    return tree.sql(DIALECT) if changed else None
+    changed = [change(node) for node in _conjuncts(where)]
+    return tree.sql(DIALECT) if any(changed) else None
+
+
+def replace_value(sql: str, column: str, old: str, new: str) -> str | None:
+    """``sql`` with the literal ``old`` compared with ``column`` in its WHERE written ``new``;
+    ``None`` when no such comparison is there."""
+
+    def change(node: exp.Expression) -> bool:
+        if not isinstance(node, (exp.EQ, exp.Like, exp.ILike)):
+            return False
+        for side, other in ((node.this, node.expression), (node.expression, node.this)):
+            if (
+                isinstance(side, exp.Column)
+                and side.name.casefold() == column.casefold()
+                and isinstance(other, exp.Literal)
+                and other.is_string
+                and other.this == old
+            ):
+                other.replace(exp.Literal.string(new))
+                return True
+        return False
+
+    return _rewrite(sql, change)
 
 
 def fold_case(sql: str, column: str, value: str) -> str | None:
     """``sql`` with ``column = 'Value'`` in its WHERE written ``lower(column) = 'value'``."""
-    tree = _parse(sql)
-    where = tree.args.get("where") if tree is not None else None
-    if tree is None or where is None:
-        return None
-    changed = False
-    for node in _conjuncts(where):
-        if (
+
+    def change(node: exp.Expression) -> bool:
+        if not (
             isinstance(node, exp.EQ)
             and isinstance(node.this, exp.Column)
             and isinstance(node.expression, exp.Literal)
+            and node.this.name.casefold() == column.casefold()
+            and node.expression.this.casefold() == value.casefold()
         ):
-            if (
-                node.this.name.casefold() == column.casefold()
-                and node.expression.this.casefold() == value.casefold()
-            ):
-                node.replace(
-                    exp.EQ(
-                        this=exp.Lower(this=node.this.copy()), expression=exp.Literal.string(value.casefold())
-                    )
-                )
-                changed = True
-    return tree.sql(DIALECT) if changed else None
+            return False
+        lowered = exp.EQ(
+            this=exp.Lower(this=node.this.copy()), expression=exp.Literal.string(value.casefold())
+        )
+        node.replace(lowered)
+        return True
+
+    return _rewrite(sql, change)
 
 
 def tables_read(sql: str) -> list[str]:
