@@ -9,6 +9,7 @@ import pytest
 
 from agentlake.agents.linking import (
     join_hints,
+    joins,
     link_datasets,
     missing_values,
     named_values,
@@ -122,3 +123,8 @@ def test_the_ranking_example_groups_a_listed_column_of_another_table(lake: Lake)
     assert ranking.sql == (
         "SELECT weather, count(*) AS n FROM seattle_weather GROUP BY weather ORDER BY n DESC LIMIT 1"
     )
+
+
+def test_a_lookup_join_names_the_column_on_each_side(lake: Lake) -> None:
+    join = joins(lake, ["orders", "order_statuses"])[0]
+    assert (join.column_of("orders"), join.column_of("order_statuses")) == ("status", "code")

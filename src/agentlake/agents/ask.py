@@ -37,7 +37,14 @@ from pydantic import BaseModel, Field, model_validator
 
 from agentlake.agents import render
 from agentlake.agents.examples import WorkedCount, worked_count, worked_ranking, worked_search
-from agentlake.agents.fixes import fix_query, missing_dates, named_dates, unheld_values
+from agentlake.agents.fixes import (
+    counts_not_different,
+    fix_query,
+    missing_dates,
+    named_dates,
+    unheld_values,
+    unread_subject,
+)
 from agentlake.agents.linking import (
     join_hints,
     link_datasets,
@@ -48,6 +55,7 @@ from agentlake.agents.linking import (
 )
 from agentlake.agents.tools import datasets_text, listed_values, searchable
 from agentlake.errors import AgentlakeError, UnavailableError, UserError
+from agentlake.lake.rewrite import count_rows
 from agentlake.llm.fence import DATA_RULE, data_block
 from agentlake.observe import observe
 from agentlake.observe.model import new_op_id
@@ -74,7 +82,7 @@ MAX_QUESTION_CHARS = 2000
 # reach the model through the hint whichever they are.
 MAX_VALUES_SHOWN = 15
 # Fixes code makes by itself to a query the model wrote twice wrong, one after the other.
-MAX_REPAIRS = 3
+MAX_REPAIRS = 4
 
 PLAN_PROMPT = """\
 You plan how to answer a question about the user's database (DuckDB).
@@ -105,6 +113,7 @@ Be brief and concrete: quote the numbers of the evidence exactly.
 {data_rule}"""
 
 # A question that counts, sums, averages or ranks needs every row: a search returns a few.
+_HOW_MANY = re.compile(r"\bhow many\b", re.IGNORECASE)
 _AGGREGATE = re.compile(
     r"\b(how many|number of|count|average|mean|median|total|sum|highest|lowest|maximum|minimum|"
     r"max|min|most|least|largest|smallest|percent|percentage|proportion|share)\b",
@@ -530,10 +539,20 @@ def _execute(plan: Plan, context: _Asking, *, last: bool) -> _Run:
         op.set_output(_sql_source(run.result).text)
     left = missing_values(plan.sql, context.named) or missing_dates(plan.sql, named_dates(context.question))
     extra = unnamed_values(plan.sql, context.question, context.named, context.listed)
-    if left:
+    subject = unread_subject(plan.sql, context.question, [info.name for info in lake.datasets()])
+    if subject:
+        run.kind, run.problem = "subject", f"does not read {subject}, the table the question is about"
+    elif left:
         run.kind, run.problem = "missing", f"leaves out {left}, which the question names"
     elif extra:
         run.kind, run.problem = "unnamed", f"filters on {extra}, which the question does not name"
+    elif different := counts_not_different(plan.sql, context.question, lake):
+        run.kind, run.problem = (
+            "different",
+            f"counts rows, but the question counts different {different} values",
+        )
+    elif _HOW_MANY.search(context.question) and len(run.result.rows) > 1 and count_rows(plan.sql):
+        run.kind, run.problem = "listed", f"lists {len(run.result.rows)} rows, but the question asks how many"
     elif unheld := unheld_values(plan.sql, context.listed):
         run.kind, run.problem = "unheld", f"compares {unheld}, a value the column does not hold"
     elif _empty(run.result):
@@ -558,6 +577,11 @@ def _send_back(run: _Run, lake: Lake, linked: list[str]) -> str:
             "Your query returned no rows (or only empty values). Check each value you compare with against "
             "the column's listed values and type (a text column holding dates or numbers needs TRY_CAST or "
             f"the text's own format), or widen the filter.{tables}\n\nWrite the whole query again."
+        )
+    if run.kind == "subject":
+        return (
+            f"Your query {run.problem}: read that table (joined to the one whose columns the question "
+            f"filters on).{tables}\n\nWrite the whole query again."
         )
     if run.kind == "unheld":
         return f"Your query {run.problem}: compare with a value it holds, exactly as written. Write the whole query again."

@@ -31,13 +31,17 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentlake.agents.linking import compares, compares_folded, words
+from agentlake.agents.linking import compares, compares_folded, joins, words
 from agentlake.lake.repair import column_types, rename_identifier, repaired_sql
 from agentlake.lake.rewrite import (
     add_filters,
+    columns_named,
     comparisons,
+    count_distinct,
+    count_rows,
     drop_filters,
     fold_case,
+    join_table,
     replace_value,
     tables_read,
 )
@@ -56,6 +60,7 @@ _MONTH_YEAR = re.compile(
     rf"\b({'|'.join(sorted(_MONTHS, key=len, reverse=True))})\.?\s+(1[89]\d\d|20\d\d)\b", re.I
 )
 _DATE_WORDS = ("date", "day", "time", "when")
+_DIFFERENT = re.compile(r"\bhow many (?:different|distinct|unique)\s+((?:[a-z]+\s*){1,3})", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,53 @@ def unheld_values(sql: str, listed: dict[tuple[str, str], list[str]]) -> str | N
     return "; ".join(wrong) or None
 
 
+def subject_table(question: str, tables: list[str]) -> str | None:
+    """The table ``question`` is about: of the tables whose name's words it all says, the one
+    it says first ("How many orders came from customers in Texas?": orders), the longer name
+    on a tie (order_statuses before orders); None when it says none."""
+    text, said = question.casefold(), words(question)
+    found = []
+    for table in tables:
+        name = words(table)
+        if name and name <= said:
+            starts = [match.start() for w in name if (match := re.search(rf"\b{re.escape(w)}", text))]
+            found.append((min(starts, default=len(text)), -len(name), table))
+    return min(found)[2] if found else None
+
+
+def unread_subject(sql: str, question: str, tables: list[str]) -> str | None:
+    """The table ``question`` is about when ``sql`` does not read it (a small model counts the
+    rows of order_statuses for "How many orders were cancelled?"), else None."""
+    subject = subject_table(question, tables)
+    read = {table.casefold() for table in tables_read(sql)}
+    return subject if subject is not None and read and subject.casefold() not in read else None
+
+
+def different_column(question: str, columns: list[str]) -> str | None:
+    """The column whose different values ``question`` counts ("How many different cities ...":
+    city; "... different stock symbols": symbol), or None: a column named by one of the (up
+    to three) words after "different", the last such word first, one column exactly so named
+    before one whose name holds the word."""
+    match = _DIFFERENT.search(question)
+    if match is None:
+        return None
+    for noun in reversed(match.group(1).split()):
+        said = words(noun)
+        if not said:
+            continue
+        for found in ([c for c in columns if words(c) == said], [c for c in columns if said <= words(c)]):
+            if len(found) == 1:
+                return found[0]
+    return None
+
+
+def counts_not_different(sql: str, question: str, lake: Lake) -> str | None:
+    """The column ``question`` counts the different values of when ``sql`` counts rows instead
+    (``count(*)`` for "How many different cities ..."), else None."""
+    column = different_column(question, list(column_types(lake, sql)))
+    return column if column is not None and count_distinct(sql, column) is not None else None
+
+
 def fix_query(
     sql: str,
     kind: str,
@@ -123,8 +175,9 @@ def fix_query(
     named: list[tuple[str, str]],
     listed: dict[tuple[str, str], list[str]],
 ) -> tuple[str, str] | None:
-    """``sql`` with one fix for its problem ``kind`` (``error``, ``missing``, ``unnamed``,
-    ``empty``) and what was done, or ``None`` (see the module docstring)."""
+    """``sql`` with one fix for its problem ``kind`` (``error``, ``subject``, ``missing``,
+    ``unnamed``, ``different``, ``listed``, ``unheld``, ``empty``) and what was done, or ``None`` (see the
+    module docstring)."""
     read = {table.casefold() for table in tables_read(sql)}
     columns = {column: values for (table, column), values in listed.items() if table.casefold() in read}
     if kind == "error":
@@ -135,6 +188,15 @@ def fix_query(
         return _unnamed_fix(sql, question, named, columns)
     if kind in ("empty", "unheld"):
         return _empty_fix(sql, columns)
+    if kind == "subject":
+        return _subject_fix(sql, lake, question)
+    if kind == "listed":
+        counted = count_rows(sql)
+        return (counted, "counted the rows it lists: the question asks how many") if counted else None
+    if kind == "different":
+        column = counts_not_different(sql, question, lake)
+        fixed = count_distinct(sql, column) if column else None
+        return (fixed, f"counted different {column} values, as the question asks") if fixed else None
     return None
 
 
@@ -222,6 +284,27 @@ def _unnamed_fix(
     dropped = [c.sql for c in comparisons(sql) if unnamed(c)]
     fixed = drop_filters(sql, unnamed) if dropped else None
     return (fixed, f"dropped {', '.join(dropped)}: the question does not name it") if fixed else None
+
+
+def _subject_fix(sql: str, lake: Lake, question: str) -> tuple[str, str] | None:
+    infos = {info.name.casefold(): info for info in lake.datasets()}
+    subject = subject_table(question, [info.name for info in infos.values()])
+    read = tables_read(sql)
+    if subject is None or len(read) != 1 or read[0].casefold() not in infos:
+        return None
+    other = infos[read[0].casefold()].name
+    mine = {column for column, _ in infos[subject.casefold()].columns}
+    theirs = {column for column, _ in infos[other.casefold()].columns}
+    join = next((j for j in joins(lake, [subject, other]) if j.joins(subject, other)), None)
+    if join is not None:
+        fixed = join_table(sql, subject, (join.column_of(subject), join.column_of(other)), mine & theirs)
+        what = f"joined {subject} ({join.hint()}): the question is about {subject}"
+    elif columns_named(sql) <= {column.casefold() for column in mine}:
+        fixed = join_table(sql, subject, None, set())
+        what = f"read {subject} in place of {other}: the question is about {subject}"
+    else:
+        return None
+    return (fixed, what) if fixed is not None else None
 
 
 def _empty_fix(sql: str, columns: dict[str, list[str]]) -> tuple[str, str] | None:

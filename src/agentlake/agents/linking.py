@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentlake.agents.tools import listed_values
@@ -219,18 +220,40 @@ def compares(sql: str, column: str, value: str) -> bool:
 _KEYISH = re.compile(r"(?:^|_)(?:id|code|key|no|number)$", re.IGNORECASE)
 
 
-def join_hints(lake: Lake, tables: list[str]) -> list[str]:
-    """How ``tables`` join, for a model writing a query over them: a key column two of them
-    share by name (``orders.customer_id = customers.customer_id``), and a column whose values
-    are the codes a lookup table explains (``orders.status = order_statuses.code``: every value
-    of the one is a value of the other, and the other has one row per code)."""
+@dataclass(frozen=True)
+class Join:
+    """How two tables join: ``left.left_column = right.right_column``; ``lookup``: ``right``
+    is a lookup table that says what each code of ``left_column`` means."""
+
+    left: str
+    left_column: str
+    right: str
+    right_column: str
+    lookup: bool = False
+
+    def hint(self) -> str:
+        text = f"{self.left}.{self.left_column} = {self.right}.{self.right_column}"
+        return f"{text} ({self.right} says what each code means)" if self.lookup else text
+
+    def joins(self, first: str, second: str) -> bool:
+        return {self.left, self.right} == {first, second}
+
+    def column_of(self, table: str) -> str:
+        return self.left_column if table == self.left else self.right_column
+
+
+def joins(lake: Lake, tables: list[str]) -> list[Join]:
+    """How ``tables`` join: a key column two of them share by name (``orders.customer_id =
+    customers.customer_id``), and a column whose values are the codes a lookup table explains
+    (``orders.status = order_statuses.code``: every value of the one is a value of the other,
+    and the other has one row per code); each once."""
     infos = {info.name: info for info in lake.datasets()}
     chosen = [name for name in tables if name in infos]
-    hints: list[str] = []
+    found: list[Join] = []
     for i, first in enumerate(chosen):
         for second in chosen[i + 1 :]:
             shared = {c for c, _ in infos[first].columns} & {c for c, _ in infos[second].columns}
-            hints += [f"{first}.{c} = {second}.{c}" for c in sorted(shared) if _KEYISH.search(c)]
+            found += [Join(first, c, second, c) for c in sorted(shared) if _KEYISH.search(c)]
     listed = listed_values(lake)
     for (table, column), values in listed.items():
         if table not in chosen:
@@ -240,5 +263,11 @@ def join_hints(lake: Lake, tables: list[str]) -> list[str]:
             if lookup == table or lookup_rows != len(codes) or infos[table].row_count <= lookup_rows:
                 continue
             if len(codes) >= 2 and set(values) <= set(codes):
-                hints.append(f"{table}.{column} = {lookup}.{code} ({lookup} says what each code means)")
-    return list(dict.fromkeys(hints))
+                found.append(Join(table, column, lookup, code, lookup=True))
+    return list(dict.fromkeys(found))
+
+
+def join_hints(lake: Lake, tables: list[str]) -> list[str]:
+    """``joins`` of ``tables`` as a model reads them (``orders.status = order_statuses.code
+    (order_statuses says what each code means)``)."""
+    return [join.hint() for join in joins(lake, tables)]

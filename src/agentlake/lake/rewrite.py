@@ -156,6 +156,68 @@ def fold_case(sql: str, column: str, value: str) -> str | None:
     return _rewrite(sql, change)
 
 
+def join_table(sql: str, table: str, on: tuple[str, str] | None, shared: set[str]) -> str | None:
+    """``sql``, which reads one table (no join), reading ``table`` too: ``JOIN table ON
+    table.a = read.b`` for ``on=(a, b)``, its unqualified columns named in ``shared`` (both
+    tables have them) qualified with the table it read; with ``on`` None, ``table`` read in
+    place of the one it read. ``None`` when ``sql`` does not read exactly one table."""
+    tree = _parse(sql)
+    source = tree.args.get("from") if tree is not None else None
+    if tree is None or source is None or tree.args.get("joins") or not isinstance(source.this, exp.Table):
+        return None
+    read = source.this
+    if on is None:
+        read.set("this", exp.to_identifier(table))
+        return tree.sql(DIALECT)
+    name = read.alias_or_name
+    folded = {column.casefold() for column in shared}
+    for column in tree.find_all(exp.Column):
+        if not column.table and column.name.casefold() in folded:
+            column.set("table", exp.to_identifier(name))
+    condition = exp.EQ(this=exp.column(on[0], table), expression=exp.column(on[1], name))
+    return tree.join(exp.to_table(table), on=condition).sql(DIALECT)
+
+
+def count_distinct(sql: str, column: str) -> str | None:
+    """``sql`` with its selected ``count(*)`` (or ``count(x)`` without DISTINCT) written
+    ``count(DISTINCT column)``; ``None`` when it selects no such count."""
+    tree = _parse(sql)
+    if tree is None:
+        return None
+    for selected in tree.expressions:
+        for count in selected.find_all(exp.Count):
+            if isinstance(count.this, exp.Distinct):
+                continue
+            count.set("this", exp.Distinct(expressions=[exp.column(column)]))
+            return tree.sql(DIALECT)
+    return None
+
+
+def count_rows(sql: str) -> str | None:
+    """``SELECT count(*) AS n`` over the rows ``sql`` lists (its ORDER BY and LIMIT dropped);
+    ``None`` when it aggregates or groups already, or does not parse."""
+    tree = _parse(sql)
+    if (
+        tree is None
+        or tree.args.get("group")
+        or any(selected.find(exp.AggFunc) for selected in tree.expressions)
+    ):
+        return None
+    tree.set("order", None)
+    tree.set("limit", None)
+    return exp.select(exp.alias_(exp.Count(this=exp.Star()), "n")).from_(tree.subquery("listed")).sql(DIALECT)
+
+
+def columns_named(sql: str) -> set[str]:
+    """The column names ``sql`` says anywhere (lower-cased); empty when it does not parse."""
+    try:
+        tree = sqlglot.parse_one(sql, read=DIALECT)
+    except sqlglot.errors.ParseError:
+        return set()
+    aliases = {alias.alias.casefold() for alias in tree.find_all(exp.Alias)}
+    return {column.name.casefold() for column in tree.find_all(exp.Column)} - aliases
+
+
 def tables_read(sql: str) -> list[str]:
     """The tables ``sql`` reads (FROM and JOIN, CTE names aside), in order, once each."""
     try:
