@@ -99,11 +99,22 @@ def test_a_value_no_listed_value_is_like_is_sent_back_with_what_the_column_holds
     asker.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE island = 'Biscoe'"))
     asker.enqueue("3 penguins live on Biscoe [SQL].")
 
-    answer = ask("How many penguins live on the island?", lake=own_lake, model="scripted:asker")
+    answer = ask("How many penguins live on the island of Atlantis?", lake=own_lake, model="scripted:asker")
 
     assert answer.revision == (
         "the first query compares island = 'Atlantis' (it holds: Biscoe, Dream, Torgersen), a value the column does not hold"
     )
+
+
+def test_a_value_the_column_does_not_hold_nor_the_question_names_is_dropped_by_code(
+    own_lake: Lake, asker: ScriptedProvider, sink: MemorySink
+) -> None:
+    asker.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE island = 'Atlantis'"))
+    asker.enqueue("6 penguins [SQL].")
+
+    answer = ask("How many penguins live on the islands?", lake=own_lake, model="scripted:asker")
+
+    assert answer.sources[0].text == "one value: n = 6"
 
 
 def test_a_plan_that_finds_nothing_is_sent_back_once_and_the_revision_answers(

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from agentlake.lake.rewrite import (
     add_filters,
+    aggregate_instead,
+    aggregated_columns,
     columns_named,
     comparisons,
     count_distinct,
     count_rows,
     drop_filters,
     fold_case,
+    grouped_by,
     join_table,
+    regroup,
     replace_value,
     tables_read,
 )
@@ -127,3 +131,29 @@ def test_the_rows_a_query_lists_are_counted() -> None:
 
 def test_a_query_that_aggregates_is_not_counted_again() -> None:
     assert count_rows("SELECT state, count(*) FROM airports GROUP BY state") is None
+
+
+def test_the_columns_an_aggregate_reads_leave_out_counts() -> None:
+    assert aggregated_columns("SELECT avg(private), count(*) FROM t") == ["private"]
+
+
+def test_an_aggregate_of_another_column_reads_the_one_given() -> None:
+    assert aggregate_instead("SELECT avg(e.private) AS a FROM t AS e", "manufacturing") == (
+        "SELECT AVG(e.manufacturing) AS a FROM t AS e"
+    )
+
+
+def test_a_count_of_rows_becomes_a_sum_without_the_columns_number_filter() -> None:
+    assert aggregate_instead("SELECT count(*) AS n FROM t WHERE y = 2009 AND nonfarm = 1", "nonfarm") == (
+        "SELECT SUM(nonfarm) AS n FROM t WHERE y = 2009"
+    )
+
+
+def test_the_columns_a_query_groups_by_are_read() -> None:
+    assert grouped_by("SELECT sex, avg(x) FROM penguins GROUP BY sex") == ["sex"]
+
+
+def test_a_query_is_regrouped_with_its_selected_column() -> None:
+    assert regroup("SELECT p.sex AS s, avg(p.sex_x) FROM penguins AS p GROUP BY p.sex", "sex", "species") == (
+        "SELECT p.species AS s, AVG(p.sex_x) FROM penguins AS p GROUP BY p.species"
+    )

@@ -38,11 +38,15 @@ from pydantic import BaseModel, Field, model_validator
 from agentlake.agents import render
 from agentlake.agents.examples import WorkedCount, worked_count, worked_ranking, worked_search
 from agentlake.agents.fixes import (
+    conflicting,
     counts_not_different,
     fix_query,
+    grouped_otherwise,
     missing_dates,
     named_dates,
+    text_dates,
     unheld_values,
+    unread_measure,
     unread_subject,
 )
 from agentlake.agents.linking import (
@@ -539,13 +543,25 @@ def _execute(plan: Plan, context: _Asking, *, last: bool) -> _Run:
         op.set_output(_sql_source(run.result).text)
     left = missing_values(plan.sql, context.named) or missing_dates(plan.sql, named_dates(context.question))
     extra = unnamed_values(plan.sql, context.question, context.named, context.listed)
-    subject = unread_subject(plan.sql, context.question, [info.name for info in lake.datasets()])
+    subject = unread_subject(plan.sql, context.question, lake)
     if subject:
-        run.kind, run.problem = "subject", f"does not read {subject}, the table the question is about"
+        run.kind, run.problem = "subject", f"does not read {subject}, a table the question names"
+    elif text_date := text_dates(plan.sql, context.question, lake):
+        run.kind, run.problem = "dates", f"filters {text_date} as text, not on the date the question names"
+    elif conflict := conflicting(plan.sql):
+        said = " and ".join(f"'{value}'" for value in conflict[1])
+        run.kind, run.problem = "conflict", f"requires {conflict[0]} to equal {said} at once"
     elif left:
         run.kind, run.problem = "missing", f"leaves out {left}, which the question names"
     elif extra:
         run.kind, run.problem = "unnamed", f"filters on {extra}, which the question does not name"
+    elif measure := unread_measure(plan.sql, context.question, lake):
+        run.kind, run.problem = "measure", f"does not aggregate {measure}, the column the question names"
+    elif asked := grouped_otherwise(plan.sql, context.question, lake):
+        run.kind, run.problem = (
+            "grouped",
+            f"groups by another column than {asked}, which the question asks for",
+        )
     elif different := counts_not_different(plan.sql, context.question, lake):
         run.kind, run.problem = (
             "different",

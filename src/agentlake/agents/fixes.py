@@ -16,8 +16,21 @@ lake's guard like any query and keeps the trace. The fixes, by the problem ``ask
   question is about;
 - it filters on a value the question does not name: that filter dropped (never a short code
   such as 'C', which a question describes in words);
-- it compares a column with a value the column does not hold, or returned nothing: that value
-  replaced by the listed value most like it (at least ``NEAR_VALUE`` alike).
+- it does not read a table the question names: that table joined (a lookup of its codes, a
+  key both share), or read in place of the one read when the question is about it;
+- it filters a date as text ("LIKE '2014-07-%'", "month = '2009-01'") or on another date
+  column than the question's: ``year()``/``month()`` of the question's date column;
+- it requires a column to equal two values at once: one comparison (the value in one case,
+  or the one the question names);
+- it aggregates another numeric column than the one the question names, or counts rows for
+  "how many <that column>": the named column aggregated (summed);
+- it groups by another column than the one "which ..." asks for (the year of a date for
+  "which year");
+- it counts rows for "how many different ...": the different values counted; it lists rows
+  for "how many": the rows counted;
+- it compares a column with a value the column does not hold, or returned nothing: that
+  filter dropped when the question does not say the value, else the value written as the code
+  a lookup table gives it or as the listed value most like it (at least ``NEAR_VALUE`` alike).
 
 Filters are read and written as a tree (``lake.rewrite``, sqlglot), never as text. It does not
 run queries nor decide when to fix (``agents.ask``).
@@ -28,20 +41,29 @@ from __future__ import annotations
 import calendar
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentlake.agents.linking import compares, compares_folded, joins, words
+from sqlglot import exp
+
+from agentlake.agents.linking import KEYISH, compares, compares_folded, joins, words
 from agentlake.lake.repair import column_types, rename_identifier, repaired_sql
 from agentlake.lake.rewrite import (
     add_filters,
+    aggregate_instead,
+    aggregated_columns,
     columns_named,
     comparisons,
+    conjuncts_of,
     count_distinct,
     count_rows,
     drop_filters,
     fold_case,
+    grouped_by,
     join_table,
+    regroup,
+    replace_conjuncts,
     replace_value,
     tables_read,
 )
@@ -60,6 +82,12 @@ _MONTH_YEAR = re.compile(
     rf"\b({'|'.join(sorted(_MONTHS, key=len, reverse=True))})\.?\s+(1[89]\d\d|20\d\d)\b", re.I
 )
 _DATE_WORDS = ("date", "day", "time", "when")
+_ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_HOW_MANY = re.compile(r"\bhow many\s+((?:[a-z]+\s*){1,3})", re.IGNORECASE)
+_NUMERIC = re.compile(r"INT|DOUBLE|FLOAT|DECIMAL|REAL|NUMERIC", re.IGNORECASE)
+_COUNT_ROWS = re.compile(r"\bcount\s*\(\s*\*\s*\)", re.IGNORECASE)
+_WHICH_YEAR = re.compile(r"\b(?:which|what) year\b", re.IGNORECASE)
+_WHICH = re.compile(r"\bwhich\s+((?:[a-z]+\s*){1,2})", re.IGNORECASE)
 _DIFFERENT = re.compile(r"\bhow many (?:different|distinct|unique)\s+((?:[a-z]+\s*){1,3})", re.IGNORECASE)
 
 
@@ -118,10 +146,10 @@ def unheld_values(sql: str, listed: dict[tuple[str, str], list[str]]) -> str | N
     return "; ".join(wrong) or None
 
 
-def subject_table(question: str, tables: list[str]) -> str | None:
-    """The table ``question`` is about: of the tables whose name's words it all says, the one
-    it says first ("How many orders came from customers in Texas?": orders), the longer name
-    on a tie (order_statuses before orders); None when it says none."""
+def named_tables(question: str, tables: list[str]) -> list[str]:
+    """The tables whose name's words ``question`` all says, in the order it says them first
+    ("How many orders came from customers in Texas?": orders, customers), the longer name first
+    on a tie (order_statuses before orders)."""
     text, said = question.casefold(), words(question)
     found = []
     for table in tables:
@@ -129,15 +157,32 @@ def subject_table(question: str, tables: list[str]) -> str | None:
         if name and name <= said:
             starts = [match.start() for w in name if (match := re.search(rf"\b{re.escape(w)}", text))]
             found.append((min(starts, default=len(text)), -len(name), table))
-    return min(found)[2] if found else None
+    return [table for _, _, table in sorted(found)]
 
 
-def unread_subject(sql: str, question: str, tables: list[str]) -> str | None:
-    """The table ``question`` is about when ``sql`` does not read it (a small model counts the
-    rows of order_statuses for "How many orders were cancelled?"), else None."""
-    subject = subject_table(question, tables)
-    read = {table.casefold() for table in tables_read(sql)}
-    return subject if subject is not None and read and subject.casefold() not in read else None
+def subject_table(question: str, tables: list[str]) -> str | None:
+    """The table ``question`` is about: the first of ``named_tables``; None when it names none."""
+    named = named_tables(question, tables)
+    return named[0] if named else None
+
+
+def unread_subject(sql: str, question: str, lake: Lake) -> str | None:
+    """A table ``question`` names that ``sql`` does not read: the one it is about (a small
+    model counts the rows of order_statuses for "How many orders were cancelled?"), or another
+    that joins a table read ("Which customer placed the most orders?" over customers alone);
+    else None."""
+    tables = [info.name for info in lake.datasets()]
+    read = [table for table in tables if table.casefold() in {t.casefold() for t in tables_read(sql)}]
+    if not read:
+        return None
+    for position, table in enumerate(named_tables(question, tables)):
+        if table in read:
+            continue
+        if position == 0 or any(
+            join.joins(table, other) for join in joins(lake, [table, *read]) for other in read
+        ):
+            return table
+    return None
 
 
 def different_column(question: str, columns: list[str]) -> str | None:
@@ -165,6 +210,176 @@ def counts_not_different(sql: str, question: str, lake: Lake) -> str | None:
     return column if column is not None and count_distinct(sql, column) is not None else None
 
 
+def named_measure(question: str, types: dict[str, str]) -> str | None:
+    """The one numeric column (not a key) all of whose name's words ``question`` says
+    ("the average number of manufacturing jobs": manufacturing; "body mass": body_mass_g), or
+    None when it names none or several."""
+    said = words(question)
+    named = [
+        column
+        for column, kind in types.items()
+        if _NUMERIC.search(kind) and not KEYISH.search(column) and words(column) and words(column) <= said
+    ]
+    return named[0] if len(named) == 1 else None
+
+
+def unread_measure(sql: str, question: str, lake: Lake) -> str | None:
+    """The numeric column ``question`` names when ``sql`` aggregates another one instead
+    (``avg(private)`` for manufacturing jobs) or counts rows where the question counts that
+    column ("How many nonfarm jobs ...": ``count(*)`` for the sum of nonfarm); else None."""
+    measure = named_measure(question, column_types(lake, sql))
+    if measure is None:
+        return None
+    how_many = _HOW_MANY.search(question)
+    if how_many and words(measure) <= words(how_many.group(1)) and _COUNT_ROWS.search(sql):
+        return measure
+    aggregated = aggregated_columns(sql)
+    return measure if len(aggregated) == 1 and aggregated[0].casefold() != measure.casefold() else None
+
+
+def asked_group(question: str, columns: list[str]) -> str | None:
+    """The column whose value ``question`` asks for with "which" ("Which penguin species ...":
+    species; "Which city in Texas ...": city), the last of the two words after it first; None
+    when neither names one column."""
+    match = _WHICH.search(question)
+    if match is None:
+        return None
+    for noun in reversed(match.group(1).split()):
+        said = words(noun)
+        found = [column for column in columns if said and words(column) == said]
+        if len(found) == 1:
+            return found[0]
+    return None
+
+
+def grouped_otherwise(sql: str, question: str, lake: Lake) -> str | None:
+    """The column ``question`` asks "which" of when ``sql`` groups by one other column
+    instead (``GROUP BY sex`` for "Which penguin species ..."; ``year("date")`` for "In which
+    year ..." grouped by the date itself), else None."""
+    grouped = grouped_by(sql)
+    if len(grouped) != 1:
+        return None
+    types = column_types(lake, sql)
+    kind = next((k for name, k in types.items() if name.casefold() == grouped[0].casefold()), "")
+    if _WHICH_YEAR.search(question) and _is_date(kind):
+        return f"year({_quote(grouped[0])})"
+    asked = asked_group(question, list(types))
+    return asked if asked is not None and asked.casefold() != grouped[0].casefold() else None
+
+
+def conflicting(sql: str) -> tuple[str, list[str]] | None:
+    """A column ``sql`` requires to equal two different text values at once (``sex = 'Female'
+    AND sex = 'female'``: no row can), with the values; else None."""
+    seen: dict[str, list[str]] = {}
+    for comparison in comparisons(sql):
+        if comparison.op == "=":
+            seen.setdefault(comparison.column.casefold(), []).append(comparison.value)
+    return next(((column, values) for column, values in seen.items() if len(set(values)) > 1), None)
+
+
+def _conflict_fix(sql: str, question: str, named: list[tuple[str, str]]) -> tuple[str, str] | None:
+    found = conflicting(sql)
+    if found is None:
+        return None
+    column, values = found
+    same = {value.casefold() for value in values}
+    if len(same) == 1:
+        held = {value for c, value in named if c.casefold() == column and value.casefold() in same}
+        condition = (
+            f"{_quote(column)} = {_literal(held.pop())}"
+            if len(held) == 1
+            else f"lower({_quote(column)}) = {_literal(values[0].casefold())}"
+        )
+        kept = drop_filters(sql, lambda c: c.op == "=" and c.column.casefold() == column)
+        fixed = add_filters(kept, [condition]) if kept else None
+        return (fixed, f"compared {column} once: {' and '.join(values)} are one value") if fixed else None
+    said = {value for c, value in named if c.casefold() == column} | {
+        value for value in values if value.casefold() in question.casefold()
+    }
+    keep = [value for value in values if value in said]
+    if len(set(keep)) != 1:
+        return None
+    fixed = drop_filters(sql, lambda c: c.op == "=" and c.column.casefold() == column and c.value != keep[0])
+    return (fixed, f"kept {column} = '{keep[0]}', the value the question names") if fixed else None
+
+
+def text_dates(sql: str, question: str, lake: Lake) -> str | None:
+    """The date column ``sql`` filters wrongly on the one date ``question`` names, else None:
+    as text (``CAST(date AS VARCHAR) LIKE '2014-07-%d'``, ``month = '2009-01'``, ``month =
+    2009``; a range of whole ISO days, ``BETWEEN '2016-03-01' AND '2016-03-31'``, is no text),
+    or another date column than the one the question is about (``signup_date`` for "placed an
+    order in 2017")."""
+    found = _date_filters(sql, question, lake)
+    return found[1] if found else None
+
+
+def _date_filters(
+    sql: str, question: str, lake: Lake
+) -> tuple[NamedDate, str, Callable[[exp.Expression], bool]] | None:
+    """The named date, the date column to filter, and which conjuncts filter wrongly."""
+    dates = named_dates(question)
+    if len(dates) != 1:
+        return None
+    date = dates[0]
+    dated = {name.casefold(): name for name, kind in column_types(lake, sql).items() if _is_date(kind)}
+    target = date_column(lake, sql, question)
+
+    def wrong(node: exp.Expression) -> bool:
+        if _text_date(node, date, dated):
+            return True
+        return target is not None and _other_date(node, date, dated, target)
+
+    found = [node for node in conjuncts_of(sql) if wrong(node)]
+    if not found:
+        return None
+    column = target or next(
+        dated[c.name.casefold()] for c in found[0].find_all(exp.Column) if c.name.casefold() in dated
+    )
+    return date, column, wrong
+
+
+def _is_date(kind: str) -> bool:
+    return kind.upper().startswith(("DATE", "TIMESTAMP"))
+
+
+def _text_date(node: exp.Expression, date: NamedDate, dated: dict[str, str]) -> bool:
+    if not any(column.name.casefold() in dated for column in node.find_all(exp.Column)):
+        return False
+    year = str(date.year)
+    literals = [literal for literal in node.find_all(exp.Literal) if year in literal.this]
+    if not literals or node.find(exp.Year):
+        return False
+    if isinstance(node, (exp.Like, exp.ILike)) or node.find(exp.Cast):
+        return True
+    return isinstance(node, exp.EQ) and not (literals[0].is_string and _ISO_DAY.match(literals[0].this))
+
+
+def _other_date(node: exp.Expression, date: NamedDate, dated: dict[str, str], target: str) -> bool:
+    columns = {c.name.casefold() for c in node.find_all(exp.Column)} & set(dated)
+    year = str(date.year)
+    return (
+        bool(columns)
+        and target.casefold() not in columns
+        and any(year in literal.this for literal in node.find_all(exp.Literal))
+    )
+
+
+def _date_fix(sql: str, lake: Lake, question: str) -> tuple[str, str] | None:
+    found = _date_filters(sql, question, lake)
+    if found is None:
+        return None
+    date, column, wrong = found
+    conditions = [f"year({_quote(column)}) = {date.year}"]
+    if date.month:
+        conditions.append(f"month({_quote(column)}) = {date.month}")
+    fixed = replace_conjuncts(sql, wrong, conditions)
+    return (
+        (fixed, f"filtered {' AND '.join(conditions)}: the question names {date.describe()}")
+        if fixed
+        else None
+    )
+
+
 def fix_query(
     sql: str,
     kind: str,
@@ -175,27 +390,39 @@ def fix_query(
     named: list[tuple[str, str]],
     listed: dict[tuple[str, str], list[str]],
 ) -> tuple[str, str] | None:
-    """``sql`` with one fix for its problem ``kind`` (``error``, ``subject``, ``missing``,
-    ``unnamed``, ``different``, ``listed``, ``unheld``, ``empty``) and what was done, or ``None`` (see the
+    """``sql`` with one fix for its problem ``kind`` (``error``, ``subject``, ``dates``, ``conflict``, ``missing``,
+    ``unnamed``, ``measure``, ``grouped``, ``different``, ``listed``, ``unheld``, ``empty``) and what was done, or ``None`` (see the
     module docstring)."""
     read = {table.casefold() for table in tables_read(sql)}
     columns = {column: values for (table, column), values in listed.items() if table.casefold() in read}
     if kind == "error":
-        return _error_fix(sql, error or "", lake, columns)
+        return _error_fix(sql, error or "", lake, columns) or _date_fix(sql, lake, question)
     if kind == "missing":
         return _missing_fix(sql, lake, question, named, columns)
     if kind == "unnamed":
         return _unnamed_fix(sql, question, named, columns)
     if kind in ("empty", "unheld"):
-        return _empty_fix(sql, columns)
+        return _empty_fix(sql, columns, lake, question, named, listed)
     if kind == "subject":
         return _subject_fix(sql, lake, question)
+    if kind == "dates":
+        return _date_fix(sql, lake, question)
+    if kind == "conflict":
+        return _conflict_fix(sql, question, named)
+    if kind == "measure":
+        measure = unread_measure(sql, question, lake)
+        fixed = aggregate_instead(sql, measure) if measure else None
+        return (fixed, f"aggregated {measure}, the column the question names") if fixed else None
+    if kind == "grouped":
+        asked = grouped_otherwise(sql, question, lake)
+        fixed = regroup(sql, grouped_by(sql)[0], asked) if asked else None
+        return (fixed, f"grouped by {asked}, which the question asks for") if fixed else None
     if kind == "listed":
         counted = count_rows(sql)
         return (counted, "counted the rows it lists: the question asks how many") if counted else None
     if kind == "different":
         column = counts_not_different(sql, question, lake)
-        fixed = count_distinct(sql, column) if column else None
+        fixed = count_distinct(sql, _qualified(lake, sql, column)) if column else None
         return (fixed, f"counted different {column} values, as the question asks") if fixed else None
     return None
 
@@ -288,7 +515,7 @@ def _unnamed_fix(
 
 def _subject_fix(sql: str, lake: Lake, question: str) -> tuple[str, str] | None:
     infos = {info.name.casefold(): info for info in lake.datasets()}
-    subject = subject_table(question, [info.name for info in infos.values()])
+    subject = unread_subject(sql, question, lake)
     read = tables_read(sql)
     if subject is None or len(read) != 1 or read[0].casefold() not in infos:
         return None
@@ -298,8 +525,10 @@ def _subject_fix(sql: str, lake: Lake, question: str) -> tuple[str, str] | None:
     join = next((j for j in joins(lake, [subject, other]) if j.joins(subject, other)), None)
     if join is not None:
         fixed = join_table(sql, subject, (join.column_of(subject), join.column_of(other)), mine & theirs)
-        what = f"joined {subject} ({join.hint()}): the question is about {subject}"
-    elif columns_named(sql) <= {column.casefold() for column in mine}:
+        what = f"joined {subject} ({join.hint()}): the question names it"
+    elif subject == subject_table(question, [i.name for i in infos.values()]) and columns_named(sql) <= {
+        c.casefold() for c in mine
+    }:
         fixed = join_table(sql, subject, None, set())
         what = f"read {subject} in place of {other}: the question is about {subject}"
     else:
@@ -307,23 +536,80 @@ def _subject_fix(sql: str, lake: Lake, question: str) -> tuple[str, str] | None:
     return (fixed, what) if fixed is not None else None
 
 
-def _empty_fix(sql: str, columns: dict[str, list[str]]) -> tuple[str, str] | None:
+def _empty_fix(
+    sql: str,
+    columns: dict[str, list[str]],
+    lake: Lake,
+    question: str,
+    named: list[tuple[str, str]],
+    listed: dict[tuple[str, str], list[str]],
+) -> tuple[str, str] | None:
+    """A compared value the column does not hold: dropped when the question does not say it
+    ("status = 'SHIPPED'" for "How many orders were placed in March?"), else written as the
+    code a lookup table gives it ('shipped' -> 'S') or as the listed value most like it."""
+    text = question.casefold()
     for comparison in comparisons(sql):
-        listed = columns.get(comparison.column)
-        if not listed or comparison.value in listed:
+        held = columns.get(comparison.column)
+        if not held or comparison.value in held:
             continue
-        near = difflib.get_close_matches(
-            comparison.value.casefold(), [v.casefold() for v in listed], 1, NEAR_VALUE
-        )
-        if near:
-            value = next(v for v in listed if v.casefold() == near[0])
-            fixed = replace_value(sql, comparison.column, comparison.value, value)
+        value = comparison.value
+        if value.casefold() not in text and (comparison.column, value) not in named:
+            dropped = drop_filters(sql, lambda c, unsaid=comparison: c.sql == unsaid.sql)
+            if dropped is not None:
+                return (
+                    dropped,
+                    f"dropped {comparison.sql}: a value the column does not hold, which the question does not name",
+                )
+        code = _code_for(lake, listed, comparison.column, value)
+        if code is not None:
+            fixed = replace_value(sql, comparison.column, value, code)
             if fixed is not None:
                 return (
                     fixed,
-                    f"{comparison.column} '{comparison.value}' -> '{value}' (the value the column holds)",
+                    f"{comparison.column} '{value}' -> '{code}' (the code a lookup table gives '{value}')",
                 )
+        near = difflib.get_close_matches(value.casefold(), [v.casefold() for v in held], 1, NEAR_VALUE)
+        if near:
+            replacement = next(v for v in held if v.casefold() == near[0])
+            fixed = replace_value(sql, comparison.column, value, replacement)
+            if fixed is not None:
+                return fixed, f"{comparison.column} '{value}' -> '{replacement}' (the value the column holds)"
     return None
+
+
+def _code_for(lake: Lake, listed: dict[tuple[str, str], list[str]], column: str, value: str) -> str | None:
+    """The code of ``column`` a lookup table gives ``value`` (its row whose listed column holds
+    ``value``, any case), or None."""
+    tables = sorted({table for table, _ in listed})
+    for join in joins(lake, tables):
+        if not join.lookup or join.left_column.casefold() != column.casefold():
+            continue
+        for (table, described), values in listed.items():
+            spelled = [v for v in values if v.casefold() == value.casefold()]
+            if table != join.right or described == join.right_column or not spelled:
+                continue
+            result = lake.query(
+                f"SELECT {_quote(join.right_column)} FROM {_quote(join.right)} "
+                f"WHERE {_quote(described)} = {_literal(spelled[0])}",
+                max_rows=2,
+            )
+            if len(result.rows) == 1:
+                return str(result.rows[0][0])
+    return None
+
+
+def _qualified(lake: Lake, sql: str, column: str) -> str:
+    """``column`` qualified with the first table ``sql`` reads that has it when another table
+    read has it too (``customers.customer_id`` over a join), else as it is."""
+    read = [table.casefold() for table in tables_read(sql)]
+    holders = [
+        info.name
+        for info in sorted(
+            lake.datasets(), key=lambda i: read.index(i.name.casefold()) if i.name.casefold() in read else 99
+        )
+        if info.name.casefold() in read and any(c.casefold() == column.casefold() for c, _ in info.columns)
+    ]
+    return f"{holders[0]}.{column}" if len(holders) > 1 else column
 
 
 def _rename_column(sql: str, wrong: str, right: str) -> str | None:

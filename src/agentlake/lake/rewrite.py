@@ -10,6 +10,7 @@ back through the lake's guard like any query. It does not decide which filters a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -180,7 +181,7 @@ def join_table(sql: str, table: str, on: tuple[str, str] | None, shared: set[str
 
 def count_distinct(sql: str, column: str) -> str | None:
     """``sql`` with its selected ``count(*)`` (or ``count(x)`` without DISTINCT) written
-    ``count(DISTINCT column)``; ``None`` when it selects no such count."""
+    ``count(DISTINCT column)`` (``column`` may be qualified: ``customers.customer_id``); ``None`` when it selects no such count."""
     tree = _parse(sql)
     if tree is None:
         return None
@@ -188,7 +189,8 @@ def count_distinct(sql: str, column: str) -> str | None:
         for count in selected.find_all(exp.Count):
             if isinstance(count.this, exp.Distinct):
                 continue
-            count.set("this", exp.Distinct(expressions=[exp.column(column)]))
+            table, _, name = column.rpartition(".")
+            count.set("this", exp.Distinct(expressions=[exp.column(name, table or None)]))
             return tree.sql(DIALECT)
     return None
 
@@ -208,6 +210,86 @@ def count_rows(sql: str) -> str | None:
     return exp.select(exp.alias_(exp.Count(this=exp.Star()), "n")).from_(tree.subquery("listed")).sql(DIALECT)
 
 
+def aggregated_columns(sql: str) -> list[str]:
+    """The columns the selected aggregates other than ``count`` read (``avg(price)``: price),
+    in order; empty when there are none or it does not parse."""
+    tree = _parse(sql)
+    if tree is None:
+        return []
+    found = []
+    for selected in tree.expressions:
+        for function in selected.find_all(exp.AggFunc):
+            if not isinstance(function, exp.Count):
+                found += [column.name for column in function.find_all(exp.Column)]
+    return list(dict.fromkeys(found))
+
+
+def aggregate_instead(sql: str, column: str) -> str | None:
+    """``sql`` with its selected aggregate of one other column (``avg(private)``) reading
+    ``column``, or its selected ``count(*)`` written ``sum(column)`` with any ``column =
+    number`` filter dropped; ``None`` when it has neither."""
+    tree = _parse(sql)
+    if tree is None:
+        return None
+    for selected in tree.expressions:
+        for function in selected.find_all(exp.AggFunc):
+            if isinstance(function, exp.Count):
+                if isinstance(function.this, exp.Star):
+                    function.replace(exp.Sum(this=exp.column(column)))
+                    where = tree.args.get("where")
+                    if where is not None:
+                        kept = [node for node in _conjuncts(where) if not _equals_number(node, column)]
+                        tree.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+                    return tree.sql(DIALECT)
+                continue
+            read = list(function.find_all(exp.Column))
+            if len(read) == 1 and read[0].name.casefold() != column.casefold():
+                read[0].replace(exp.column(column, read[0].table or None))
+                return tree.sql(DIALECT)
+    return None
+
+
+def _equals_number(node: exp.Expression, column: str) -> bool:
+    return (
+        isinstance(node, exp.EQ)
+        and isinstance(node.this, exp.Column)
+        and node.this.name.casefold() == column.casefold()
+        and isinstance(node.expression, exp.Literal)
+        and not node.expression.is_string
+    )
+
+
+def grouped_by(sql: str) -> list[str]:
+    """The columns ``sql`` groups by, in order; empty when it does not group or parse."""
+    tree = _parse(sql)
+    group = tree.args.get("group") if tree is not None else None
+    if group is None:
+        return []
+    return [node.name for node in group.expressions if isinstance(node, exp.Column)]
+
+
+def regroup(sql: str, old: str, new: str) -> str | None:
+    """``sql`` grouping by ``new`` (a column's name or an expression: ``year("date")``) where
+    it grouped by ``old``, and selecting and ordering by ``new`` where it did by ``old`` (outside
+    aggregates); ``None`` when it does not group by ``old``."""
+    tree = _parse(sql)
+    group = tree.args.get("group") if tree is not None else None
+    if tree is None or group is None:
+        return None
+    changed = False
+    order = tree.args.get("order")
+    for node in [*group.expressions, *tree.expressions, *(order.expressions if order else [])]:
+        for column in [node] if isinstance(node, exp.Column) else list(node.find_all(exp.Column)):
+            if column.name.casefold() == old.casefold() and not column.find_ancestor(exp.AggFunc):
+                column.replace(
+                    exp.column(new, column.table or None)
+                    if re.fullmatch(r"\w+", new)
+                    else sqlglot.parse_one(new, read=DIALECT)
+                )
+                changed = True
+    return tree.sql(DIALECT) if changed else None
+
+
 def columns_named(sql: str) -> set[str]:
     """The column names ``sql`` says anywhere (lower-cased); empty when it does not parse."""
     try:
@@ -216,6 +298,33 @@ def columns_named(sql: str) -> set[str]:
         return set()
     aliases = {alias.alias.casefold() for alias in tree.find_all(exp.Alias)}
     return {column.name.casefold() for column in tree.find_all(exp.Column)} - aliases
+
+
+def replace_conjuncts(sql: str, pick: Callable[[exp.Expression], bool], conditions: list[str]) -> str | None:
+    """``sql`` with the conjuncts of its WHERE that ``pick`` picks replaced by ``conditions``
+    (SQL boolean expressions, ANDed); ``None`` when it picks none or anything fails to parse."""
+    tree = _parse(sql)
+    where = tree.args.get("where") if tree is not None else None
+    if tree is None or where is None:
+        return None
+    nodes = _conjuncts(where)
+    kept = [node for node in nodes if not pick(node)]
+    if len(kept) == len(nodes):
+        return None
+    try:
+        added = [sqlglot.parse_one(condition, read=DIALECT) for condition in conditions]
+    except sqlglot.errors.ParseError:
+        return None
+    parts = kept + added
+    tree.set("where", exp.Where(this=exp.and_(*parts)) if parts else None)
+    return tree.sql(DIALECT)
+
+
+def conjuncts_of(sql: str) -> list[exp.Expression]:
+    """The conjuncts of ``sql``'s top-level WHERE as trees; empty when none or no parse."""
+    tree = _parse(sql)
+    where = tree.args.get("where") if tree is not None else None
+    return _conjuncts(where) if where is not None else []
 
 
 def tables_read(sql: str) -> list[str]:
