@@ -18,6 +18,7 @@ from agentlake.agents.fixes import (
     named_tables,
     subject_table,
     text_dates,
+    unneeded_join,
     unread_measure,
     unread_subject,
 )
@@ -291,3 +292,18 @@ def test_a_date_filtered_as_text_is_filtered_on_its_year_and_month(lake: Lake) -
 def test_a_year_asked_for_regroups_a_date_by_its_year(lake: Lake) -> None:
     sql = "SELECT month, avg(nonfarm) AS a FROM employment GROUP BY month ORDER BY a DESC LIMIT 1"
     assert _fixed(lake, sql, "grouped", "In which year were there the most nonfarm jobs?") == [(2010, 120.0)]
+
+
+def test_a_join_read_only_in_its_condition_is_unneeded(lake: Lake) -> None:
+    sql = "SELECT avg(c.customer_id = 'C1') FROM customers AS c JOIN orders AS o ON c.customer_id = o.customer_id"
+    assert unneeded_join(sql, "What share of customers is C1?", lake) == "orders"
+
+
+def test_a_join_of_a_table_the_question_names_is_needed(lake: Lake) -> None:
+    sql = "SELECT name FROM customers JOIN orders ON orders.customer_id = customers.customer_id GROUP BY ALL"
+    assert unneeded_join(sql, "Which customer placed the most orders?", lake) is None
+
+
+def test_an_unneeded_join_is_dropped_so_each_row_counts_once(lake: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM customers AS c JOIN orders AS o ON c.customer_id = o.customer_id WHERE c.state = 'TX'"
+    assert _fixed(lake, sql, "joined", "How many customers live in Texas?") == [(2,)]

@@ -11,12 +11,14 @@ from agentlake.lake.rewrite import (
     count_distinct,
     count_rows,
     drop_filters,
+    drop_join,
     fold_case,
     grouped_by,
     join_table,
     regroup,
     replace_value,
     tables_read,
+    unused_joins,
 )
 
 RIOTS = "SELECT count(*) AS n FROM la_riots WHERE race = 'White' AND death_date IS NOT NULL"
@@ -156,4 +158,21 @@ def test_the_columns_a_query_groups_by_are_read() -> None:
 def test_a_query_is_regrouped_with_its_selected_column() -> None:
     assert regroup("SELECT p.sex AS s, avg(p.sex_x) FROM penguins AS p GROUP BY p.sex", "sex", "species") == (
         "SELECT p.species AS s, AVG(p.sex_x) FROM penguins AS p GROUP BY p.species"
+    )
+
+
+def test_a_join_read_only_in_its_condition_is_unused() -> None:
+    columns = {"c": {"id", "points"}, "o": {"id", "items"}}
+    assert unused_joins("SELECT avg(points) FROM c JOIN o ON c.id = o.id", columns) == ["o"]
+
+
+def test_a_join_whose_column_is_read_is_used() -> None:
+    columns = {"c": {"id", "points"}, "o": {"id", "items"}}
+    assert unused_joins("SELECT sum(items) FROM c JOIN o ON c.id = o.id", columns) == []
+
+
+def test_a_dropped_join_leaves_the_rest() -> None:
+    assert (
+        drop_join("SELECT 1 FROM c JOIN o ON c.id = o.id WHERE c.x = 1", "o")
+        == "SELECT 1 FROM c WHERE c.x = 1"
     )

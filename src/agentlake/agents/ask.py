@@ -46,6 +46,7 @@ from agentlake.agents.fixes import (
     named_dates,
     text_dates,
     unheld_values,
+    unneeded_join,
     unread_measure,
     unread_subject,
 )
@@ -546,6 +547,8 @@ def _execute(plan: Plan, context: _Asking, *, last: bool) -> _Run:
     subject = unread_subject(plan.sql, context.question, lake)
     if subject:
         run.kind, run.problem = "subject", f"does not read {subject}, a table the question names"
+    elif joined := unneeded_join(plan.sql, context.question, lake):
+        run.kind, run.problem = "joined", f"joins {joined} and reads nothing of it"
     elif text_date := text_dates(plan.sql, context.question, lake):
         run.kind, run.problem = "dates", f"filters {text_date} as text, not on the date the question names"
     elif conflict := conflicting(plan.sql):

@@ -18,6 +18,8 @@ lake's guard like any query and keeps the trace. The fixes, by the problem ``ask
   such as 'C', which a question describes in words);
 - it does not read a table the question names: that table joined (a lookup of its codes, a
   key both share), or read in place of the one read when the question is about it;
+- it joins a table the question does not name and reads nothing of it: the join dropped (it
+  repeats rows);
 - it filters a date as text ("LIKE '2014-07-%'", "month = '2009-01'") or on another date
   column than the question's: ``year()``/``month()`` of the question's date column;
 - it requires a column to equal two values at once: one comparison (the value in one case,
@@ -59,6 +61,7 @@ from agentlake.lake.rewrite import (
     count_distinct,
     count_rows,
     drop_filters,
+    drop_join,
     fold_case,
     grouped_by,
     join_table,
@@ -66,6 +69,7 @@ from agentlake.lake.rewrite import (
     replace_conjuncts,
     replace_value,
     tables_read,
+    unused_joins,
 )
 
 if TYPE_CHECKING:
@@ -183,6 +187,16 @@ def unread_subject(sql: str, question: str, lake: Lake) -> str | None:
         ):
             return table
     return None
+
+
+def unneeded_join(sql: str, question: str, lake: Lake) -> str | None:
+    """A table ``sql`` joins that the question does not name and that the query reads nothing
+    of beyond the join (customers joined to their orders for an average over customers: each
+    customer counted once per order), else None."""
+    infos = lake.datasets()
+    columns = {info.name.casefold(): {c.casefold() for c, _ in info.columns} for info in infos}
+    named = {table.casefold() for table in named_tables(question, [info.name for info in infos])}
+    return next((table for table in unused_joins(sql, columns) if table.casefold() not in named), None)
 
 
 def different_column(question: str, columns: list[str]) -> str | None:
@@ -390,7 +404,7 @@ def fix_query(
     named: list[tuple[str, str]],
     listed: dict[tuple[str, str], list[str]],
 ) -> tuple[str, str] | None:
-    """``sql`` with one fix for its problem ``kind`` (``error``, ``subject``, ``dates``, ``conflict``, ``missing``,
+    """``sql`` with one fix for its problem ``kind`` (``error``, ``subject``, ``joined``, ``dates``, ``conflict``, ``missing``,
     ``unnamed``, ``measure``, ``grouped``, ``different``, ``listed``, ``unheld``, ``empty``) and what was done, or ``None`` (see the
     module docstring)."""
     read = {table.casefold() for table in tables_read(sql)}
@@ -405,6 +419,10 @@ def fix_query(
         return _empty_fix(sql, columns, lake, question, named, listed)
     if kind == "subject":
         return _subject_fix(sql, lake, question)
+    if kind == "joined":
+        table = unneeded_join(sql, question, lake)
+        fixed = drop_join(sql, table) if table else None
+        return (fixed, f"dropped the join of {table}: the query reads nothing of it") if fixed else None
     if kind == "dates":
         return _date_fix(sql, lake, question)
     if kind == "conflict":

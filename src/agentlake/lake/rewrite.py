@@ -327,6 +327,54 @@ def conjuncts_of(sql: str) -> list[exp.Expression]:
     return _conjuncts(where) if where is not None else []
 
 
+def unused_joins(sql: str, columns: dict[str, set[str]]) -> list[str]:
+    """The tables ``sql`` inner-joins but reads nothing of outside the join's own condition
+    (``columns``: each table's column names, lower-cased, to tell whose an unqualified column
+    is); empty when none or it does not parse."""
+    tree = _parse(sql)
+    if tree is None:
+        return []
+    found = []
+    for join in tree.args.get("joins") or []:
+        table = join.this
+        if not isinstance(table, exp.Table) or join.side or join.kind not in ("", "INNER"):
+            continue
+        name, alias = table.name.casefold(), table.alias_or_name.casefold()
+        others = set().union(*(cols for t, cols in columns.items() if t != name))
+        condition = join.args.get("on")
+        inside = {id(column) for column in condition.find_all(exp.Column)} if condition is not None else set()
+        used = any(
+            id(column) not in inside
+            and (
+                column.table.casefold() == alias
+                if column.table
+                else column.name.casefold() in columns.get(name, set())
+                and column.name.casefold() not in others
+            )
+            for column in tree.find_all(exp.Column)
+        )
+        if not used and not any(isinstance(node, exp.Star) for node in tree.expressions):
+            found.append(table.name)
+    return found
+
+
+def drop_join(sql: str, table: str) -> str | None:
+    """``sql`` without its join of ``table``; ``None`` when it does not join it."""
+    tree = _parse(sql)
+    if tree is None:
+        return None
+    joins = tree.args.get("joins") or []
+    kept = [
+        join
+        for join in joins
+        if not (isinstance(join.this, exp.Table) and join.this.name.casefold() == table.casefold())
+    ]
+    if len(kept) == len(joins):
+        return None
+    tree.set("joins", kept or None)
+    return tree.sql(DIALECT)
+
+
 def tables_read(sql: str) -> list[str]:
     """The tables ``sql`` reads (FROM and JOIN, CTE names aside), in order, once each."""
     try:
