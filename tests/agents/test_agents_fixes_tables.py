@@ -12,8 +12,10 @@ from agentlake.agents.fixes import (
     conflicting,
     counts_not_different,
     different_column,
+    find_problem,
     fix_query,
     grouped_otherwise,
+    missing_numbers,
     named_measure,
     named_tables,
     subject_table,
@@ -307,3 +309,63 @@ def test_a_join_of_a_table_the_question_names_is_needed(lake: Lake) -> None:
 def test_an_unneeded_join_is_dropped_so_each_row_counts_once(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM customers AS c JOIN orders AS o ON c.customer_id = o.customer_id WHERE c.state = 'TX'"
     assert _fixed(lake, sql, "joined", "How many customers live in Texas?") == [(2,)]
+
+
+def test_a_named_value_of_a_lookup_table_is_filtered_as_its_code(lake: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM orders"
+    found = fix_query(
+        sql, "missing", None, lake=lake, question="How many orders were cancelled?",
+        named=[("meaning", "cancelled")], listed=listed_values(lake),
+    )  # fmt: skip
+    assert found is not None
+    assert [tuple(r) for r in lake.query(found[0]).rows] == [(2,)]
+
+
+def test_a_code_compared_for_a_named_lookup_value_leaves_nothing_out(lake: Lake) -> None:
+    problem = find_problem(
+        "SELECT count(*) FROM orders WHERE status = 'X'", [(2,)], lake=lake,
+        question="How many orders were cancelled?", named=[("meaning", "cancelled")], listed=listed_values(lake),
+    )  # fmt: skip
+    assert problem is None
+
+
+def test_a_date_the_database_refuses_is_filtered_on_its_year_and_month(lake: Lake) -> None:
+    found = fix_query(
+        "SELECT sum(nonfarm) AS n FROM employment WHERE month BETWEEN '2009-02-01' AND '2009-02-31'", "error",
+        'Conversion Error: date field value out of range: "2009-02-31"', lake=lake,
+        question="How many nonfarm jobs were there in February 2009?", named=[], listed=listed_values(lake),
+    )  # fmt: skip
+    assert found is not None
+    assert [tuple(r) for r in lake.query(found[0]).rows] == [(110,)]
+
+
+def test_the_counted_noun_ends_at_of() -> None:
+    assert different_column("How many different types of death are listed?", ["type", "death_date"]) == "type"
+
+
+def test_a_count_of_different_other_values_is_a_problem(lake: Lake) -> None:
+    sql = "SELECT count(DISTINCT state) FROM airports"
+    assert counts_not_different(sql, "How many different cities have an airport?", lake) == "city"
+
+
+def test_a_number_the_question_compares_with_and_the_query_lacks_is_missing() -> None:
+    assert (
+        missing_numbers("SELECT count(*) FROM orders WHERE currency = 'USD'", "How many orders over 500?")
+        == "over 500"
+    )
+
+
+def test_a_number_the_query_compares_with_is_not_missing() -> None:
+    assert (
+        missing_numbers("SELECT count(*) FROM orders WHERE amount > 500", "How many orders over 500?") is None
+    )
+
+
+def test_a_filter_on_a_year_column_the_table_lacks_is_the_named_date(lake: Lake) -> None:
+    found = fix_query(
+        "SELECT sum(nonfarm) AS n FROM employment WHERE month = 2 AND year = 2009", "error",
+        'Binder Error: Referenced column "year" not found in FROM clause!', lake=lake,
+        question="How many nonfarm jobs were there in February 2009?", named=[], listed=listed_values(lake),
+    )  # fmt: skip
+    assert found is not None
+    assert [tuple(r) for r in lake.query(found[0]).rows] == [(110,)]

@@ -176,3 +176,9 @@ def test_a_dropped_join_leaves_the_rest() -> None:
         drop_join("SELECT 1 FROM c JOIN o ON c.id = o.id WHERE c.x = 1", "o")
         == "SELECT 1 FROM c WHERE c.x = 1"
     )
+
+
+def test_a_count_of_different_other_values_counts_the_column_given() -> None:
+    assert count_distinct("SELECT count(DISTINCT death_date) FROM riots", "type") == (
+        "SELECT COUNT(DISTINCT type) FROM riots"
+    )

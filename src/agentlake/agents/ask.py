@@ -37,30 +37,15 @@ from pydantic import BaseModel, Field, model_validator
 
 from agentlake.agents import render
 from agentlake.agents.examples import WorkedCount, worked_count, worked_ranking, worked_search
-from agentlake.agents.fixes import (
-    conflicting,
-    counts_not_different,
-    fix_query,
-    grouped_otherwise,
-    missing_dates,
-    named_dates,
-    text_dates,
-    unheld_values,
-    unneeded_join,
-    unread_measure,
-    unread_subject,
-)
+from agentlake.agents.fixes import find_problem, fix_query
 from agentlake.agents.linking import (
     join_hints,
     link_datasets,
-    missing_values,
     named_values,
     named_values_hint,
-    unnamed_values,
 )
 from agentlake.agents.tools import datasets_text, listed_values, searchable
 from agentlake.errors import AgentlakeError, UnavailableError, UserError
-from agentlake.lake.rewrite import count_rows
 from agentlake.llm.fence import DATA_RULE, data_block
 from agentlake.observe import observe
 from agentlake.observe.model import new_op_id
@@ -118,7 +103,6 @@ Be brief and concrete: quote the numbers of the evidence exactly.
 {data_rule}"""
 
 # A question that counts, sums, averages or ranks needs every row: a search returns a few.
-_HOW_MANY = re.compile(r"\bhow many\b", re.IGNORECASE)
 _AGGREGATE = re.compile(
     r"\b(how many|number of|count|average|mean|median|total|sum|highest|lowest|maximum|minimum|"
     r"max|min|most|least|largest|smallest|percent|percentage|proportion|share)\b",
@@ -542,45 +526,17 @@ def _execute(plan: Plan, context: _Asking, *, last: bool) -> _Run:
             return run
         op.attributes["rows"] = len(run.result.rows)
         op.set_output(_sql_source(run.result).text)
-    left = missing_values(plan.sql, context.named) or missing_dates(plan.sql, named_dates(context.question))
-    extra = unnamed_values(plan.sql, context.question, context.named, context.listed)
-    subject = unread_subject(plan.sql, context.question, lake)
-    if subject:
-        run.kind, run.problem = "subject", f"does not read {subject}, a table the question names"
-    elif joined := unneeded_join(plan.sql, context.question, lake):
-        run.kind, run.problem = "joined", f"joins {joined} and reads nothing of it"
-    elif text_date := text_dates(plan.sql, context.question, lake):
-        run.kind, run.problem = "dates", f"filters {text_date} as text, not on the date the question names"
-    elif conflict := conflicting(plan.sql):
-        said = " and ".join(f"'{value}'" for value in conflict[1])
-        run.kind, run.problem = "conflict", f"requires {conflict[0]} to equal {said} at once"
-    elif left:
-        run.kind, run.problem = "missing", f"leaves out {left}, which the question names"
-    elif extra:
-        run.kind, run.problem = "unnamed", f"filters on {extra}, which the question does not name"
-    elif measure := unread_measure(plan.sql, context.question, lake):
-        run.kind, run.problem = "measure", f"does not aggregate {measure}, the column the question names"
-    elif asked := grouped_otherwise(plan.sql, context.question, lake):
-        run.kind, run.problem = (
-            "grouped",
-            f"groups by another column than {asked}, which the question asks for",
-        )
-    elif different := counts_not_different(plan.sql, context.question, lake):
-        run.kind, run.problem = (
-            "different",
-            f"counts rows, but the question counts different {different} values",
-        )
-    elif _HOW_MANY.search(context.question) and len(run.result.rows) > 1 and count_rows(plan.sql):
-        run.kind, run.problem = "listed", f"lists {len(run.result.rows)} rows, but the question asks how many"
-    elif unheld := unheld_values(plan.sql, context.listed):
-        run.kind, run.problem = "unheld", f"compares {unheld}, a value the column does not hold"
-    elif _empty(run.result):
-        run.kind, run.problem = "empty", "returned no rows (or only empty values)"
+    found = find_problem(
+        plan.sql,
+        run.result.rows,
+        lake=lake,
+        question=context.question,
+        named=context.named,
+        listed=context.listed,
+    )
+    if found is not None:
+        run.kind, run.problem = found
     return run
-
-
-def _empty(result: Any) -> bool:
-    return not result.rows or all(value is None for row in result.rows for value in row)
 
 
 def _send_back(run: _Run, lake: Lake, linked: list[str]) -> str:

@@ -49,7 +49,16 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from agentlake.agents.linking import KEYISH, compares, compares_folded, joins, words
+from agentlake.agents.linking import (
+    KEYISH,
+    compares,
+    compares_folded,
+    joins,
+    missing_values,
+    unnamed_values,
+    words,
+)
+from agentlake.errors import AgentlakeError
 from agentlake.lake.repair import column_types, rename_identifier, repaired_sql
 from agentlake.lake.rewrite import (
     add_filters,
@@ -86,12 +95,20 @@ _MONTH_YEAR = re.compile(
     rf"\b({'|'.join(sorted(_MONTHS, key=len, reverse=True))})\.?\s+(1[89]\d\d|20\d\d)\b", re.I
 )
 _DATE_WORDS = ("date", "day", "time", "when")
+_BAD_DATE = re.compile(r"Conversion Error.*date|date field|invalid date", re.IGNORECASE)
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_HOW_MANY_Q = re.compile(r"\bhow many\b", re.IGNORECASE)
 _HOW_MANY = re.compile(r"\bhow many\s+((?:[a-z]+\s*){1,3})", re.IGNORECASE)
 _NUMERIC = re.compile(r"INT|DOUBLE|FLOAT|DECIMAL|REAL|NUMERIC", re.IGNORECASE)
 _COUNT_ROWS = re.compile(r"\bcount\s*\(\s*\*\s*\)", re.IGNORECASE)
 _WHICH_YEAR = re.compile(r"\b(?:which|what) year\b", re.IGNORECASE)
 _WHICH = re.compile(r"\bwhich\s+((?:[a-z]+\s*){1,2})", re.IGNORECASE)
+# Words that end a noun phrase: "types of death" counts types, "cities in Ohio" cities.
+_PHRASE_END = frozenset("of in on at for from by with are is was were did do does have has had".split())
+_COMPARED_NUMBER = re.compile(
+    r"\b(?:over|under|above|below|more than|less than|fewer than|greater than|at least|at most)\s+\$?(\d+(?:\.\d+)?)",
+    re.IGNORECASE,
+)
 _DIFFERENT = re.compile(r"\bhow many (?:different|distinct|unique)\s+((?:[a-z]+\s*){1,3})", re.IGNORECASE)
 
 
@@ -207,7 +224,12 @@ def different_column(question: str, columns: list[str]) -> str | None:
     match = _DIFFERENT.search(question)
     if match is None:
         return None
-    for noun in reversed(match.group(1).split()):
+    nouns = []
+    for word in match.group(1).split():
+        if word.casefold() in _PHRASE_END:
+            break
+        nouns.append(word)
+    for noun in reversed(nouns):
         said = words(noun)
         if not said:
             continue
@@ -218,8 +240,9 @@ def different_column(question: str, columns: list[str]) -> str | None:
 
 
 def counts_not_different(sql: str, question: str, lake: Lake) -> str | None:
-    """The column ``question`` counts the different values of when ``sql`` counts rows instead
-    (``count(*)`` for "How many different cities ..."), else None."""
+    """The column ``question`` counts the different values of when ``sql`` counts rows or
+    the different values of another column instead (``count(*)`` for "How many different
+    cities ..."), else None."""
     column = different_column(question, list(column_types(lake, sql)))
     return column if column is not None and count_distinct(sql, column) is not None else None
 
@@ -328,9 +351,11 @@ def text_dates(sql: str, question: str, lake: Lake) -> str | None:
 
 
 def _date_filters(
-    sql: str, question: str, lake: Lake
+    sql: str, question: str, lake: Lake, *, broken: bool = False
 ) -> tuple[NamedDate, str, Callable[[exp.Expression], bool]] | None:
-    """The named date, the date column to filter, and which conjuncts filter wrongly."""
+    """The named date, the date column to filter, and which conjuncts filter wrongly (with
+    ``broken``, the database refused a date the query wrote: every filter of a date column on
+    the named year, such as ``BETWEEN '2015-11-01' AND '2015-11-31'``)."""
     dates = named_dates(question)
     if len(dates) != 1:
         return None
@@ -339,7 +364,7 @@ def _date_filters(
     target = date_column(lake, sql, question)
 
     def wrong(node: exp.Expression) -> bool:
-        if _text_date(node, date, dated):
+        if _text_date(node, date, dated) or (broken and (_on_year(node, date, dated) or _date_part(node))):
             return True
         return target is not None and _other_date(node, date, dated, target)
 
@@ -368,6 +393,16 @@ def _text_date(node: exp.Expression, date: NamedDate, dated: dict[str, str]) -> 
     return isinstance(node, exp.EQ) and not (literals[0].is_string and _ISO_DAY.match(literals[0].this))
 
 
+def _date_part(node: exp.Expression) -> bool:
+    """A filter on a column named year, month or day (which the table has not, when asked)."""
+    return any(column.name.casefold() in ("year", "month", "day") for column in node.find_all(exp.Column))
+
+
+def _on_year(node: exp.Expression, date: NamedDate, dated: dict[str, str]) -> bool:
+    on_date = any(column.name.casefold() in dated for column in node.find_all(exp.Column))
+    return on_date and any(str(date.year) in literal.this for literal in node.find_all(exp.Literal))
+
+
 def _other_date(node: exp.Expression, date: NamedDate, dated: dict[str, str], target: str) -> bool:
     columns = {c.name.casefold() for c in node.find_all(exp.Column)} & set(dated)
     year = str(date.year)
@@ -378,8 +413,8 @@ def _other_date(node: exp.Expression, date: NamedDate, dated: dict[str, str], ta
     )
 
 
-def _date_fix(sql: str, lake: Lake, question: str) -> tuple[str, str] | None:
-    found = _date_filters(sql, question, lake)
+def _date_fix(sql: str, lake: Lake, question: str, *, broken: bool = False) -> tuple[str, str] | None:
+    found = _date_filters(sql, question, lake, broken=broken)
     if found is None:
         return None
     date, column, wrong = found
@@ -392,6 +427,73 @@ def _date_fix(sql: str, lake: Lake, question: str) -> tuple[str, str] | None:
         if fixed
         else None
     )
+
+
+def missing_numbers(sql: str, question: str) -> str | None:
+    """The number a question compares with ("orders over 500") that ``sql`` never writes, or
+    None."""
+    left = [
+        m.group(0)
+        for m in _COMPARED_NUMBER.finditer(question)
+        if not re.search(rf"(?<![\d.]){re.escape(m.group(1))}(?![\d])", sql)
+    ]
+    return " and ".join(left) or None
+
+
+def find_problem(
+    sql: str,
+    rows: list[Any],
+    *,
+    lake: Lake,
+    question: str,
+    named: list[tuple[str, str]],
+    listed: dict[tuple[str, str], list[str]],
+) -> tuple[str, str] | None:
+    """What is wrong with ``sql``, which ran and returned ``rows``, for ``question``: the
+    problem's kind (the ``kind`` ``fix_query`` takes) and what to tell the model; None when
+    nothing is. Checked in order, the first found: a table named and not read, a join read
+    for nothing, a date filtered as text, one column equal to two values, a named value left
+    out, an unnamed one filtered on, the named column not aggregated, another column grouped
+    by, rows counted for different values or listed for "how many", a value the column does
+    not hold, no rows."""
+    # "How many different types of death": types counted, not a filter on the type 'Death'.
+    counted = different_column(question, list(column_types(lake, sql)))
+    named = [
+        (c, v)
+        for c, v in coded_values(sql, lake, named)
+        if counted is None or c.casefold() != counted.casefold()
+    ]
+    left = (
+        missing_values(sql, named)
+        or missing_dates(sql, named_dates(question))
+        or missing_numbers(sql, question)
+    )
+    if subject := unread_subject(sql, question, lake):
+        return "subject", f"does not read {subject}, a table the question names"
+    if joined := unneeded_join(sql, question, lake):
+        return "joined", f"joins {joined} and reads nothing of it"
+    if text_date := text_dates(sql, question, lake):
+        return "dates", f"filters {text_date} as text, not on the date the question names"
+    if conflict := conflicting(sql):
+        said = " and ".join(f"'{value}'" for value in conflict[1])
+        return "conflict", f"requires {conflict[0]} to equal {said} at once"
+    if left:
+        return "missing", f"leaves out {left}, which the question names"
+    if extra := unnamed_values(sql, question, named, listed):
+        return "unnamed", f"filters on {extra}, which the question does not name"
+    if measure := unread_measure(sql, question, lake):
+        return "measure", f"does not aggregate {measure}, the column the question names"
+    if asked := grouped_otherwise(sql, question, lake):
+        return "grouped", f"groups by another column than {asked}, which the question asks for"
+    if different := counts_not_different(sql, question, lake):
+        return "different", f"counts rows, but the question counts different {different} values"
+    if _HOW_MANY_Q.search(question) and len(rows) > 1 and count_rows(sql):
+        return "listed", f"lists {len(rows)} rows, but the question asks how many"
+    if unheld := unheld_values(sql, listed):
+        return "unheld", f"compares {unheld}, a value the column does not hold"
+    if not rows or all(value is None for row in rows for value in row):
+        return "empty", "returned no rows (or only empty values)"
+    return None
 
 
 def fix_query(
@@ -410,9 +512,16 @@ def fix_query(
     read = {table.casefold() for table in tables_read(sql)}
     columns = {column: values for (table, column), values in listed.items() if table.casefold() in read}
     if kind == "error":
-        return _error_fix(sql, error or "", lake, columns) or _date_fix(sql, lake, question)
+        missing = _MISSING.search(error or "")
+        absent = (missing.group(1) or missing.group(2)).casefold() if missing else ""
+        broken = _BAD_DATE.search(error or "") is not None or absent in ("year", "month", "day")
+        if broken:  # a date written wrong, or a year/month column the table has not: the named date
+            return _date_fix(sql, lake, question, broken=True) or _error_fix(sql, error or "", lake, columns)
+        return _error_fix(sql, error or "", lake, columns)
     if kind == "missing":
-        return _missing_fix(sql, lake, question, named, columns)
+        counted = different_column(question, list(column_types(lake, sql)))
+        kept = [(c, v) for c, v in named if counted is None or c.casefold() != counted.casefold()]
+        return _missing_fix(sql, lake, question, kept, columns)
     if kind == "unnamed":
         return _unnamed_fix(sql, question, named, columns)
     if kind in ("empty", "unheld"):
@@ -482,6 +591,9 @@ def _missing_fix(
 ) -> tuple[str, str] | None:
     for column, value in dict.fromkeys((column, value.casefold()) for column, value in named):
         if column not in columns:
+            coded = _code_filter(sql, lake, column, value)
+            if coded is not None:
+                return coded
             continue
         variants = [v for v in columns[column] if v.casefold() == value]
         if not variants or compares_folded(sql, column, variants[0]):
@@ -595,6 +707,65 @@ def _empty_fix(
     return None
 
 
+def coded_values(sql: str, lake: Lake, named: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``named`` as ``sql`` compares them: a value of a lookup table's column that ``sql``
+    compares as its code (``status = 'R'`` for meaning 'returned') becomes ``(status, 'R')``,
+    the rest as they are."""
+    read = {table.casefold() for table in tables_read(sql)}
+    columns = {c.casefold() for c in column_types(lake, sql)}
+    out: list[tuple[str, str]] = []
+    lookups = [
+        j for j in joins(lake, [i.name for i in lake.datasets()]) if j.lookup and j.left.casefold() in read
+    ]
+    for column, value in named:
+        code = None
+        if column.casefold() not in columns:
+            for join in lookups:
+                code = _lookup_code(lake, join.right, join.right_column, column, value)
+                if code is not None and compares(sql, join.left_column, code):
+                    out.append((join.left_column, code))
+                    break
+                code = None
+        if code is None:
+            out.append((column, value))
+    return out
+
+
+def _code_filter(sql: str, lake: Lake, column: str, value: str) -> tuple[str, str] | None:
+    """``sql`` filtering the codes' column of a table it reads on the code a lookup table gives
+    ``value`` of its ``column`` ("the returned orders": ``status = 'R'``, where order_statuses
+    says R means returned): the value the query compared that column with replaced, else the
+    filter added; None when no table read has such codes."""
+    read = {table.casefold() for table in tables_read(sql)}
+    for join in joins(lake, [info.name for info in lake.datasets()]):
+        if not join.lookup or join.left.casefold() not in read or join.right.casefold() in read:
+            continue
+        code = _lookup_code(lake, join.right, join.right_column, column, value)
+        if code is None:
+            continue
+        compared = [c for c in comparisons(sql) if c.column.casefold() == join.left_column.casefold()]
+        if compared:
+            fixed = replace_value(sql, join.left_column, compared[0].value, code)
+        else:
+            fixed = add_filters(sql, [f"{_quote(join.left_column)} = {_literal(code)}"])
+        if fixed is not None:
+            return fixed, f"{join.left_column} = '{code}': {join.right} says '{code}' means '{value}'"
+    return None
+
+
+def _lookup_code(lake: Lake, table: str, code: str, column: str, value: str) -> str | None:
+    """The ``code`` of the one row of lookup ``table`` whose ``column`` is ``value`` (any case)."""
+    try:
+        result = lake.query(
+            f"SELECT {_quote(code)} FROM {_quote(table)} WHERE lower(CAST({_quote(column)} AS VARCHAR)) = "
+            f"{_literal(value.casefold())}",
+            max_rows=2,
+        )
+    except AgentlakeError:
+        return None
+    return str(result.rows[0][0]) if len(result.rows) == 1 else None
+
+
 def _code_for(lake: Lake, listed: dict[tuple[str, str], list[str]], column: str, value: str) -> str | None:
     """The code of ``column`` a lookup table gives ``value`` (its row whose listed column holds
     ``value``, any case), or None."""
@@ -603,16 +774,12 @@ def _code_for(lake: Lake, listed: dict[tuple[str, str], list[str]], column: str,
         if not join.lookup or join.left_column.casefold() != column.casefold():
             continue
         for (table, described), values in listed.items():
-            spelled = [v for v in values if v.casefold() == value.casefold()]
-            if table != join.right or described == join.right_column or not spelled:
+            if table != join.right or described == join.right_column:
                 continue
-            result = lake.query(
-                f"SELECT {_quote(join.right_column)} FROM {_quote(join.right)} "
-                f"WHERE {_quote(described)} = {_literal(spelled[0])}",
-                max_rows=2,
-            )
-            if len(result.rows) == 1:
-                return str(result.rows[0][0])
+            if any(v.casefold() == value.casefold() for v in values):
+                code = _lookup_code(lake, join.right, join.right_column, described, value)
+                if code is not None:
+                    return code
     return None
 
 

@@ -180,16 +180,19 @@ def join_table(sql: str, table: str, on: tuple[str, str] | None, shared: set[str
 
 
 def count_distinct(sql: str, column: str) -> str | None:
-    """``sql`` with its selected ``count(*)`` (or ``count(x)`` without DISTINCT) written
-    ``count(DISTINCT column)`` (``column`` may be qualified: ``customers.customer_id``); ``None`` when it selects no such count."""
+    """``sql`` with its selected ``count(*)`` (``count(x)``, or ``count(DISTINCT other)``)
+    written ``count(DISTINCT column)`` (``column`` may be qualified: ``customers.customer_id``);
+    ``None`` when it selects no such count."""
     tree = _parse(sql)
     if tree is None:
         return None
+    table, _, name = column.rpartition(".")
     for selected in tree.expressions:
         for count in selected.find_all(exp.Count):
             if isinstance(count.this, exp.Distinct):
-                continue
-            table, _, name = column.rpartition(".")
+                counted = list(count.this.find_all(exp.Column))
+                if len(counted) != 1 or counted[0].name.casefold() == name.casefold():
+                    continue
             count.set("this", exp.Distinct(expressions=[exp.column(name, table or None)]))
             return tree.sql(DIALECT)
     return None
