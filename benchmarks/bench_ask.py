@@ -199,8 +199,10 @@ def lesson_summary(store: Any, results: list[QuestionResult]) -> dict[str, Any]:
         action = action_of(lesson)
         key = f"{action.kind if action else 'words'}/{lesson.status}"
         kinds[key] = kinds.get(key, 0) + 1
+    # Harmful: the mean of its measured effects is negative (learn.effect), and still active.
+    effects = dict(store.query("SELECT lesson_id, avg(delta) FROM effects GROUP BY lesson_id"))
     harmful_active = [
-        lesson.id for lesson in lessons if lesson.status == "active" and lesson.harmful > lesson.helpful
+        lesson.id for lesson in lessons if lesson.status == "active" and effects.get(lesson.id, 0.0) < 0
     ]
     return {
         "lessons": len(lessons),

@@ -8,12 +8,18 @@ store keep one text of its SQL for both backends (``?`` placeholders, DuckDB's c
 :class:`LocalCluster`, a throwaway server in a temporary directory for tests and benchmarks.
 It owns no schema: each store declares its own PostgreSQL migrations beside its DuckDB ones.
 
+An outage (the server stopped, restarting, unreachable, out of disk or connections) is told
+apart from a failed statement (:func:`outage`): a transaction that meets one raises
+``UnavailableError`` (503, retry), any other failure ``RunError``. The pool hands out only
+connections that answer, and reconnects on demand once the server is back.
+
 psycopg and psycopg_pool load only when a URL is set (start-up time of every other command).
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import shutil
 import socket
@@ -25,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentlake.errors import RunError, UserError, require_extra
+from agentlake.errors import RunError, UnavailableError, UserError, require_extra
 
 if TYPE_CHECKING:
     import psycopg
@@ -35,6 +41,15 @@ if TYPE_CHECKING:
 
 SETTING = "database_url (AGENTLAKE_DATABASE_URL)"
 CONNECT_TIMEOUT_S = 5
+# How long a statement waits for a pooled connection before the database counts as unavailable.
+POOL_WAIT_S = 5.0
+# How long the pool keeps reconnecting in the background after losing a connection. psycopg_pool
+# backs off 1, 2, 4 ... s up to this; past it the pool reconnects when a statement asks, so a
+# server back after a long outage is used at once instead of at the next, far-off attempt.
+RECONNECT_S = 5.0
+# SQLSTATE classes of an outage: 08 connection exception, 53 insufficient resources (disk full,
+# out of memory, too many connections), 57P0x the server shutting down or starting up.
+_OUTAGE_STATES = ("08", "53", "57P01", "57P02", "57P03")
 
 
 def where(url: str) -> str:
@@ -62,6 +77,25 @@ def _reason(exc: Exception) -> str:
     """The cause in a libpq connection error, without its hints: "Connection refused"."""
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()] or ["no answer"]
     return lines[0].rpartition("failed: ")[2] or lines[0]
+
+
+def outage(exc: BaseException) -> str | None:
+    """Why the server cannot take work right now (one line), when ``exc`` says so: the
+    connection refused, lost or timed out, the server shutting down or starting up, its disk
+    or connections exhausted. ``None`` for a failure of the statement itself (bad data, a
+    constraint), which retrying would not cure."""
+    import psycopg
+    from psycopg_pool import PoolTimeout
+
+    if isinstance(exc, PoolTimeout):
+        return f"no connection within {POOL_WAIT_S:g} s"
+    if not isinstance(exc, psycopg.OperationalError):
+        return None
+    state = getattr(exc, "sqlstate", None)
+    if state is None or state.startswith(_OUTAGE_STATES):
+        # No SQLSTATE: libpq's own failure (refused, reset, closed): the connection is gone.
+        return _reason(exc)
+    return None
 
 
 class Rows:
@@ -114,13 +148,16 @@ class Database:
             raise UserError(
                 f"cannot reach PostgreSQL at {self.where} for {name} ({_reason(exc)}); check {SETTING}"
             ) from None
+        self._kwargs = {"connect_timeout": CONNECT_TIMEOUT_S, **extra}
         self.pool: ConnectionPool = ConnectionPool(
             url,
             min_size=1,
             max_size=max_size,
-            kwargs={"connect_timeout": CONNECT_TIMEOUT_S, **extra},
+            kwargs=self._kwargs,
             open=True,
             name=name,
+            timeout=POOL_WAIT_S,
+            reconnect_timeout=RECONNECT_S,
         )
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
@@ -131,14 +168,41 @@ class Database:
     @contextmanager
     def transaction(self) -> Iterator[Session]:
         """A pooled connection in one transaction: committed when the block ends, rolled back
-        if it raises. psycopg errors become ``RunError`` naming the store."""
+        if it raises. An outage (:func:`outage`) becomes ``UnavailableError`` (503), any other
+        psycopg error ``RunError``, each naming the store."""
         import psycopg
 
         try:
             with self.pool.connection() as conn, conn.transaction():
                 yield Session(conn)
         except psycopg.Error as exc:
-            raise RunError(f"{self.name} at {self.where} failed: {exc}".strip()) from exc
+            reason = outage(exc)
+            if reason is None:
+                raise RunError(f"{self.name} at {self.where} failed: {exc}".strip()) from exc
+            # The pool's other idle connections died with this one: drop them now, so the
+            # statements after this one get connections that answer.
+            self._check_idle()
+            raise UnavailableError(self.unavailable(reason), retry_after=1.0) from exc
+
+    def unavailable(self, reason: str) -> str:
+        """The one line for an outage of this database."""
+        return f"PostgreSQL at {self.where} is unavailable to {self.name} ({reason}); retry shortly"
+
+    def _check_idle(self) -> None:
+        try:
+            self.pool.check()
+        except Exception:  # the pool replaces what failed; this only hurries it
+            logging.getLogger(__name__).debug("pool check failed", exc_info=True)
+
+    def connect(self) -> psycopg.Connection:
+        """A connection of its own, outside the pool (a writer that keeps one), with the pool's
+        options. An outage raises ``UnavailableError``; the caller closes the connection."""
+        import psycopg
+
+        try:
+            return psycopg.connect(self.url, **self._kwargs)
+        except psycopg.Error as exc:
+            raise UnavailableError(self.unavailable(outage(exc) or _reason(exc)), retry_after=1.0) from exc
 
     def close(self) -> None:
         self.pool.close()
@@ -228,15 +292,26 @@ class LocalCluster:
             shutil.chown(self.dir, self._user)
         self._run("initdb", "-D", str(self.dir / "data"), "-U", "agentlake", "--auth=trust", "-E", "UTF8",
                   "--no-sync")  # fmt: skip
+        self.start()
+        self.url = f"postgresql://agentlake@127.0.0.1:{self.port}/postgres"
+        self._count = 0
+        return self
+
+    def start(self) -> None:
+        """Start the server (again, after :meth:`stop`: same port, same data); returns once it
+        accepts connections."""
         options = (
             f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir} -c fsync={'on' if self.fsync else 'off'} "
             "-c max_connections=200"
         )
         self._run("pg_ctl", "-D", str(self.dir / "data"), "-l", str(self.dir / "server.log"), "-o", options,
                   "-w", "-t", "60", "start")  # fmt: skip
-        self.url = f"postgresql://agentlake@127.0.0.1:{self.port}/postgres"
-        self._count = 0
-        return self
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server as an operator would: ``fast`` ends every session (their transactions
+        roll back) and shuts down cleanly; ``immediate`` ends at once, like a crash, and the
+        next start recovers from the write-ahead log."""
+        self._run("pg_ctl", "-D", str(self.dir / "data"), "-m", mode, "-w", "stop")
 
     def _run(self, program: str, *args: str) -> None:
         done = subprocess.run(
@@ -264,6 +339,7 @@ class LocalCluster:
 
     def __exit__(self, *exc: object) -> None:
         try:
-            self._run("pg_ctl", "-D", str(self.dir / "data"), "-m", "immediate", "-w", "stop")
+            if (self.dir / "data" / "postmaster.pid").exists():
+                self.stop("immediate")
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)

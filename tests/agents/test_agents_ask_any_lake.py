@@ -99,11 +99,22 @@ def test_a_value_no_listed_value_is_like_is_sent_back_with_what_the_column_holds
     asker.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE island = 'Biscoe'"))
     asker.enqueue("3 penguins live on Biscoe [SQL].")
 
-    answer = ask("How many penguins live on the island?", lake=own_lake, model="scripted:asker")
+    answer = ask("How many penguins live on the island of Atlantis?", lake=own_lake, model="scripted:asker")
 
     assert answer.revision == (
         "the first query compares island = 'Atlantis' (it holds: Biscoe, Dream, Torgersen), a value the column does not hold"
     )
+
+
+def test_a_value_the_column_does_not_hold_nor_the_question_names_is_dropped_by_code(
+    own_lake: Lake, asker: ScriptedProvider, sink: MemorySink
+) -> None:
+    asker.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE island = 'Atlantis'"))
+    asker.enqueue("6 penguins [SQL].")
+
+    answer = ask("How many penguins live on the islands?", lake=own_lake, model="scripted:asker")
+
+    assert answer.sources[0].text == "one value: n = 6"
 
 
 def test_a_plan_that_finds_nothing_is_sent_back_once_and_the_revision_answers(
@@ -286,3 +297,39 @@ def test_a_filter_on_a_value_the_question_does_not_name_is_dropped_by_code(
     answer = ask("How many penguins live on Biscoe?", lake=own_lake, model="scripted:asker")
 
     assert answer.sql == "SELECT COUNT(*) AS n FROM penguins WHERE island = 'Biscoe'"
+
+
+@pytest.fixture
+def shop_lake(tmp_path: Path) -> Iterator[Lake]:
+    settings = Settings(data_dir=tmp_path, default_model="none", executor_model=None, llm_max_retries=0)
+    files = {
+        "orders": "order_id,customer_id,status\n1,C1,S\n2,C1,X\n3,C2,X\n4,C2,S\n5,C1,S\n",
+        "order_statuses": "code,meaning\nS,shipped\nX,cancelled\n",
+    }
+    with Lake.open(settings, path=tmp_path / "lake.duckdb") as lake:
+        for name, text in files.items():
+            (tmp_path / f"{name}.csv").write_text(text)
+            lake.ingest(tmp_path / f"{name}.csv", name)
+        yield lake
+
+
+def test_a_count_over_the_lookup_table_is_joined_to_the_table_asked_about_by_code(
+    shop_lake: Lake, asker: ScriptedProvider, sink: MemorySink
+) -> None:
+    asker.enqueue(_plan("SELECT count(*) AS n FROM order_statuses WHERE meaning = 'cancelled'"))
+    asker.enqueue("2 orders were cancelled [SQL].")
+
+    answer = ask("How many orders were cancelled?", lake=shop_lake, model="scripted:asker")
+
+    assert answer.sources[0].text == "one value: n = 2"
+
+
+def test_rows_listed_for_a_how_many_question_are_counted_by_code(
+    shop_lake: Lake, asker: ScriptedProvider, sink: MemorySink
+) -> None:
+    asker.enqueue(_plan("SELECT DISTINCT customer_id FROM orders"))
+    asker.enqueue("2 customers [SQL].")
+
+    answer = ask("How many customers placed orders?", lake=shop_lake, model="scripted:asker")
+
+    assert answer.sources[0].text == "one value: n = 2"

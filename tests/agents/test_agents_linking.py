@@ -9,6 +9,7 @@ import pytest
 
 from agentlake.agents.linking import (
     join_hints,
+    joins,
     link_datasets,
     missing_values,
     named_values,
@@ -122,3 +123,23 @@ def test_the_ranking_example_groups_a_listed_column_of_another_table(lake: Lake)
     assert ranking.sql == (
         "SELECT weather, count(*) AS n FROM seattle_weather GROUP BY weather ORDER BY n DESC LIMIT 1"
     )
+
+
+def test_a_lookup_join_names_the_column_on_each_side(lake: Lake) -> None:
+    join = joins(lake, ["orders", "order_statuses"])[0]
+    assert (join.column_of("orders"), join.column_of("order_statuses")) == ("status", "code")
+
+
+def test_a_currency_named_in_words_names_its_code() -> None:
+    listed = {("orders", "currency"): ["EUR", "GBP", "USD"]}
+    assert named_values("How many orders were paid in euros?", listed) == [("currency", "EUR")]
+
+
+def test_a_company_name_names_the_ticker_it_abbreviates() -> None:
+    listed = {("stocks", "symbol"): ["AAPL", "AMZN", "GOOG", "IBM", "MSFT"]}
+    assert named_values("What was Apple's stock price in March 2009?", listed) == [("symbol", "AAPL")]
+
+
+def test_the_first_word_of_a_question_abbreviates_nothing() -> None:
+    listed = {("stocks", "symbol"): ["AAPL", "WHC"]}
+    assert named_values("Which stock rose most?", listed) == []

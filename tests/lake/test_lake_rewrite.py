@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from agentlake.lake.rewrite import (
     add_filters,
+    aggregate_instead,
+    aggregated_columns,
+    columns_named,
     comparisons,
+    count_distinct,
+    count_rows,
     drop_filters,
+    drop_join,
     fold_case,
+    grouped_by,
+    join_table,
+    regroup,
     replace_value,
     tables_read,
+    unused_joins,
 )
 
 RIOTS = "SELECT count(*) AS n FROM la_riots WHERE race = 'White' AND death_date IS NOT NULL"
@@ -68,3 +78,107 @@ def test_the_tables_read_leave_out_ctes() -> None:
 
 def test_a_query_that_does_not_parse_is_left_alone() -> None:
     assert add_filters("SELECT FROM WHERE (", ["a = 1"]) is None
+
+
+def test_a_table_is_joined_on_the_columns_given() -> None:
+    assert join_table(
+        "SELECT count(*) FROM order_statuses WHERE meaning = 'x'", "orders", ("status", "code"), set()
+    ) == (
+        "SELECT COUNT(*) FROM order_statuses JOIN orders ON orders.status = order_statuses.code WHERE meaning = 'x'"
+    )
+
+
+def test_a_joined_tables_shared_column_is_qualified_with_the_table_read() -> None:
+    fixed = join_table(
+        "SELECT count(customer_id) FROM customers", "orders", ("customer_id", "customer_id"), {"customer_id"}
+    )
+    assert fixed == (
+        "SELECT COUNT(customers.customer_id) FROM customers JOIN orders ON orders.customer_id = customers.customer_id"
+    )
+
+
+def test_without_a_join_the_table_is_read_in_place_of_the_other() -> None:
+    assert (
+        join_table("SELECT count(*) FROM t WHERE a = 1", "u", None, set())
+        == "SELECT COUNT(*) FROM u WHERE a = 1"
+    )
+
+
+def test_a_query_that_joins_already_is_not_joined_again() -> None:
+    assert join_table("SELECT 1 FROM a JOIN b ON a.k = b.k", "c", ("k", "k"), set()) is None
+
+
+def test_a_count_of_rows_becomes_a_count_of_different_values() -> None:
+    assert count_distinct("SELECT count(*) AS n FROM airports WHERE state = 'FL'", "city") == (
+        "SELECT COUNT(DISTINCT city) AS n FROM airports WHERE state = 'FL'"
+    )
+
+
+def test_a_count_of_different_values_is_left_alone() -> None:
+    assert count_distinct("SELECT count(DISTINCT city) FROM airports", "city") is None
+
+
+def test_the_columns_a_query_names_leave_out_its_aliases() -> None:
+    assert columns_named("SELECT avg(price) AS p FROM stocks WHERE Symbol = 'X' ORDER BY p") == {
+        "price",
+        "symbol",
+    }
+
+
+def test_the_rows_a_query_lists_are_counted() -> None:
+    assert count_rows("SELECT DISTINCT city FROM airports WHERE state = 'FL' ORDER BY city LIMIT 10") == (
+        "SELECT COUNT(*) AS n FROM (SELECT DISTINCT city FROM airports WHERE state = 'FL') AS listed"
+    )
+
+
+def test_a_query_that_aggregates_is_not_counted_again() -> None:
+    assert count_rows("SELECT state, count(*) FROM airports GROUP BY state") is None
+
+
+def test_the_columns_an_aggregate_reads_leave_out_counts() -> None:
+    assert aggregated_columns("SELECT avg(private), count(*) FROM t") == ["private"]
+
+
+def test_an_aggregate_of_another_column_reads_the_one_given() -> None:
+    assert aggregate_instead("SELECT avg(e.private) AS a FROM t AS e", "manufacturing") == (
+        "SELECT AVG(e.manufacturing) AS a FROM t AS e"
+    )
+
+
+def test_a_count_of_rows_becomes_a_sum_without_the_columns_number_filter() -> None:
+    assert aggregate_instead("SELECT count(*) AS n FROM t WHERE y = 2009 AND nonfarm = 1", "nonfarm") == (
+        "SELECT SUM(nonfarm) AS n FROM t WHERE y = 2009"
+    )
+
+
+def test_the_columns_a_query_groups_by_are_read() -> None:
+    assert grouped_by("SELECT sex, avg(x) FROM penguins GROUP BY sex") == ["sex"]
+
+
+def test_a_query_is_regrouped_with_its_selected_column() -> None:
+    assert regroup("SELECT p.sex AS s, avg(p.sex_x) FROM penguins AS p GROUP BY p.sex", "sex", "species") == (
+        "SELECT p.species AS s, AVG(p.sex_x) FROM penguins AS p GROUP BY p.species"
+    )
+
+
+def test_a_join_read_only_in_its_condition_is_unused() -> None:
+    columns = {"c": {"id", "points"}, "o": {"id", "items"}}
+    assert unused_joins("SELECT avg(points) FROM c JOIN o ON c.id = o.id", columns) == ["o"]
+
+
+def test_a_join_whose_column_is_read_is_used() -> None:
+    columns = {"c": {"id", "points"}, "o": {"id", "items"}}
+    assert unused_joins("SELECT sum(items) FROM c JOIN o ON c.id = o.id", columns) == []
+
+
+def test_a_dropped_join_leaves_the_rest() -> None:
+    assert (
+        drop_join("SELECT 1 FROM c JOIN o ON c.id = o.id WHERE c.x = 1", "o")
+        == "SELECT 1 FROM c WHERE c.x = 1"
+    )
+
+
+def test_a_count_of_different_other_values_counts_the_column_given() -> None:
+    assert count_distinct("SELECT count(DISTINCT death_date) FROM riots", "type") == (
+        "SELECT COUNT(DISTINCT type) FROM riots"
+    )

@@ -77,6 +77,15 @@ def _learn(store: LessonStore, observer: Observer, lake: Lake) -> None:
     learn_cycle(store, observer.query(limit=1000, order="asc"), lake=lake, maintain=False, promote=False)
 
 
+def _gentoo_confirmed(lake: Lake, store: LessonStore, observer: Observer, model: ScriptedProvider) -> None:
+    """Ask how many Gentoo penguins there are, mark the answer right, learn: one playbook."""
+    model.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE species = 'Gentoo'"))
+    model.enqueue("2 [SQL].")
+    first = _ask("How many Gentoo penguins are there?", lake, observer, store)
+    give_feedback(Feedback(answer_id=first.id, right=True), observer=observer)
+    _learn(store, observer, lake)
+
+
 def test_a_right_answer_becomes_a_playbook_for_its_table(lake, store, observer, model) -> None:
     model.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE species = 'Gentoo'"))
     model.enqueue("2 [SQL].")
@@ -154,11 +163,7 @@ def test_a_name_the_database_corrected_becomes_a_rename(lake, store, observer, m
 
 
 def test_the_next_alike_question_gets_the_playbook_as_a_worked_example(lake, store, observer, model) -> None:
-    model.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE species = 'Gentoo'"))
-    model.enqueue("2 [SQL].")
-    first = _ask("How many Gentoo penguins are there?", lake, observer, store)
-    give_feedback(Feedback(answer_id=first.id, right=True), observer=observer)
-    _learn(store, observer, lake)
+    _gentoo_confirmed(lake, store, observer, model)
     model.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE species = 'Adelie'"))
     model.enqueue("2 [SQL].")
 
@@ -169,11 +174,7 @@ def test_the_next_alike_question_gets_the_playbook_as_a_worked_example(lake, sto
 
 
 def test_an_answer_following_a_playbook_cites_it(lake, store, observer, model) -> None:
-    model.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE species = 'Gentoo'"))
-    model.enqueue("2 [SQL].")
-    first = _ask("How many Gentoo penguins are there?", lake, observer, store)
-    give_feedback(Feedback(answer_id=first.id, right=True), observer=observer)
-    _learn(store, observer, lake)
+    _gentoo_confirmed(lake, store, observer, model)
     model.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE species = 'Adelie'"))
     model.enqueue("2 [SQL].")
 
@@ -197,11 +198,7 @@ def test_a_learned_rename_is_written_by_code_before_the_query_runs(lake, store, 
 
 
 def test_the_learning_off_twin_is_given_nothing(lake, store, observer, model) -> None:
-    model.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE species = 'Gentoo'"))
-    model.enqueue("2 [SQL].")
-    first = _ask("How many Gentoo penguins are there?", lake, observer, store)
-    give_feedback(Feedback(answer_id=first.id, right=True), observer=observer)
-    _learn(store, observer, lake)
+    _gentoo_confirmed(lake, store, observer, model)
     model.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE species = 'Adelie'"))
     model.enqueue("2 [SQL].")
 
@@ -257,11 +254,7 @@ def test_a_playbook_whose_query_no_longer_runs_is_retired_with_the_reason(
 
 
 def test_a_playbook_an_answer_was_worse_with_is_retired_at_once(lake, store, observer, model) -> None:
-    model.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE species = 'Gentoo'"))
-    model.enqueue("2 [SQL].")
-    first = _ask("How many Gentoo penguins are there?", lake, observer, store)
-    give_feedback(Feedback(answer_id=first.id, right=True), observer=observer)
-    _learn(store, observer, lake)
+    _gentoo_confirmed(lake, store, observer, model)
     (playbook,) = store.list(domain="data")
     model.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE species = 'Adelie'"))
     model.enqueue("2 [SQL].")

@@ -37,14 +37,12 @@ from pydantic import BaseModel, Field, model_validator
 
 from agentlake.agents import render
 from agentlake.agents.examples import WorkedCount, worked_count, worked_ranking, worked_search
-from agentlake.agents.fixes import fix_query, missing_dates, named_dates, unheld_values
+from agentlake.agents.fixes import find_problem, fix_query
 from agentlake.agents.linking import (
     join_hints,
     link_datasets,
-    missing_values,
     named_values,
     named_values_hint,
-    unnamed_values,
 )
 from agentlake.agents.tools import datasets_text, listed_values, searchable
 from agentlake.errors import AgentlakeError, UnavailableError, UserError
@@ -74,7 +72,7 @@ MAX_QUESTION_CHARS = 2000
 # reach the model through the hint whichever they are.
 MAX_VALUES_SHOWN = 15
 # Fixes code makes by itself to a query the model wrote twice wrong, one after the other.
-MAX_REPAIRS = 3
+MAX_REPAIRS = 4
 
 PLAN_PROMPT = """\
 You plan how to answer a question about the user's database (DuckDB).
@@ -528,21 +526,17 @@ def _execute(plan: Plan, context: _Asking, *, last: bool) -> _Run:
             return run
         op.attributes["rows"] = len(run.result.rows)
         op.set_output(_sql_source(run.result).text)
-    left = missing_values(plan.sql, context.named) or missing_dates(plan.sql, named_dates(context.question))
-    extra = unnamed_values(plan.sql, context.question, context.named, context.listed)
-    if left:
-        run.kind, run.problem = "missing", f"leaves out {left}, which the question names"
-    elif extra:
-        run.kind, run.problem = "unnamed", f"filters on {extra}, which the question does not name"
-    elif unheld := unheld_values(plan.sql, context.listed):
-        run.kind, run.problem = "unheld", f"compares {unheld}, a value the column does not hold"
-    elif _empty(run.result):
-        run.kind, run.problem = "empty", "returned no rows (or only empty values)"
+    found = find_problem(
+        plan.sql,
+        run.result.rows,
+        lake=lake,
+        question=context.question,
+        named=context.named,
+        listed=context.listed,
+    )
+    if found is not None:
+        run.kind, run.problem = found
     return run
-
-
-def _empty(result: Any) -> bool:
-    return not result.rows or all(value is None for row in result.rows for value in row)
 
 
 def _send_back(run: _Run, lake: Lake, linked: list[str]) -> str:
@@ -558,6 +552,11 @@ def _send_back(run: _Run, lake: Lake, linked: list[str]) -> str:
             "Your query returned no rows (or only empty values). Check each value you compare with against "
             "the column's listed values and type (a text column holding dates or numbers needs TRY_CAST or "
             f"the text's own format), or widen the filter.{tables}\n\nWrite the whole query again."
+        )
+    if run.kind == "subject":
+        return (
+            f"Your query {run.problem}: read that table (joined to the one whose columns the question "
+            f"filters on).{tables}\n\nWrite the whole query again."
         )
     if run.kind == "unheld":
         return f"Your query {run.problem}: compare with a value it holds, exactly as written. Write the whole query again."

@@ -16,8 +16,23 @@ lake's guard like any query and keeps the trace. The fixes, by the problem ``ask
   question is about;
 - it filters on a value the question does not name: that filter dropped (never a short code
   such as 'C', which a question describes in words);
-- it compares a column with a value the column does not hold, or returned nothing: that value
-  replaced by the listed value most like it (at least ``NEAR_VALUE`` alike).
+- it does not read a table the question names: that table joined (a lookup of its codes, a
+  key both share), or read in place of the one read when the question is about it;
+- it joins a table the question does not name and reads nothing of it: the join dropped (it
+  repeats rows);
+- it filters a date as text ("LIKE '2014-07-%'", "month = '2009-01'") or on another date
+  column than the question's: ``year()``/``month()`` of the question's date column;
+- it requires a column to equal two values at once: one comparison (the value in one case,
+  or the one the question names);
+- it aggregates another numeric column than the one the question names, or counts rows for
+  "how many <that column>": the named column aggregated (summed);
+- it groups by another column than the one "which ..." asks for (the year of a date for
+  "which year");
+- it counts rows for "how many different ...": the different values counted; it lists rows
+  for "how many": the rows counted;
+- it compares a column with a value the column does not hold, or returned nothing: that
+  filter dropped when the question does not say the value, else the value written as the code
+  a lookup table gives it or as the listed value most like it (at least ``NEAR_VALUE`` alike).
 
 Filters are read and written as a tree (``lake.rewrite``, sqlglot), never as text. It does not
 run queries nor decide when to fix (``agents.ask``).
@@ -28,18 +43,42 @@ from __future__ import annotations
 import calendar
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentlake.agents.linking import compares, compares_folded, words
+from sqlglot import exp
+
+from agentlake.agents.linking import (
+    KEYISH,
+    compares,
+    compares_folded,
+    joins,
+    missing_values,
+    unnamed_values,
+    words,
+)
+from agentlake.errors import AgentlakeError
 from agentlake.lake.repair import column_types, rename_identifier, repaired_sql
 from agentlake.lake.rewrite import (
     add_filters,
+    aggregate_instead,
+    aggregated_columns,
+    columns_named,
     comparisons,
+    conjuncts_of,
+    count_distinct,
+    count_rows,
     drop_filters,
+    drop_join,
     fold_case,
+    grouped_by,
+    join_table,
+    regroup,
+    replace_conjuncts,
     replace_value,
     tables_read,
+    unused_joins,
 )
 
 if TYPE_CHECKING:
@@ -56,6 +95,21 @@ _MONTH_YEAR = re.compile(
     rf"\b({'|'.join(sorted(_MONTHS, key=len, reverse=True))})\.?\s+(1[89]\d\d|20\d\d)\b", re.I
 )
 _DATE_WORDS = ("date", "day", "time", "when")
+_BAD_DATE = re.compile(r"Conversion Error.*date|date field|invalid date", re.IGNORECASE)
+_ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_HOW_MANY_Q = re.compile(r"\bhow many\b", re.IGNORECASE)
+_HOW_MANY = re.compile(r"\bhow many\s+((?:[a-z]+\s*){1,3})", re.IGNORECASE)
+_NUMERIC = re.compile(r"INT|DOUBLE|FLOAT|DECIMAL|REAL|NUMERIC", re.IGNORECASE)
+_COUNT_ROWS = re.compile(r"\bcount\s*\(\s*\*\s*\)", re.IGNORECASE)
+_WHICH_YEAR = re.compile(r"\b(?:which|what) year\b", re.IGNORECASE)
+_WHICH = re.compile(r"\bwhich\s+((?:[a-z]+\s*){1,2})", re.IGNORECASE)
+# Words that end a noun phrase: "types of death" counts types, "cities in Ohio" cities.
+_PHRASE_END = frozenset("of in on at for from by with are is was were did do does have has had".split())
+_COMPARED_NUMBER = re.compile(
+    r"\b(?:over|under|above|below|more than|less than|fewer than|greater than|at least|at most)\s+\$?(\d+(?:\.\d+)?)",
+    re.IGNORECASE,
+)
+_DIFFERENT = re.compile(r"\bhow many (?:different|distinct|unique)\s+((?:[a-z]+\s*){1,3})", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -113,6 +167,335 @@ def unheld_values(sql: str, listed: dict[tuple[str, str], list[str]]) -> str | N
     return "; ".join(wrong) or None
 
 
+def named_tables(question: str, tables: list[str]) -> list[str]:
+    """The tables whose name's words ``question`` all says, in the order it says them first
+    ("How many orders came from customers in Texas?": orders, customers), the longer name first
+    on a tie (order_statuses before orders)."""
+    text, said = question.casefold(), words(question)
+    found = []
+    for table in tables:
+        name = words(table)
+        if name and name <= said:
+            starts = [match.start() for w in name if (match := re.search(rf"\b{re.escape(w)}", text))]
+            found.append((min(starts, default=len(text)), -len(name), table))
+    return [table for _, _, table in sorted(found)]
+
+
+def subject_table(question: str, tables: list[str]) -> str | None:
+    """The table ``question`` is about: the first of ``named_tables``; None when it names none."""
+    named = named_tables(question, tables)
+    return named[0] if named else None
+
+
+def unread_subject(sql: str, question: str, lake: Lake) -> str | None:
+    """A table ``question`` names that ``sql`` does not read: the one it is about (a small
+    model counts the rows of order_statuses for "How many orders were cancelled?"), or another
+    that joins a table read ("Which customer placed the most orders?" over customers alone);
+    else None."""
+    tables = [info.name for info in lake.datasets()]
+    read = [table for table in tables if table.casefold() in {t.casefold() for t in tables_read(sql)}]
+    if not read:
+        return None
+    for position, table in enumerate(named_tables(question, tables)):
+        if table in read:
+            continue
+        if position == 0 or any(
+            join.joins(table, other) for join in joins(lake, [table, *read]) for other in read
+        ):
+            return table
+    return None
+
+
+def unneeded_join(sql: str, question: str, lake: Lake) -> str | None:
+    """A table ``sql`` joins that the question does not name and that the query reads nothing
+    of beyond the join (customers joined to their orders for an average over customers: each
+    customer counted once per order), else None."""
+    infos = lake.datasets()
+    columns = {info.name.casefold(): {c.casefold() for c, _ in info.columns} for info in infos}
+    named = {table.casefold() for table in named_tables(question, [info.name for info in infos])}
+    return next((table for table in unused_joins(sql, columns) if table.casefold() not in named), None)
+
+
+def different_column(question: str, columns: list[str]) -> str | None:
+    """The column whose different values ``question`` counts ("How many different cities ...":
+    city; "... different stock symbols": symbol), or None: a column named by one of the (up
+    to three) words after "different", the last such word first, one column exactly so named
+    before one whose name holds the word."""
+    match = _DIFFERENT.search(question)
+    if match is None:
+        return None
+    nouns = []
+    for word in match.group(1).split():
+        if word.casefold() in _PHRASE_END:
+            break
+        nouns.append(word)
+    for noun in reversed(nouns):
+        said = words(noun)
+        if not said:
+            continue
+        for found in ([c for c in columns if words(c) == said], [c for c in columns if said <= words(c)]):
+            if len(found) == 1:
+                return found[0]
+    return None
+
+
+def counts_not_different(sql: str, question: str, lake: Lake) -> str | None:
+    """The column ``question`` counts the different values of when ``sql`` counts rows or
+    the different values of another column instead (``count(*)`` for "How many different
+    cities ..."), else None."""
+    column = different_column(question, list(column_types(lake, sql)))
+    return column if column is not None and count_distinct(sql, column) is not None else None
+
+
+def named_measure(question: str, types: dict[str, str]) -> str | None:
+    """The one numeric column (not a key) all of whose name's words ``question`` says
+    ("the average number of manufacturing jobs": manufacturing; "body mass": body_mass_g), or
+    None when it names none or several."""
+    said = words(question)
+    named = [
+        column
+        for column, kind in types.items()
+        if _NUMERIC.search(kind) and not KEYISH.search(column) and words(column) and words(column) <= said
+    ]
+    return named[0] if len(named) == 1 else None
+
+
+def unread_measure(sql: str, question: str, lake: Lake) -> str | None:
+    """The numeric column ``question`` names when ``sql`` aggregates another one instead
+    (``avg(private)`` for manufacturing jobs) or counts rows where the question counts that
+    column ("How many nonfarm jobs ...": ``count(*)`` for the sum of nonfarm); else None."""
+    measure = named_measure(question, column_types(lake, sql))
+    if measure is None:
+        return None
+    how_many = _HOW_MANY.search(question)
+    if how_many and words(measure) <= words(how_many.group(1)) and _COUNT_ROWS.search(sql):
+        return measure
+    aggregated = aggregated_columns(sql)
+    return measure if len(aggregated) == 1 and aggregated[0].casefold() != measure.casefold() else None
+
+
+def asked_group(question: str, columns: list[str]) -> str | None:
+    """The column whose value ``question`` asks for with "which" ("Which penguin species ...":
+    species; "Which city in Texas ...": city), the last of the two words after it first; None
+    when neither names one column."""
+    match = _WHICH.search(question)
+    if match is None:
+        return None
+    for noun in reversed(match.group(1).split()):
+        said = words(noun)
+        found = [column for column in columns if said and words(column) == said]
+        if len(found) == 1:
+            return found[0]
+    return None
+
+
+def grouped_otherwise(sql: str, question: str, lake: Lake) -> str | None:
+    """The column ``question`` asks "which" of when ``sql`` groups by one other column
+    instead (``GROUP BY sex`` for "Which penguin species ..."; ``year("date")`` for "In which
+    year ..." grouped by the date itself), else None."""
+    grouped = grouped_by(sql)
+    if len(grouped) != 1:
+        return None
+    types = column_types(lake, sql)
+    kind = next((k for name, k in types.items() if name.casefold() == grouped[0].casefold()), "")
+    if _WHICH_YEAR.search(question) and _is_date(kind):
+        return f"year({_quote(grouped[0])})"
+    asked = asked_group(question, list(types))
+    return asked if asked is not None and asked.casefold() != grouped[0].casefold() else None
+
+
+def conflicting(sql: str) -> tuple[str, list[str]] | None:
+    """A column ``sql`` requires to equal two different text values at once (``sex = 'Female'
+    AND sex = 'female'``: no row can), with the values; else None."""
+    seen: dict[str, list[str]] = {}
+    for comparison in comparisons(sql):
+        if comparison.op == "=":
+            seen.setdefault(comparison.column.casefold(), []).append(comparison.value)
+    return next(((column, values) for column, values in seen.items() if len(set(values)) > 1), None)
+
+
+def _conflict_fix(sql: str, question: str, named: list[tuple[str, str]]) -> tuple[str, str] | None:
+    found = conflicting(sql)
+    if found is None:
+        return None
+    column, values = found
+    same = {value.casefold() for value in values}
+    if len(same) == 1:
+        held = {value for c, value in named if c.casefold() == column and value.casefold() in same}
+        condition = (
+            f"{_quote(column)} = {_literal(held.pop())}"
+            if len(held) == 1
+            else f"lower({_quote(column)}) = {_literal(values[0].casefold())}"
+        )
+        kept = drop_filters(sql, lambda c: c.op == "=" and c.column.casefold() == column)
+        fixed = add_filters(kept, [condition]) if kept else None
+        return (fixed, f"compared {column} once: {' and '.join(values)} are one value") if fixed else None
+    said = {value for c, value in named if c.casefold() == column} | {
+        value for value in values if value.casefold() in question.casefold()
+    }
+    keep = [value for value in values if value in said]
+    if len(set(keep)) != 1:
+        return None
+    fixed = drop_filters(sql, lambda c: c.op == "=" and c.column.casefold() == column and c.value != keep[0])
+    return (fixed, f"kept {column} = '{keep[0]}', the value the question names") if fixed else None
+
+
+def text_dates(sql: str, question: str, lake: Lake) -> str | None:
+    """The date column ``sql`` filters wrongly on the one date ``question`` names, else None:
+    as text (``CAST(date AS VARCHAR) LIKE '2014-07-%d'``, ``month = '2009-01'``, ``month =
+    2009``; a range of whole ISO days, ``BETWEEN '2016-03-01' AND '2016-03-31'``, is no text),
+    or another date column than the one the question is about (``signup_date`` for "placed an
+    order in 2017")."""
+    found = _date_filters(sql, question, lake)
+    return found[1] if found else None
+
+
+def _date_filters(
+    sql: str, question: str, lake: Lake, *, broken: bool = False
+) -> tuple[NamedDate, str, Callable[[exp.Expression], bool]] | None:
+    """The named date, the date column to filter, and which conjuncts filter wrongly (with
+    ``broken``, the database refused a date the query wrote: every filter of a date column on
+    the named year, such as ``BETWEEN '2015-11-01' AND '2015-11-31'``)."""
+    dates = named_dates(question)
+    if len(dates) != 1:
+        return None
+    date = dates[0]
+    dated = {name.casefold(): name for name, kind in column_types(lake, sql).items() if _is_date(kind)}
+    target = date_column(lake, sql, question)
+
+    def wrong(node: exp.Expression) -> bool:
+        if _text_date(node, date, dated) or (broken and (_on_year(node, date, dated) or _date_part(node))):
+            return True
+        return target is not None and _other_date(node, date, dated, target)
+
+    found = [node for node in conjuncts_of(sql) if wrong(node)]
+    if not found:
+        return None
+    column = target or next(
+        dated[c.name.casefold()] for c in found[0].find_all(exp.Column) if c.name.casefold() in dated
+    )
+    return date, column, wrong
+
+
+def _is_date(kind: str) -> bool:
+    return kind.upper().startswith(("DATE", "TIMESTAMP"))
+
+
+def _text_date(node: exp.Expression, date: NamedDate, dated: dict[str, str]) -> bool:
+    if not any(column.name.casefold() in dated for column in node.find_all(exp.Column)):
+        return False
+    year = str(date.year)
+    literals = [literal for literal in node.find_all(exp.Literal) if year in literal.this]
+    if not literals or node.find(exp.Year):
+        return False
+    if isinstance(node, (exp.Like, exp.ILike)) or node.find(exp.Cast):
+        return True
+    return isinstance(node, exp.EQ) and not (literals[0].is_string and _ISO_DAY.match(literals[0].this))
+
+
+def _date_part(node: exp.Expression) -> bool:
+    """A filter on a column named year, month or day (which the table has not, when asked)."""
+    return any(column.name.casefold() in ("year", "month", "day") for column in node.find_all(exp.Column))
+
+
+def _on_year(node: exp.Expression, date: NamedDate, dated: dict[str, str]) -> bool:
+    on_date = any(column.name.casefold() in dated for column in node.find_all(exp.Column))
+    return on_date and any(str(date.year) in literal.this for literal in node.find_all(exp.Literal))
+
+
+def _other_date(node: exp.Expression, date: NamedDate, dated: dict[str, str], target: str) -> bool:
+    columns = {c.name.casefold() for c in node.find_all(exp.Column)} & set(dated)
+    year = str(date.year)
+    return (
+        bool(columns)
+        and target.casefold() not in columns
+        and any(year in literal.this for literal in node.find_all(exp.Literal))
+    )
+
+
+def _date_fix(sql: str, lake: Lake, question: str, *, broken: bool = False) -> tuple[str, str] | None:
+    found = _date_filters(sql, question, lake, broken=broken)
+    if found is None:
+        return None
+    date, column, wrong = found
+    conditions = [f"year({_quote(column)}) = {date.year}"]
+    if date.month:
+        conditions.append(f"month({_quote(column)}) = {date.month}")
+    fixed = replace_conjuncts(sql, wrong, conditions)
+    return (
+        (fixed, f"filtered {' AND '.join(conditions)}: the question names {date.describe()}")
+        if fixed
+        else None
+    )
+
+
+def missing_numbers(sql: str, question: str) -> str | None:
+    """The number a question compares with ("orders over 500") that ``sql`` never writes, or
+    None."""
+    left = [
+        m.group(0)
+        for m in _COMPARED_NUMBER.finditer(question)
+        if not re.search(rf"(?<![\d.]){re.escape(m.group(1))}(?![\d])", sql)
+    ]
+    return " and ".join(left) or None
+
+
+def find_problem(
+    sql: str,
+    rows: list[Any],
+    *,
+    lake: Lake,
+    question: str,
+    named: list[tuple[str, str]],
+    listed: dict[tuple[str, str], list[str]],
+) -> tuple[str, str] | None:
+    """What is wrong with ``sql``, which ran and returned ``rows``, for ``question``: the
+    problem's kind (the ``kind`` ``fix_query`` takes) and what to tell the model; None when
+    nothing is. Checked in order, the first found: a table named and not read, a join read
+    for nothing, a date filtered as text, one column equal to two values, a named value left
+    out, an unnamed one filtered on, the named column not aggregated, another column grouped
+    by, rows counted for different values or listed for "how many", a value the column does
+    not hold, no rows."""
+    # "How many different types of death": types counted, not a filter on the type 'Death'.
+    counted = different_column(question, list(column_types(lake, sql)))
+    named = [
+        (c, v)
+        for c, v in coded_values(sql, lake, named)
+        if counted is None or c.casefold() != counted.casefold()
+    ]
+    left = (
+        missing_values(sql, named)
+        or missing_dates(sql, named_dates(question))
+        or missing_numbers(sql, question)
+    )
+    if subject := unread_subject(sql, question, lake):
+        return "subject", f"does not read {subject}, a table the question names"
+    if joined := unneeded_join(sql, question, lake):
+        return "joined", f"joins {joined} and reads nothing of it"
+    if text_date := text_dates(sql, question, lake):
+        return "dates", f"filters {text_date} as text, not on the date the question names"
+    if conflict := conflicting(sql):
+        said = " and ".join(f"'{value}'" for value in conflict[1])
+        return "conflict", f"requires {conflict[0]} to equal {said} at once"
+    if left:
+        return "missing", f"leaves out {left}, which the question names"
+    if extra := unnamed_values(sql, question, named, listed):
+        return "unnamed", f"filters on {extra}, which the question does not name"
+    if measure := unread_measure(sql, question, lake):
+        return "measure", f"does not aggregate {measure}, the column the question names"
+    if asked := grouped_otherwise(sql, question, lake):
+        return "grouped", f"groups by another column than {asked}, which the question asks for"
+    if different := counts_not_different(sql, question, lake):
+        return "different", f"counts rows, but the question counts different {different} values"
+    if _HOW_MANY_Q.search(question) and len(rows) > 1 and count_rows(sql):
+        return "listed", f"lists {len(rows)} rows, but the question asks how many"
+    if unheld := unheld_values(sql, listed):
+        return "unheld", f"compares {unheld}, a value the column does not hold"
+    if not rows or all(value is None for row in rows for value in row):
+        return "empty", "returned no rows (or only empty values)"
+    return None
+
+
 def fix_query(
     sql: str,
     kind: str,
@@ -123,18 +506,51 @@ def fix_query(
     named: list[tuple[str, str]],
     listed: dict[tuple[str, str], list[str]],
 ) -> tuple[str, str] | None:
-    """``sql`` with one fix for its problem ``kind`` (``error``, ``missing``, ``unnamed``,
-    ``empty``) and what was done, or ``None`` (see the module docstring)."""
+    """``sql`` with one fix for its problem ``kind`` (``error``, ``subject``, ``joined``, ``dates``, ``conflict``, ``missing``,
+    ``unnamed``, ``measure``, ``grouped``, ``different``, ``listed``, ``unheld``, ``empty``) and what was done, or ``None`` (see the
+    module docstring)."""
     read = {table.casefold() for table in tables_read(sql)}
     columns = {column: values for (table, column), values in listed.items() if table.casefold() in read}
     if kind == "error":
+        missing = _MISSING.search(error or "")
+        absent = (missing.group(1) or missing.group(2)).casefold() if missing else ""
+        broken = _BAD_DATE.search(error or "") is not None or absent in ("year", "month", "day")
+        if broken:  # a date written wrong, or a year/month column the table has not: the named date
+            return _date_fix(sql, lake, question, broken=True) or _error_fix(sql, error or "", lake, columns)
         return _error_fix(sql, error or "", lake, columns)
     if kind == "missing":
-        return _missing_fix(sql, lake, question, named, columns)
+        counted = different_column(question, list(column_types(lake, sql)))
+        kept = [(c, v) for c, v in named if counted is None or c.casefold() != counted.casefold()]
+        return _missing_fix(sql, lake, question, kept, columns)
     if kind == "unnamed":
         return _unnamed_fix(sql, question, named, columns)
     if kind in ("empty", "unheld"):
-        return _empty_fix(sql, columns)
+        return _empty_fix(sql, columns, lake, question, named, listed)
+    if kind == "subject":
+        return _subject_fix(sql, lake, question)
+    if kind == "joined":
+        table = unneeded_join(sql, question, lake)
+        fixed = drop_join(sql, table) if table else None
+        return (fixed, f"dropped the join of {table}: the query reads nothing of it") if fixed else None
+    if kind == "dates":
+        return _date_fix(sql, lake, question)
+    if kind == "conflict":
+        return _conflict_fix(sql, question, named)
+    if kind == "measure":
+        measure = unread_measure(sql, question, lake)
+        fixed = aggregate_instead(sql, measure) if measure else None
+        return (fixed, f"aggregated {measure}, the column the question names") if fixed else None
+    if kind == "grouped":
+        asked = grouped_otherwise(sql, question, lake)
+        fixed = regroup(sql, grouped_by(sql)[0], asked) if asked else None
+        return (fixed, f"grouped by {asked}, which the question asks for") if fixed else None
+    if kind == "listed":
+        counted = count_rows(sql)
+        return (counted, "counted the rows it lists: the question asks how many") if counted else None
+    if kind == "different":
+        column = counts_not_different(sql, question, lake)
+        fixed = count_distinct(sql, _qualified(lake, sql, column)) if column else None
+        return (fixed, f"counted different {column} values, as the question asks") if fixed else None
     return None
 
 
@@ -175,6 +591,9 @@ def _missing_fix(
 ) -> tuple[str, str] | None:
     for column, value in dict.fromkeys((column, value.casefold()) for column, value in named):
         if column not in columns:
+            coded = _code_filter(sql, lake, column, value)
+            if coded is not None:
+                return coded
             continue
         variants = [v for v in columns[column] if v.casefold() == value]
         if not variants or compares_folded(sql, column, variants[0]):
@@ -224,23 +643,158 @@ def _unnamed_fix(
     return (fixed, f"dropped {', '.join(dropped)}: the question does not name it") if fixed else None
 
 
-def _empty_fix(sql: str, columns: dict[str, list[str]]) -> tuple[str, str] | None:
+def _subject_fix(sql: str, lake: Lake, question: str) -> tuple[str, str] | None:
+    infos = {info.name.casefold(): info for info in lake.datasets()}
+    subject = unread_subject(sql, question, lake)
+    read = tables_read(sql)
+    if subject is None or len(read) != 1 or read[0].casefold() not in infos:
+        return None
+    other = infos[read[0].casefold()].name
+    mine = {column for column, _ in infos[subject.casefold()].columns}
+    theirs = {column for column, _ in infos[other.casefold()].columns}
+    join = next((j for j in joins(lake, [subject, other]) if j.joins(subject, other)), None)
+    if join is not None:
+        fixed = join_table(sql, subject, (join.column_of(subject), join.column_of(other)), mine & theirs)
+        what = f"joined {subject} ({join.hint()}): the question names it"
+    elif subject == subject_table(question, [i.name for i in infos.values()]) and columns_named(sql) <= {
+        c.casefold() for c in mine
+    }:
+        fixed = join_table(sql, subject, None, set())
+        what = f"read {subject} in place of {other}: the question is about {subject}"
+    else:
+        return None
+    return (fixed, what) if fixed is not None else None
+
+
+def _empty_fix(
+    sql: str,
+    columns: dict[str, list[str]],
+    lake: Lake,
+    question: str,
+    named: list[tuple[str, str]],
+    listed: dict[tuple[str, str], list[str]],
+) -> tuple[str, str] | None:
+    """A compared value the column does not hold: dropped when the question does not say it
+    ("status = 'SHIPPED'" for "How many orders were placed in March?"), else written as the
+    code a lookup table gives it ('shipped' -> 'S') or as the listed value most like it."""
+    text = question.casefold()
     for comparison in comparisons(sql):
-        listed = columns.get(comparison.column)
-        if not listed or comparison.value in listed:
+        held = columns.get(comparison.column)
+        if not held or comparison.value in held:
             continue
-        near = difflib.get_close_matches(
-            comparison.value.casefold(), [v.casefold() for v in listed], 1, NEAR_VALUE
-        )
-        if near:
-            value = next(v for v in listed if v.casefold() == near[0])
-            fixed = replace_value(sql, comparison.column, comparison.value, value)
+        value = comparison.value
+        if value.casefold() not in text and (comparison.column, value) not in named:
+            dropped = drop_filters(sql, lambda c, unsaid=comparison: c.sql == unsaid.sql)
+            if dropped is not None:
+                return (
+                    dropped,
+                    f"dropped {comparison.sql}: a value the column does not hold, which the question does not name",
+                )
+        code = _code_for(lake, listed, comparison.column, value)
+        if code is not None:
+            fixed = replace_value(sql, comparison.column, value, code)
             if fixed is not None:
                 return (
                     fixed,
-                    f"{comparison.column} '{comparison.value}' -> '{value}' (the value the column holds)",
+                    f"{comparison.column} '{value}' -> '{code}' (the code a lookup table gives '{value}')",
                 )
+        near = difflib.get_close_matches(value.casefold(), [v.casefold() for v in held], 1, NEAR_VALUE)
+        if near:
+            replacement = next(v for v in held if v.casefold() == near[0])
+            fixed = replace_value(sql, comparison.column, value, replacement)
+            if fixed is not None:
+                return fixed, f"{comparison.column} '{value}' -> '{replacement}' (the value the column holds)"
     return None
+
+
+def coded_values(sql: str, lake: Lake, named: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``named`` as ``sql`` compares them: a value of a lookup table's column that ``sql``
+    compares as its code (``status = 'R'`` for meaning 'returned') becomes ``(status, 'R')``,
+    the rest as they are."""
+    read = {table.casefold() for table in tables_read(sql)}
+    columns = {c.casefold() for c in column_types(lake, sql)}
+    out: list[tuple[str, str]] = []
+    lookups = [
+        j for j in joins(lake, [i.name for i in lake.datasets()]) if j.lookup and j.left.casefold() in read
+    ]
+    for column, value in named:
+        code = None
+        if column.casefold() not in columns:
+            for join in lookups:
+                code = _lookup_code(lake, join.right, join.right_column, column, value)
+                if code is not None and compares(sql, join.left_column, code):
+                    out.append((join.left_column, code))
+                    break
+                code = None
+        if code is None:
+            out.append((column, value))
+    return out
+
+
+def _code_filter(sql: str, lake: Lake, column: str, value: str) -> tuple[str, str] | None:
+    """``sql`` filtering the codes' column of a table it reads on the code a lookup table gives
+    ``value`` of its ``column`` ("the returned orders": ``status = 'R'``, where order_statuses
+    says R means returned): the value the query compared that column with replaced, else the
+    filter added; None when no table read has such codes."""
+    read = {table.casefold() for table in tables_read(sql)}
+    for join in joins(lake, [info.name for info in lake.datasets()]):
+        if not join.lookup or join.left.casefold() not in read or join.right.casefold() in read:
+            continue
+        code = _lookup_code(lake, join.right, join.right_column, column, value)
+        if code is None:
+            continue
+        compared = [c for c in comparisons(sql) if c.column.casefold() == join.left_column.casefold()]
+        if compared:
+            fixed = replace_value(sql, join.left_column, compared[0].value, code)
+        else:
+            fixed = add_filters(sql, [f"{_quote(join.left_column)} = {_literal(code)}"])
+        if fixed is not None:
+            return fixed, f"{join.left_column} = '{code}': {join.right} says '{code}' means '{value}'"
+    return None
+
+
+def _lookup_code(lake: Lake, table: str, code: str, column: str, value: str) -> str | None:
+    """The ``code`` of the one row of lookup ``table`` whose ``column`` is ``value`` (any case)."""
+    try:
+        result = lake.query(
+            f"SELECT {_quote(code)} FROM {_quote(table)} WHERE lower(CAST({_quote(column)} AS VARCHAR)) = "
+            f"{_literal(value.casefold())}",
+            max_rows=2,
+        )
+    except AgentlakeError:
+        return None
+    return str(result.rows[0][0]) if len(result.rows) == 1 else None
+
+
+def _code_for(lake: Lake, listed: dict[tuple[str, str], list[str]], column: str, value: str) -> str | None:
+    """The code of ``column`` a lookup table gives ``value`` (its row whose listed column holds
+    ``value``, any case), or None."""
+    tables = sorted({table for table, _ in listed})
+    for join in joins(lake, tables):
+        if not join.lookup or join.left_column.casefold() != column.casefold():
+            continue
+        for (table, described), values in listed.items():
+            if table != join.right or described == join.right_column:
+                continue
+            if any(v.casefold() == value.casefold() for v in values):
+                code = _lookup_code(lake, join.right, join.right_column, described, value)
+                if code is not None:
+                    return code
+    return None
+
+
+def _qualified(lake: Lake, sql: str, column: str) -> str:
+    """``column`` qualified with the first table ``sql`` reads that has it when another table
+    read has it too (``customers.customer_id`` over a join), else as it is."""
+    read = [table.casefold() for table in tables_read(sql)]
+    holders = [
+        info.name
+        for info in sorted(
+            lake.datasets(), key=lambda i: read.index(i.name.casefold()) if i.name.casefold() in read else 99
+        )
+        if info.name.casefold() in read and any(c.casefold() == column.casefold() for c, _ in info.columns)
+    ]
+    return f"{holders[0]}.{column}" if len(holders) > 1 else column
 
 
 def _rename_column(sql: str, wrong: str, right: str) -> str | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentlake.agents.tools import listed_values
@@ -29,6 +30,15 @@ COLUMN_WEIGHT = 1.0
 VALUE_WEIGHT = 4.0
 # A column of state codes: at least this many of its listed values are codes of US_STATES.
 STATE_CODES_MIN = 5
+# Currencies by name (ISO 4217 codes): a question says "euros" where a column holds "EUR".
+CURRENCIES = {
+    "us dollar": "USD", "dollar": "USD", "euro": "EUR", "british pound": "GBP", "pound sterling": "GBP",
+    "pound": "GBP", "japanese yen": "JPY", "yen": "JPY", "swiss franc": "CHF", "canadian dollar": "CAD",
+    "australian dollar": "AUD", "chinese yuan": "CNY", "yuan": "CNY", "renminbi": "CNY",
+    "indian rupee": "INR", "rupee": "INR", "mexican peso": "MXN", "swedish krona": "SEK",
+}  # fmt: skip
+# A column of currency codes: at least this many of its listed values are codes of CURRENCIES.
+CURRENCY_CODES_MIN = 2
 _STOP = frozenset(
     "a an the of in on at to for by with from and or is are was were be been what which who whom how many "
     "much did do does there their this that these those as it its per each any all than most least".split()
@@ -104,6 +114,7 @@ def named_values(question: str, listed: dict[tuple[str, str], list[str]]) -> lis
                 match = re.search(rf"\b{re.escape(name)}\b", question, re.IGNORECASE)
                 if match and code in codes and (column, code) not in found:
                     found[(column, code)] = match.start()
+        _name_codes(question, column, values, in_table_names, found)
     # A value written in several cases is named in all of them ("web": 'WEB', 'Web', 'web').
     for (_, column), values in listed.items():
         for value in values:
@@ -121,6 +132,44 @@ def named_values(question: str, listed: dict[tuple[str, str], list[str]]) -> lis
         )
     ]
     return sorted(kept, key=lambda key: (found[key], key[1]))
+
+
+def _name_codes(
+    question: str, column: str, values: list[str], in_table_names: set[str], found: dict[tuple[str, str], int]
+) -> None:
+    """Into ``found``: the codes of a column of currency codes the question names by name
+    ("euros": 'EUR', "US dollars": 'USD'), and in a column of short upper-case codes (not state
+    codes) the one code a capitalised word abbreviates, its letters in order from the first
+    ("Apple's": 'AAPL', "Microsoft": 'MSFT'); a word at the question's start is no name."""
+    codes = set(values)
+    if len(codes & set(CURRENCIES.values())) >= CURRENCY_CODES_MIN:
+        for name, code in sorted(CURRENCIES.items(), key=lambda item: -len(item[0])):
+            match = re.search(rf"\b{re.escape(name)}s?\b", question, re.IGNORECASE)
+            if match and code in codes and not any(c == column and v == code for c, v in found):
+                found[(column, code)] = match.start()
+        return
+    if len(codes & set(US_STATES.values())) >= STATE_CODES_MIN:
+        return
+    if not values or not all(v.isalpha() and v.isupper() and 2 <= len(v) <= 5 for v in values):
+        return
+    for match in re.finditer(r"\b[A-Z][a-z]{2,}\b", question):
+        word = match.group(0)
+        if match.start() == 0 or word.casefold() in in_table_names:
+            continue
+        hits = [
+            code
+            for code in values
+            if code[0] == word[0] and len(word) > len(code) and _abbreviates(code, word)
+        ]
+        if len(hits) == 1 and (column, hits[0]) not in found:
+            found[(column, hits[0])] = match.start()
+
+
+def _abbreviates(code: str, word: str) -> bool:
+    """``code``'s letters, a doubled one once ('AAPL': A, P, L), are ``word``'s in order."""
+    letters = iter(word.upper())
+    collapsed = [letter for i, letter in enumerate(code) if i == 0 or letter != code[i - 1]]
+    return all(letter in letters for letter in collapsed)
 
 
 def _cased(named: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
@@ -202,21 +251,43 @@ def compares(sql: str, column: str, value: str) -> bool:
 
 
 # Shared column names that join two tables (an id or a code), not any two columns alike.
-_KEYISH = re.compile(r"(?:^|_)(?:id|code|key|no|number)$", re.IGNORECASE)
+KEYISH = re.compile(r"(?:^|_)(?:id|code|key|no|number)$", re.IGNORECASE)
 
 
-def join_hints(lake: Lake, tables: list[str]) -> list[str]:
-    """How ``tables`` join, for a model writing a query over them: a key column two of them
-    share by name (``orders.customer_id = customers.customer_id``), and a column whose values
-    are the codes a lookup table explains (``orders.status = order_statuses.code``: every value
-    of the one is a value of the other, and the other has one row per code)."""
+@dataclass(frozen=True)
+class Join:
+    """How two tables join: ``left.left_column = right.right_column``; ``lookup``: ``right``
+    is a lookup table that says what each code of ``left_column`` means."""
+
+    left: str
+    left_column: str
+    right: str
+    right_column: str
+    lookup: bool = False
+
+    def hint(self) -> str:
+        text = f"{self.left}.{self.left_column} = {self.right}.{self.right_column}"
+        return f"{text} ({self.right} says what each code means)" if self.lookup else text
+
+    def joins(self, first: str, second: str) -> bool:
+        return {self.left, self.right} == {first, second}
+
+    def column_of(self, table: str) -> str:
+        return self.left_column if table == self.left else self.right_column
+
+
+def joins(lake: Lake, tables: list[str]) -> list[Join]:
+    """How ``tables`` join: a key column two of them share by name (``orders.customer_id =
+    customers.customer_id``), and a column whose values are the codes a lookup table explains
+    (``orders.status = order_statuses.code``: every value of the one is a value of the other,
+    and the other has one row per code); each once."""
     infos = {info.name: info for info in lake.datasets()}
     chosen = [name for name in tables if name in infos]
-    hints: list[str] = []
+    found: list[Join] = []
     for i, first in enumerate(chosen):
         for second in chosen[i + 1 :]:
             shared = {c for c, _ in infos[first].columns} & {c for c, _ in infos[second].columns}
-            hints += [f"{first}.{c} = {second}.{c}" for c in sorted(shared) if _KEYISH.search(c)]
+            found += [Join(first, c, second, c) for c in sorted(shared) if KEYISH.search(c)]
     listed = listed_values(lake)
     for (table, column), values in listed.items():
         if table not in chosen:
@@ -226,5 +297,11 @@ def join_hints(lake: Lake, tables: list[str]) -> list[str]:
             if lookup == table or lookup_rows != len(codes) or infos[table].row_count <= lookup_rows:
                 continue
             if len(codes) >= 2 and set(values) <= set(codes):
-                hints.append(f"{table}.{column} = {lookup}.{code} ({lookup} says what each code means)")
-    return list(dict.fromkeys(hints))
+                found.append(Join(table, column, lookup, code, lookup=True))
+    return list(dict.fromkeys(found))
+
+
+def join_hints(lake: Lake, tables: list[str]) -> list[str]:
+    """``joins`` of ``tables`` as a model reads them (``orders.status = order_statuses.code
+    (order_statuses says what each code means)``)."""
+    return [join.hint() for join in joins(lake, tables)]

@@ -39,11 +39,14 @@ def value_text(value: Any) -> str:
 
 
 def one_value_text(rows: Any) -> str | None:
-    """``one value: n = 61`` for a result of one row of one column (a count, an average), else
-    None. Said as one value, a small model quotes it, where it answers "1 row" to ``1 row: n=61``."""
+    """``one value: n = 61`` for a result of one row of one column (a count, an average), ``one
+    row: symbol = AAPL, price = 105.12`` for one row of several, else None. Said so, a small model
+    quotes the value, where it answers "1 row" to ``1 row: n=61``."""
     if isinstance(rows, list) and len(rows) == 1 and isinstance(rows[0], Mapping) and len(rows[0]) == 1:
         ((column, value),) = rows[0].items()
         return f"one value: {column} = {value}"
+    if isinstance(rows, list) and len(rows) == 1 and isinstance(rows[0], Mapping):
+        return "one row: " + ", ".join(f"{column} = {value}" for column, value in rows[0].items())
     return None
 
 

@@ -33,8 +33,8 @@ message on `/ws`, the MCP tool `ask`. Past a limit the answer is 429 (`rate_limi
 `Retry-After` in seconds; other keys are unaffected. Without keys, each client address is
 counted alone. **The limits are counted per server process: N gateway processes behind one
 address allow N times them.** `/health` and the observer's ingest routes (`POST /observer/...`,
-which answer 503 with `Retry-After` when their queue is full) are not counted. A limit of 0 is
-no limit; a negative one is refused at start-up, naming the setting.
+which answer 503 with `Retry-After` when their queue is full or the store cannot commit) are not
+counted. A limit of 0 is no limit; a negative one is refused at start-up, naming the setting.
 
 **Errors** are RFC 9457 problem details, `Content-Type: application/problem+json`, with the
 HTTP status repeated in the body and, as the extension member `error`, the shape agentlake

@@ -58,7 +58,8 @@ default), of which `rate_limit_write_per_minute` to routes needing the write or 
 messages, the MCP `ask`); past a limit the answer is 429 with `Retry-After`, and other keys are
 unaffected. Without keys, one client address is one caller. The limits are counted in each
 server process: N gateway processes allow N times them. `/health` and the observer's ingest
-routes are not counted (ingest answers 503 with `Retry-After` when its queue is full).
+routes are not counted (ingest answers 503 with `Retry-After` when its queue is full or the
+store cannot commit: its database down, its disk full).
 
 **Caps.** Every request body is at most `max_body_bytes` (413, before it is parsed). SQL (`/sql`,
 the `where` filters of `/search` and `/match`, lessons' filters) runs under one timeout

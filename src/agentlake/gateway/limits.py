@@ -16,7 +16,7 @@ take theirs where they run) from its bucket of ``rate_limit_model_per_minute``. 
 a minute's worth and refills continuously; an empty one answers 429 with ``Retry-After``
 through the one error renderer, and other callers are unaffected. ``/health`` and the
 observer's ingest routes (``POST /observer/...``, which answer 503 with ``Retry-After`` when
-their queue is full) are not counted. The buckets live in the process: N gateway processes
+their queue is full or the store cannot commit) are not counted. The buckets live in the process: N gateway processes
 allow N times the limit. A limit of 0 is no limit.
 
 It does not own the limits' values (``Settings``) or the error shape (``agentlake.http``).

@@ -340,4 +340,9 @@ COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
 }
 BAD_REQUEST = {400: _doc("Bad input: the message says what to change.")}
 NOT_FOUND = {404: _doc("The named thing does not exist.")}
-UNAVAILABLE = {503: _doc("A dependency (model server, index) cannot be reached right now.")}
+UNAVAILABLE = {
+    503: _doc(
+        "A dependency (model server, index, the op store's database or disk) cannot serve right now; "
+        "retry after Retry-After seconds."
+    )
+}

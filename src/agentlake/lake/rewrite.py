@@ -10,6 +10,7 @@ back through the lake's guard like any query. It does not decide which filters a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -102,53 +103,279 @@ def add_filters(sql: str, conditions: list[str]) -> str | None:
     return tree.sql(DIALECT)
 
 
-def replace_value(sql: str, column: str, old: str, new: str) -> str | None:
-    """``sql`` with the literal ``old`` compared with ``column`` in its WHERE written ``new``;
-    ``None`` when no such comparison is there."""
+def _rewrite(sql: str, change: Callable[[exp.Expression], bool]) -> str | None:
+    """``sql`` after ``change`` ran on each conjunct of its WHERE (in place; it says whether it
+    changed one); ``None`` when none changed or there is no WHERE."""
     tree = _parse(sql)
     where = tree.args.get("where") if tree is not None else None
     if tree is None or where is None:
         return None
-    changed = False
-    for node in _conjuncts(where):
-        if isinstance(node, (exp.EQ, exp.Like, exp.ILike)):
-            for side, other in ((node.this, node.expression), (node.expression, node.this)):
-                if (
-                    isinstance(side, exp.Column)
-                    and side.name.casefold() == column.casefold()
-                    and isinstance(other, exp.Literal)
-                    and other.is_string
-                    and other.this == old
-                ):
-                    other.replace(exp.Literal.string(new))
-                    changed = True
-    return tree.sql(DIALECT) if changed else None
+    changed = [change(node) for node in _conjuncts(where)]
+    return tree.sql(DIALECT) if any(changed) else None
+
+
+def replace_value(sql: str, column: str, old: str, new: str) -> str | None:
+    """``sql`` with the literal ``old`` compared with ``column`` in its WHERE written ``new``;
+    ``None`` when no such comparison is there."""
+
+    def change(node: exp.Expression) -> bool:
+        if not isinstance(node, (exp.EQ, exp.Like, exp.ILike)):
+            return False
+        for side, other in ((node.this, node.expression), (node.expression, node.this)):
+            if (
+                isinstance(side, exp.Column)
+                and side.name.casefold() == column.casefold()
+                and isinstance(other, exp.Literal)
+                and other.is_string
+                and other.this == old
+            ):
+                other.replace(exp.Literal.string(new))
+                return True
+        return False
+
+    return _rewrite(sql, change)
 
 
 def fold_case(sql: str, column: str, value: str) -> str | None:
     """``sql`` with ``column = 'Value'`` in its WHERE written ``lower(column) = 'value'``."""
+
+    def change(node: exp.Expression) -> bool:
+        if not (
+            isinstance(node, exp.EQ)
+            and isinstance(node.this, exp.Column)
+            and isinstance(node.expression, exp.Literal)
+            and node.this.name.casefold() == column.casefold()
+            and node.expression.this.casefold() == value.casefold()
+        ):
+            return False
+        lowered = exp.EQ(
+            this=exp.Lower(this=node.this.copy()), expression=exp.Literal.string(value.casefold())
+        )
+        node.replace(lowered)
+        return True
+
+    return _rewrite(sql, change)
+
+
+def join_table(sql: str, table: str, on: tuple[str, str] | None, shared: set[str]) -> str | None:
+    """``sql``, which reads one table (no join), reading ``table`` too: ``JOIN table ON
+    table.a = read.b`` for ``on=(a, b)``, its unqualified columns named in ``shared`` (both
+    tables have them) qualified with the table it read; with ``on`` None, ``table`` read in
+    place of the one it read. ``None`` when ``sql`` does not read exactly one table."""
+    tree = _parse(sql)
+    source = tree.args.get("from") if tree is not None else None
+    if tree is None or source is None or tree.args.get("joins") or not isinstance(source.this, exp.Table):
+        return None
+    read = source.this
+    if on is None:
+        read.set("this", exp.to_identifier(table))
+        return tree.sql(DIALECT)
+    name = read.alias_or_name
+    folded = {column.casefold() for column in shared}
+    for column in tree.find_all(exp.Column):
+        if not column.table and column.name.casefold() in folded:
+            column.set("table", exp.to_identifier(name))
+    condition = exp.EQ(this=exp.column(on[0], table), expression=exp.column(on[1], name))
+    return tree.join(exp.to_table(table), on=condition).sql(DIALECT)
+
+
+def count_distinct(sql: str, column: str) -> str | None:
+    """``sql`` with its selected ``count(*)`` (``count(x)``, or ``count(DISTINCT other)``)
+    written ``count(DISTINCT column)`` (``column`` may be qualified: ``customers.customer_id``);
+    ``None`` when it selects no such count."""
+    tree = _parse(sql)
+    if tree is None:
+        return None
+    table, _, name = column.rpartition(".")
+    for selected in tree.expressions:
+        for count in selected.find_all(exp.Count):
+            if isinstance(count.this, exp.Distinct):
+                counted = list(count.this.find_all(exp.Column))
+                if len(counted) != 1 or counted[0].name.casefold() == name.casefold():
+                    continue
+            count.set("this", exp.Distinct(expressions=[exp.column(name, table or None)]))
+            return tree.sql(DIALECT)
+    return None
+
+
+def count_rows(sql: str) -> str | None:
+    """``SELECT count(*) AS n`` over the rows ``sql`` lists (its ORDER BY and LIMIT dropped);
+    ``None`` when it aggregates or groups already, or does not parse."""
+    tree = _parse(sql)
+    if (
+        tree is None
+        or tree.args.get("group")
+        or any(selected.find(exp.AggFunc) for selected in tree.expressions)
+    ):
+        return None
+    tree.set("order", None)
+    tree.set("limit", None)
+    return exp.select(exp.alias_(exp.Count(this=exp.Star()), "n")).from_(tree.subquery("listed")).sql(DIALECT)
+
+
+def aggregated_columns(sql: str) -> list[str]:
+    """The columns the selected aggregates other than ``count`` read (``avg(price)``: price),
+    in order; empty when there are none or it does not parse."""
+    tree = _parse(sql)
+    if tree is None:
+        return []
+    found = []
+    for selected in tree.expressions:
+        for function in selected.find_all(exp.AggFunc):
+            if not isinstance(function, exp.Count):
+                found += [column.name for column in function.find_all(exp.Column)]
+    return list(dict.fromkeys(found))
+
+
+def aggregate_instead(sql: str, column: str) -> str | None:
+    """``sql`` with its selected aggregate of one other column (``avg(private)``) reading
+    ``column``, or its selected ``count(*)`` written ``sum(column)`` with any ``column =
+    number`` filter dropped; ``None`` when it has neither."""
+    tree = _parse(sql)
+    if tree is None:
+        return None
+    for selected in tree.expressions:
+        for function in selected.find_all(exp.AggFunc):
+            if isinstance(function, exp.Count):
+                if isinstance(function.this, exp.Star):
+                    function.replace(exp.Sum(this=exp.column(column)))
+                    where = tree.args.get("where")
+                    if where is not None:
+                        kept = [node for node in _conjuncts(where) if not _equals_number(node, column)]
+                        tree.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+                    return tree.sql(DIALECT)
+                continue
+            read = list(function.find_all(exp.Column))
+            if len(read) == 1 and read[0].name.casefold() != column.casefold():
+                read[0].replace(exp.column(column, read[0].table or None))
+                return tree.sql(DIALECT)
+    return None
+
+
+def _equals_number(node: exp.Expression, column: str) -> bool:
+    return (
+        isinstance(node, exp.EQ)
+        and isinstance(node.this, exp.Column)
+        and node.this.name.casefold() == column.casefold()
+        and isinstance(node.expression, exp.Literal)
+        and not node.expression.is_string
+    )
+
+
+def grouped_by(sql: str) -> list[str]:
+    """The columns ``sql`` groups by, in order; empty when it does not group or parse."""
+    tree = _parse(sql)
+    group = tree.args.get("group") if tree is not None else None
+    if group is None:
+        return []
+    return [node.name for node in group.expressions if isinstance(node, exp.Column)]
+
+
+def regroup(sql: str, old: str, new: str) -> str | None:
+    """``sql`` grouping by ``new`` (a column's name or an expression: ``year("date")``) where
+    it grouped by ``old``, and selecting and ordering by ``new`` where it did by ``old`` (outside
+    aggregates); ``None`` when it does not group by ``old``."""
+    tree = _parse(sql)
+    group = tree.args.get("group") if tree is not None else None
+    if tree is None or group is None:
+        return None
+    changed = False
+    order = tree.args.get("order")
+    for node in [*group.expressions, *tree.expressions, *(order.expressions if order else [])]:
+        for column in [node] if isinstance(node, exp.Column) else list(node.find_all(exp.Column)):
+            if column.name.casefold() == old.casefold() and not column.find_ancestor(exp.AggFunc):
+                column.replace(
+                    exp.column(new, column.table or None)
+                    if re.fullmatch(r"\w+", new)
+                    else sqlglot.parse_one(new, read=DIALECT)
+                )
+                changed = True
+    return tree.sql(DIALECT) if changed else None
+
+
+def columns_named(sql: str) -> set[str]:
+    """The column names ``sql`` says anywhere (lower-cased); empty when it does not parse."""
+    try:
+        tree = sqlglot.parse_one(sql, read=DIALECT)
+    except sqlglot.errors.ParseError:
+        return set()
+    aliases = {alias.alias.casefold() for alias in tree.find_all(exp.Alias)}
+    return {column.name.casefold() for column in tree.find_all(exp.Column)} - aliases
+
+
+def replace_conjuncts(sql: str, pick: Callable[[exp.Expression], bool], conditions: list[str]) -> str | None:
+    """``sql`` with the conjuncts of its WHERE that ``pick`` picks replaced by ``conditions``
+    (SQL boolean expressions, ANDed); ``None`` when it picks none or anything fails to parse."""
     tree = _parse(sql)
     where = tree.args.get("where") if tree is not None else None
     if tree is None or where is None:
         return None
-    changed = False
-    for node in _conjuncts(where):
-        if (
-            isinstance(node, exp.EQ)
-            and isinstance(node.this, exp.Column)
-            and isinstance(node.expression, exp.Literal)
-        ):
-            if (
-                node.this.name.casefold() == column.casefold()
-                and node.expression.this.casefold() == value.casefold()
-            ):
-                node.replace(
-                    exp.EQ(
-                        this=exp.Lower(this=node.this.copy()), expression=exp.Literal.string(value.casefold())
-                    )
-                )
-                changed = True
-    return tree.sql(DIALECT) if changed else None
+    nodes = _conjuncts(where)
+    kept = [node for node in nodes if not pick(node)]
+    if len(kept) == len(nodes):
+        return None
+    try:
+        added = [sqlglot.parse_one(condition, read=DIALECT) for condition in conditions]
+    except sqlglot.errors.ParseError:
+        return None
+    parts = kept + added
+    tree.set("where", exp.Where(this=exp.and_(*parts)) if parts else None)
+    return tree.sql(DIALECT)
+
+
+def conjuncts_of(sql: str) -> list[exp.Expression]:
+    """The conjuncts of ``sql``'s top-level WHERE as trees; empty when none or no parse."""
+    tree = _parse(sql)
+    where = tree.args.get("where") if tree is not None else None
+    return _conjuncts(where) if where is not None else []
+
+
+def unused_joins(sql: str, columns: dict[str, set[str]]) -> list[str]:
+    """The tables ``sql`` inner-joins but reads nothing of outside the join's own condition
+    (``columns``: each table's column names, lower-cased, to tell whose an unqualified column
+    is); empty when none or it does not parse."""
+    tree = _parse(sql)
+    if tree is None:
+        return []
+    found = []
+    for join in tree.args.get("joins") or []:
+        table = join.this
+        if not isinstance(table, exp.Table) or join.side or join.kind not in ("", "INNER"):
+            continue
+        name, alias = table.name.casefold(), table.alias_or_name.casefold()
+        others = set().union(*(cols for t, cols in columns.items() if t != name))
+        condition = join.args.get("on")
+        inside = {id(column) for column in condition.find_all(exp.Column)} if condition is not None else set()
+        used = any(
+            id(column) not in inside
+            and (
+                column.table.casefold() == alias
+                if column.table
+                else column.name.casefold() in columns.get(name, set())
+                and column.name.casefold() not in others
+            )
+            for column in tree.find_all(exp.Column)
+        )
+        if not used and not any(isinstance(node, exp.Star) for node in tree.expressions):
+            found.append(table.name)
+    return found
+
+
+def drop_join(sql: str, table: str) -> str | None:
+    """``sql`` without its join of ``table``; ``None`` when it does not join it."""
+    tree = _parse(sql)
+    if tree is None:
+        return None
+    joins = tree.args.get("joins") or []
+    kept = [
+        join
+        for join in joins
+        if not (isinstance(join.this, exp.Table) and join.this.name.casefold() == table.casefold())
+    ]
+    if len(kept) == len(joins):
+        return None
+    tree.set("joins", kept or None)
+    return tree.sql(DIALECT)
 
 
 def tables_read(sql: str) -> list[str]:

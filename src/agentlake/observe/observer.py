@@ -228,7 +228,10 @@ class Observer:
         return stats
 
     def health(self) -> dict[str, Any]:
-        """Status, ring depth and store lag (ops waiting for a commit, age of the oldest)."""
+        """Status, ring depth, store lag (ops waiting for a commit, age of the oldest) and why
+        the store cannot commit right now (``store_unavailable``, else ``None``). The status
+        stays ``ok`` through a store outage: the service is up, and ingest answers 503 until
+        the store recovers by itself (restarting the service would not help)."""
         queued = getattr(self.sink, "queued_ops", 0)
         oldest = getattr(self.sink, "oldest_pending_age", lambda: 0.0)()
         return {
@@ -236,6 +239,7 @@ class Observer:
             "sink": getattr(self.sink, "kind", "embedded" if self.sink.local else "http"),
             "ring_depth": self.ring_depth,
             "store_lag": {"queued_ops": queued, "oldest_pending_s": round(oldest, 3)},
+            "store_unavailable": getattr(self.sink, "unavailable", None),
             "total": self._total if self.sink.local else None,
         }
 

@@ -15,24 +15,44 @@ to its commit (``pg_advisory_xact_lock(SEQ_LOCK)``) before its rows get their ``
 commits after one with a higher ``seq`` and a reader that reads by ``seq`` (the scheduled
 learner's cursor) never passes a row that commits later. The COPY runs before the lock: writers
 wait on each other only for the move into ``ops``.
+
+The writer thread commits through a connection of its own; readers share the pool's. When the
+server goes away (stopped, restarting, unreachable, out of disk), the commit's callers get
+``StoreUnavailableError`` (503, ``Retry-After``) and ``OpStore``'s writer reconnects with a
+growing back-off (``_make_ready``), refusing ops at once meanwhile; a connection that died in a
+restart already over is replaced at its first failure and the commit made again at once, so
+nobody is refused. Ops whose commit was cut off between COMMIT and its answer may have been
+stored: a retry with their ids is answered ``duplicate``, and each is stored once.
 """
 
 from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentlake.errors import UserError
+from agentlake.errors import UnavailableError, UserError
 from agentlake.migrations import Migration
 from agentlake.observe.model import ObservedOp
-from agentlake.observe.store import _COLUMNS, _USAGE, AppendResult, OpStore, _naive_utc, _Pending
+from agentlake.observe.store import (
+    _COLUMNS,
+    _USAGE,
+    AppendResult,
+    OpStore,
+    StoreUnavailableError,
+    _naive_utc,
+    _Pending,
+)
 from agentlake.observe.store import MIGRATIONS as DUCKDB_MIGRATIONS
-from agentlake.postgres import Database, Session, apply_pg_migrations
+from agentlake.postgres import Database, apply_pg_migrations, outage
+
+if TYPE_CHECKING:
+    import psycopg
 
 STORE = "ops"
 # The transaction-scoped advisory lock every writer takes before its rows get their seq.
 SEQ_LOCK = 0x61676C6B  # "aglk"
+DISK_FULL_STATE = "53100"
 
 # The DuckDB schema's text in PostgreSQL's spelling (a released migration is never edited, so
 # the derived text is as fixed as the original), seq from a sequence shared by every writer, and
@@ -127,7 +147,8 @@ class PgOpStore(OpStore):
         self.checkpoint_mb = None
         self.checkpoints = 0
         self.checkpoint_seconds = 0.0
-        # The writer keeps one connection; readers (the gateway's /ops, stats) share the rest.
+        # The writer thread keeps a connection of its own (made again after an outage);
+        # readers (the gateway's /ops, stats) share the pool's.
         self._conn = Database(url, name="the observer store", max_size=4)
         self.path = self._conn.where  # what messages name
         try:
@@ -143,7 +164,7 @@ class PgOpStore(OpStore):
         except BaseException:
             self._conn.close()
             raise
-        self._prepared: set[tuple[int, int]] = set()  # connections holding the temporary table
+        self._writer_conn: psycopg.Connection | None = None  # the writer thread's own (see _commit)
         self._start()
 
     def _cursor(self) -> Database:  # type: ignore[override]
@@ -160,35 +181,59 @@ class PgOpStore(OpStore):
                 if op.id not in seen:
                     seen.add(op.id)
                     rows.append(_row(op, now))
-        created = None
-        with self._conn.transaction() as session:
-            created = self._prepare(session)
-            with session.conn.cursor() as cur:
-                with cur.copy(f"COPY incoming_ops ({_COPIED_SQL}) FROM STDIN") as copy:
-                    for row in rows:
-                        copy.write_row(row)
-                # Commits in seq order across writers (see the module docstring).
-                cur.execute("SELECT pg_advisory_xact_lock(%s)", [SEQ_LOCK])
-                cur.execute(
-                    f"INSERT INTO ops ({_COPIED_SQL}) SELECT {_COPIED_SQL} FROM incoming_ops "
-                    "ON CONFLICT (id) DO NOTHING RETURNING id"
-                )
-                stored = {row[0] for row in cur.fetchall()}
-        # Leaving the block committed (with the temporary table, if this made it): only now
-        # are the answers true.
-        if created is not None:
-            self._prepared.add(created)
+        if self._writer_conn is None:
+            self._make_ready()
+        conn = self._writer_conn
+        assert conn is not None
+        with conn.transaction(), conn.cursor() as cur:
+            with cur.copy(f"COPY incoming_ops ({_COPIED_SQL}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            # Commits in seq order across writers (see the module docstring).
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", [SEQ_LOCK])
+            cur.execute(
+                f"INSERT INTO ops ({_COPIED_SQL}) SELECT {_COPIED_SQL} FROM incoming_ops "
+                "ON CONFLICT (id) DO NOTHING RETURNING id"
+            )
+            stored = {row[0] for row in cur.fetchall()}
+        # Leaving the block committed: only now are the answers true.
         return self._answers(batch, stored)
 
-    def _prepare(self, session: Session) -> tuple[int, int] | None:
-        """Make the session's temporary table (emptied at every commit) once per connection;
-        returns the connection's key when it made it now (it exists once that commits)."""
-        # The object and its server process: a pool's replacement connection differs in both.
-        key = (id(session.conn), session.conn.info.backend_pid)
-        if key not in self._prepared:
-            session.conn.execute(
-                "CREATE TEMPORARY TABLE IF NOT EXISTS incoming_ops ON COMMIT DELETE ROWS AS "
+    def _make_ready(self) -> None:
+        """A new connection for the writer, with its temporary table (emptied at every
+        commit); the pool's idle connections are checked too, so readers drop the dead ones."""
+        self._drop_writer()
+        conn = self._conn.connect()
+        try:
+            conn.execute(
+                "CREATE TEMPORARY TABLE incoming_ops ON COMMIT DELETE ROWS AS "
                 f"SELECT {_COPIED_SQL} FROM ops WITH NO DATA"
             )
-            return key
-        return None
+            conn.commit()
+        except BaseException:
+            conn.close()
+            raise
+        self._writer_conn = conn
+        self._conn._check_idle()
+
+    def _drop_writer(self) -> None:
+        conn, self._writer_conn = self._writer_conn, None
+        if conn is not None:
+            conn.close()
+
+    def _outage(self, exc: BaseException) -> StoreUnavailableError | None:
+        if isinstance(exc, StoreUnavailableError):
+            return exc
+        reason = outage(exc)
+        if reason is not None:
+            message = self._conn.unavailable(reason)
+        elif isinstance(exc, UnavailableError):  # Database.connect's own
+            message = exc.message
+        else:
+            return None
+        full = getattr(exc, "sqlstate", None) == DISK_FULL_STATE
+        return StoreUnavailableError(message, reason="disk_full" if full else "unreachable")
+
+    def close(self) -> None:
+        super().close()
+        self._drop_writer()

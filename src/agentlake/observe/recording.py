@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from agentlake.errors import UnavailableError
 from agentlake.observe.default_observer import _current_default, get_observer
 from agentlake.observe.deferred import _deferred_scope
 from agentlake.observe.model import (
@@ -333,8 +334,18 @@ def record_op(op: ObservedOp, *, observer: Observer | None = None) -> bool:
     except Exception as exc:
         if scope is not None and scope._fail_if_open([op], exc):
             return False
-        log.warning("could not record op %s (%s)", op.endpoint, op.id, exc_info=True)
+        _not_recorded(op.endpoint, op.id, exc)
         return False
+
+
+def _not_recorded(endpoint: str | None, op_id: str | None, exc: Exception) -> None:
+    """Log an op the store did not take. An unavailable store (its database down, its disk
+    full) is one line without a traceback: its message says all, and every op recorded while
+    it lasts meets it."""
+    if isinstance(exc, UnavailableError):
+        log.warning("could not record op %s (%s): %s", endpoint, op_id, exc.message)
+    else:
+        log.warning("could not record op %s (%s)", endpoint, op_id, exc_info=exc)
 
 
 async def _record_quietly_async(
@@ -354,13 +365,13 @@ async def _record_quietly_async(
     except QueueFullError:
         await asyncio.to_thread(_record_quietly, observer, fields, handle)
         return
-    except Exception:
-        log.warning("could not record op %s (%s)", fields.get("endpoint"), fields.get("id"), exc_info=True)
+    except Exception as exc:
+        _not_recorded(fields.get("endpoint"), fields.get("id"), exc)
         return
     try:
         results = await _await_ticket(ticket)
-    except Exception:
-        log.warning("could not record op %s (%s)", op.endpoint, op.id, exc_info=True)
+    except Exception as exc:
+        _not_recorded(op.endpoint, op.id, exc)
         return
     target._stored([op], results)
     if handle is not None:

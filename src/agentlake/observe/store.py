@@ -10,13 +10,22 @@ SIGKILL. The writer thread drains whatever is queued, up to ``batch_max`` ops, i
 transaction and wakes every waiter of that batch: concurrent appends share one fsync.
 Idempotency: the op id is the primary key; an id already stored (or repeated inside a batch) is
 answered ``duplicate`` and stored once.
+
+Outages: when the database cannot commit (its disk full; for PostgreSQL, the server stopped or
+unreachable), the batch's callers get ``StoreUnavailableError`` (503 with ``Retry-After``) and
+the store is *unavailable*: new ops are refused at once with the same error, and the writer
+thread tries the database again with a growing back-off until a commit can go through, then
+takes ops again. Nothing refused was acknowledged, and a retry with the same ids stores each
+once, also when the failed commit had in fact gone through (then answered ``duplicate``).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import math
+import shutil
 import threading
 import time
 from collections import deque
@@ -139,6 +148,14 @@ _TYPES = {f.name: f.type for f in _SCHEMA}
 DEFAULT_BATCH_MAX = 20000
 DEFAULT_CHECKPOINT_MB = 64.0
 CHECKPOINT_POLL_S = 0.1
+# While the store is unavailable the writer tries the database again after this back-off,
+# doubled at each failure up to RECOVER_MAX_S: a restart of a few seconds is noticed within a
+# fraction of a second, and a long outage costs one attempt every few seconds.
+RECOVER_FIRST_S = 0.05
+RECOVER_MAX_S = 0.5
+# Room a DuckDB store wants on its disk, beyond twice the batch that did not fit, before it
+# takes ops again after its disk was full.
+RECOVER_FREE_BYTES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -182,6 +199,22 @@ class QueueFullError(UnavailableError):
     def __init__(self, message: str, *, retry_after: float = 1.0) -> None:
         super().__init__(message, http_status=503, retry_after=retry_after)
         self.retry_after = retry_after
+
+
+class StoreUnavailableError(UnavailableError):
+    """The store cannot commit right now (``reason``: ``unreachable`` or ``disk_full``); the ops
+    were not acknowledged. Retry after ``retry_after`` seconds with the same ids: each is stored
+    once (answered ``duplicate`` if the failed commit had gone through after all)."""
+
+    def __init__(self, message: str, *, reason: str, retry_after: float = 1.0) -> None:
+        super().__init__(message, http_status=503, retry_after=retry_after, reason=reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+    def again(self, retry_after: float) -> StoreUnavailableError:
+        """A fresh error with the same message for the next caller (an exception instance
+        carries its own traceback, so callers never share one)."""
+        return StoreUnavailableError(self.message, reason=self.reason, retry_after=retry_after)
 
 
 class _Pending:
@@ -345,6 +378,42 @@ def _labels(text: str | None) -> dict[str, Any]:
     return {key: value for key, value in json.loads(text).items() if value is not None}
 
 
+_DISK_FULL = ("no space left on device", "disk quota exceeded")
+
+
+def _is_fatal(exc: BaseException) -> bool:
+    """DuckDB invalidated the database: every statement fails until it is opened again."""
+    return isinstance(exc, duckdb.FatalException) or "database has been invalidated" in str(exc)
+
+
+def _duckdb_outage(exc: BaseException, path: Path) -> StoreUnavailableError | None:
+    """``exc`` as the one-line 503 of a full disk under ``path`` (or of a database DuckDB
+    invalidated, which the writer reopens), else ``None``."""
+    full = (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)) or (
+        isinstance(exc, duckdb.Error) and any(text in str(exc).lower() for text in _DISK_FULL)
+    )
+    if full:
+        return StoreUnavailableError(
+            f"the observer store cannot commit: the disk holding {path} is full; free space there "
+            "(ops are taken again as soon as a commit fits)",
+            reason="disk_full",
+        )
+    if _is_fatal(exc):
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return StoreUnavailableError(
+            f"the observer store {path} stopped after a fatal DuckDB error ({first}); reopening it",
+            reason="invalidated",
+        )
+    return None
+
+
+def _close_quietly(cursor: duckdb.DuckDBPyConnection) -> None:
+    try:
+        cursor.close()
+    except duckdb.Error:
+        pass  # a cursor of an invalidated database
+
+
 def _is_lock_error(exc: Exception) -> bool:
     text = str(exc).lower()
     return "lock" in text and ("conflicting" in text or "could not set lock" in text)
@@ -407,13 +476,17 @@ class OpStore:
                     "send ops over HTTP (AGENTLAKE_OBSERVER_SINK=http) or query the running observer service"
                 ) from None
             raise RunError(f"cannot open the observer store {self.path}: {exc}") from None
+        self._threads = threads
         if not read_only:
             apply_migrations(self._conn, MIGRATIONS)
-            if self.checkpoint_mb:
-                safety_net_kb = max(1, round(4 * self.checkpoint_mb * 1000))
-                self._conn.execute(f"SET checkpoint_threshold = '{safety_net_kb}KB'")
+            self._configure()
         self._next_seq = int(self._conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM ops").fetchone()[0])
         self._start()
+
+    def _configure(self) -> None:
+        if self.checkpoint_mb:
+            safety_net_kb = max(1, round(4 * self.checkpoint_mb * 1000))
+            self._conn.execute(f"SET checkpoint_threshold = '{safety_net_kb}KB'")
 
     def _start(self) -> None:
         """The queue, the writer thread and (when asked) the checkpoint thread, once the
@@ -427,6 +500,13 @@ class OpStore:
         self._closed = False
         self.committed_batches = 0
         self.last_commit_at: float | None = None
+        # Set by the writer while the database cannot commit (see the module docstring).
+        self._unavailable: StoreUnavailableError | None = None
+        self._retry_after = RECOVER_FIRST_S
+        self._last_batch_bytes = 0
+        self._invalid = False  # DuckDB refuses every statement until the database is reopened
+        self.outages = 0
+        self.reopened = 0
         self._writer: threading.Thread | None = None
         self._checkpointer: threading.Thread | None = None
         self._stop_checkpoints = threading.Event()
@@ -445,7 +525,8 @@ class OpStore:
         """Queue ``ops`` for the next group commit and return a :class:`Ticket` at once.
 
         Raises ``QueueFullError`` (503) when ``queue_max`` ops are already waiting, after waiting
-        up to ``wait_for_space`` seconds for room; ``UserError`` on a read-only or closed store.
+        up to ``wait_for_space`` seconds for room; ``StoreUnavailableError`` (503) at once while
+        the database cannot commit; ``UserError`` on a read-only or closed store.
         """
         if self.read_only:
             raise UserError(f"the observer store {self.path} was opened read-only")
@@ -456,6 +537,8 @@ class OpStore:
             while True:
                 if self._closing:
                     raise UnavailableError("the observer store is closing")
+                if self._unavailable is not None:
+                    raise self._unavailable.again(self._retry_after)
                 # An empty queue always takes the batch, however large: it cannot starve.
                 if self._queued_ops == 0 or self._queued_ops + len(ops) <= self.queue_max:
                     break
@@ -499,6 +582,8 @@ class OpStore:
             while not self._queue:
                 if self._closing:
                     return None
+                if self._unavailable is not None:
+                    return []  # marked by the checkpoint thread: recover before taking ops
                 self._cond.wait()
             batch: list[_Pending] = []
             count = 0
@@ -508,41 +593,59 @@ class OpStore:
                 count += len(pending.ops)
             return batch
 
+    @property
+    def unavailable(self) -> str | None:
+        """Why the store cannot commit right now (one line), or ``None`` while it can."""
+        down = self._unavailable
+        return None if down is None else down.message
+
     def _write_loop(self) -> None:
         while True:
             batch = self._take_batch()
             if batch is None:
                 return
-            outcomes = self._commit_isolated(batch)
-            with self._cond:
-                for pending, (results, error) in zip(batch, outcomes, strict=True):
-                    self._queued_ops -= len(pending.ops)
-                    pending.results = results
-                    pending.error = error
-                    pending.done = True
-                    if pending.event is not None:
-                        pending.event.set()
-                callbacks = [(pending, cb) for pending in batch for cb in pending.callbacks]
-                for pending in batch:
-                    # A callback holds its Ticket, which holds this _Pending: dropping them here
-                    # leaves no reference cycle per op for the garbage collector to sweep (under
-                    # load those sweeps were full collections stalling the event loop ~150 ms).
-                    pending.callbacks = []
-                self._cond.notify_all()
-            for pending, callback in callbacks:
-                try:
-                    callback(pending)
-                except Exception:  # a waiter's callback must not kill the writer
-                    log.exception("observer ticket callback failed")
+            if batch:
+                self._settle(batch, self._commit_isolated(batch))
+            if self._unavailable is not None:
+                self._recover()
+
+    def _settle(
+        self, batch: list[_Pending], outcomes: list[tuple[list[AppendResult] | None, BaseException | None]]
+    ) -> None:
+        """Hand each caller of ``batch`` its results or error and wake it."""
+        with self._cond:
+            for pending, (results, error) in zip(batch, outcomes, strict=True):
+                self._queued_ops -= len(pending.ops)
+                pending.results = results
+                pending.error = error
+                pending.done = True
+                if pending.event is not None:
+                    pending.event.set()
+            callbacks = [(pending, cb) for pending in batch for cb in pending.callbacks]
+            for pending in batch:
+                # A callback holds its Ticket, which holds this _Pending: dropping them here
+                # leaves no reference cycle per op for the garbage collector to sweep (under
+                # load those sweeps were full collections stalling the event loop ~150 ms).
+                pending.callbacks = []
+            self._cond.notify_all()
+        for pending, callback in callbacks:
+            try:
+                callback(pending)
+            except Exception:  # a waiter's callback must not kill the writer
+                log.exception("observer ticket callback failed")
 
     def _commit_isolated(
         self, batch: list[_Pending]
     ) -> list[tuple[list[AppendResult] | None, BaseException | None]]:
         """Commit ``batch`` as one group; if that fails, commit each caller's ops on their own,
         so one caller's bad op fails that caller alone, never the others sharing the commit
-        (a failed INSERT leaves nothing behind, so retrying the rest stores each op once)."""
+        (a failed INSERT leaves nothing behind, so retrying the rest stores each op once).
+        An outage fails the whole batch with ``StoreUnavailableError`` and marks the store
+        unavailable: retrying each caller could not help."""
         try:
-            return [(results, None) for results in self._commit(batch)]
+            return [(results, None) for results in self._commit_or_retry(batch)]
+        except StoreUnavailableError as exc:
+            return self._went_down(batch, exc)
         except BaseException as exc:  # the waiters must hear about any failure
             if len(batch) == 1:
                 log.exception("observer store commit failed")
@@ -550,13 +653,131 @@ class OpStore:
         outcomes: list[tuple[list[AppendResult] | None, BaseException | None]] = []
         for pending in batch:
             try:
-                outcomes.append((self._commit([pending])[0], None))
+                outcomes.append((self._commit_or_retry([pending])[0], None))
+            except StoreUnavailableError as exc:
+                return outcomes + self._went_down(batch[len(outcomes) :], exc)
             except BaseException as exc:
                 log.exception("observer store commit failed for one caller's %d ops", len(pending.ops))
                 outcomes.append(
                     (None, RunError(f"observer store commit of {len(pending.ops)} ops failed: {exc}"))
                 )
         return outcomes
+
+    def _commit_or_retry(self, batch: list[_Pending]) -> list[list[AppendResult]]:
+        """``_commit``; after an outage, reconnect once and commit again at once (a connection
+        that died in a restart the database has already finished fails only its first use).
+        Raises ``StoreUnavailableError`` when that fails too."""
+        try:
+            return self._commit(batch)
+        except Exception as exc:
+            if self._outage(exc) is None:
+                raise
+        try:
+            self._make_ready()
+            return self._commit(batch)
+        except StoreUnavailableError:
+            raise
+        except Exception as exc:
+            down = self._outage(exc)
+            if down is None:
+                raise
+            raise down from exc
+
+    def _went_down(
+        self, batch: list[_Pending], error: StoreUnavailableError
+    ) -> list[tuple[list[AppendResult] | None, BaseException | None]]:
+        self._mark_unavailable(error)
+        return [(None, error.again(error.retry_after)) for _ in batch]
+
+    def _mark_unavailable(self, error: StoreUnavailableError) -> None:
+        """Refuse ops from now on with ``error`` and have the writer recover (any thread)."""
+        with self._cond:
+            if self._unavailable is not None:
+                return
+            self._unavailable = error
+            self._retry_after = RECOVER_FIRST_S
+            self.outages += 1
+            self._cond.notify_all()
+        log.error("observer store unavailable: %s; answering 503 until it can commit again", error.message)
+
+    def _recover(self) -> None:
+        """While the store is unavailable: refuse what was queued meanwhile, wait the back-off,
+        try the database again; return once it can commit (or the store is closing)."""
+        began = time.monotonic()
+        delay = RECOVER_FIRST_S
+        while True:
+            with self._cond:
+                refused = list(self._queue)
+                self._queue.clear()
+                down = self._unavailable
+                assert down is not None
+            if refused:
+                self._settle(refused, [(None, down.again(delay)) for _ in refused])
+            with self._cond:
+                if self._closing:
+                    return
+                self._cond.wait(delay)
+                if self._closing:
+                    continue  # refuse what came in meanwhile, then stop
+            try:
+                self._make_ready()
+            except Exception as exc:
+                again = self._outage(exc)
+                if again is None:
+                    log.warning("observer store: reconnecting failed: %s", exc)
+                delay = min(delay * 2, RECOVER_MAX_S)
+                with self._cond:
+                    if again is not None:
+                        self._unavailable = again
+                    self._retry_after = delay
+                continue
+            with self._cond:
+                self._unavailable = None
+            log.warning(
+                "observer store available again after %.1f s; committing ops", time.monotonic() - began
+            )
+            return
+
+    def _outage(self, exc: BaseException) -> StoreUnavailableError | None:
+        """``exc`` as ``StoreUnavailableError`` when it says the database cannot commit right
+        now (a backend's connection lost, a full disk); ``None`` for any other failure."""
+        if _is_fatal(exc):
+            self._invalid = True
+        return _duckdb_outage(exc, self.path)
+
+    def _make_ready(self) -> None:
+        """Ready the database to commit again after an outage; raises while it cannot.
+
+        DuckDB keeps its connection through a full disk (a commit that did not fit left
+        nothing behind: tests/observe/test_observe_disk_full.py), so it is ready once the disk
+        has room for the batch that did not fit, twice over, and a megabyte more. A quota
+        (``EDQUOT``) is not seen here: the next commit tries and fails again if it still applies.
+        """
+        needed = RECOVER_FREE_BYTES + 2 * self._last_batch_bytes
+        free = shutil.disk_usage(self.path.parent).free
+        if free < needed:
+            raise OSError(errno.ENOSPC, f"{free} bytes free under {self.path.parent}, {needed} wanted")
+        if not self._invalid:
+            try:
+                self._conn.execute("SELECT 1")
+            except duckdb.Error as exc:
+                if not _is_fatal(exc):
+                    raise
+                self._invalid = True
+        if self._invalid:
+            self._reopen()
+
+    def _reopen(self) -> None:
+        """Open the file anew after DuckDB invalidated the database (a checkpoint that met a
+        full disk does that): what was committed is read back from the write-ahead log."""
+        _close_quietly(self._conn)
+        self._conn = duckdb.connect(str(self.path), config={"threads": self._threads})
+        self._configure()
+        stored = int(self._conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM ops").fetchone()[0])
+        self._next_seq = max(self._next_seq, stored)
+        self._invalid = False
+        self.reopened += 1
+        log.warning("observer store %s reopened after a fatal DuckDB error", self.path)
 
     def _commit(self, batch: list[_Pending]) -> list[list[AppendResult]]:
         seen: set[str] = set()
@@ -569,6 +790,7 @@ class OpStore:
         now = datetime.now(UTC).replace(tzinfo=None)
         first_seq = self._next_seq
         table = _to_table(fresh, first_seq, now)
+        self._last_batch_bytes = table.nbytes
         # One INSERT statement = one auto-committed transaction: atomic and, once execute()
         # returns, durable. No explicit BEGIN/COMMIT and no register/unregister round trips:
         # together about 35% less CPU per group commit than a transaction around a registered
@@ -624,30 +846,48 @@ class OpStore:
         assert self.checkpoint_mb is not None
         wal = Path(f"{self.path}.wal")
         limit = self.checkpoint_mb * 1_000_000
-        cursor = self._conn.cursor()
+        conn = self._conn
+        cursor = conn.cursor()
         try:
-            while not self._stop_checkpoints.wait(CHECKPOINT_POLL_S):
+            failures = 0
+            # After a failed checkpoint (a full disk, another transaction in the way) the next
+            # waits longer, up to 6.4 s, and only the first of a run is logged.
+            while not self._stop_checkpoints.wait(CHECKPOINT_POLL_S * 2**failures):
+                if self._unavailable is not None:
+                    continue  # its disk is full: a checkpoint needs room too
                 try:
                     if wal.stat().st_size < limit:
                         continue
                 except FileNotFoundError:
                     continue
+                if conn is not self._conn:  # reopened by the writer
+                    _close_quietly(cursor)
+                    conn, cursor = self._conn, self._conn.cursor()
                 started = time.perf_counter()
                 try:
                     cursor.execute("CHECKPOINT")
-                except duckdb.Error as exc:  # e.g. another transaction in the way: next round
-                    log.warning("observer store checkpoint failed (will retry): %s", exc)
+                except duckdb.Error as exc:
+                    if not failures:
+                        log.warning("observer store checkpoint failed (will retry): %s", exc)
+                    failures = min(failures + 1, 6)
+                    down = self._outage(exc)
+                    if down is not None and self._invalid:
+                        self._mark_unavailable(down)  # no commit can go through until reopened
                     continue
+                failures = 0
                 self.checkpoints += 1
                 self.checkpoint_seconds += time.perf_counter() - started
         finally:
-            cursor.close()
+            _close_quietly(cursor)
 
     # --- reading ------------------------------------------------------------------------
 
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         if self._closed:
             raise UserError("the observer store is closed")
+        down = self._unavailable
+        if self._invalid and down is not None:
+            raise down.again(self._retry_after)  # until the writer has reopened it
         return self._conn.cursor()
 
     # A label compared as text: DuckDB reads it by JSON path (the name is checked to be plain).
