@@ -179,7 +179,7 @@ def main() -> None:
                         Lesson.model_validate_json(body)
                         for (body,) in store.query("SELECT body FROM lessons")
                     ]
-                    store._lessons = {lesson.id: lesson for lesson in fresh}  # the naive store: no cache,
+                    store.db._lessons = {lesson.id: lesson for lesson in fresh}  # the naive store: no cache,
                     store._pool = None  # no index
                     rank_lessons(store, task, semantic=False)
 
