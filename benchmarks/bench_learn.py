@@ -6,7 +6,7 @@ Measures, in one run and on one machine, each beside a baseline measured in the 
 - ``LessonStore.propose`` of N ADD deltas in ONE transaction, against the same N deltas
   proposed one per call (one transaction each, what a naive caller does);
 - ``retrieve_lessons`` over N lessons (structured ranking on the in-memory current state, no
-  citation; then with a citation written), against a baseline that reloads the current
+  citation; then with the run's citation written by ``record_citations``), against a baseline that reloads the current
   lessons from the DuckDB table and re-parses them for every call;
 - the heuristic extractor over M ``fill.judged`` ops (ops/s) and ``learn_from_ops``
   (extraction + curation + marking ops learned), against re-learning the same ops (skipped);
@@ -165,8 +165,13 @@ def main() -> None:
                     retrieve_lessons(store, task, semantic=False)
 
             def retrieve_cited() -> None:
+                # Retrieval is a read; a run's citation is written by record_citations (what
+                # the learner does with the lessons a run states it was given).
                 for task in tasks[:50]:
-                    retrieve_lessons(store, task, semantic=False, run_id=f"run-{next(counter)}")
+                    given = retrieve_lessons(store, task, semantic=False)
+                    store.record_citations(
+                        f"run-{next(counter)}", given.ids, used=False, sig_hash=given.sig_hash
+                    )
 
             def reload_and_rank() -> None:
                 for task in tasks[:50]:
@@ -174,7 +179,7 @@ def main() -> None:
                         Lesson.model_validate_json(body)
                         for (body,) in store.query("SELECT body FROM lessons")
                     ]
-                    store._lessons = {lesson.id: lesson for lesson in fresh}  # the naive store: no cache,
+                    store.db._lessons = {lesson.id: lesson for lesson in fresh}  # the naive store: no cache,
                     store._pool = None  # no index
                     rank_lessons(store, task, semantic=False)
 
@@ -191,7 +196,7 @@ def main() -> None:
             )
             rows.append(
                 (
-                    "retrieve_lessons with the citation written (run_id)",
+                    "retrieve_lessons with the citation written (record_citations)",
                     f"{per_cited:.2f} ms/call",
                     f"same without citation: {per_call:.2f} ms/call",
                     f"{per_cited / per_call:.1f}x the cost",

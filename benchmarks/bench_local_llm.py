@@ -128,7 +128,7 @@ def measure(
     provider = LocalProvider(model, settings)
     cold_s = None
     if cold and engine == "transformers":
-        from agentlake.llm.local_torch import weights_dir
+        from agentlake.llm.local.engines.torch import weights_dir
 
         shutil.rmtree(weights_dir(provider.packaged, settings), ignore_errors=True)
     started = time.perf_counter()

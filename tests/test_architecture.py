@@ -65,21 +65,24 @@ def _dotted(path: Path) -> list[str]:
     return parts[:-1] if parts[-1] == "__init__" else parts
 
 
+def _from_module(node: ast.ImportFrom, path: Path) -> str:
+    """The dotted module a ``from ... import`` in the module at ``path`` reads, relative resolved."""
+    if not node.level:
+        return node.module or ""
+    here = _dotted(path)
+    base = here if path.name == "__init__.py" else here[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
 def imports_of(source: str, path: Path) -> list[Import]:
     """Every ``agentlake`` import in ``source`` (a module at ``path``), wherever it stands."""
-    here = _dotted(path)
-    is_package = path.name == "__init__.py"
     found: list[Import] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = here if is_package else here[:-1]
-                base = base[: len(base) - (node.level - 1)]
-                module = ".".join([*base, *([node.module] if node.module else [])])
-            else:
-                module = node.module or ""
+            module = _from_module(node, path)
             # "from agentlake import demo" imports a module, not a name of agentlake/__init__.
             targets = [f"{module}.{a.name}" for a in node.names] if module == "agentlake" else [module]
         else:
@@ -224,6 +227,128 @@ def test_the_top_level_holds_only_cross_cutting_modules() -> None:
     )
 
 
+# --- no import circle inside a package --------------------------------------------------------
+
+ACYCLIC_PACKAGES = ("learn", "llm")
+
+
+def _is_module(dotted: str) -> bool:
+    found = SRC.parent.joinpath(*dotted.split("."))
+    return found.with_suffix(".py").is_file() or (found / "__init__.py").is_file()
+
+
+def _protocol_only_names(tree: ast.Module, names: set[str]) -> set[str]:
+    """Those of ``names`` used at least once and only inside ``Protocol`` classes of ``tree``."""
+    inside: dict[str, bool] = {}
+
+    def visit(node: ast.AST, in_protocol: bool) -> None:
+        if isinstance(node, ast.ClassDef):
+            in_protocol = in_protocol or any(ast.unparse(base).endswith("Protocol") for base in node.bases)
+        if isinstance(node, ast.Name) and node.id in names:
+            inside[node.id] = inside.get(node.id, True) and in_protocol
+        for child in ast.iter_child_nodes(node):
+            visit(child, in_protocol)
+
+    visit(tree, False)
+    return {name for name, only in inside.items() if only}
+
+
+def module_edges(source: str, path: Path) -> list[tuple[str, int, str]]:
+    """``(module, line, imported module)`` for each ``agentlake`` module ``source`` imports: at
+    the top, inside functions and under ``TYPE_CHECKING``; ``from package import module`` names
+    the module. An import under ``TYPE_CHECKING`` whose names only ``Protocol`` classes use is
+    left out (see ``test_no_import_circle_inside``)."""
+    tree = ast.parse(source)
+    type_only = {
+        id(node)
+        for statement in tree.body
+        if isinstance(statement, ast.If) and "TYPE_CHECKING" in ast.unparse(statement.test)
+        for node in ast.walk(statement)
+        if isinstance(node, ast.ImportFrom)
+    }
+    bound = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if id(node) in type_only
+        for alias in node.names  # type: ignore[attr-defined]
+    }
+    for_contracts = _protocol_only_names(tree, bound)
+    here = ".".join(_dotted(path))
+    edges = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = _from_module(node, path)
+            names = [
+                alias
+                for alias in node.names
+                if id(node) not in type_only or (alias.asname or alias.name) not in for_contracts
+            ]
+            targets = [f"{module}.{a.name}" if _is_module(f"{module}.{a.name}") else module for a in names]
+        else:
+            continue
+        edges += [(here, node.lineno, target) for target in targets if target.startswith("agentlake.")]
+    return edges
+
+
+def import_circles(edges: list[tuple[str, int, str]], package: str) -> list[list[str]]:
+    """The import circles among ``package``'s modules, each as ``module:line -> ...`` steps
+    (one circle per strongly connected group of modules)."""
+    prefix = f"agentlake.{package}"
+    graph: dict[str, dict[str, int]] = {}
+    for module, line, target in edges:
+        if target == prefix or target.startswith(prefix + "."):
+            graph.setdefault(module, {}).setdefault(target, line)
+    circles = []
+    seen: set[str] = set()
+    for start in sorted(graph):
+        if start in seen:
+            continue
+        # A path back to ``start``, breadth first: the shortest circle through it.
+        paths = {start: [start]}
+        queue = [start]
+        while queue:
+            node = queue.pop(0)
+            for target in sorted(graph.get(node, {})):
+                if target == start:
+                    steps = paths[node] + [start]
+                    circles.append(
+                        [f"{a}:{graph[a][b]} -> {b}" for a, b in zip(steps, steps[1:], strict=False)]
+                    )
+                    seen.update(steps)
+                    queue = []
+                    break
+                if target not in paths:
+                    paths[target] = paths[node] + [target]
+                    queue.append(target)
+    return circles
+
+
+def package_edges(package: str) -> list[tuple[str, int, str]]:
+    return [
+        edge
+        for path in sorted((SRC / package).rglob("*.py"))
+        for edge in module_edges(path.read_text("utf-8"), path)
+    ]
+
+
+@pytest.mark.parametrize("package", ACYCLIC_PACKAGES)
+def test_no_import_circle_inside(package: str) -> None:
+    """No module of ``learn`` or ``llm`` imports, however indirectly, a module that imports it.
+
+    Every import is an edge: at the top, inside a function (a lazy import defers a circle to
+    run time, it does not remove it: an engine module importing the provider that lazily
+    imports the engine is a circle) and under ``TYPE_CHECKING`` (a function typed by a class
+    calls what it names: curation taking a ``LessonStore`` that calls curation is a circle).
+    One exception: a ``TYPE_CHECKING`` import whose names only ``Protocol`` classes use. A
+    contract names the vocabulary it speaks and runs nothing: ``Domain.describe_task`` takes
+    the ``TaskKey`` whose methods ask its domain.
+    """
+    circles = import_circles(package_edges(package), package)
+    assert circles == [], f"import circles inside {package}/: lay the modules in layers"
+
+
 # --- the readers themselves can see what the rules look for -----------------------------------
 
 
@@ -242,6 +367,47 @@ def test_the_import_reader_resolves_relative_imports() -> None:
 def test_the_import_reader_sees_modules_imported_from_the_top_package() -> None:
     source = "from agentlake import demo\n"
     assert [i.target for i in imports_of(source, SRC / "cli" / "x.py")] == ["agentlake.demo"]
+
+
+def test_the_circle_finder_finds_a_lazy_import_circle_and_a_typed_one() -> None:
+    provider = "def engine():\n    from agentlake.llm.engine import Engine\n"
+    engine = "from agentlake.llm.provider import Provider\n"
+    curation = (
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from agentlake.learn.store import Store\n"
+        "def apply(store: Store) -> None: ...\n"
+    )
+    store = "from agentlake.learn.curation import apply\n"
+    edges = [
+        *module_edges(provider, SRC / "llm" / "provider.py"),
+        *module_edges(engine, SRC / "llm" / "engine.py"),
+        *module_edges(curation, SRC / "learn" / "curation.py"),
+        *module_edges(store, SRC / "learn" / "store.py"),
+    ]
+    assert import_circles(edges, "llm") == [
+        [
+            "agentlake.llm.engine:1 -> agentlake.llm.provider",
+            "agentlake.llm.provider:2 -> agentlake.llm.engine",
+        ]
+    ]
+    assert import_circles(edges, "learn") == [
+        [
+            "agentlake.learn.curation:3 -> agentlake.learn.store",
+            "agentlake.learn.store:1 -> agentlake.learn.curation",
+        ]
+    ]
+
+
+def test_the_circle_finder_lets_a_protocol_name_the_types_it_speaks() -> None:
+    domain = (
+        "from typing import TYPE_CHECKING, Protocol\nif TYPE_CHECKING:\n    from agentlake.learn.model import Task\n"
+        "class Domain(Protocol):\n    def describe(self, task: Task) -> str: ...\n"
+    )
+    model = "from agentlake.learn.domain import find\n"
+    edges = [
+        *module_edges(domain, SRC / "learn" / "domain.py"),
+        *module_edges(model, SRC / "learn" / "model.py"),
+    ]
+    assert import_circles(edges, "learn") == []
 
 
 def test_the_table_reader_finds_sql_over_a_table_but_not_prose() -> None:

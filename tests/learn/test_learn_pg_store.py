@@ -14,7 +14,8 @@ import pytest
 
 from agentlake.errors import UserError
 from agentlake.learn import Delta, LessonDraft, LessonMatch, LessonStore
-from agentlake.learn.store import PG_MIGRATIONS, lesson_snapshot
+from agentlake.learn.schema import PG_MIGRATIONS
+from agentlake.learn.store import lesson_snapshot
 from agentlake.settings import load_settings
 from agentlake.workforce.learning import StaffingAction
 

@@ -8,7 +8,7 @@ import pytest
 
 from agentlake.errors import NotFoundError, UserError
 from agentlake.learn import Delta, LessonDraft, LessonMatch, LessonStore
-from agentlake.learn.store import MIGRATIONS
+from agentlake.learn.schema import MIGRATIONS
 from agentlake.workforce.learning import StaffingAction, action_of
 
 RIVERFRONT = LessonMatch(client_id="riverfront-steel")

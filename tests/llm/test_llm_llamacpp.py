@@ -14,15 +14,8 @@ from pydantic import BaseModel, Field
 
 from agentlake.errors import UserError
 from agentlake.llm import GenerateOptions, Message, get_provider
-from agentlake.llm.llamacpp import (
-    ARRAY_CAP,
-    KEY_CAP,
-    NUMBER_CAP,
-    STRING_CAP,
-    build_prompt,
-    cap_schema,
-    example_from_schema,
-)
+from agentlake.llm.gguf_completion import build_prompt, example_from_schema
+from agentlake.llm.structured import ARRAY_CAP, KEY_CAP, NUMBER_CAP, STRING_CAP, cap_schema
 
 
 class Worker(BaseModel):

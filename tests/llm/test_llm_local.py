@@ -213,7 +213,7 @@ def test_a_real_reply_copying_its_prompt_takes_fewer_passes_with_drafts(
 def test_a_forced_text_stops_before_a_word_two_values_begin_alike(provider: LocalProvider) -> None:
     import xgrammar
 
-    from agentlake.llm.llamacpp import cap_schema
+    from agentlake.llm.structured import cap_schema
 
     decoder = provider.decoder()
     schema = {"type": "object", "properties": {"route": {"enum": ["sql", "search"]}}, "required": ["route"]}
@@ -293,9 +293,9 @@ def test_a_prompt_over_the_window_is_refused_before_the_model_runs() -> None:
 
 
 def test_too_little_memory_is_refused_before_loading(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentlake.llm import local
+    from agentlake.llm.local import engine
 
-    monkeypatch.setattr(local, "available_memory", lambda: 200 * 1024 * 1024)
+    monkeypatch.setattr(engine, "available_memory", lambda: 200 * 1024 * 1024)
     # A window no other test uses: a fresh engine, not one loaded already.
     settings = load_settings(local_context_window=1536, local_engine="transformers")
     with pytest.raises(

@@ -10,7 +10,7 @@ from agentlake.llm.local import lookup_draft
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from agentlake.llm.local_torch import grouped_sdpa, growing_cache  # noqa: E402
+from agentlake.llm.local.engines.torch import grouped_sdpa, growing_cache  # noqa: E402
 
 
 def test_a_draft_is_what_followed_the_latest_earlier_run_of_the_last_tokens() -> None:

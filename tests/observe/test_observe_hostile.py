@@ -148,6 +148,7 @@ def test_timestamps_outside_utc_range_are_refused(client: TestClient, ts: str) -
         ({"until": "9999-12-31T23:59:59-12:00"}, 400),
         ({"offset": "1000000000000000000000000000000"}, 422),
         ({"limit": "0"}, 422),
+        ({"after_seq": str(2**63)}, 400),
     ],
 )
 def test_bad_reads_answer_the_json_error_shape(client: TestClient, params: dict, status: int) -> None:
@@ -158,7 +159,7 @@ def test_bad_reads_answer_the_json_error_shape(client: TestClient, params: dict,
 def test_an_unexpected_failure_is_a_json_500_and_the_connection_stays_usable(
     observer: Observer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(**_: Any) -> Any:
+    def broken(*_: Any, **__: Any) -> Any:
         raise RuntimeError("boom")
 
     monkeypatch.setattr(observer, "query", broken)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentlake.errors import UserError
-from agentlake.observe import MemorySink, ObservedOp, Observer, observe
+from agentlake.observe import MemorySink, ObservedOp, Observer, OpFilter, observe
 
 
 def test_memory_sink_is_idempotent_and_answers_queries_like_the_store() -> None:
@@ -25,6 +25,19 @@ def test_memory_sink_is_idempotent_and_answers_queries_like_the_store() -> None:
         sink.query(colour="red")
     stats = sink.stats()
     assert (stats.total, stats.failures, stats.by_source) == (3, 1, {"agent": 2, "llm": 1})
+
+
+def test_a_query_takes_an_op_filter_and_keywords_replace_its_fields() -> None:
+    sink = MemorySink()
+    tool = ObservedOp(endpoint="tool.sql", source="agent", run_id="r1")
+    other = ObservedOp(endpoint="tool.sql", source="agent", run_id="r2")
+    sink.append([tool, other])
+    wanted = OpFilter(endpoint="tool.*", run_id="r1")
+    assert [op.id for op in sink.query(wanted)] == [tool.id]
+    assert [op.id for op in sink.query(wanted, run_id="r2")] == [other.id]
+    assert [op.id for op in Observer(sink, ring_size=10).query(wanted)] == [tool.id]
+    with pytest.raises(UserError, match="bad op filter"):
+        sink.query(wanted, limit=-1)
 
 
 def test_an_observer_over_a_memory_sink_records_observe_blocks() -> None:

@@ -84,15 +84,8 @@ def search_query(
     order's role, place, radius and requirements, the availability floor, then the lesson's
     certifications, minimum scores, tighter distance, WHERE fragment, workers to leave out,
     no-show exclusion and the other roles the client takes. ``keep``: workers already placed, left out of the results."""
-    query = CandidateQuery(
-        role=order.role,
-        city=order.city,
-        state=order.state,
-        radius_miles=order.radius_miles,
-        requirements=list(order.requirements),
-        exclude_ids=[*order.exclude_worker_ids, *(keep or [])],
-        min_availability=ctx.settings.agent_min_availability,
-        limit=limit,
+    query = order.candidate_query(
+        limit=limit, leave_out=keep or [], min_availability=ctx.settings.agent_min_availability
     )
     if machine is None:
         return query

@@ -96,9 +96,11 @@ def run(
     )
     from agentlake.scenarios.recovery import recovery_line
     from agentlake.scenarios.results import read_results
-    from agentlake.scenarios.runner import prepare_run, run_scenarios
+    from agentlake.scenarios.runner import RunRequest, prepare_run, run_request
 
-    options = dict(
+    request = RunRequest(
+        scenarios=_split(scenarios),
+        staffers=_split(staffers),
         batches=batches,
         repeat=repeat,
         backend=backend.value,
@@ -110,7 +112,7 @@ def run(
     if check:
         from agentlake.scenarios.feasibility import lake_pools
 
-        plan = prepare_run(_split(scenarios), _split(staffers), **options)
+        plan = prepare_run(request)
         pools = lake_pools(plan.scenarios)
         if fmt is Format.json:
             print_json({"ok": True, "plan": plan.describe(), "pools": [p.model_dump() for p in pools]})
@@ -132,14 +134,7 @@ def run(
             markup=False,
         )
 
-    summary = run_scenarios(
-        _split(scenarios),
-        _split(staffers),
-        run_id=run_id,
-        on_progress=None if quiet else progress,
-        resume=resume,
-        **options,
-    )
+    summary = run_request(request, run_id=run_id, on_progress=None if quiet else progress, resume=resume)
     results = read_results(summary.run_dir)
     if fmt is Format.json:
         print_json(summary.model_dump(mode="json"))

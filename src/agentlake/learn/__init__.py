@@ -1,8 +1,10 @@
 """The learning loop: lessons out of observed operations, curated by code, back into prompts.
 
-``model`` (the Lesson vocabulary, any domain's) -> ``store`` (DuckDB or PostgreSQL, append-only
-history) -> ``curation`` (the rules that change lessons) -> ``retrieval`` (lessons for a task, a
-read) -> ``effect`` (outcomes, measured helpful/harmful). ``domain`` is the extension point a
+``model`` (the Lesson vocabulary, any domain's) -> ``db`` (the tables in DuckDB or PostgreSQL,
+``schema`` their migrations; transactions, append-only history) -> ``curation`` (the rules that
+change lessons), ``effect`` (citations, outcomes, measured helpful/harmful), ``evidence`` and
+``transfer`` (export, import), each a function over one transaction -> ``store`` (the service
+callers open) -> ``retrieval`` (lessons for a task, a read). ``domain`` is the extension point a
 domain fills in (its task key, its machine action, its extractors; the built-in domains
 register through the ``agentlake.domains`` entry points, as a third party's do). Extractors (``extractor``:
 heuristic, induction, llm) turn ops into deltas (``evidence``: the judged items an op states,

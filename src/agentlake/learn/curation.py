@@ -15,13 +15,15 @@ Owns the rules of the issue, in one place:
 - promotion to global when the same lesson is active in >= 2 projects with mean confidence
   >= 0.8: the most confident copy becomes global, the others fold into it.
 
-It does not own storage (``store``), extraction (``extract``) or measurement (``effect``).
+Functions over one ``db.Transaction``: the caller (``store.LessonStore``) opens it and passes
+the similarity of texts (``vectors``, ``None`` when similarity is off) and the dedup threshold.
+It does not own storage (``db``), extraction (``extractor``) or measurement (``effect``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +41,10 @@ from agentlake.learn.model import (
 )
 
 if TYPE_CHECKING:
-    from agentlake.learn.store import LessonStore, Transaction
+    from agentlake.learn.db import Transaction
+
+# Unit vectors of texts, one row per text, or None when similarity is off.
+Vectors = Callable[[Sequence[str]], "np.ndarray | None"]
 
 CONFIRM_STEP = 0.05
 FAIL_STEP = 0.05
@@ -75,35 +80,29 @@ def with_confidence(lesson: Lesson, confidence: float) -> Lesson:
 
 
 def apply_deltas(
-    store: LessonStore, deltas: Sequence[Delta], *, learned_op_ids: Sequence[str] = ()
+    txn: Transaction, deltas: Sequence[Delta], *, vectors: Vectors, threshold: float
 ) -> list[AppliedDelta]:
-    """Apply ``deltas`` in order in one transaction; see :meth:`LessonStore.propose`."""
+    """Apply ``deltas`` in order in ``txn``; see :meth:`LessonStore.propose`. ``vectors`` and
+    ``threshold`` (``settings.learn_dedup_threshold``) decide near-duplicates in words."""
     results: list[AppliedDelta] = []
-    with store.transaction() as txn:
-        if learned_op_ids:
-            txn.execute(
-                "INSERT INTO learned_ops (op_id, learned_at) SELECT unnest(CAST(? AS VARCHAR[])), "
-                "CAST(? AS TIMESTAMP) ON CONFLICT DO NOTHING",
-                [list(dict.fromkeys(learned_op_ids)), txn.now.replace(tzinfo=None)],
+    for delta in deltas:
+        point = txn.savepoint()
+        try:
+            if delta.op == "ADD":
+                results.append(_add(txn, delta, vectors, threshold))
+            elif delta.op == "EDIT":
+                results.append(_edit(txn, delta))
+            elif delta.op == "MERGE":
+                results.append(_merge(txn, delta))
+            else:
+                results.append(_retire(txn, delta))
+        except ValidationError as exc:
+            txn.restore(point)
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or delta.op
+            results.append(
+                AppliedDelta(delta=delta, outcome="rejected", reason=f"invalid {where}: {first['msg']}")
             )
-        for delta in deltas:
-            point = txn.savepoint()
-            try:
-                if delta.op == "ADD":
-                    results.append(_add(store, txn, delta))
-                elif delta.op == "EDIT":
-                    results.append(_edit(txn, delta))
-                elif delta.op == "MERGE":
-                    results.append(_merge(txn, delta))
-                else:
-                    results.append(_retire(txn, delta))
-            except ValidationError as exc:
-                txn.restore(point)
-                first = exc.errors()[0]
-                where = ".".join(str(p) for p in first["loc"]) or delta.op
-                results.append(
-                    AppliedDelta(delta=delta, outcome="rejected", reason=f"invalid {where}: {first['msg']}")
-                )
     return results
 
 
@@ -155,7 +154,7 @@ def _merged(domain: str, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]
     return registered.merge_actions(a, b) if registered is not None else a
 
 
-def _add(store: LessonStore, txn: Transaction, delta: Delta) -> AppliedDelta:
+def _add(txn: Transaction, delta: Delta, vectors: Vectors, threshold: float) -> AppliedDelta:
     candidate = _draft_lesson(delta, txn.now)
     actor = delta.actor
     existing = txn.get(candidate.id)
@@ -190,10 +189,9 @@ def _add(store: LessonStore, txn: Transaction, delta: Delta) -> AppliedDelta:
     # identities (same key = duplicate) and exact conflicts (different values).
     worded = [peer for peer in same_trigger if not _both_machine(peer, candidate)]
     if worded:
-        vectors = store.vectors([candidate.text()] + [peer.text() for peer in worded])
-        if vectors is not None:
-            threshold = store.settings.learn_dedup_threshold
-            for peer, similarity in zip(worded, vectors[1:] @ vectors[0], strict=True):
+        found = vectors([candidate.text()] + [peer.text() for peer in worded])
+        if found is not None:
+            for peer, similarity in zip(worded, found[1:] @ found[0], strict=True):
                 if similarity < threshold:
                     continue
                 if negated(peer.action) != negated(candidate.action):
@@ -433,125 +431,121 @@ def _retire(txn: Transaction, delta: Delta) -> AppliedDelta:
     )
 
 
-def maintain(store: LessonStore) -> list[LessonEvent]:
-    """Expire stale pending lessons, then decay unused ones; returns the events written.
+def maintain(txn: Transaction) -> list[LessonEvent]:
+    """Expire stale pending lessons, then decay unused ones in ``txn``; returns its events.
 
     A pending lesson expires 30 days after it became pending. Confidence drops 0.02 per whole
     week since the later of its last use (given to a run) and its last decay; creation counts
     as a use. A lesson decayed to 0 is retired.
     """
-    with store.transaction() as txn:
-        week = timedelta(weeks=1)
-        for lesson in sorted(txn.lessons.values(), key=lambda lesson: lesson.id):
-            if lesson.status not in ("pending", "active"):
-                continue
-            since = lesson.status_since or lesson.created_at
-            if lesson.status == "pending" and txn.now - since >= PENDING_TTL:
-                txn.record(
-                    "retire",
-                    lesson.model_copy(update={"status": "retired"}),
-                    actor="code",
-                    reason=f"expired: pending for {(txn.now - since).days} days without reaching {ACTIVATE_AT} "
-                    "or a measured benefit",
-                    data={"pending_since": since.isoformat()},
-                )
-                continue
-            reference = max(
-                lesson.last_used_at or lesson.created_at, lesson.decayed_through or lesson.created_at
-            )
-            weeks = int((txn.now - reference) / week)
-            if weeks < 1:
-                continue
-            decayed = with_confidence(lesson, lesson.confidence - DECAY_PER_WEEK * weeks)
-            decayed = decayed.model_copy(update={"decayed_through": reference + weeks * week})
-            stored = txn.record(
-                "decay",
-                decayed,
+    week = timedelta(weeks=1)
+    for lesson in sorted(txn.lessons.values(), key=lambda lesson: lesson.id):
+        if lesson.status not in ("pending", "active"):
+            continue
+        since = lesson.status_since or lesson.created_at
+        if lesson.status == "pending" and txn.now - since >= PENDING_TTL:
+            txn.record(
+                "retire",
+                lesson.model_copy(update={"status": "retired"}),
                 actor="code",
-                reason=f"unused for {weeks} week(s): -{DECAY_PER_WEEK * weeks:.2f}",
-                data={"weeks": weeks, "before": lesson.confidence},
+                reason=f"expired: pending for {(txn.now - since).days} days without reaching {ACTIVATE_AT} "
+                "or a measured benefit",
+                data={"pending_since": since.isoformat()},
             )
-            if stored.confidence <= 0:
-                txn.record(
-                    "retire",
-                    stored.model_copy(update={"status": "retired"}),
-                    actor="code",
-                    reason="decayed to 0",
-                )
+            continue
+        reference = max(lesson.last_used_at or lesson.created_at, lesson.decayed_through or lesson.created_at)
+        weeks = int((txn.now - reference) / week)
+        if weeks < 1:
+            continue
+        decayed = with_confidence(lesson, lesson.confidence - DECAY_PER_WEEK * weeks)
+        decayed = decayed.model_copy(update={"decayed_through": reference + weeks * week})
+        stored = txn.record(
+            "decay",
+            decayed,
+            actor="code",
+            reason=f"unused for {weeks} week(s): -{DECAY_PER_WEEK * weeks:.2f}",
+            data={"weeks": weeks, "before": lesson.confidence},
+        )
+        if stored.confidence <= 0:
+            txn.record(
+                "retire",
+                stored.model_copy(update={"status": "retired"}),
+                actor="code",
+                reason="decayed to 0",
+            )
     return txn.events
 
 
-def promote(store: LessonStore) -> list[LessonEvent]:
-    """Promote project lessons active in >= 2 projects with mean confidence >= 0.8 to global.
+def promote(txn: Transaction, *, vectors: Vectors, threshold: float) -> list[LessonEvent]:
+    """Promote project lessons active in >= 2 projects with mean confidence >= 0.8 to global,
+    in ``txn``; returns its events.
 
     "The same lesson" means the same identity key, or (for lessons in words) the same match
     and text similarity at or above ``settings.learn_dedup_threshold``. The most confident
     copy becomes the global lesson (its id is kept); the others fold into it.
     """
-    with store.transaction() as txn:
-        candidates = sorted(
-            (
-                lesson
-                for lesson in txn.lessons.values()
-                if lesson.status == "active" and lesson.scope == "project"
-            ),
-            key=lambda lesson: lesson.id,
-        )
-        global_keys = {
-            lesson.key
+    candidates = sorted(
+        (
+            lesson
             for lesson in txn.lessons.values()
-            if lesson.scope == "global" and lesson.status != "retired"
-        }
-        groups = _group_same(store, candidates)
-        for group in groups:
-            projects = sorted({lesson.project_id or "" for lesson in group})
-            mean = sum(lesson.confidence for lesson in group) / len(group)
-            if len(projects) < PROMOTE_MIN_PROJECTS or mean < PROMOTE_MIN_CONFIDENCE - 1e-9:
-                continue
-            if any(lesson.key in global_keys for lesson in group):
-                continue
-            survivor = max(
-                group, key=lambda lesson: (lesson.confidence, -lesson.created_at.timestamp(), lesson.id)
-            )
-            others = [lesson for lesson in group if lesson is not survivor]
-            promoted = survivor.model_copy(
-                update={
-                    "scope": "global",
-                    "project_id": None,
-                    "evidence_op_ids": survivor.evidence_op_ids
-                    + [i for o in others for i in o.evidence_op_ids],
-                    "evidence_excerpts": survivor.evidence_excerpts
-                    + [x for o in others for x in o.evidence_excerpts],
-                    "evidence_count": sum(lesson.evidence_count for lesson in group),
-                    "helpful": sum(lesson.helpful for lesson in group),
-                    "harmful": sum(lesson.harmful for lesson in group),
-                }
-            )
-            promoted = with_confidence(promoted, mean)
+            if lesson.status == "active" and lesson.scope == "project"
+        ),
+        key=lambda lesson: lesson.id,
+    )
+    global_keys = {
+        lesson.key
+        for lesson in txn.lessons.values()
+        if lesson.scope == "global" and lesson.status != "retired"
+    }
+    groups = _group_same(candidates, vectors, threshold)
+    for group in groups:
+        projects = sorted({lesson.project_id or "" for lesson in group})
+        mean = sum(lesson.confidence for lesson in group) / len(group)
+        if len(projects) < PROMOTE_MIN_PROJECTS or mean < PROMOTE_MIN_CONFIDENCE - 1e-9:
+            continue
+        if any(lesson.key in global_keys for lesson in group):
+            continue
+        survivor = max(
+            group, key=lambda lesson: (lesson.confidence, -lesson.created_at.timestamp(), lesson.id)
+        )
+        others = [lesson for lesson in group if lesson is not survivor]
+        promoted = survivor.model_copy(
+            update={
+                "scope": "global",
+                "project_id": None,
+                "evidence_op_ids": survivor.evidence_op_ids + [i for o in others for i in o.evidence_op_ids],
+                "evidence_excerpts": survivor.evidence_excerpts
+                + [x for o in others for x in o.evidence_excerpts],
+                "evidence_count": sum(lesson.evidence_count for lesson in group),
+                "helpful": sum(lesson.helpful for lesson in group),
+                "harmful": sum(lesson.harmful for lesson in group),
+            }
+        )
+        promoted = with_confidence(promoted, mean)
+        txn.record(
+            "promote",
+            promoted,
+            actor="code",
+            reason=f"seen in {len(projects)} projects ({', '.join(projects)}) with mean confidence {mean:.2f}",
+            data={
+                "projects": projects,
+                "members": [lesson.id for lesson in group],
+                "mean_confidence": round(mean, 4),
+            },
+        )
+        for other in others:
             txn.record(
-                "promote",
-                promoted,
+                "merge",
+                other.model_copy(update={"status": "retired", "merged_into": survivor.id}),
                 actor="code",
-                reason=f"seen in {len(projects)} projects ({', '.join(projects)}) with mean confidence {mean:.2f}",
-                data={
-                    "projects": projects,
-                    "members": [lesson.id for lesson in group],
-                    "mean_confidence": round(mean, 4),
-                },
+                reason=f"promoted into global {survivor.id}",
+                data={"merged_into": survivor.id},
             )
-            for other in others:
-                txn.record(
-                    "merge",
-                    other.model_copy(update={"status": "retired", "merged_into": survivor.id}),
-                    actor="code",
-                    reason=f"promoted into global {survivor.id}",
-                    data={"merged_into": survivor.id},
-                )
-            global_keys.add(survivor.key)
+        global_keys.add(survivor.key)
     return txn.events
 
 
-def _group_same(store: LessonStore, lessons: list[Lesson]) -> list[list[Lesson]]:
+def _group_same(lessons: list[Lesson], vectors: Vectors, threshold: float) -> list[list[Lesson]]:
     """Union of lessons with the same identity key, or same match and similar words."""
     parent = list(range(len(lessons)))
 
@@ -572,10 +566,9 @@ def _group_same(store: LessonStore, lessons: list[Lesson]) -> list[list[Lesson]]
             by_key[lesson.key] = i
     worded = [i for i, lesson in enumerate(lessons) if lesson.machine is None]
     if len(worded) > 1:
-        vectors = store.lesson_vectors([lessons[i] for i in worded])
-        if vectors is not None:
-            sims: np.ndarray = vectors @ vectors.T
-            threshold = store.settings.learn_dedup_threshold
+        found = vectors([lessons[i].text() for i in worded])
+        if found is not None:
+            sims: np.ndarray = found @ found.T
             for a in range(len(worded)):
                 for b in range(a + 1, len(worded)):
                     la, lb = lessons[worded[a]], lessons[worded[b]]

@@ -13,29 +13,89 @@ Consequences, written to the lesson's history with the numbers:
   ``settings.learn_min_runs_for_retire``), a negative mean effect retires the lesson, a positive
   one activates a pending lesson.
 
-It does not own citations (``retrieval``/``store``) or the lesson lifecycle rules (``curation``).
+Also owns the citations (a lesson given to or used by a run: ``cite``, ``citation_rows``), the
+other side of the comparison. Functions over the lesson tables (``db.LessonTables``: the store or
+its ``LessonDB``); writes go through one ``db.Transaction``. It does not own the lesson
+lifecycle rules (``curation``) or the tables themselves (``db``, ``schema``).
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from agentlake.errors import UserError
+from agentlake.errors import NotFoundError, UserError
 from agentlake.learn.curation import CONFIRM_STEP, FAIL_STEP, with_confidence
+from agentlake.learn.db import naive
 from agentlake.learn.domain import min_runs_for
 from agentlake.learn.model import EffectReport, TaskKey
-from agentlake.learn.store import _naive
 
 if TYPE_CHECKING:
-    from agentlake.learn.store import LessonStore
+    from agentlake.learn.db import LessonTables, Transaction
 
 EPSILON = 1e-9
+_CITATION_COLUMNS = ("run_id", "lesson_id", "agent_id", "sig_hash", "given_at", "used")
+
+
+def cite(
+    txn: Transaction,
+    run_id: str,
+    lesson_ids: Sequence[str],
+    *,
+    used: bool,
+    agent_id: str | None = None,
+    sig_hash: str | None = None,
+) -> None:
+    """Record in ``txn`` lessons given to (``used=False``) or used by (``used=True``) a run;
+    given lessons are last used now once committed. ``NotFoundError`` for unknown ids (the
+    caller's transaction then writes nothing)."""
+    if not run_id:
+        raise UserError("record_citation needs a run_id")
+    ids = list(dict.fromkeys(lesson_ids))
+    missing = [lesson_id for lesson_id in ids if lesson_id not in txn.lessons]
+    if missing:
+        raise NotFoundError(f"unknown lesson id(s) {missing}")
+    at = naive(txn.now)
+    for lesson_id in ids:
+        txn.insert(
+            "citations",
+            {
+                "run_id": run_id,
+                "lesson_id": lesson_id,
+                "agent_id": agent_id,
+                "sig_hash": sig_hash,
+                "given_at": at,
+                "used": used,
+            },
+            conflict="ON CONFLICT (run_id, lesson_id) DO UPDATE SET used = citations.used OR excluded.used, "
+            "agent_id = coalesce(excluded.agent_id, citations.agent_id), "
+            "sig_hash = coalesce(excluded.sig_hash, citations.sig_hash)",
+        )
+    txn.used += ids
+
+
+def citation_rows(
+    tables: LessonTables, *, run_id: str | None = None, lesson_id: str | None = None
+) -> list[dict[str, Any]]:
+    """Citation rows (run_id, lesson_id, agent_id, sig_hash, given_at, used)."""
+    where, params = [], []
+    if run_id:
+        where.append("run_id = ?")
+        params.append(run_id)
+    if lesson_id:
+        where.append("lesson_id = ?")
+        params.append(lesson_id)
+    sql = f"SELECT {', '.join(_CITATION_COLUMNS)} FROM citations"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    rows = tables.query(sql + " ORDER BY given_at, run_id, lesson_id", params)
+    return [dict(zip(_CITATION_COLUMNS, row, strict=True)) for row in rows]
 
 
 def record_outcome(
-    store: LessonStore, run_id: str, task: TaskKey, success: bool, score: float | None = None
+    store: LessonTables, run_id: str, task: TaskKey, success: bool, score: float | None = None
 ) -> None:
     """Record how a run ended (recording the same run again replaces its outcome)."""
     if not run_id:
@@ -47,7 +107,7 @@ def record_outcome(
             "INSERT INTO outcomes (run_id, sig_hash, task, success, score, recorded_at) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (run_id) DO UPDATE SET sig_hash = excluded.sig_hash, task = excluded.task, "
             "success = excluded.success, score = excluded.score, recorded_at = excluded.recorded_at",
-            [run_id, task.sig_hash(), task.model_dump_json(), bool(success), score, _naive(txn.now)],
+            [run_id, task.sig_hash(), task.model_dump_json(), bool(success), score, naive(txn.now)],
         )
 
 
@@ -55,7 +115,7 @@ def _value(success: bool, score: float | None) -> float:
     return float(score) if score is not None else (1.0 if success else 0.0)
 
 
-def measure_effects(store: LessonStore, *, min_runs: int | None = None) -> list[EffectReport]:
+def measure_effects(store: LessonTables, *, min_runs: int | None = None) -> list[EffectReport]:
     """Measure every lesson given to runs with recorded outcomes; update counts and status.
 
     Returns one report per lesson with at least one measured run, sorted by lesson id.
@@ -103,7 +163,7 @@ def measure_effects(store: LessonStore, *, min_runs: int | None = None) -> list[
                         "run_id": run_id,
                         "delta": delta,
                         "verdict": verdict,
-                        "measured_at": _naive(txn.now),
+                        "measured_at": naive(txn.now),
                     },
                 )
                 measured[lesson_id][run_id] = delta
@@ -181,7 +241,7 @@ def measure_effects(store: LessonStore, *, min_runs: int | None = None) -> list[
     return reports
 
 
-def effect_rows(store: LessonStore, lesson_id: str) -> list[dict[str, object]]:
+def effect_rows(store: LessonTables, lesson_id: str) -> list[dict[str, object]]:
     """The measured runs of one lesson (run_id, delta, verdict, measured_at), oldest first."""
     rows = store.query(
         "SELECT run_id, delta, verdict, measured_at FROM effects WHERE lesson_id = ? ORDER BY measured_at, run_id",
@@ -190,7 +250,7 @@ def effect_rows(store: LessonStore, lesson_id: str) -> list[dict[str, object]]:
     return [dict(zip(("run_id", "delta", "verdict", "measured_at"), row, strict=True)) for row in rows]
 
 
-def outcome_task(store: LessonStore, run_id: str) -> TaskKey | None:
+def outcome_task(store: LessonTables, run_id: str) -> TaskKey | None:
     """The task signature recorded with a run's outcome, if any."""
     rows = store.query("SELECT task FROM outcomes WHERE run_id = ?", [run_id])
     return TaskKey.model_validate(json.loads(rows[0][0])) if rows else None

@@ -12,9 +12,11 @@ field holding an item's id).
 An op whose rejections name their rule (``rule``: the judge said why, explicit feedback) does
 not count as evidence to induce from: a rule extractor copies what was said.
 
-``record_evidence`` keeps the items in the lesson store (idempotent by op and item), so rules
-can be induced from everything judged so far, across batches and inside a day's private copy
-of the store. It does not own induction (a domain's inducer) nor any domain's features.
+``record_evidence`` keeps the items in the lesson store's evidence tables (idempotent by op and
+item) and ``read_evidence`` reads them back, so rules can be induced from everything judged so
+far, across batches and inside a day's private copy of the store: functions over the lesson
+tables (``db.LessonTables``) and one ``db.Transaction``. It does not own induction (a domain's
+inducer) nor any domain's features.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agentlake.learn.db import dumps, naive
+
 if TYPE_CHECKING:
-    from agentlake.learn.store import LessonStore
+    from agentlake.learn.db import LessonTables, Transaction
     from agentlake.observe.model import ObservedOp
 
 JUDGED = "judged"
@@ -125,15 +129,80 @@ def _item_of(rejection: Mapping[str, Any], key: str | None, ids: set[Any]) -> in
     return found.pop() if len(found) == 1 else None
 
 
-def record_evidence(store: LessonStore, ops: Sequence[ObservedOp], project_id: str | None) -> int:
+def record_evidence(store: LessonTables, ops: Sequence[ObservedOp], project_id: str | None) -> int:
     """Keep the evidence ``ops`` state in ``store``; returns how many items were read.
 
     Recording the same op again adds nothing (keyed by op and item).
     """
     judged = [found for op in ops if (found := read_judged(op)) is not None]
     if judged:
-        store.record_evidence(judged, project_id=project_id)
+        with store.transaction() as txn:
+            write_judged(txn, judged, project_id=project_id)
     return sum(len(j.items) for j in judged)
+
+
+def write_judged(txn: Transaction, judged: Sequence[JudgedOp], *, project_id: str | None) -> None:
+    """Queue the items of ``judged`` ops in ``txn`` (idempotent by op and item)."""
+    at = naive(txn.now)
+    for op in judged:
+        txn.insert(
+            "evidence_ops",
+            {
+                "op_id": op.op_id,
+                "project_id": project_id,
+                "scope": op.scope,
+                "shape": op.shape,
+                "features": dumps(op.features),
+                "recorded_at": at,
+            },
+            conflict="ON CONFLICT DO NOTHING",
+        )
+        for item in op.items:
+            txn.insert(
+                "evidence",
+                {
+                    "op_id": op.op_id,
+                    "item_id": item.item_id,
+                    "accepted": item.accepted,
+                    "explained": item.explained,
+                    "said": dumps(list(item.said)),
+                    "item_values": dumps(dict(item.values)),
+                },
+                conflict="ON CONFLICT DO NOTHING",
+            )
+
+
+def read_evidence(
+    store: LessonTables, scope: str, *, project_id: str | None = None, limit: int = MAX_ITEMS_PER_SCOPE
+) -> tuple[dict[str, dict[str, str]], list[EvidenceItem]]:
+    """The features (the newest op's) and the newest ``limit`` items judged for ``scope``,
+    oldest first."""
+    where = "o.scope = ?" + (" AND o.project_id IS NOT DISTINCT FROM ?" if project_id is not None else "")
+    params: list[Any] = [scope] + ([project_id] if project_id is not None else [])
+    rows = store.query(
+        "SELECT * FROM (SELECT o.op_id, o.shape, o.features, o.recorded_at, e.item_id, e.accepted, "
+        "e.explained, e.said, e.item_values FROM evidence e JOIN evidence_ops o USING (op_id) "
+        f"WHERE {where} ORDER BY o.recorded_at DESC, o.op_id DESC, e.item_id LIMIT ?) AS newest "
+        "ORDER BY recorded_at, op_id, item_id",
+        [*params, limit],
+    )
+    features: dict[str, dict[str, str]] = {}
+    items = []
+    for op_id, shape, schema, _, item_id, accepted, explained, said, values in rows:
+        features = json.loads(schema) or features
+        items.append(
+            EvidenceItem(
+                op_id=op_id,
+                item_id=int(item_id),
+                scope=scope,
+                shape=shape,
+                accepted=bool(accepted),
+                explained=bool(explained),
+                values=json.loads(values),
+                said=tuple(json.loads(said)),
+            )
+        )
+    return features, items
 
 
 def _int(value: Any) -> int | None:
@@ -158,7 +227,3 @@ def _clean_values(values: Mapping[str, Any]) -> dict[str, Any]:
         elif isinstance(value, list):
             out[str(name)] = sorted({str(v).strip() for v in value if str(v).strip()})
     return out
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)

@@ -199,10 +199,10 @@ def _fill_local(status: ModelStatus, settings: Settings) -> None:
         return
     if provider.name == "llamacpp":
         # Lazy (start-up time): llama.cpp is an optional extra.
-        from agentlake.llm.llamacpp import _import_llama_cpp
+        from agentlake.llm.llama_cpp import import_llama_cpp
 
         try:
-            _import_llama_cpp()
+            import_llama_cpp()
         except AgentlakeError as exc:
             status.reachable, status.detail = False, exc.message
             return
@@ -275,7 +275,7 @@ def _ollama_memory(settings: Settings) -> ModelHost:
 
 def _local_memory() -> ModelHost:
     # Lazy (start-up time): the local engines load only when a local model runs.
-    from agentlake.llm.local import loaded_models
+    from agentlake.llm.local.engines import loaded_models
     from agentlake.llm.packaged import PACKAGED_MODELS
 
     loaded = []

@@ -28,7 +28,7 @@ serves every project, data directory and test run on the machine.
 configured: the door's own setting, else ``default_model`` (``auto``: the largest packaged
 model installed).
 
-This module does not load models (``local.py`` and its engines do).
+This module does not load models (``local/`` and its engines do).
 """
 
 from __future__ import annotations

@@ -232,8 +232,8 @@ _BUILTINS = {
     "openai": "agentlake.llm.openai_compat",
     "scripted": "agentlake.llm.fakes",
     "function": "agentlake.llm.fakes",
-    "llamacpp": "agentlake.llm.llamacpp",
-    "local": "agentlake.llm.local",
+    "llamacpp": "agentlake.llm.gguf_completion",
+    "local": "agentlake.llm.local.provider",
 }
 
 

@@ -12,10 +12,15 @@ A model that keeps giving no valid reply opens a breaker of its own (``<provider
 that model fail at once with ``CircuitOpenError`` instead of spending minutes on replies that
 will not parse. This module does not define what agents ask for: callers bring the model or
 schema.
+
+It also owns ``cap_schema``, what a schema becomes before a grammar constrains decoding to it
+(the ``local:`` decoder's xgrammar, the ``llamacpp:`` provider's llama.cpp grammar): every
+string, list, free key, number and date or time bounded, so no reply runs to the token limit.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from collections.abc import Callable
@@ -275,3 +280,114 @@ def generate_structured(
             output_type.__name__,
         )
         return result.value
+
+
+# --- a schema bounded for grammar-constrained decoding -------------------------------------------
+
+# Characters of a free-text string a grammar-constrained reply may hold.
+STRING_CAP = 200
+# Items of any list a grammar-constrained reply may hold.
+ARRAY_CAP = 16
+KEY_CAP = 64
+NUMBER_CAP = 10**15
+# What a date or time string may be under a grammar, in place of its ``format``: xgrammar's own
+# date-time needs seconds and a zone and takes endless fractional digits (the 0.5B wrote
+# "08:00:20.000..." to the token limit three times); these take what pydantic reads, bounded.
+_DATE = "[0-9]{4}-[0-9]{2}-[0-9]{2}"
+_TIME = "[0-9]{2}:[0-9]{2}(:[0-9]{2}([.][0-9]{1,6})?)?"
+_ZONE = "(Z|[+-][0-9]{2}:[0-9]{2})?"
+FORMAT_PATTERNS = {
+    "date-time": f"^{_DATE}[T ]{_TIME}{_ZONE}$",
+    "date": f"^{_DATE}$",
+    "time": f"^{_TIME}{_ZONE}$",
+}
+
+
+def _bound(node: dict) -> None:
+    """``minimum``/``maximum`` within +-``NUMBER_CAP`` on a number schema (exclusive bounds count)."""
+    low = node.get("minimum", node.get("exclusiveMinimum"))
+    high = node.get("maximum", node.get("exclusiveMaximum"))
+    if low is None:
+        node["minimum"] = -NUMBER_CAP
+    if high is None:
+        node["maximum"] = NUMBER_CAP
+
+
+def cap_schema(schema: dict, max_length: int = STRING_CAP, max_items: int = ARRAY_CAP) -> dict:
+    """A copy of ``schema`` in which every string without an enum/const has ``maxLength`` at
+    most ``max_length``, every array ``maxItems`` at most ``max_items``, every object with
+    keys of its own choosing at most ``max_items`` keys of at most ``KEY_CAP`` characters, every
+    number bounds (``NUMBER_CAP``, so at most 15 digits and 6 decimals under xgrammar), every
+    date, time or date-time a bounded pattern instead of its format (``FORMAT_PATTERNS``), and an
+    object of any values (``additionalProperties`` unconstrained, no properties) holds only
+    scalars, capped lists of scalars and flat objects of scalars (``$defs`` and nested schemas
+    included): so under a grammar no string, list, key, number or free-form argument can run to
+    the token limit (a reply of 2,048 tokens took the 1.5B five minutes)."""
+    capped = copy.deepcopy(schema)
+    # Free-form arguments, bounded: scalars, capped lists (of scalars, lists of scalars or flat
+    # objects) and flat objects (of scalars and capped lists); enough for tool arguments such as
+    # transitions [{from, to}] or a table's rows [[...]], never an endless structure.
+    scalar: list[dict[str, Any]] = [
+        {"type": "string", "maxLength": max_length},
+        {"type": "number", "minimum": -NUMBER_CAP, "maximum": NUMBER_CAP},
+        {"type": "boolean"},
+        {"type": "null"},
+    ]
+    short_list = {"type": "array", "items": {"anyOf": scalar}, "maxItems": max_items}
+    nested_list = {"type": "array", "items": {"anyOf": [*scalar, short_list]}, "maxItems": max_items}
+    keys = {"maxProperties": max_items, "propertyNames": {"maxLength": KEY_CAP}}
+    flat_object = {"type": "object", "additionalProperties": {"anyOf": [*scalar, nested_list]}, **keys}
+    bounded_value = {
+        "anyOf": [
+            *scalar,
+            {"type": "array", "items": {"anyOf": [*scalar, short_list, flat_object]}, "maxItems": max_items},
+            flat_object,
+        ]
+    }
+
+    def visit(node: Any) -> None:
+        if isinstance(node, dict):
+            kind = node.get("type")
+            is_string = kind == "string" or (isinstance(kind, list) and "string" in kind)
+            if is_string and node.get("format") in FORMAT_PATTERNS and "pattern" not in node:
+                node["pattern"] = FORMAT_PATTERNS[node.pop("format")]
+            if is_string and not {"enum", "const", "format", "pattern"} & node.keys():
+                # A pattern or another format is its own grammar; xgrammar ignores a length beside it.
+                node["maxLength"] = min(int(node.get("maxLength", max_length)), max_length)
+                node["minLength"] = min(int(node.get("minLength", 0)), node["maxLength"])
+            if kind == "array":
+                node["maxItems"] = min(int(node.get("maxItems", max_items)), max_items)
+                node["minItems"] = min(int(node.get("minItems", 0)), node["maxItems"])
+            is_number = kind in ("number", "integer") or (
+                isinstance(kind, list) and ("number" in kind or "integer" in kind)
+            )
+            if is_number and "enum" not in node and "const" not in node:
+                _bound(node)
+            if (
+                kind == "object"
+                and not node.get("properties")
+                and node.get("additionalProperties", True) is not False
+            ):
+                node["maxProperties"] = min(int(node.get("maxProperties", max_items)), max_items)
+                node["propertyNames"] = {"maxLength": KEY_CAP}
+            if "oneOf" in node:
+                # A grammar cannot enforce "exactly one"; the branches agentlake writes are told
+                # apart by a const field anyway. Saying anyOf keeps xgrammar from warning on
+                # every compile (and the warning out of the demo's output).
+                node["anyOf"] = node.pop("oneOf")
+                node.pop("discriminator", None)
+            if (
+                kind == "object"
+                and not node.get("properties")
+                and node.get("additionalProperties", True) is True
+            ):
+                node["additionalProperties"] = copy.deepcopy(bounded_value)
+                return
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+
+    visit(capped)
+    return capped

@@ -383,11 +383,12 @@ class ObserverClient:
         """``GET /stats``."""
         return Stats.model_validate(self._get("/stats"))
 
-    def query(self, **filters: Any) -> list[ObservedOp]:
-        """``GET /ops`` with the filters of ``OpFilter``. ``UserError`` for a bad filter."""
+    def query(self, wanted: OpFilter | None = None, /, **filters: Any) -> list[ObservedOp]:
+        """``GET /ops`` with ``wanted`` (an ``OpFilter``, or its fields as keywords).
+        ``UserError`` for a bad filter."""
         return [
             ObservedOp.model_validate(item)
-            for item in self._get("/ops", OpFilter.of(**filters).params())["ops"]
+            for item in self._get("/ops", OpFilter.of(wanted, **filters).params())["ops"]
         ]
 
     def stream(self, *, source: str | None = None, backlog: int = 0) -> Iterator[ObservedOp]:
@@ -462,8 +463,8 @@ class RemoteSink:
     ) -> list[AppendResult]:
         return self.client.append(ops)
 
-    def query(self, **filters: Any) -> list[ObservedOp]:
-        return self.client.query(**filters)
+    def query(self, wanted: OpFilter | None = None, /, **filters: Any) -> list[ObservedOp]:
+        return self.client.query(wanted, **filters)
 
     def recent(self, n: int = 100) -> list[ObservedOp]:
         return list(reversed(self.client.query(limit=n)))

@@ -1,9 +1,11 @@
 """``OpFilter``: the one list of filters over stored ops.
 
-The store (``OpStore.query``/``count``), the in-memory sink, the observer service's ``GET /ops``
-and its HTTP client all take these filters and mean the same by each, so they cannot drift
-apart. Owns the filters' shape, validation and their text form in a URL (``label=key=value``);
-it does not own SQL (``store``) or HTTP (``service``, ``client``).
+The store (``OpStore.query``/``count``), the in-memory sink, the ``OpSink.query`` contract, the
+observer service's ``GET /ops`` and its HTTP client all take an ``OpFilter`` (or its fields as
+keywords) and mean the same by each, so they cannot drift apart; the service's query
+parameters are ``OpFilterFields`` with the HTTP edge's bounds. Owns the filters' shape,
+validation and their text form in a URL (``label=key=value``); it does not own SQL (``store``)
+or HTTP (``service``, ``client``).
 """
 
 from __future__ import annotations
@@ -19,29 +21,35 @@ from agentlake.observe.model import INT64_MAX, LABEL_KEY
 Order = Literal["desc", "asc"]
 
 
-class OpFilter(BaseModel):
-    """Which ops, in which order, which page. Every given filter must hold (AND)."""
-
-    model_config = ConfigDict(extra="forbid")
+class OpFilterFields(BaseModel):
+    """Every filter but the labels: the fields ``OpFilter`` and the service's query parameters
+    (where labels are repeated ``label=key=value`` items) share."""
 
     id: str | None = Field(None, description="One op, by its id.")
     source: str | None = Field(None, description="gateway, mcp, scenario, agent, llm, otlp or external.")
     endpoint: str | None = Field(None, description="Exact endpoint, or a prefix ending in * (tool.*).")
     success: bool | None = Field(None, description="true: successes only; false: failures only.")
-    since: datetime | None = Field(None, description="Inclusive; naive times are UTC.")
-    until: datetime | None = Field(None, description="Exclusive; naive times are UTC.")
-    run_id: str | None = Field(None, description="Exact run id, or a prefix ending in * (run-7:*).")
-    agent_id: str | None = None
-    trace_id: str | None = None
-    labels: dict[str, str] = Field(
-        default_factory=dict, description="Labels an op must carry, each compared as text (label=key=value)."
-    )
+    since: datetime | None = Field(None, description="ISO 8601 time, inclusive (UTC if no offset).")
+    until: datetime | None = Field(None, description="ISO 8601 time, exclusive (UTC if no offset).")
+    run_id: str | None = Field(None, description="Run id, or a prefix ending in * (run-7:*).")
+    agent_id: str | None = Field(None, description="Agent id.")
+    trace_id: str | None = Field(None, description="Trace id.")
     after_seq: int | None = Field(
-        None, ge=0, le=INT64_MAX, description="Only ops committed after this sequence number; sorts by seq."
+        None, ge=0, le=INT64_MAX, description="Only ops committed after this sequence number, by sequence."
     )
     limit: int = Field(100, ge=0)
     offset: int = Field(0, ge=0)
-    order: Order = "desc"
+    order: Order = Field("desc", description="desc: newest first; asc: oldest first.")
+
+
+class OpFilter(OpFilterFields):
+    """Which ops, in which order, which page. Every given filter must hold (AND)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="Labels an op must carry, each compared as text (label=key=value)."
+    )
 
     @field_validator("labels", mode="before")
     @classmethod
@@ -56,9 +64,15 @@ class OpFilter(BaseModel):
         return value
 
     @classmethod
-    def of(cls, **filters: Any) -> OpFilter:
-        """The filter from keyword arguments; ``UserError`` naming what is wrong (an unknown
-        filter, a negative limit, an order that is neither asc nor desc)."""
+    def of(cls, wanted: OpFilter | None = None, /, **filters: Any) -> OpFilter:
+        """The filter ``wanted`` with ``filters`` in place of its fields, or the filter of
+        ``filters`` alone (what every ``query(wanted=None, /, **filters)`` takes); ``UserError``
+        naming what is wrong (an unknown filter, a negative limit, an order that is neither asc
+        nor desc)."""
+        if wanted is not None:
+            if not filters:
+                return wanted
+            filters = {**wanted.model_dump(), **filters}
         unknown = sorted(set(filters) - set(cls.model_fields))
         if unknown:
             raise UserError(

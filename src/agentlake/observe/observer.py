@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentlake.errors import RunError, UserError
+from agentlake.observe.filters import OpFilter
 from agentlake.observe.model import ObservedOp
 from agentlake.observe.sink import OpSink, percentile
 from agentlake.observe.store import AppendResult, OpStore, Stats, Ticket
@@ -200,9 +201,10 @@ class Observer:
     def ring_depth(self) -> int:
         return len(self._ring)
 
-    def query(self, **filters: Any) -> list[ObservedOp]:
-        """Stored ops matching ``filters`` (see ``OpStore.query``)."""
-        return self.sink.query(**filters)
+    def query(self, wanted: OpFilter | None = None, /, **filters: Any) -> list[ObservedOp]:
+        """Stored ops matching ``wanted`` (an ``OpFilter``, or its fields as keywords; see
+        ``OpStore.query``)."""
+        return self.sink.query(wanted, **filters)
 
     def stats(self, *, recent_scenario: int = 20) -> Stats:
         """Live stats: exact totals, counts by source and endpoint; latency p50/p95 over the

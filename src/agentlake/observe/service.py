@@ -19,10 +19,10 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any
 
 from fastapi import FastAPI, Query, Request
+from pydantic import Field
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response
@@ -44,7 +44,7 @@ from agentlake.http.keys import KeyRing, Scope, authorize
 from agentlake.http.methods import MethodFallbacks
 from agentlake.observe import otlp
 from agentlake.observe.default_observer import open_observer, set_observer
-from agentlake.observe.filters import parse_labels
+from agentlake.observe.filters import OpFilter, OpFilterFields, parse_labels
 from agentlake.observe.ingest import parse_event, parse_events
 from agentlake.observe.model import Source
 from agentlake.observe.observer import Observer
@@ -56,6 +56,29 @@ MAX_OFFSET = 2**53
 
 
 Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+class OpsQuery(OpFilterFields):
+    """``GET /ops``'s query parameters: the op filters (``OpFilterFields``) with the HTTP edge's
+    bounds (a page of 1 to 1000 ops, an offset DuckDB can hold, a known source), the labels as
+    repeated ``label=key=value``."""
+
+    id: str | None = Field(None, max_length=128, description="One op, by its id.")
+    source: Source | None = Field(None, description="gateway, mcp, scenario, agent, llm, otlp or external.")
+    label: list[str] = Field(
+        [], description="A label the op must carry, as key=value (repeatable; compared as text)."
+    )
+    # No upper bound here: one past what the store holds is a bad filter (``OpFilter``, 400),
+    # not a malformed request (422), as before the parameters were a model.
+    after_seq: int | None = Field(
+        None, ge=0, description="Only ops committed after this sequence number, by sequence."
+    )
+    limit: int = Field(100, ge=1, le=1000, description="Page size.")
+    offset: int = Field(0, ge=0, le=MAX_OFFSET, description="Ops to skip.")
+
+    def filter(self) -> OpFilter:
+        """The ``OpFilter`` these parameters ask for; ``UserError`` for a label without ``=``."""
+        return OpFilter.of(**self.model_dump(exclude={"label"}), labels=parse_labels(self.label))
 
 
 class _ObserverApp(FastAPI):
@@ -222,53 +245,16 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
         return JSONResponse(observer.stats().model_dump(mode="json"))
 
     @app.get("/ops", summary="Stored ops, newest first, filtered and paginated.")
-    def ops(
-        request: Request,
-        id: str | None = Query(None, max_length=128, description="One op, by its id."),
-        source: Source | None = Query(
-            None, description="gateway, mcp, scenario, agent, llm, otlp or external."
-        ),
-        endpoint: str | None = Query(None, description="Exact endpoint, or a prefix ending in * (tool.*)."),
-        success: bool | None = Query(None, description="true: successes only; false: failures only."),
-        since: datetime | None = Query(None, description="ISO 8601 time, inclusive (UTC if no offset)."),
-        until: datetime | None = Query(None, description="ISO 8601 time, exclusive (UTC if no offset)."),
-        run_id: str | None = Query(None, description="Run id, or a prefix ending in * (run-7:*)."),
-        label: list[str] = Query(
-            [], description="A label the op must carry, as key=value (repeatable; compared as text)."
-        ),
-        agent_id: str | None = Query(None, description="Agent id."),
-        trace_id: str | None = Query(None, description="Trace id."),
-        after_seq: int | None = Query(
-            None, ge=0, description="Only ops committed after this sequence number, by sequence."
-        ),
-        limit: int = Query(100, ge=1, le=1000, description="Page size."),
-        offset: int = Query(0, ge=0, le=MAX_OFFSET, description="Ops to skip."),
-        order: Literal["desc", "asc"] = Query("desc", description="desc: newest first; asc: oldest first."),
-    ) -> JSONResponse:
+    def ops(request: Request, query: Annotated[OpsQuery, Query()]) -> JSONResponse:
         # A plain def: DuckDB reads run in the threadpool, not on the event loop.
         allow(request, "read")
-        found = observer.query(
-            id=id,
-            source=source,
-            endpoint=endpoint,
-            success=success,
-            since=since,
-            until=until,
-            run_id=run_id,
-            labels=parse_labels(label),
-            agent_id=agent_id,
-            trace_id=trace_id,
-            after_seq=after_seq,
-            limit=limit,
-            offset=offset,
-            order=order,
-        )
+        found = observer.query(query.filter())
         return JSONResponse(
             {
                 "ops": [op.model_dump(mode="json") for op in found],
-                "limit": limit,
-                "offset": offset,
-                "next_offset": offset + len(found) if len(found) == limit else None,
+                "limit": query.limit,
+                "offset": query.offset,
+                "next_offset": query.offset + len(found) if len(found) == query.limit else None,
             }
         )
 

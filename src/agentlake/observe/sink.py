@@ -33,8 +33,9 @@ class OpSink(Protocol):
         """Make ``ops`` durable and return one result per op, in order."""
         ...
 
-    def query(self, **filters: Any) -> list[ObservedOp]:
-        """Stored ops matching the filters of ``OpStore.query``."""
+    def query(self, wanted: OpFilter | None = None, /, **filters: Any) -> list[ObservedOp]:
+        """Stored ops matching ``wanted`` (or an ``OpFilter`` of ``filters``; given both, the
+        keywords replace its fields), as ``OpStore.query`` reads them."""
         ...
 
     def recent(self, n: int = 100) -> list[ObservedOp]:
@@ -92,11 +93,11 @@ class MemorySink:
         with self._lock:
             return [op for op in self.ops if op.endpoint == name]
 
-    def query(self, **filters: Any) -> list[ObservedOp]:
-        """Ops matching the filters of ``OpFilter``, as the store applies them (newest first
-        unless ``order="asc"``; with ``after_seq``, by recording order). Raises ``UserError``
-        for a filter the store does not have."""
-        wanted = OpFilter.of(**filters)
+    def query(self, wanted: OpFilter | None = None, /, **filters: Any) -> list[ObservedOp]:
+        """Ops matching ``wanted`` (an ``OpFilter``, or its fields as keywords), as the store
+        applies them (newest first unless ``order="asc"``; with ``after_seq``, by recording
+        order). Raises ``UserError`` for a filter the store does not have."""
+        wanted = OpFilter.of(wanted, **filters)
         with self._lock:
             found = list(self.ops)
         if wanted.after_seq is not None:

@@ -897,15 +897,16 @@ class OpStore:
     def _label_param(key: str) -> str:
         return f'$."{key}"'
 
-    def query(self, **filters: Any) -> list[ObservedOp]:
-        """Committed ops matching every filter of ``OpFilter`` (``observe.filters``), newest
-        first (``order="asc"``: oldest first; with ``after_seq``: by commit sequence).
+    def query(self, wanted: OpFilter | None = None, /, **filters: Any) -> list[ObservedOp]:
+        """Committed ops matching ``wanted`` (an ``OpFilter``, ``observe.filters``; or its
+        fields as keywords, which replace its own), newest first (``order="asc"``: oldest
+        first; with ``after_seq``: by commit sequence).
 
         ``endpoint`` or ``run_id`` ending in ``*`` matches a prefix (``tool.*``, ``run-7:*``).
         ``since`` is inclusive, ``until`` exclusive; naive datetimes are taken as UTC; labels
         compare as text. Raises ``UserError`` for an unknown or bad filter.
         """
-        wanted = OpFilter.of(**filters)
+        wanted = OpFilter.of(wanted, **filters)
         where, params = self._filters(wanted)
         direction = "DESC" if wanted.order == "desc" else "ASC"
         by = f"seq {direction}" if wanted.after_seq is not None else f"ts {direction}, seq {direction}"
@@ -913,9 +914,9 @@ class OpStore:
         rows = self._cursor().execute(sql, [*params, wanted.limit, wanted.offset]).fetchall()
         return [_row_to_op(row) for row in rows]
 
-    def count(self, **filters: Any) -> int:
+    def count(self, wanted: OpFilter | None = None, /, **filters: Any) -> int:
         """How many committed ops match the same filters as :meth:`query`."""
-        where, params = self._filters(OpFilter.of(**filters))
+        where, params = self._filters(OpFilter.of(wanted, **filters))
         return int(self._cursor().execute(f"SELECT count(*) FROM ops {where}", params).fetchone()[0])
 
     def last_seq(self) -> int:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from agentlake.agents import TaskOutcome
 from agentlake.scenarios.judge import Matching, judge_fill
 from agentlake.scenarios.scenario import Client
-from agentlake.workforce.candidates import CandidateQuery, find_candidates
+from agentlake.workforce.candidates import find_candidates
 from agentlake.workforce.facts import client_lake_ids, load_facts, load_no_shows, site_of
 from agentlake.workforce.verify import verify_fill
 
@@ -41,16 +41,7 @@ class OraclePolicy:
     def run(self, order: FillOrder, ctx: RunContext) -> TaskOutcome:
 
         started = time.perf_counter()
-        query = CandidateQuery(
-            role=order.role,
-            city=order.city,
-            state=order.state,
-            radius_miles=order.radius_miles,
-            requirements=list(order.requirements),
-            exclude_ids=list(order.exclude_worker_ids),
-            limit=SEARCH_LIMIT,
-        )
-        rows = find_candidates(ctx.lake, query)
+        rows = find_candidates(ctx.lake, order.candidate_query(limit=SEARCH_LIMIT))
         loose = verify_fill(
             ctx.lake, order, [r["worker_id"] for r in rows], schedule=ctx.schedule, requested=0
         )

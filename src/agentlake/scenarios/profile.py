@@ -216,9 +216,9 @@ def _model_problem(model: str, settings: Settings, timeout_s: float) -> str | No
 
         get_provider(model, settings)
         if prefix == "llamacpp":  # the model file can exist without the runtime that loads it
-            from agentlake.llm.llamacpp import _import_llama_cpp
+            from agentlake.llm.llama_cpp import import_llama_cpp
 
-            _import_llama_cpp()
+            import_llama_cpp()
     except UserError as exc:
         return exc.message
     except Exception as exc:  # a provider factory failing is "not reachable", never a crash here

@@ -22,6 +22,7 @@ import re
 import secrets
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -187,6 +188,30 @@ def check_runnable(
         raise UserError("cannot start the run:\n" + "\n".join(problems))
 
 
+@dataclass(frozen=True)
+class RunRequest:
+    """What a run is asked to do, as given (``prepare_run`` loads and checks it into a
+    ``RunPlan``): ``staffers`` x ``scenarios`` x ``repeat`` repetitions, ``batches`` times.
+
+    ``scenarios``: files, directories or ``builtin`` (or already-loaded ``Scenario`` objects).
+    ``staffers``: built-in names, profile files or ``StafferProfile`` objects. ``backend``: where
+    days run (``inline``, ``processes``, ``ray`` at ``ray_address``, with ``workers``).
+    ``semantic_lessons``: retrieval with the embedding stage. ``feedback``: modes every scenario
+    runs under (``explicit``, ``vague``, ``silent``; several make one arm per staffer and mode);
+    ``None``: each scenario's own ``feedback`` key.
+    """
+
+    scenarios: Sequence[str | Path] | Sequence[Scenario] | str | Path = BUILTIN
+    staffers: Sequence[str | StafferProfile] | str = DEFAULT_STAFFERS
+    batches: int = 3
+    repeat: int = 1
+    backend: str = "inline"
+    ray_address: str | None = None
+    workers: int | None = None
+    semantic_lessons: bool = False
+    feedback: Sequence[str] | str | None = None
+
+
 class RunPlan(BaseModel):
     """A validated run: what will run, before anything does."""
 
@@ -251,20 +276,13 @@ class Arm(BaseModel):
 
 
 def prepare_run(
-    scenarios: Sequence[str | Path] | Sequence[Scenario] | str | Path = BUILTIN,
-    staffers: Sequence[str | StafferProfile] | str = DEFAULT_STAFFERS,
+    request: RunRequest,
     *,
-    batches: int = 3,
-    repeat: int = 1,
-    backend: str = "inline",
-    ray_address: str | None = None,
-    workers: int | None = None,
-    semantic_lessons: bool = False,
-    feedback: Sequence[str] | str | None = None,
     settings: Settings | None = None,
     lake: Lake | None = None,
 ) -> RunPlan:
-    """Load and check everything a run needs; ``UserError`` lists every problem. Runs nothing.
+    """Load and check everything ``request`` needs; ``UserError`` lists every problem. Runs
+    nothing.
 
     Checks: scenario and profile files, batches/repeat, the backend, the feedback modes
     (``None``: each scenario's own ``feedback``), every LLM staffer's models reachable,
@@ -272,36 +290,37 @@ def prepare_run(
     and every event's city/state known.
     """
     settings = settings or load_settings()
-    modes = parse_feedback(feedback)
-    if batches < 1 or repeat < 1:
+    modes = parse_feedback(request.feedback)
+    if request.batches < 1 or request.repeat < 1:
         raise UserError("--batches and --repeat must be at least 1")
-    if backend not in BACKENDS:
-        raise UserError(f"unknown backend {backend!r}; choose one of: {', '.join(BACKENDS)}")
-    if workers is not None and workers < 1:
+    if request.backend not in BACKENDS:
+        raise UserError(f"unknown backend {request.backend!r}; choose one of: {', '.join(BACKENDS)}")
+    if request.workers is not None and request.workers < 1:
         raise UserError("--workers must be at least 1")
-    if lake is not None and backend != "inline" and not lake.read_only:
+    if lake is not None and request.backend != "inline" and not lake.read_only:
         raise UserError(
             "workers open the lake read-only: close the read-write Lake first, or use backend inline"
         )
+    scenarios = request.scenarios
     if isinstance(scenarios, (str, Path)) or not all(isinstance(s, Scenario) for s in scenarios):
         loaded = load_scenarios(scenarios)  # type: ignore[arg-type]
     else:
         loaded = list(scenarios)  # type: ignore[arg-type]
-    profiles = _profiles(staffers)
+    profiles = _profiles(request.staffers)
     if lake is None:
         with Lake.open(settings, read_only=True) as own:
-            check_runnable(loaded, profiles, settings, backend=backend, lake=own)
+            check_runnable(loaded, profiles, settings, backend=request.backend, lake=own)
     else:
-        check_runnable(loaded, profiles, settings, backend=backend, lake=lake)
+        check_runnable(loaded, profiles, settings, backend=request.backend, lake=lake)
     return RunPlan(
         scenarios=loaded,
         profiles=profiles,
-        batches=batches,
-        repeat=repeat,
-        backend=backend,
-        ray_address=ray_address,
-        workers=workers,
-        semantic_lessons=semantic_lessons,
+        batches=request.batches,
+        repeat=request.repeat,
+        backend=request.backend,
+        ray_address=request.ray_address,
+        workers=request.workers,
+        semantic_lessons=request.semantic_lessons,
         feedback=modes,
     )
 
@@ -325,26 +344,12 @@ def run_scenarios(
     on_progress: Callable[[Progress], None] | None = None,
     resume: bool = False,
 ) -> RunSummary:
-    """Run ``staffers`` x ``scenarios`` x ``repeat`` repetitions, ``batches`` times, learning in between.
-
-    ``scenarios``: files, directories or ``builtin`` (or already-loaded ``Scenario`` objects).
-    ``staffers``: built-in names, profile files or ``StafferProfile`` objects.
-    ``feedback``: modes every scenario runs under (``explicit``, ``vague``, ``silent``; several
-    make one arm per staffer and mode); ``None``: each scenario's own ``feedback`` key.
-    Everything is validated (``prepare_run``) before the run directory is created. Results go
-    to ``settings.runs_dir / run_id``. ``lake`` reuses an open lake (read-write only with the
-    inline backend); otherwise the lake is opened read-only. ``observer`` defaults to the
-    process-wide one. ``resume``: continue the interrupted run ``run_id`` (same scenarios,
-    staffers, batches, repetitions and feedback; ``UserError`` names what differs): its finished
-    days are kept and not run again, a batch's learning that happened is not repeated. Raises
-    ``UserError`` before running, ``RunError`` while running.
-    """
-    if resume and run_id is None:
-        raise UserError("--resume needs the --run-id of the run to continue")
-    settings = _absolute(settings or load_settings())
-    plan = prepare_run(
-        scenarios,
-        staffers,
+    """Run ``staffers`` x ``scenarios`` x ``repeat`` repetitions, ``batches`` times, learning
+    in between: :func:`run_request` of the ``RunRequest`` these keywords make (it says what
+    each means)."""
+    request = RunRequest(
+        scenarios=scenarios,
+        staffers=staffers,
         batches=batches,
         repeat=repeat,
         backend=backend,
@@ -352,9 +357,43 @@ def run_scenarios(
         workers=workers,
         semantic_lessons=semantic_lessons,
         feedback=feedback,
+    )
+    return run_request(
+        request,
+        run_id=run_id,
         settings=settings,
         lake=lake,
+        observer=observer,
+        matching=matching,
+        on_progress=on_progress,
+        resume=resume,
     )
+
+
+def run_request(
+    request: RunRequest,
+    *,
+    run_id: str | None = None,
+    settings: Settings | None = None,
+    lake: Lake | None = None,
+    observer: Observer | None = None,
+    matching: Matching | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    resume: bool = False,
+) -> RunSummary:
+    """Run ``request`` (see ``RunRequest``). Everything is validated (``prepare_run``) before
+    the run directory is created. Results go to ``settings.runs_dir / run_id``. ``lake`` reuses
+    an open lake (read-write only with the inline backend); otherwise the lake is opened
+    read-only. ``observer`` defaults to the process-wide one. ``resume``: continue the
+    interrupted run ``run_id`` (same scenarios, staffers, batches, repetitions and feedback;
+    ``UserError`` names what differs): its finished days are kept and not run again, a batch's
+    learning that happened is not repeated. Raises ``UserError`` before running, ``RunError``
+    while running.
+    """
+    if resume and run_id is None:
+        raise UserError("--resume needs the --run-id of the run to continue")
+    settings = _absolute(settings or load_settings())
+    plan = prepare_run(request, settings=settings, lake=lake)
     run_id = run_id or new_run_id()
     if not _RUN_ID.match(run_id):
         raise UserError(f"run id {run_id!r}: use letters, digits, '-', '_' and '.' only")

@@ -1,16 +1,18 @@
 """A fill order: what the client asked for, parsed from text or built in code.
 
 Owns ``FillOrder`` (its fields, its parser for "3 x Welder in Cleveland, OH ..." and its task
-key for lesson retrieval: ``signature``), ``read_whole`` (the grammar as the fast path of orders
-in words: an order only when the grammar reads every word of the text) and ``slugify`` (a
-client's id from its name). It does not own role synonyms or certification spellings
-(``roles``), orders in free words (``order_words``) nor checking workers against an order
+key for lesson retrieval: ``signature``; the candidate search it asks for: ``candidate_query``),
+``read_whole`` (the grammar as the fast path of orders in words: an order only when the grammar
+reads every word of the text) and ``slugify`` (a client's id from its name). It does not own role
+synonyms or certification spellings (``roles``), orders in free words (``order_words``), the search
+itself (``candidates``) nor checking workers against an order
 (``verify``).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +23,7 @@ from agentlake.workforce.roles import canonical_role, find_role, known_certifica
 
 if TYPE_CHECKING:
     from agentlake.learn import TaskKey
+    from agentlake.workforce.candidates import CandidateQuery
 
 DEFAULT_SHIFT_HOURS = 8
 
@@ -186,6 +189,27 @@ class FillOrder(BaseModel):
             domain="staffing",
             task_kind=self.task_kind,
             fields={"role": self.role, "client_id": self.client_id, "city": self.city, "state": self.state},
+        )
+
+    def candidate_query(
+        self, *, limit: int, leave_out: Sequence[int] = (), min_availability: float | None = None
+    ) -> CandidateQuery:
+        """The candidate search this order asks for: its role, place, radius and requirements,
+        its excluded workers and ``leave_out`` (workers already placed) left out, at most
+        ``limit`` rows, workers below ``min_availability`` too. A fresh query each call: a
+        lesson's action narrows it in place."""
+        # Lazy: candidates reads the tables, which read this module (slugify).
+        from agentlake.workforce.candidates import CandidateQuery
+
+        return CandidateQuery(
+            role=self.role,
+            city=self.city,
+            state=self.state,
+            radius_miles=self.radius_miles,
+            requirements=list(self.requirements),
+            exclude_ids=[*self.exclude_worker_ids, *leave_out],
+            min_availability=min_availability,
+            limit=limit,
         )
 
     def labels(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ bfloat16 does (docs/benchmarks.md has the figures for both). The forward pass ke
 cache in a buffer that grows in place (``growing_cache``) and, for several new tokens, folds
 the query heads of grouped-query attention onto their shared key/value heads
 (``grouped_sdpa``) instead of copying the cache per head. This module owns loading and the
-forward pass; the decoding loop is ``local.Decoder``.
+forward pass; the decoding loop is ``decoder.Decoder``.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentlake.errors import RunError, UserError, require_extra
-from agentlake.llm.local import (
-    Decoder,
+from agentlake.llm.local.decoder import Decoder
+from agentlake.llm.local.engine import (
     check_memory,
     kv_bytes_per_token,
     load_tokenizer,

@@ -5,7 +5,7 @@ faster engine on this project's machine (docs/benchmarks.md), but it needs llama
 which compiles for ~11 minutes (``make local-llm``). Each prefix-cache slot is one llama.cpp
 context (the weights are memory-mapped, so contexts share their pages; each adds its KV cache).
 This module owns loading and the forward pass through llama-cpp-python; the decoding loop,
-grammar included, is ``local.Decoder`` (the same loop as the transformers engine's).
+grammar included, is ``decoder.Decoder`` (the same loop as the transformers engine's).
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentlake.errors import RunError
-from agentlake.llm.llamacpp import _import_llama_cpp, _quiet_stderr
-from agentlake.llm.local import Decoder, check_memory, kv_bytes_per_token, load_tokenizer, threads
+from agentlake.llm.llama_cpp import import_llama_cpp, quiet_stderr
+from agentlake.llm.local.decoder import Decoder
+from agentlake.llm.local.engine import check_memory, kv_bytes_per_token, load_tokenizer, threads
 from agentlake.llm.packaged import GGUFInfo, PackagedModel
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ class LlamaCppEngine:
         window: int,
         slots: int,
     ) -> None:
-        self._llama_cpp = _import_llama_cpp()
+        self._llama_cpp = import_llama_cpp()
         check_memory(
             f"local:{packaged.name} on llama.cpp",
             gguf.stat().st_size + slots * window * kv_bytes_per_token(info, 2),
@@ -55,7 +56,7 @@ class LlamaCppEngine:
     def _context(self, slot: int) -> Any:
         if self.contexts[slot] is None:
             try:
-                with _quiet_stderr():
+                with quiet_stderr():
                     self.contexts[slot] = self._llama_cpp.Llama(
                         model_path=str(self.path),
                         n_ctx=self.window,

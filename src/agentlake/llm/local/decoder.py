@@ -1,73 +1,33 @@
-"""The in-process chat provider ``local:NAME`` for the packaged chat models (``packaged.py``).
+"""The decoding loop of ``local:`` models, the same over both engines.
 
-``local:qwen2.5-coder-0.5b`` and ``local:qwen2.5-coder-1.5b`` run in this process on one of
-two engines, both driven by the one decoding loop here:
-
-* ``transformers`` (the ``local`` extra): the GGUF dequantised once into safetensors in the model
-  cache, linear layers quantised to int8 on load (``local_torch.py``);
-* ``llamacpp`` (optional, ``make local-llm``): the GGUF itself through llama-cpp-python
-  (``local_llamacpp.py``). Measured on a quiet 2-core machine it takes 1.5-1.6x as long per
-  agent turn as transformers-int8 (its prompt evaluation, built without AVX-512, is 3x
-  slower; docs/benchmarks.md), so ``local_engine=auto`` is transformers and llama.cpp is an
-  explicit choice (it loads in seconds, where transformers' first load builds a cache).
-
-What the loop owns: the prompt, rendered with the model's own chat template from the verified
-GGUF (in Jinja's sandbox: the template is untrusted data); JSON-schema-constrained decoding
-with xgrammar, every free-text string capped at ``STRING_CAP`` characters so no reply runs to
-the token limit; the KV caches of recent prompts, one per recurring prefix (a staffer's
-executor, its reviewer), the longest common token prefix reused and only the new tokens
-evaluated; what the grammar forces evaluated in the pass of the token before it (jump-forward),
-and on engines that verify drafts (transformers) prompt-lookup decoding: a pass also evaluates
-the tokens that followed the reply's last words where those occur earlier, and keeps those the
-model picks itself (``local_draft_tokens``; agents copy much of their prompt: the order's role
-and city, worker ids from a tool result); usage (input, output and cached input tokens) and
-timings in the ``Completion``.
-
-It checks, before loading, that the machine has the memory the model needs, and registers the
-model's context window (the GGUF's, capped by ``local_context_window``) so the budget check
-refuses a prompt that would not fit. ``think`` is ignored: these models do not reason.
+Owns one reply to a rendered prompt (``Decoder.generate``): the KV caches of recent prompts,
+one per recurring prefix (a staffer's executor, its reviewer), the longest common token prefix
+reused and only the new tokens evaluated (``choose_slot``); JSON-schema-constrained decoding
+with xgrammar, the schema first bounded by ``structured.cap_schema`` (every free-text string at
+most ``STRING_CAP`` characters) so no reply runs to the token limit; what the grammar forces
+evaluated in the pass of the token before it (jump-forward); and, on engines that verify
+drafts (transformers), prompt-lookup decoding (``lookup_draft``): a pass also evaluates the
+tokens that followed the reply's last words where those occur earlier, and keeps those the
+model picks itself (``local_draft_tokens``; agents copy much of their prompt). Usage and
+timings are in the ``Generation``. It does not own loading (``engines``), the prompt's
+template (``provider``) or the forward pass (an ``engine.Engine``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from agentlake.errors import RunError, UserError, require_extra
-from agentlake.llm.llamacpp import cap_schema
-from agentlake.llm.models import ModelInfo, lookup_model
-from agentlake.llm.packaged import (
-    GGUFInfo,
-    PackagedModel,
-    cache_dir,
-    ensure_gguf,
-    file_sha256,
-    gguf_info,
-    packaged_model,
-    remember_verified,
-    verify_file,
-)
-from agentlake.llm.provider import (
-    Capabilities,
-    Completion,
-    GenerateOptions,
-    Message,
-    Usage,
-    register_provider,
-)
+from agentlake.errors import RunError, UserError
+from agentlake.llm.structured import STRING_CAP, cap_schema
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    from agentlake.llm.local.engine import Engine
 
-    from agentlake.settings import Settings
-
-STRING_CAP = 200
 # Characters a forced (jump-forward) text does not end on: they may continue into the model's word.
 _WORD = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-."
 # Nor on these: the tokenizer merges them with what follows (' "', ' null', '["', '[{'), so a
@@ -78,31 +38,11 @@ _JOINS_NEXT = " \t\n[{"
 CACHE_SLOTS = 3
 # A cached prefix shorter than this is not worth evicting another prompt's cache for.
 MIN_REUSE_TOKENS = 32
-GIB = 1024**3
-# What a local: model needs whichever engine runs it (the ``local`` extra): torch for the
-# decoding loop, xgrammar for schemas, transformers for the tokenizer (and the transformers
-# engine, which loads a GGUF only with accelerate), gguf for the header, jinja2 for the template.
-LOCAL_MODULES = ("torch", "transformers", "accelerate", "xgrammar", "gguf", "jinja2")
+
+__all__ = ["CACHE_SLOTS", "STRING_CAP", "Decoder", "Generation", "Slot", "choose_slot", "lookup_draft"]
 
 
-# --- what an engine provides --------------------------------------------------------------------
-
-
-class Engine(Protocol):
-    """One loaded model. Slots are independent KV caches; ``evaluate`` appends ``tokens`` to
-    slot ``slot`` after cutting it to ``keep`` tokens, and returns the logits of the last one
-    (a 1-D float32 torch tensor over the vocabulary), or of the last ``rows`` ones (a
-    ``[rows, vocabulary]`` tensor) where the engine ``verifies_drafts``."""
-
-    name: str
-    vocab_size: int
-    tokenizer: Any  # a transformers tokenizer: the grammar needs its vocabulary
-    decoder: Decoder  # the decoding loop over this engine, made by the engine on load
-    verifies_drafts: bool  # whether ``evaluate`` gives logits for more than the last token
-
-    def tokenize(self, text: str) -> list[int]: ...
-
-    def evaluate(self, slot: int, keep: int, tokens: Sequence[int], rows: int = 1) -> Any: ...
+# --- the prefix-cache slots -------------------------------------------------------------------------
 
 
 @dataclass
@@ -129,161 +69,6 @@ def choose_slot(slots: list[Slot], tokens: Sequence[int]) -> tuple[int, int]:
         return best, min(shared[best], len(tokens) - 1)
     oldest = min(range(len(slots)), key=lambda i: slots[i].last_used)
     return oldest, 0
-
-
-# --- the prompt ----------------------------------------------------------------------------------
-
-
-@cache
-def _template(source: str) -> Any:
-    from jinja2.exceptions import TemplateError
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    def raise_exception(message: str) -> None:
-        raise TemplateError(message)
-
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-    env.globals["raise_exception"] = raise_exception
-    env.filters["tojson"] = lambda value, indent=None: json.dumps(value, ensure_ascii=False, indent=indent)
-    return env.from_string(source)
-
-
-def render_chat(template: str, messages: list[Message]) -> str:
-    """The prompt text of ``messages`` under the model's chat template, ending where the
-    assistant's reply starts. Raises ``RunError`` when the template cannot render them."""
-    from jinja2.exceptions import TemplateError
-
-    try:
-        return _template(template).render(
-            messages=[{"role": m.role, "content": m.content} for m in messages], add_generation_prompt=True
-        )
-    except TemplateError as exc:
-        raise RunError(f"the model's chat template cannot render these messages: {exc}") from None
-
-
-# --- memory --------------------------------------------------------------------------------------
-
-
-def available_memory() -> int | None:
-    """Bytes the system can give a new allocation without swapping (Linux ``MemAvailable``)."""
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def check_memory(what: str, needed: int) -> None:
-    """``UserError`` before loading when the machine has less free memory than ``needed``."""
-    free = available_memory()
-    if free is not None and free < needed:
-        raise UserError(
-            f"not enough memory for {what}: it needs about {needed / GIB:.1f} GiB, {free / GIB:.1f} GiB is available; "
-            "close other programs, use local:qwen2.5-coder-0.5b, or lower local_context_window (AGENTLAKE_LOCAL_CONTEXT_WINDOW)"
-        )
-
-
-def kv_bytes_per_token(info: GGUFInfo, element_bytes: int) -> int:
-    head_dim = info.embedding_length // max(1, info.head_count)
-    return 2 * info.block_count * info.head_count_kv * head_dim * element_bytes
-
-
-# --- the tokenizer, converted from the GGUF once ------------------------------------------------------
-
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
-
-
-def load_tokenizer(packaged: PackagedModel, gguf: Path, settings: Settings) -> Any:
-    """The model's tokenizer as a transformers tokenizer (the grammar and the decoding loop
-    need its vocabulary), converted from the GGUF's once and kept in the model cache under
-    verified hashes; a cache that changed is converted again."""
-    import transformers
-
-    directory = cache_dir(settings) / f"{packaged.name}-tokenizer"
-    manifest_path = directory / "manifest.json"
-    try:
-        manifest = json.loads(manifest_path.read_text("utf-8"))
-        if manifest.get("gguf_sha256") != packaged.sha256:
-            raise ValueError("made from another GGUF")
-        for name in TOKENIZER_FILES:
-            size, sha256 = manifest["files"][name]
-            verify_file(
-                directory / name, int(size), str(sha256), what="tokenizer cache", fix="converted again"
-            )
-        return transformers.AutoTokenizer.from_pretrained(str(directory))
-    except (OSError, ValueError, KeyError, TypeError, UserError):
-        pass
-    tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    directory.mkdir(parents=True, exist_ok=True)
-    tokenizer.save_pretrained(str(directory))
-    files = {
-        name: (os.path.getsize(directory / name), file_sha256(directory / name)) for name in TOKENIZER_FILES
-    }
-    manifest_path.write_text(json.dumps({"gguf_sha256": packaged.sha256, "files": files}), "utf-8")
-    for name, (_, sha256) in files.items():
-        remember_verified(directory / name, sha256)
-    return tokenizer
-
-
-# --- the engines, loaded once per process --------------------------------------------------------
-
-_engines: dict[tuple[str, str, int], Engine] = {}
-_engines_lock = threading.Lock()
-
-
-def engine_name(settings: Settings) -> str:
-    """The engine ``local_engine`` names; ``auto`` is transformers (measured faster per turn
-    than the optional llama.cpp build on a quiet machine, and installed with the ``local`` extra)."""
-    choice = settings.local_engine
-    return "transformers" if choice == "auto" else choice
-
-
-def load_engine(packaged: PackagedModel, settings: Settings, *, engine: str | None = None) -> Engine:
-    """The loaded engine for ``packaged`` (loaded on first use, then kept for the process)."""
-    engine = engine or engine_name(settings)
-    window = context_window(packaged, settings)
-    # The transformers engine's weights are int8 or bfloat16 (``local_torch_dtype``): two
-    # numerics, two engines (a test runs both to catch a choice that depends on them).
-    variant = f"{engine}:{settings.local_torch_dtype}" if engine == "transformers" else engine
-    key = (packaged.name, variant, window)
-    with _engines_lock:
-        loaded = _engines.get(key)
-        if loaded is None:
-            path = ensure_gguf(packaged, settings)
-            info = gguf_info(path)
-            if engine == "llamacpp":
-                # Lazy (start-up time): the local engine loads only when a local model runs (optional extra).
-                from agentlake.llm.local_llamacpp import LlamaCppEngine
-
-                loaded = LlamaCppEngine(packaged, path, info, settings, window=window, slots=CACHE_SLOTS)
-            else:
-                # Lazy (start-up time): the local engine loads only when a local model runs (optional extra).
-                from agentlake.llm.local_torch import TorchEngine
-
-                loaded = TorchEngine(packaged, path, info, settings, window=window, slots=CACHE_SLOTS)
-            _engines[key] = loaded
-    return loaded
-
-
-def loaded_models() -> list[tuple[str, str, int]]:
-    """The ``local:`` models loaded in this process: (name, engine, context window) each."""
-    with _engines_lock:
-        return sorted(_engines)
-
-
-def unload_engines() -> None:
-    """Drop every loaded model (the next call loads again)."""
-    with _engines_lock:
-        _engines.clear()
-
-
-def context_window(packaged: PackagedModel, settings: Settings) -> int:
-    """The GGUF's trained context length, capped by ``local_context_window``."""
-    trained = gguf_info(ensure_gguf(packaged, settings)).context_length or settings.local_context_window
-    return min(trained, settings.local_context_window)
 
 
 # --- the decoding loop ------------------------------------------------------------------------------
@@ -585,89 +370,3 @@ def _pick(logits: Any, temperature: float | None, generator: Any) -> int:
         return int(torch.argmax(logits))
     probs = torch.softmax(logits.float() / temperature, dim=-1)
     return int(torch.multinomial(probs, 1, generator=generator))
-
-
-# --- the provider ------------------------------------------------------------------------------------
-
-
-class LocalProvider:
-    """``local:NAME``: a packaged chat model in this process (see the module docstring).
-
-    Resolving it assembles and verifies the GGUF (once; later only size and mtime are checked)
-    and reads its context length; the model itself loads on the first call. ``options.timeout``
-    is not enforced: an in-process call cannot be cut short.
-    """
-
-    name = "local"
-
-    def __init__(self, model: str, settings: Settings) -> None:
-        self.packaged = packaged_model(model)
-        require_extra("local", f"local:{model}", *LOCAL_MODULES)
-        self.model = model
-        self.settings = settings
-        window = context_window(self.packaged, settings)
-        self.model_info: ModelInfo = lookup_model("local", model, settings).model_copy(
-            update={"context_window": window, "known": True}
-        )
-        self._capabilities = Capabilities(
-            supports_schema=True, supports_thinking=False, context_window=window
-        )
-        self.engine = engine_name(settings)
-
-    @property
-    def capabilities(self) -> Capabilities:
-        return self._capabilities
-
-    @property
-    def gguf_path(self) -> Path:
-        return ensure_gguf(self.packaged, self.settings)
-
-    def decoder(self) -> Decoder:
-        """The loaded model's decoder (loads the model on first use)."""
-        return load_engine(self.packaged, self.settings, engine=self.engine).decoder
-
-    def complete(self, messages: list[Message], options: GenerateOptions) -> Completion:
-        decoder = self.decoder()
-        prompt = render_chat(gguf_info(self.gguf_path).chat_template, messages)
-        started = time.perf_counter()
-        generation = decoder.generate(
-            prompt,
-            schema=options.schema_,
-            max_tokens=options.max_tokens,
-            temperature=options.temperature,
-            stop=options.stop,
-            window=self._capabilities.context_window,
-            draft=self.settings.local_draft_tokens,
-        )
-        return Completion(
-            text=generation.text,
-            finish_reason=generation.finish_reason,
-            usage=Usage(
-                input_tokens=generation.prompt_tokens,
-                output_tokens=generation.output_tokens,
-                cached_input_tokens=generation.cached_tokens,
-            ),
-            latency_ms=(time.perf_counter() - started) * 1000,
-            prompt_ms=generation.prompt_ms,
-            generation_ms=generation.generation_ms,
-            provider=self.name,
-            model=self.model,
-        )
-
-
-def threads(settings: Settings) -> int:
-    """Threads for the engines: ``local_threads``, or every core."""
-    return settings.local_threads or os.cpu_count() or 1
-
-
-def progress_printer(what: str) -> Callable[[str], None]:
-    """A one-line-per-step progress report on stderr for long loads."""
-    import sys
-
-    def show(step: str) -> None:
-        print(f"{what}: {step}", file=sys.stderr, flush=True)
-
-    return show
-
-
-register_provider("local", LocalProvider)

