@@ -234,7 +234,7 @@ def test_a_forced_text_stops_before_what_the_next_token_joins(
 ) -> None:
     import xgrammar
 
-    from agentlake.llm.llamacpp import cap_schema
+    from agentlake.llm.structured import cap_schema
 
     decoder = provider.decoder()
     schema = {"type": "object", "properties": {"role": value}, "required": ["role"]}
