@@ -266,3 +266,48 @@ def test_a_problem_code_cannot_mend_leaves_the_others_mended(
     answer = ask("How many orders over 500 were paid in USD?", lake=lake, model="scripted:shape-asker")
 
     assert any("(repaired by code: dropped status = 'C'" in tried for tried in answer.tried)
+
+
+# Averages, superlatives, periods counted, null tests nobody asked for.
+
+STOCKS_QUESTION = "In which year did orders have their lowest average amount?"
+
+
+def test_a_minimum_for_the_lowest_average_is_found(lake: Lake) -> None:
+    sql = "SELECT year(order_date) AS year, min(amount) AS low FROM orders GROUP BY ALL ORDER BY low LIMIT 1"
+    assert "averaged" in _kinds(lake, sql, STOCKS_QUESTION)
+
+
+def test_a_minimum_for_the_lowest_average_is_averaged(lake: Lake) -> None:
+    sql = "SELECT year(order_date) AS year, min(amount) AS low FROM orders GROUP BY ALL ORDER BY low LIMIT 1"
+    assert _fixed(lake, sql, "averaged", STOCKS_QUESTION) == [(2016, 165.0)]
+
+
+def test_groups_left_unordered_for_the_lowest_are_found(lake: Lake) -> None:
+    sql = "SELECT year(order_date) AS year, avg(amount) AS mean FROM orders GROUP BY ALL"
+    assert "unordered" in _kinds(lake, sql, STOCKS_QUESTION)
+
+
+def test_groups_left_unordered_for_the_lowest_keep_the_lowest(lake: Lake) -> None:
+    sql = "SELECT year(order_date) AS year, avg(amount) AS mean FROM orders GROUP BY ALL"
+    assert _fixed(lake, sql, "unordered", STOCKS_QUESTION) == [(2016, 165.0)]
+
+
+def test_different_months_are_counted_by_month(lake: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM weather"
+    assert _fixed(lake, sql, "periods", "How many different months does the weather data cover?") == [(3,)]
+
+
+def test_a_null_test_on_a_column_the_question_never_names_is_found(lake: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM orders WHERE NOT shipped_date IS NULL AND currency = 'USD'"
+    assert "nulltests" in _kinds(lake, sql, "How many orders were paid in USD?")
+
+
+def test_a_null_test_on_a_column_the_question_never_names_is_dropped(lake: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM orders WHERE NOT shipped_date IS NULL AND currency = 'USD'"
+    assert _fixed(lake, sql, "nulltests", "How many orders were paid in USD?") == [(4,)]
+
+
+def test_a_null_test_the_question_asks_for_is_no_problem(lake: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM orders WHERE shipped_date IS NULL"
+    assert "nulltests" not in _kinds(lake, sql, "How many orders have no shipped date?")

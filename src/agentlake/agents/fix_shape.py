@@ -5,9 +5,12 @@ Owns the checks and fixes, for a query that ran, of a grouping the question neve
 (``GROUP BY sex ORDER BY n DESC LIMIT 1`` for "How many penguins ...": one group's count, the
 group unnamed), a count of what has no value that never asks for the missing value ("no
 recorded body mass": ``body_mass_g IS NULL``), a filter on the very column whose different
-values are counted (``count(DISTINCT type) ... WHERE type = 'Death'``) and a lookup code the
+values are counted (``count(DISTINCT type) ... WHERE type = 'Death'``), a lookup code the
 question does not describe (``status = 'C'``, copied from an example, where the lookup table
-says C means cancelled and the question says nothing of cancelling); and, for a query the
+says C means cancelled and the question says nothing of cancelling), a null test on a column
+the question never names, the different months (years, days, weeks) of a date not counted,
+the column the question asks the average of aggregated otherwise (``min(price)`` for "the
+lowest average price"), and groups left unordered for "which ... the highest"; and, for a query the
 database refused, a table or column read where it is not: a table named in the WHERE but never
 joined, a column read through the wrong alias, a column of a table the query did not join, a
 grouping by a column no table has. It does not run queries nor decide when to fix
@@ -22,17 +25,21 @@ from typing import TYPE_CHECKING
 import sqlglot
 from sqlglot import exp
 
-from agentlake.agents.fix_dates import quote
+from agentlake.agents.fix_dates import date_column, quote
 from agentlake.agents.linking import joins, words
 from agentlake.errors import AgentlakeError
 from agentlake.lake.repair import column_types
 from agentlake.lake.rewrite import (
     add_filters,
+    aggregate_with,
     aliases_read,
     comparisons,
+    conjuncts_of,
+    count_distinct_of,
     drop_filters,
     group_keys_selected,
     join_table,
+    order_by_aggregate,
     replace_conjuncts,
     requalify,
     tables_read,
@@ -256,3 +263,133 @@ def _join_fix(sql: str, lake: Lake, table: str, read: dict[str, str], why: str) 
     theirs = {c for c, _ in infos[other.casefold()].columns}
     fixed = join_table(sql, table, (join.column_of(table), join.column_of(other)), mine & theirs)
     return (fixed, f"joined {table} ({join.hint()}): {why}") if fixed else None
+
+
+_AVERAGE = re.compile(r"\b(?:average|mean)\b", re.IGNORECASE)
+_HIGH = re.compile(r"\b(?:highest|most|largest|biggest|greatest|best|maximum|top)\b", re.IGNORECASE)
+_LOW = re.compile(r"\b(?:lowest|least|fewest|smallest|worst|minimum)\b", re.IGNORECASE)
+_ASKS_GROUP = re.compile(
+    r"\b(?:which|who|whose|what\s+[a-z]+\s+(?:had|has|have|was|were|did|saw))\b", re.IGNORECASE
+)
+_PERIODS = re.compile(
+    r"\bhow many (?:different|distinct|unique|separate)\s+(month|year|day|week)s\b", re.IGNORECASE
+)
+_SAYS_MISSING = re.compile(
+    r"\b(?:no|not|without|missing|unknown|recorded|known|null|empty|blank)\b", re.IGNORECASE
+)
+
+
+def unaveraged(sql: str, question: str, measure: str | None) -> str | None:
+    """The column ``question`` asks the average of ("the lowest average price": price) when
+    ``sql`` aggregates it otherwise (``min(price)``), else None."""
+    if measure is None or not _AVERAGE.search(question):
+        return None
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except sqlglot.errors.ParseError:
+        return None
+    folded = measure.casefold()
+    aggregated = [
+        node
+        for node in tree.find_all(exp.AggFunc)
+        if not isinstance(node, exp.Count)
+        and any(c.name.casefold() == folded for c in node.find_all(exp.Column))
+    ]
+    if not aggregated or any(isinstance(node, exp.Avg) for node in aggregated):
+        return None
+    return measure
+
+
+def average_fix(sql: str, question: str, measure: str | None) -> tuple[str, str] | None:
+    """``sql`` averaging the column the question asks the average of."""
+    column = unaveraged(sql, question, measure)
+    fixed = aggregate_with(sql, column, "avg") if column else None
+    return (fixed, f"averaged {column}: the question asks for its average") if fixed else None
+
+
+def superlative(question: str) -> bool | None:
+    """Whether ``question`` asks for the group with the highest (True) or the lowest (False)
+    value ("In which year ... the lowest average price": False); None when it asks for no
+    group or says both or neither."""
+    if not _ASKS_GROUP.search(question):
+        return None
+    high, low = bool(_HIGH.search(question)), bool(_LOW.search(question))
+    return high if high != low else None
+
+
+def unordered(sql: str, question: str, rows: list[object]) -> bool:
+    """Whether ``sql`` groups, returns several groups and does not order them, for a question
+    that asks for the highest or lowest one: the answer would be whichever came first."""
+    return superlative(question) is not None and len(rows) > 1 and order_by_aggregate(sql, True) is not None
+
+
+def order_fix(sql: str, question: str) -> tuple[str, str] | None:
+    """``sql`` ordered by its aggregate, the top row kept, as the question's superlative says."""
+    descending = superlative(question)
+    fixed = order_by_aggregate(sql, descending) if descending is not None else None
+    way = "highest" if descending else "lowest"
+    return (
+        (fixed, f"ordered by its aggregate and kept the {way}: the question asks for it") if fixed else None
+    )
+
+
+def uncounted_periods(sql: str, question: str, lake: Lake) -> tuple[str, str] | None:
+    """The period and date column whose different values ``question`` counts ("How many
+    different months does the data cover?": month, date) when ``sql`` counts something else;
+    else None."""
+    match = _PERIODS.search(question)
+    column = date_column(lake, sql, question) if match else None
+    if match is None or column is None:
+        return None
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except sqlglot.errors.ParseError:
+        return None
+    for count in tree.find_all(exp.Count):
+        if isinstance(count.this, exp.Distinct) and count.this.find(
+            exp.DateTrunc, exp.TimestampTrunc, exp.Year, exp.Month
+        ):
+            return None
+    return match.group(1).casefold(), column
+
+
+def periods_fix(sql: str, question: str, lake: Lake) -> tuple[str, str] | None:
+    """``sql`` counting the different periods of its date column the question counts."""
+    found = uncounted_periods(sql, question, lake)
+    if found is None:
+        return None
+    part, column = found
+    fixed = count_distinct_of(sql, f"date_trunc('{part}', {quote(column)})")
+    return (fixed, f"counted the different {part}s of {column}, as the question asks") if fixed else None
+
+
+def _null_test(node: exp.Expression) -> exp.Column | None:
+    inner = node.this if isinstance(node, exp.Not) else node
+    if (
+        isinstance(inner, exp.Is)
+        and isinstance(inner.expression, exp.Null)
+        and isinstance(inner.this, exp.Column)
+    ):
+        return inner.this
+    return None
+
+
+def unsaid_null_tests(sql: str, question: str) -> list[str]:
+    """The ``IS NULL`` / ``IS NOT NULL`` filters of ``sql`` on a column the question never
+    names, for a question that says nothing of missing values (``NOT loyalty_points IS
+    NULL``, copied from a lesson's example, for "How many customers placed an order?")."""
+    if _SAYS_MISSING.search(question):
+        return []
+    said = words(question)
+    return [
+        node.sql(dialect="duckdb")
+        for node in conjuncts_of(sql)
+        if (column := _null_test(node)) is not None and not words(column.name) <= said
+    ]
+
+
+def null_test_fix(sql: str, question: str) -> tuple[str, str] | None:
+    """``sql`` without the null tests on columns the question never names."""
+    unsaid = unsaid_null_tests(sql, question)
+    fixed = replace_conjuncts(sql, lambda node: node.sql(dialect="duckdb") in unsaid, []) if unsaid else None
+    return (fixed, f"dropped {', '.join(unsaid)}: the question says nothing of it") if fixed else None

@@ -59,15 +59,23 @@ from agentlake.agents.fix_dates import (
     text_dates,
 )
 from agentlake.agents.fix_shape import (
+    average_fix,
     counted_filtered,
     counted_fix,
     null_fix,
+    null_test_fix,
     nulls_not_counted,
+    order_fix,
+    periods_fix,
     placement_fix,
     unasked_grouping,
+    unaveraged,
+    uncounted_periods,
     ungroup_fix,
+    unordered,
     unsaid_codes,
     unsaid_fix,
+    unsaid_null_tests,
 )
 from agentlake.agents.linking import (
     KEYISH,
@@ -348,8 +356,10 @@ def find_problems(
     a table named and not read, a join read for nothing, a date filtered as text or over
     another period, one column equal to two values, a grouping the question does not ask for,
     a count of missing values that never asks for them, a filter on the column whose different
-    values are counted, a named value left out, an unnamed one filtered on, a lookup code the
-    question does not describe, the named column not aggregated, another column grouped by,
+    values are counted, the different months (years, ...) of a date not counted, a named value
+    left out, an unnamed one filtered on, a null test on a column the question never names, a
+    lookup code the question does not describe, the named column not averaged or not
+    aggregated, another column grouped by, groups left unordered for "which ... highest",
     rows counted for different values or listed for "how many", a value the column does not
     hold, no rows. Empty when nothing is."""
     # "How many different types of death": types counted, not a filter on the type 'Death'.
@@ -386,16 +396,31 @@ def find_problems(
         )
     if kept := counted_filtered(sql, counted):
         found.append(("counted", f"filters {kept}, but the question counts the different {counted} values"))
+    if periods := uncounted_periods(sql, question, lake):
+        found.append(
+            (
+                "periods",
+                f"does not count the different {periods[0]}s of {periods[1]}, which the question counts",
+            )
+        )
     if left:
         found.append(("missing", f"leaves out {left}, which the question names"))
     if extra := unnamed_values(sql, question, named, listed):
         found.append(("unnamed", f"filters on {extra}, which the question does not name"))
+    if tests := unsaid_null_tests(sql, question):
+        found.append(("nulltests", f"filters {', '.join(tests)}, which the question says nothing of"))
     if codes := unsaid_codes(sql, question, lake, named):
         found.append(("unsaid", f"filters on {', '.join(codes)}, a code the question does not describe"))
+    if averaged := unaveraged(sql, question, named_measure(question, column_types(lake, sql))):
+        found.append(("averaged", f"does not average {averaged}, which the question asks the average of"))
     if measure := unread_measure(sql, question, lake):
         found.append(("measure", f"does not aggregate {measure}, the column the question names"))
     if asked := grouped_otherwise(sql, question, lake):
         found.append(("grouped", f"groups by another column than {asked}, which the question asks for"))
+    if unordered(sql, question, rows):
+        found.append(
+            ("unordered", "returns every group unordered, but the question asks for the highest or lowest")
+        )
     if different := counts_not_different(sql, question, lake):
         found.append(("different", f"counts rows, but the question counts different {different} values"))
     if _HOW_MANY_Q.search(question) and len(rows) > 1 and count_rows(sql):
@@ -418,8 +443,9 @@ def fix_query(
     listed: dict[tuple[str, str], list[str]],
 ) -> tuple[str, str] | None:
     """``sql`` with one fix for its problem ``kind`` (``error``, ``subject``, ``joined``,
-    ``dates``, ``conflict``, ``ungrouped``, ``nulls``, ``counted``, ``missing``, ``unnamed``,
-    ``unsaid``, ``measure``, ``grouped``, ``different``, ``listed``, ``unheld``, ``empty``) and
+    ``dates``, ``conflict``, ``ungrouped``, ``nulls``, ``counted``, ``periods``, ``missing``,
+    ``unnamed``, ``nulltests``, ``unsaid``, ``averaged``, ``measure``, ``grouped``,
+    ``unordered``, ``different``, ``listed``, ``unheld``, ``empty``) and
     what was done, or ``None`` (see the module docstring)."""
     read = {table.casefold() for table in tables_read(sql)}
     columns = {column: values for (table, column), values in listed.items() if table.casefold() in read}
@@ -438,6 +464,14 @@ def fix_query(
         return counted_fix(sql, different_column(question, list(column_types(lake, sql))))
     if kind == "unsaid":
         return unsaid_fix(sql, question, lake, coded_values(sql, lake, named))
+    if kind == "periods":
+        return periods_fix(sql, question, lake)
+    if kind == "nulltests":
+        return null_test_fix(sql, question)
+    if kind == "averaged":
+        return average_fix(sql, question, named_measure(question, column_types(lake, sql)))
+    if kind == "unordered":
+        return order_fix(sql, question)
     if kind == "missing":
         counted = different_column(question, list(column_types(lake, sql)))
         kept = [(c, v) for c, v in named if counted is None or c.casefold() != counted.casefold()]
