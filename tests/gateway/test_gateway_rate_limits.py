@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -203,9 +204,9 @@ def _scope(key: str, method: str = "GET", path: str = "/tools", accept: bytes = 
     }
 
 
-def _entered_while_key_a_is_busy(*others: dict[str, Any]) -> list[str]:
-    """Which requests the app saw while key-a's first request was still in progress: key-a's
-    second, then ``others``, sent in that order under rate_limit_concurrent=1."""
+def _entered(*requests: dict[str, Any], clock: Callable[[], float] = time.monotonic) -> list[str]:
+    """Which ``requests`` the app saw, sent in order under rate_limit_concurrent=1, while the
+    first (key-a's) was still in progress; each later one is given a moment to get in."""
 
     async def scenario() -> list[str]:
         entered: list[str] = []
@@ -216,42 +217,50 @@ def _entered_while_key_a_is_busy(*others: dict[str, Any]) -> list[str]:
             if len(entered) == 1:
                 await release.wait()
 
-        middleware = RateLimit(app, RateLimits({"all": 600}, concurrent=1))
-        first = asyncio.create_task(middleware(_scope("key-a"), None, None))
-        await asyncio.sleep(0.01)
-        second = asyncio.create_task(middleware(_scope("key-a"), None, None))
-        for other in others:
-            await asyncio.wait_for(middleware(other, None, None), 1)
+        middleware = RateLimit(app, RateLimits({"all": 600}, clock, concurrent=1))
+        tasks = []
+        for request in requests:
+            tasks.append(asyncio.create_task(middleware(request, None, None)))
+            await asyncio.sleep(0.01)
         seen = list(entered)
         release.set()
-        await asyncio.gather(first, second)
+        await asyncio.gather(*tasks)
         return seen
 
     return asyncio.run(scenario())
 
 
-def test_a_keys_second_request_waits_its_turn_while_another_key_is_served() -> None:
-    assert _entered_while_key_a_is_busy(_scope("key-b")) == ["key-a GET /tools", "key-b GET /tools"]
+def test_a_caller_alone_runs_its_requests_at_once() -> None:
+    assert _entered(_scope("key-a"), _scope("key-a")) == ["key-a GET /tools", "key-a GET /tools"]
+
+
+def test_with_another_key_about_a_keys_second_request_waits_its_turn() -> None:
+    entered = _entered(_scope("key-a"), _scope("key-b"), _scope("key-a"), _scope("key-b"))
+    assert entered == ["key-a GET /tools", "key-b GET /tools", "key-b GET /tools"]
 
 
 def test_a_model_call_of_the_same_key_takes_no_turn() -> None:
-    entered = _entered_while_key_a_is_busy(_scope("key-a", "POST", "/ask"))
-    assert entered == ["key-a GET /tools", "key-a POST /ask"]
+    entered = _entered(_scope("key-a"), _scope("key-b"), _scope("key-a", "POST", "/ask"))
+    assert entered == ["key-a GET /tools", "key-b GET /tools", "key-a POST /ask"]
 
 
 def test_a_stream_of_the_same_key_takes_no_turn() -> None:
-    entered = _entered_while_key_a_is_busy(_scope("key-a", path="/mcp", accept=b"text/event-stream"))
-    assert entered == ["key-a GET /tools", "key-a GET /mcp"]
+    entered = _entered(
+        _scope("key-a"), _scope("key-b"), _scope("key-a", path="/mcp", accept=b"text/event-stream")
+    )
+    assert entered == ["key-a GET /tools", "key-b GET /tools", "key-a GET /mcp"]
 
 
-def test_a_caller_with_nothing_in_progress_is_forgotten() -> None:
-    async def scenario() -> int:
+def test_a_caller_not_seen_for_a_second_is_forgotten() -> None:
+    clock = Clock()
+
+    async def scenario() -> bool:
         async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
             return None
 
-        limits = RateLimits({"all": 600}, concurrent=1)
-        for n in range(50):
-            await RateLimit(app, limits)(_scope(f"key-{n}"), None, None)
-        return len(limits._slots)
+        limits = RateLimits({"all": 600}, clock, concurrent=1)
+        await RateLimit(app, limits)(_scope("key-b"), None, None)
+        clock.now += 1.5
+        return limits.turns().contended("key-a")
 
-    assert asyncio.run(scenario()) == 0
+    assert asyncio.run(scenario()) is False

@@ -14,10 +14,12 @@ the caller's bucket of ``rate_limit_per_minute``; a request to a route that need
 model (``POST /fill``, ``POST /ask``; each graph chat message on ``/ws`` and each MCP ``ask``
 take theirs where they run) from its bucket of ``rate_limit_model_per_minute``. A bucket holds
 a minute's worth and refills continuously; an empty one answers 429 with ``Retry-After``
-through the one error renderer, and other callers are unaffected. A caller has at most
-``rate_limit_concurrent`` counted requests in progress at once, refused ones included (streams
-and model calls aside); the rest wait their turn before they are charged, so a burst from one
-key cannot hold the event loop and every worker while another key's request waits behind it. ``/health`` and the
+through the one error renderer, and other callers are unaffected. While another caller
+has been seen in the last second, a caller has at most ``rate_limit_concurrent`` counted requests
+in progress at once, refused ones included (streams and model calls aside), and the rest wait
+their turn before they are charged: a burst from one key cannot hold the event loop and every
+worker while another key's request waits behind it. A caller alone runs all its requests at
+once (its concurrent reads still share one lake read). ``/health`` and the
 observer's ingest routes (``POST /observer/...``, which answer 503 with ``Retry-After`` when
 their queue is full or the store cannot commit) are not counted. The buckets live in the process: N gateway processes
 allow N times the limit. A limit of 0 is no limit.
@@ -31,6 +33,7 @@ import asyncio
 import math
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
@@ -58,6 +61,8 @@ UNCOUNTED_PATHS = frozenset({"/health"})
 UNCOUNTED_POST_PREFIX = "/observer/"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _MAX_CALLERS = 10_000  # buckets kept before full (idle) ones are dropped
+# A caller seen this recently (seconds) makes the others take turns: sequential requests keep it.
+CONTENDED_S = 1.0
 
 
 class BodyLimit:
@@ -110,7 +115,7 @@ class RateLimits:
         self.concurrent = concurrent
         self._lock = threading.Lock()
         self._buckets: dict[tuple[str, Bucket], list[float]] = {}  # -> [tokens, at]
-        self._slots: dict[tuple[int, str], _Slots] = {}  # (event loop, caller) -> in progress
+        self._turns: dict[int, _Turns] = {}  # by event loop
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RateLimits:
@@ -126,14 +131,13 @@ class RateLimits:
     def __bool__(self) -> bool:
         return bool(self.per_minute) or self.concurrent > 0
 
-    def slots(self, caller: str) -> _Slots:
-        """``caller``'s requests in progress on the running event loop (at most ``concurrent``);
-        forgotten again when none is in progress or waiting."""
-        key = (id(asyncio.get_running_loop()), caller)
-        slots = self._slots.get(key)
-        if slots is None:
-            slots = self._slots[key] = _Slots(self.concurrent, lambda: self._slots.pop(key, None))
-        return slots
+    def turns(self) -> _Turns:
+        """The callers' turns on the running event loop."""
+        loop = id(asyncio.get_running_loop())
+        turns = self._turns.get(loop)
+        if turns is None:
+            turns = self._turns[loop] = _Turns(self.concurrent, self.clock)
+        return turns
 
     def take(self, caller: str, buckets: Iterable[Bucket]) -> tuple[float, Bucket | None]:
         """Take one token from each of ``caller``'s ``buckets``: ``(0.0, None)``. When one is
@@ -188,24 +192,59 @@ class RateLimits:
             )
 
 
-class _Slots:
-    """One caller's requests in progress: at most ``size`` at once, the rest waiting in turn;
-    ``forget`` is called when none is in progress or waiting."""
+class _Turns:
+    """The callers' requests in progress on one event loop. While another caller has been seen
+    within ``CONTENDED_S``, a caller has at most ``size`` requests in progress and the rest wait
+    their turn in order; a caller alone runs all its requests at once (nobody waits behind it)."""
 
-    def __init__(self, size: int, forget: Callable[[], object]) -> None:
-        self._semaphore = asyncio.Semaphore(size)
-        self._users = 0
-        self._forget = forget
+    def __init__(self, size: int, clock: Callable[[], float]) -> None:
+        self.size = size
+        self.clock = clock
+        self.in_progress: dict[str, int] = {}
+        self.waiting: dict[str, deque[asyncio.Future[None]]] = {}
+        self.seen: dict[str, float] = {}
 
-    async def run(self, call: Callable[[], Any]) -> None:
-        self._users += 1
+    def contended(self, caller: str) -> bool:
+        """Whether another caller was seen within ``CONTENDED_S`` (the idle ones are forgotten)."""
+        now = self.clock()
+        for other, at in list(self.seen.items()):
+            if now - at > CONTENDED_S and not self.in_progress.get(other) and not self.waiting.get(other):
+                del self.seen[other]
+                self.in_progress.pop(other, None)
+                self.waiting.pop(other, None)
+        return any(other != caller for other in self.seen)
+
+    def _wake_next(self, caller: str) -> None:
+        queue = self.waiting.get(caller)
+        while queue:
+            turn = queue.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                return
+
+    async def run(self, caller: str, call: Callable[[], Any]) -> None:
+        self.seen[caller] = self.clock()
+        queue = self.waiting.setdefault(caller, deque())
+        while self.in_progress.get(caller, 0) >= self.size and self.contended(caller):
+            turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            queue.append(turn)
+            try:
+                await turn
+            except asyncio.CancelledError:
+                if turn.done() and not turn.cancelled():
+                    self._wake_next(caller)  # the turn it was given passes on
+                elif turn in queue:
+                    queue.remove(turn)
+                raise
+        self.in_progress[caller] = self.in_progress.get(caller, 0) + 1
+        if queue and not self.contended(caller):
+            self._wake_next(caller)  # alone again: the rest of the queue goes in too
         try:
-            async with self._semaphore:
-                await call()
+            await call()
         finally:
-            self._users -= 1
-            if not self._users:
-                self._forget()
+            self.in_progress[caller] -= 1
+            self.seen[caller] = self.clock()
+            self._wake_next(caller)
 
 
 def _streams(scope: dict[str, Any]) -> bool:
@@ -274,7 +313,9 @@ class RateLimit:
             # One caller's requests take their turns, the refused ones too: a burst waits here,
             # not in the workers and the event loop other keys' requests need. A model call
             # (seconds long) takes no turn, so it never holds up the same key's reads.
-            await self.limits.slots(caller).run(lambda: self._charged(scope, receive, send, caller, buckets))
+            await self.limits.turns().run(
+                caller, lambda: self._charged(scope, receive, send, caller, buckets)
+            )
             return
         await self._charged(scope, receive, send, caller, buckets)
 
