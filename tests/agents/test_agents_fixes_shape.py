@@ -311,3 +311,51 @@ def test_a_null_test_on_a_column_the_question_never_names_is_dropped(lake: Lake)
 def test_a_null_test_the_question_asks_for_is_no_problem(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM orders WHERE shipped_date IS NULL"
     assert "nulltests" not in _kinds(lake, sql, "How many orders have no shipped date?")
+
+
+# A count of the different values of a column held to one value.
+
+
+def test_different_values_of_a_column_held_to_one_are_found(lake: Lake) -> None:
+    sql = "SELECT count(DISTINCT neighborhood) AS n FROM riots WHERE neighborhood = 'Koreatown'"
+    assert "onedistinct" in _kinds(lake, sql, "How many people died in Koreatown?")
+
+
+def test_different_values_of_a_column_held_to_one_become_rows(lake: Lake) -> None:
+    sql = "SELECT count(DISTINCT neighborhood) AS n FROM riots WHERE neighborhood = 'Koreatown'"
+    assert _fixed(lake, sql, "onedistinct", "How many people died in Koreatown?") == [(2,)]
+
+
+# More of what the database refuses.
+
+
+def test_a_measure_read_outside_the_grouping_is_averaged_for_an_average(lake: Lake) -> None:
+    sql = "SELECT species, bill_length_mm FROM penguins GROUP BY species ORDER BY bill_length_mm DESC LIMIT 1"
+    question = "Which species has the longest bills on average?"
+    assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [("Gentoo", 48.05)]
+
+
+def test_a_column_read_outside_the_grouping_is_grouped_by_too(lake: Lake) -> None:
+    sql = (
+        "SELECT customer_id, name FROM customers WHERE state = 'TX' GROUP BY customer_id ORDER BY customer_id"
+    )
+    question = "Which customers are in TX?"
+    assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [("C1", "Ann"), ("C3", "Cy")]
+
+
+def test_a_text_the_question_does_not_name_compared_with_a_number_is_dropped(lake: Lake) -> None:
+    sql = "SELECT max(bill_length_mm) AS longest FROM penguins WHERE body_mass_g = 'Biscoe'"
+    question = "What is the longest bill length of any penguin?"
+    assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [(50.0,)]
+
+
+def test_the_year_of_a_text_column_becomes_the_year_of_the_date(lake: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM weather WHERE YEAR(lower(weather)) = 2013"
+    question = "How many days were recorded in 2013?"
+    assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [(6,)]
+
+
+def test_a_missing_column_compared_with_a_lookup_meaning_becomes_its_code(lake: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM orders WHERE order_status = 'cancelled'"
+    question = "How many orders were cancelled?"
+    assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [(2,)]

@@ -101,7 +101,9 @@ def _date_filters(
     target = date_column(lake, sql, question)
 
     def wrong(node: exp.Expression) -> bool:
-        if _text_date(node, date, dated) or (broken and (_on_year(node, date, dated) or _date_part(node))):
+        if _text_date(node, date, dated) or (
+            broken and (_on_year(node, date, dated) or _date_part(node) or _part_of_other(node, dated))
+        ):
             return True
         return target is not None and (
             _other_date(node, date, dated, target) or _wrong_period(node, date, target)
@@ -135,6 +137,14 @@ def _text_date(node: exp.Expression, date: NamedDate, dated: dict[str, str]) -> 
 def _date_part(node: exp.Expression) -> bool:
     """A filter on a column named year, month or day (which the table has not, when asked)."""
     return any(column.name.casefold() in ("year", "month", "day") for column in node.find_all(exp.Column))
+
+
+def _part_of_other(node: exp.Expression, dated: dict[str, str]) -> bool:
+    """A year or month taken of no date column (``YEAR(lower(source)) = 2005``)."""
+    parts = [part for part in node.find_all(exp.Year, exp.Month)]
+    return bool(parts) and not any(
+        column.name.casefold() in dated for part in parts for column in part.find_all(exp.Column)
+    )
 
 
 def _on_year(node: exp.Expression, date: NamedDate, dated: dict[str, str]) -> bool:

@@ -35,13 +35,16 @@ from agentlake.lake.rewrite import (
     aliases_read,
     comparisons,
     conjuncts_of,
+    count_all,
     count_distinct_of,
+    counted_distinct,
     drop_filters,
     group_keys_selected,
     join_table,
     order_by_aggregate,
     replace_conjuncts,
     requalify,
+    settle_ungrouped,
     tables_read,
     ungroup,
 )
@@ -68,6 +71,11 @@ _NULLISH = frozenset({"", "0", "na", "n/a", "null", "none", "nan", "unknown"})
 _TABLE_MISSING = re.compile(r'Referenced table "([^"]+)" not found', re.IGNORECASE)
 _WRONG_ALIAS = re.compile(r'Table "([^"]+)" does not have a column named "([^"]+)"', re.IGNORECASE)
 _COLUMN_MISSING = re.compile(r'Referenced column "([^"]+)" not found', re.IGNORECASE)
+_NOT_GROUPED = re.compile(r'column "([^"]+)" must appear in the GROUP BY clause', re.IGNORECASE)
+_NOT_A_NUMBER = re.compile(
+    r"Could not convert string '((?:[^']|'')*)' to (?:U?(?:TINY|SMALL|BIG|HUGE)?INT\w*|INTEGER|DOUBLE|FLOAT|DECIMAL)",
+    re.IGNORECASE,
+)
 
 
 def unasked_grouping(sql: str, question: str) -> bool:
@@ -229,6 +237,25 @@ def placement_fix(sql: str, error: str, lake: Lake, question: str) -> tuple[str,
             fixed = requalify(sql, column, alias, holders[0])
             if fixed is not None:
                 return fixed, f"read {column} through {holders[0]}, whose table has it"
+    if match := _NOT_GROUPED.search(error):
+        column = match.group(1)
+        kind = column_types(lake, sql).get(column, "")
+        numeric = re.search(r"INT|DOUBLE|FLOAT|DECIMAL|REAL", kind, re.IGNORECASE) is not None
+        function = "avg" if numeric and _AVERAGE.search(question) else None
+        fixed = settle_ungrouped(sql, column, function)
+        if fixed is not None:
+            how = f"averaged {column}" if function else f"grouped by {column} too"
+            return fixed, f"{how}: it was read outside the grouping"
+    if (match := _NOT_A_NUMBER.search(error)) and match.group(1).replace(
+        "''", "'"
+    ).casefold() not in question.casefold():
+        value = match.group(1).replace("''", "'")
+        fixed = drop_filters(sql, lambda c: c.value == value)
+        if fixed is not None:
+            return (
+                fixed,
+                f"dropped the filter on '{value}': a text compared with a number, which the question does not name",
+            )
     if match := _COLUMN_MISSING.search(error):
         column = match.group(1)
         holders = [
@@ -393,3 +420,22 @@ def null_test_fix(sql: str, question: str) -> tuple[str, str] | None:
     unsaid = unsaid_null_tests(sql, question)
     fixed = replace_conjuncts(sql, lambda node: node.sql(dialect="duckdb") in unsaid, []) if unsaid else None
     return (fixed, f"dropped {', '.join(unsaid)}: the question says nothing of it") if fixed else None
+
+
+def one_distinct(sql: str) -> str | None:
+    """The column ``sql`` counts the different values of while its WHERE holds it to one value
+    (``count(DISTINCT neighborhood) ... WHERE neighborhood = 'South Park'``: at most 1), else
+    None."""
+    filtered = {c.column.casefold() for c in comparisons(sql) if c.op == "="}
+    return next((column for column in counted_distinct(sql) if column.casefold() in filtered), None)
+
+
+def one_distinct_fix(sql: str) -> tuple[str, str] | None:
+    """``sql`` counting the rows where it counted the different values of a column held to one."""
+    column = one_distinct(sql)
+    fixed = count_all(sql) if column else None
+    return (
+        (fixed, f"counted the rows: {column} is held to one value, so its different values are one")
+        if fixed
+        else None
+    )

@@ -65,6 +65,8 @@ from agentlake.agents.fix_shape import (
     null_fix,
     null_test_fix,
     nulls_not_counted,
+    one_distinct,
+    one_distinct_fix,
     order_fix,
     periods_fix,
     placement_fix,
@@ -115,7 +117,10 @@ _MISSING = re.compile(
     r'Referenced column "([^"]+)" not found|does not have a column named "([^"]+)"', re.IGNORECASE
 )
 _DATE_WORDS = ("date", "day", "time", "when")
-_BAD_DATE = re.compile(r"Conversion Error.*date|date field|invalid date", re.IGNORECASE)
+_BAD_DATE = re.compile(
+    r"Conversion Error.*date|date field|invalid date|argument types '(?:year|month)\((?:VARCHAR|BIGINT|INTEGER|DOUBLE)",
+    re.IGNORECASE,
+)
 _HOW_MANY_Q = re.compile(r"\bhow many\b", re.IGNORECASE)
 _HOW_MANY = re.compile(r"\bhow many\s+((?:[a-z]+\s*){1,3})", re.IGNORECASE)
 _NUMERIC = re.compile(r"INT|DOUBLE|FLOAT|DECIMAL|REAL|NUMERIC", re.IGNORECASE)
@@ -394,6 +399,8 @@ def find_problems(
         found.append(
             ("nulls", f"never asks for the rows where {missing_of} IS NULL, which the question counts")
         )
+    if held := one_distinct(sql):
+        found.append(("onedistinct", f"counts the different {held} values, but holds {held} to one value"))
     if kept := counted_filtered(sql, counted):
         found.append(("counted", f"filters {kept}, but the question counts the different {counted} values"))
     if periods := uncounted_periods(sql, question, lake):
@@ -443,7 +450,7 @@ def fix_query(
     listed: dict[tuple[str, str], list[str]],
 ) -> tuple[str, str] | None:
     """``sql`` with one fix for its problem ``kind`` (``error``, ``subject``, ``joined``,
-    ``dates``, ``conflict``, ``ungrouped``, ``nulls``, ``counted``, ``periods``, ``missing``,
+    ``dates``, ``conflict``, ``ungrouped``, ``nulls``, ``onedistinct``, ``counted``, ``periods``, ``missing``,
     ``unnamed``, ``nulltests``, ``unsaid``, ``averaged``, ``measure``, ``grouped``,
     ``unordered``, ``different``, ``listed``, ``unheld``, ``empty``) and
     what was done, or ``None`` (see the module docstring)."""
@@ -464,6 +471,8 @@ def fix_query(
         return counted_fix(sql, different_column(question, list(column_types(lake, sql))))
     if kind == "unsaid":
         return unsaid_fix(sql, question, lake, coded_values(sql, lake, named))
+    if kind == "onedistinct":
+        return one_distinct_fix(sql)
     if kind == "periods":
         return periods_fix(sql, question, lake)
     if kind == "nulltests":
@@ -510,6 +519,9 @@ def fix_query(
 
 def _error_fix(sql: str, error: str, lake: Lake, columns: dict[str, list[str]]) -> tuple[str, str] | None:
     types = column_types(lake, sql)
+    fixed = _looked_up(sql, error, lake)
+    if fixed is not None:
+        return fixed
     fixed = repaired_sql(sql, error, types)
     if fixed is not None:
         return fixed
@@ -537,6 +549,27 @@ def _error_fix(sql: str, error: str, lake: Lake, columns: dict[str, list[str]]) 
         dropped = drop_filters(sql, lambda c: c.column.casefold() == wrong.casefold())
         if dropped is not None:
             return dropped, f"dropped the filter {compared[0].sql}: no such column"
+    return None
+
+
+def _looked_up(sql: str, error: str, lake: Lake) -> tuple[str, str] | None:
+    """A column no table read has, compared with a value a lookup table of a table read
+    describes (``order_status = 'on hold'``, where order_statuses says H means on hold): that
+    filter written as the code's (``status = 'H'``)."""
+    missing = _MISSING.search(error)
+    wrong = (missing.group(1) or missing.group(2)) if missing else None
+    if wrong is None:
+        return None
+    for comparison in [c for c in comparisons(sql) if c.column.casefold() == wrong.casefold()]:
+        kept = drop_filters(sql, lambda c, gone=comparison: c.sql == gone.sql)
+        lookups = {j.right.casefold() for j in joins(lake, [i.name for i in lake.datasets()]) if j.lookup}
+        for info in [i for i in lake.datasets() if i.name.casefold() in lookups]:
+            for column, kind in info.columns:
+                if "CHAR" not in kind.upper() and "TEXT" not in kind.upper():
+                    continue
+                coded = _code_filter(kept, lake, column, comparison.value) if kept else None
+                if coded is not None:
+                    return coded[0], f"{comparison.sql} -> {coded[1]}"
     return None
 
 

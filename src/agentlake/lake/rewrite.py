@@ -513,3 +513,58 @@ def count_distinct_of(sql: str, expression: str) -> str | None:
             count.set("this", exp.Distinct(expressions=[counted]))
             return tree.sql(DIALECT)
     return None
+
+
+def count_all(sql: str) -> str | None:
+    """``sql`` with its selected ``count(DISTINCT ...)`` written ``count(*)``; ``None`` when
+    it selects none or does not parse."""
+    tree = _parse(sql)
+    if tree is None:
+        return None
+    for selected in tree.expressions:
+        for count in selected.find_all(exp.Count):
+            if isinstance(count.this, exp.Distinct):
+                count.set("this", exp.Star())
+                return tree.sql(DIALECT)
+    return None
+
+
+def counted_distinct(sql: str) -> list[str]:
+    """The columns ``sql`` selects ``count(DISTINCT column)`` of, in order; empty when none."""
+    tree = _parse(sql)
+    if tree is None:
+        return []
+    return [
+        count.this.expressions[0].name
+        for selected in tree.expressions
+        for count in selected.find_all(exp.Count)
+        if isinstance(count.this, exp.Distinct)
+        and len(count.this.expressions) == 1
+        and isinstance(count.this.expressions[0], exp.Column)
+    ]
+
+
+def settle_ungrouped(sql: str, column: str, function: str | None) -> str | None:
+    """``sql``, whose ``column`` is read outside an aggregate and outside its GROUP BY, with that
+    column aggregated by ``function`` (``avg``) wherever it is read so, or, with ``function``
+    None, grouped by too; ``None`` when it does not group or parse, or never reads it so."""
+    tree = _parse(sql)
+    group = tree.args.get("group") if tree is not None else None
+    if tree is None or group is None:
+        return None
+    order = tree.args.get("order")
+    bare = [
+        node
+        for part in [*tree.expressions, *(order.expressions if order else [])]
+        for node in ([part] if isinstance(part, exp.Column) else list(part.find_all(exp.Column)))
+        if node.name.casefold() == column.casefold() and not node.find_ancestor(exp.AggFunc)
+    ]
+    if not bare:
+        return None
+    if function is None:
+        group.append("expressions", bare[0].copy())
+        return tree.sql(DIALECT)
+    wrapper = type(sqlglot.parse_one(f"{function}(x)", read=DIALECT))
+    for node in bare:
+        node.replace(wrapper(this=node.copy()))
+    return tree.sql(DIALECT)
