@@ -202,3 +202,53 @@ def test_a_quote_that_speaks_to_its_reader_supports_nothing() -> None:
 def test_the_search_phrase_keeps_the_words_that_say_something() -> None:
     assert search_phrase("someone who has driven a reach truck before") == "driven reach truck"
     assert search_phrase("someone who has it") is None
+
+
+@pytest.fixture
+def store(tmp_path):
+    from agentlake.learn import LessonStore
+
+    lessons = LessonStore.open(path=tmp_path / "lessons.duckdb", embedder=False)
+    yield lessons
+    lessons.close()
+
+
+def _lesson(store, words: str, *, city: str = "New York") -> str:
+    from agentlake.learn import LessonDraft, LessonMatch
+    from agentlake.workforce.learning import StaffingAction
+    from agentlake.workforce.resume_wishes import search_phrase as phrase
+
+    return store.add(
+        LessonDraft(
+            trigger=f"Warehouse Associate orders in {city}",
+            action=f"Only propose workers whose resume shows this: {words}",
+            match=LessonMatch(role="Warehouse Associate", city=city),
+            machine=StaffingAction(resume_wishes=[words], search_phrase=phrase(words)),
+        )
+    ).lesson_id
+
+
+def test_a_lesson_in_words_is_read_in_resumes_and_cited_when_followed(wish_lake, store) -> None:
+    lake, shown, _ = wish_lake
+    lesson_id = _lesson(store, WISH)
+    executor, reviewer = FunctionProvider(staffer, "staffer"), ScriptedProvider("reviewer")
+    reviewer.enqueue(action("critique", approve=True))
+
+    outcome = LLMPolicy(executor, reviewer).run(FillOrder.parse(ORDER_TEXT), _ctx(lake, lessons=store))
+
+    assert outcome.success
+    assert set(outcome.proposed) <= set(shown)
+    assert outcome.lessons_given == [lesson_id]
+    assert outcome.lessons_cited == [lesson_id]
+
+
+def test_a_lesson_not_given_is_never_cited(wish_lake, store) -> None:
+    lake, _, _ = wish_lake
+    _lesson(store, WISH, city="Chicago")  # another city's lesson: not given for this order
+    executor, reviewer = FunctionProvider(staffer, "staffer"), ScriptedProvider("reviewer")
+    reviewer.enqueue(action("critique", approve=True))
+
+    outcome = LLMPolicy(executor, reviewer).run(FillOrder.parse(ORDER_TEXT), _ctx(lake, lessons=store))
+
+    assert outcome.lessons_given == []
+    assert outcome.lessons_cited == []

@@ -324,7 +324,8 @@ class LLMPolicy:
         that fit, and join the ledger with the resume's words."""
         from agentlake.llm import call_tags
 
-        wishes = wishes_for(state.order, [])
+        given = [(lesson.id, a.resume_wishes) for lesson in brief.given.lessons if (a := action_of(lesson))]
+        wishes = wishes_for(state.order, given)
         if not wishes:
             return
         meter = {_METER_TAG: state.meter.token} if state.meter else {}
