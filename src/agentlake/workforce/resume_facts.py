@@ -1,0 +1,223 @@
+"""Facts behind resumes: what a worker has done that only the resume's words say.
+
+The word-heavy scenarios (``benchmarks/word_pack``) have clients whose rules depend on a
+worker's background: equipment run, shifts worked, languages spoken, kinds of site. No column
+holds it. This module owns those facts and their words:
+
+- ``FACTS``: each fact's key, the sentences a resume says it in (several wordings), what a
+  client writes when it wants it (``wish``), what a client says when it refuses someone without
+  it (``vague``), and a sentence that mentions it without holding it (``distractor``: "would
+  like to learn ...", so a search for the words alone is not enough);
+- ``facts_of``: the facts a worker holds, generated from the worker's id (stable, no lake read);
+- ``with_facts``: a resume with the worker's facts written into it; ``write_facts``: the lake's
+  resumes around some sites rewritten that way (one upsert, with the ingest's history);
+- ``load_resume_facts``: the truth the judge uses, the generated facts of the workers whose
+  resume carries them (a worker whose resume was never rewritten holds none).
+
+It is the scenarios' ground truth: agents never import it (they read the resumes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from agentlake.errors import UserError
+from agentlake.workforce.geo import haversine_miles
+from agentlake.workforce.tables import SEARCH_COLUMN, WORKERS
+
+if TYPE_CHECKING:
+    from agentlake.lake import Lake
+
+# Share of workers holding each fact, and of the others whose resume mentions it without it.
+HELD = 0.35
+DISTRACTED = 0.10
+SEED = "issue-35"
+
+
+@dataclass(frozen=True)
+class Fact:
+    key: str
+    said: tuple[str, ...]
+    wish: str
+    vague: str
+    distractor: str
+
+
+FACTS: dict[str, Fact] = {
+    f.key: f
+    for f in (
+        Fact(
+            "equipment:reach-truck",
+            (
+                "Drove a reach truck on cold-storage docks for two seasons.",
+                "Certified in-house on the Raymond reach truck; ran double-deep racking daily.",
+                "Reach truck operator on a busy distribution dock.",
+            ),
+            "has driven a reach truck",
+            "we need people who can run the trucks in our aisles",
+            "Would like to learn the reach truck.",
+        ),
+        Fact(
+            "equipment:scissor-lift",
+            (
+                "Worked off scissor lifts on ceiling and duct installs.",
+                "Operated scissor lifts and a small boom on plant retrofits.",
+            ),
+            "has worked from a scissor lift",
+            "our people work up high, they have to be used to the lifts",
+            "Has not yet worked at height but is willing to train on a scissor lift.",
+        ),
+        Fact(
+            "shifts:12-hour",
+            (
+                "Worked 12-hour rotating shifts at a refinery for a year.",
+                "Used to 12-hour rotating shifts, days and nights.",
+            ),
+            "has done 12-hour rotating shifts",
+            "our shifts are long and they rotate, not everyone lasts",
+            "Would prefer to avoid 12-hour rotating shifts.",
+        ),
+        Fact(
+            "language:vietnamese",
+            ("Speaks Vietnamese and English.", "Fluent in Vietnamese; translates for new hires."),
+            "speaks Vietnamese",
+            "half our floor talks Vietnamese, the leads need someone who can talk to them",
+            "Hopes to brush up on Vietnamese.",
+        ),
+        Fact(
+            "language:polish",
+            ("Speaks Polish and English.", "Fluent in Polish from home."),
+            "speaks Polish",
+            "our crew leads are Polish speakers, we need people who understand them",
+            "Took one semester of Polish.",
+        ),
+        Fact(
+            "experience:cleanroom",
+            (
+                "Worked in an ISO 7 cleanroom, gowned daily.",
+                "Two years of cleanroom assembly under gown-up procedures.",
+            ),
+            "has cleanroom experience",
+            "our line is a clean line, we've had people who didn't know how to behave in one",
+            "Interested in cleanroom work.",
+        ),
+        Fact(
+            "experience:freezer",
+            (
+                "Picked orders in a freezer warehouse at minus ten.",
+                "Worked cold-storage and freezer aisles through two winters.",
+            ),
+            "has worked in a freezer warehouse",
+            "it's cold in there all day, we want people who have done it",
+            "Would rather not work in a freezer.",
+        ),
+        Fact(
+            "experience:structural-steel",
+            (
+                "Fit and welded structural steel on two mid-rise jobs.",
+                "Structural steel erection crew member for three years.",
+            ),
+            "has structural steel experience",
+            "we need people who have done this kind of steel work before",
+            "Wants to move into structural steel.",
+        ),
+    )
+}
+
+
+def fact_for_wish(words: str) -> Fact | None:
+    """The fact a client's ``wish`` words stand for (as ``FACTS`` writes them), if any."""
+    wanted = " ".join(words.split()).casefold()
+    return next((f for f in FACTS.values() if f.wish.casefold() == wanted), None)
+
+
+def _draw(worker_id: int, what: str) -> float:
+    digest = hashlib.blake2b(f"{SEED}|{worker_id}|{what}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+def facts_of(worker_id: int) -> frozenset[str]:
+    """The facts worker ``worker_id`` holds: each with chance ``HELD``, the same on every call."""
+    return frozenset(key for key in FACTS if _draw(worker_id, key) < HELD)
+
+
+def facts_text(worker_id: int) -> str:
+    """The sentences that state the worker's facts (and mention others it lacks), in one order."""
+    held = facts_of(worker_id)
+    parts = []
+    for key, fact in FACTS.items():
+        if key in held:
+            parts.append(fact.said[int(_draw(worker_id, key + "|said") * len(fact.said))])
+        elif _draw(worker_id, key + "|distractor") < DISTRACTED:
+            parts.append(fact.distractor)
+    return " ".join(parts)
+
+
+def with_facts(resume: str, worker_id: int) -> str:
+    """``resume`` with the worker's facts written after it (unchanged when already written)."""
+    added = facts_text(worker_id)
+    if not added or resume.endswith(added):
+        return resume
+    return f"{resume} {added}".strip()
+
+
+def write_facts(lake: Lake, sites: Iterable[tuple[float, float]], *, radius_miles: float = 60.0) -> int:
+    """Rewrite the resumes of every worker within ``radius_miles`` of a site with their facts
+    (one upsert into ``workers``, kept in the ingest history); the number of resumes changed.
+    Idempotent: a resume that carries its facts already is left as it is. ``UserError`` when the
+    lake has no workers dataset. The lake's search index goes stale for those rows: rebuild it
+    (``agentlake index build``) before a staffer searches resumes."""
+    from agentlake.workforce.facts import workers_near
+
+    ids: set[int] = set()
+    places = list(sites)
+    for lat, lon in places:
+        ids.update(workers_near(lake, lat, lon, radius_miles))
+    if not ids:
+        return 0
+    table = lake.read_arrow(
+        f"SELECT * FROM {WORKERS} WHERE worker_id IN (SELECT unnest(?::BIGINT[])) ORDER BY worker_id",
+        [sorted(ids)],
+    )
+    rows = table.to_pylist()
+    keep, texts = [], []
+    for index, row in enumerate(rows):
+        near = any(haversine_miles(row["lat"], row["lon"], lat, lon) <= radius_miles for lat, lon in places)
+        text = str(row[SEARCH_COLUMN] or "")
+        rewritten = with_facts(text, int(row["worker_id"])) if near else text
+        if rewritten != text:
+            keep.append(index)
+            texts.append(rewritten)
+    if not keep:
+        return 0
+    import pyarrow as pa
+
+    changed = table.take(pa.array(keep))
+    column = changed.schema.get_field_index(SEARCH_COLUMN)
+    changed = changed.set_column(column, SEARCH_COLUMN, pa.array(texts, pa.string()))
+    lake.write_table(WORKERS, changed, mode="upsert", key="worker_id", source="resume facts (issue 35)")
+    return len(keep)
+
+
+def load_resume_facts(lake: Lake, worker_ids: Sequence[int]) -> dict[int, frozenset[str]]:
+    """The facts each worker holds by its resume: the generated ones when the resume carries
+    them (``write_facts``), none otherwise. Unknown ids are absent."""
+    ids = sorted({int(w) for w in worker_ids})
+    if not ids:
+        return {}
+    try:
+        table = lake.read_arrow(
+            f"SELECT worker_id, {SEARCH_COLUMN} FROM {WORKERS} WHERE worker_id IN (SELECT unnest(?::BIGINT[]))",
+            [ids],
+        )
+    except Exception as exc:  # noqa: BLE001 - a lake without workers has no facts to judge by
+        raise UserError(f"cannot read the workers' resumes: {exc}") from None
+    out = {}
+    for row in table.to_pylist():
+        worker_id, text = int(row["worker_id"]), str(row[SEARCH_COLUMN] or "")
+        added = facts_text(worker_id)
+        out[worker_id] = facts_of(worker_id) if added and text.endswith(added) else frozenset()
+    return out
