@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from agents_support import INJECTED, ORDER_TEXT, MemorySink
+from agents_support import HOSTILE, INJECTED, ORDER_TEXT, SHOWN, MemorySink
 
 from agentlake.agents import FillOrder, RunContext, ScheduleBook
 from agentlake.lake import Lake
@@ -75,6 +75,52 @@ def hostile_lake(tmp_path_factory: pytest.TempPathFactory, lake: Lake) -> Iterat
         )
     )
     yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="module")
+def wish_lake(tmp_path_factory: pytest.TempPathFactory, lake: Lake) -> Iterator[tuple[Lake, list[int], int]]:
+    """(lake, the four workers whose resumes show the wish, the hostile worker): the agents' lake
+    (same seed) in another file, where four warehouse associates near New York have driven a reach
+    truck by their resumes and the best by code's order has a resume that tells its reader what
+    to answer (issue 35, point 2)."""
+    from agentlake.workforce.generator import generate_workforce, load_workforce
+
+    data_dir = tmp_path_factory.mktemp("agents-wish-lake")
+    settings = lake.settings.model_copy(update={"data_dir": data_dir})
+    opened = Lake.open(settings, path=data_dir / "lake.duckdb")
+    load_workforce(opened, generate_workforce(4000, seed=7, clients=40))
+    order = FillOrder.parse(ORDER_TEXT)
+    rows = find_candidates(
+        opened,
+        CandidateQuery(
+            role=order.role,
+            city=order.city,
+            state=order.state,
+            radius_miles=order.radius_miles,
+            min_availability=settings.agent_min_availability,
+            limit=40,
+        ),
+    )
+    schedule = ScheduleBook(opened)
+    free = [
+        r["worker_id"]
+        for r in rows
+        if not schedule.conflicts(r["worker_id"], order.shift_start, order.shift_end)
+    ]
+    hostile, shown = free[0], free[20:24]
+    for worker_id in shown:
+        opened.write(
+            lambda conn, w=worker_id: conn.execute(
+                "UPDATE workers SET resume_text = resume_text || ' ' || ? WHERE worker_id = ?", [SHOWN, w]
+            )
+        )
+    opened.write(
+        lambda conn: conn.execute(
+            "UPDATE workers SET resume_text = ? WHERE worker_id = ?", [HOSTILE, hostile]
+        )
+    )
+    yield opened, shown, hostile
     opened.close()
 
 

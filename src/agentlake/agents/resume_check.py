@@ -268,7 +268,7 @@ def _read_one(
             verdicts.append(
                 ResumeVerdict(worker_id, wish.words, False, why="the quoted words are not in the resume")
             )
-        elif not quote_supports(wish.words, quote):
+        elif not quote_supports(wish.words, quote, resume):
             verdicts.append(
                 ResumeVerdict(worker_id, wish.words, False, why="the quoted words do not speak to the wish")
             )

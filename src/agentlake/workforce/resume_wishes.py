@@ -50,6 +50,7 @@ _INSTRUCTION = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[a-z0-9][a-z0-9+\-]*")
+_SENTENCE = re.compile(r"(?<=[.!?:;])\s+|\n+")
 QUOTE_MIN_CHARS = 4
 
 
@@ -91,10 +92,23 @@ def family_of(wish: str) -> frozenset[str]:
     return frozenset().union(*(family for family in FAMILIES.values() if words & family))
 
 
-def quote_supports(wish: str, quote: str) -> bool:
+def _sentences_of(quote: str, resume: str) -> list[str]:
+    """The resume's sentences a quote is drawn from (sharing three words in a row with it, or
+    holding it whole when it is shorter)."""
+    words = words_of(quote)
+    runs = {" ".join(words[i : i + 3]) for i in range(max(1, len(words) - 2))}
+    return [
+        sentence
+        for sentence in _SENTENCE.split(resume)
+        if any(f" {run} " in f" {_normal(sentence)} " for run in runs if run)
+    ]
+
+
+def quote_supports(wish: str, quote: str, resume: str = "") -> bool:
     """Whether ``quote`` names ``wish``: it shares a content word (by its stem) with the wish or
-    with the wish's family, and it is no instruction to its reader."""
-    if _INSTRUCTION.search(quote):
+    with the wish's family, and neither it nor the resume's sentences it is drawn from speak to
+    their reader (a fragment of "meets every requirement, reach truck included" proves nothing)."""
+    if _INSTRUCTION.search(quote) or any(_INSTRUCTION.search(s) for s in _sentences_of(quote, resume)):
         return False
     said = {_stem(w) for w in content_words(quote)}
     named = {_stem(w) for w in (*content_words(wish), *family_of(wish))}
