@@ -31,8 +31,7 @@ from agentlake.workforce.tables import SEARCH_COLUMN, WORKERS
 if TYPE_CHECKING:
     from agentlake.lake import Lake
 
-# Share of workers holding each fact, and of the others whose resume mentions it without it.
-HELD = 0.35
+# Share of the others whose resume mentions a fact without holding it.
 DISTRACTED = 0.10
 SEED = "issue-35"
 
@@ -44,6 +43,7 @@ class Fact:
     wish: str
     vague: str
     distractor: str
+    held: float = 0.2  # the share of workers holding it
 
 
 FACTS: dict[str, Fact] = {
@@ -59,6 +59,7 @@ FACTS: dict[str, Fact] = {
             "has driven a reach truck",
             "we need people who can run the trucks in our aisles",
             "Would like to learn the reach truck.",
+            held=0.5,
         ),
         Fact(
             "equipment:scissor-lift",
@@ -69,6 +70,7 @@ FACTS: dict[str, Fact] = {
             "has worked from a scissor lift",
             "our people work up high, they have to be used to the lifts",
             "Has not yet worked at height but is willing to train on a scissor lift.",
+            held=0.5,
         ),
         Fact(
             "shifts:12-hour",
@@ -103,6 +105,7 @@ FACTS: dict[str, Fact] = {
             "has cleanroom experience",
             "our line is a clean line, we've had people who didn't know how to behave in one",
             "Interested in cleanroom work.",
+            held=0.5,
         ),
         Fact(
             "experience:freezer",
@@ -140,8 +143,8 @@ def _draw(worker_id: int, what: str) -> float:
 
 
 def facts_of(worker_id: int) -> frozenset[str]:
-    """The facts worker ``worker_id`` holds: each with chance ``HELD``, the same on every call."""
-    return frozenset(key for key in FACTS if _draw(worker_id, key) < HELD)
+    """The facts worker ``worker_id`` holds: each with its chance (``Fact.held``), the same on every call."""
+    return frozenset(key for key, fact in FACTS.items() if _draw(worker_id, key) < fact.held)
 
 
 def facts_text(worker_id: int) -> str:
