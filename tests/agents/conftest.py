@@ -91,23 +91,7 @@ def wish_lake(tmp_path_factory: pytest.TempPathFactory, lake: Lake) -> Iterator[
     opened = Lake.open(settings, path=data_dir / "lake.duckdb")
     load_workforce(opened, generate_workforce(4000, seed=7, clients=40))
     order = FillOrder.parse(ORDER_TEXT)
-    rows = find_candidates(
-        opened,
-        CandidateQuery(
-            role=order.role,
-            city=order.city,
-            state=order.state,
-            radius_miles=order.radius_miles,
-            min_availability=settings.agent_min_availability,
-            limit=40,
-        ),
-    )
-    schedule = ScheduleBook(opened)
-    free = [
-        r["worker_id"]
-        for r in rows
-        if not schedule.conflicts(r["worker_id"], order.shift_start, order.shift_end)
-    ]
+    free = free_candidates(opened, order, limit=40)
     hostile, shown = free[0], free[20:24]
     for worker_id in shown:
         opened.write(
@@ -158,23 +142,25 @@ def make_ctx(lake: Lake, sink: MemorySink) -> Callable[..., RunContext]:
     return _make
 
 
+def free_candidates(lake: Lake, order: FillOrder, *, limit: int) -> list[int]:
+    """The first ``limit`` candidates for ``order``, best first, less those booked over its shift."""
+    query = CandidateQuery(
+        role=order.role,
+        city=order.city,
+        state=order.state,
+        radius_miles=order.radius_miles,
+        min_availability=lake.settings.agent_min_availability,
+        limit=limit,
+    )
+    schedule = ScheduleBook(lake)
+    ids = [row["worker_id"] for row in find_candidates(lake, query)]
+    return [w for w in ids if not schedule.conflicts(w, order.shift_start, order.shift_end)]
+
+
 @pytest.fixture
 def qualified(lake: Lake, order: FillOrder) -> list[int]:
     """Workers that really fit ``order``, best first (what a good executor would find)."""
-    rows = find_candidates(
-        lake,
-        CandidateQuery(
-            role=order.role,
-            city=order.city,
-            state=order.state,
-            radius_miles=order.radius_miles,
-            min_availability=lake.settings.agent_min_availability,
-            limit=12,
-        ),
-    )
-    ids = [row["worker_id"] for row in rows]
-    schedule = ScheduleBook(lake)
-    free = [w for w in ids if not schedule.conflicts(w, order.shift_start, order.shift_end)]
+    free = free_candidates(lake, order, limit=12)
     assert len(free) >= 8, "the generated lake should have plenty of warehouse associates near New York"
     return free
 

@@ -19,22 +19,9 @@ from agentlake.agents.resume_check import Screen, Wish, screen_resumes
 from agentlake.llm import get_provider
 from agentlake.workforce.profile import get_workers
 from agentlake.workforce.resume_wishes import quote_found
-from real_model_support import MARKS, MODEL, NUMERICS
+from real_model_support import MARKS, MODEL, NUMERICS, Recorded
 
 pytestmark = MARKS
-
-
-class Recorded:
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.prompts: list[str] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def complete(self, messages: list[Any], options: Any) -> Any:
-        self.prompts.append(messages[-1].content)
-        return self.inner.complete(messages, options)
 
 
 @pytest.fixture(scope="module", params=NUMERICS)
@@ -64,6 +51,7 @@ def test_every_worker_that_passes_has_the_resume_s_own_words(screened) -> None:
 
 def test_every_resume_reaches_the_real_model_inside_one_fence(screened) -> None:
     _, model, _, _ = screened
-    assert model.prompts
-    assert all(p.count("<data>") == 1 for p in model.prompts)
-    assert all(p.count("</data>") == 1 for p in model.prompts)
+    resumes = [call[-1].content for call in model.calls]
+    assert resumes
+    assert all(p.count("<data>") == 1 for p in resumes)
+    assert all(p.count("</data>") == 1 for p in resumes)
