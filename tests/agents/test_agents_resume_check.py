@@ -206,3 +206,17 @@ def test_a_lesson_not_given_is_never_cited(wish_lake, store) -> None:
 
     assert outcome.lessons_given == []
     assert outcome.lessons_cited == []
+
+
+def test_a_worker_held_in_reserve_is_offered_only_if_the_resume_shows_the_wishes(wish_lake, store) -> None:
+    lake, shown, hostile = wish_lake
+    _lesson(store, WISH)
+    executor, reviewer = FunctionProvider(staffer, "staffer"), ScriptedProvider("reviewer")
+    reviewer.enqueue(action("critique", approve=True))
+
+    outcome = LLMPolicy(executor, reviewer).run(
+        FillOrder.parse(ORDER_TEXT), _ctx(lake, lessons=store, buffer=[hostile, shown[0]])
+    )
+
+    assert outcome.success
+    assert set(outcome.proposed) <= set(shown)

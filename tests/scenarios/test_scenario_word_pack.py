@@ -108,6 +108,15 @@ def test_the_rules_staffer_cannot_win_and_a_resume_reader_learns_from_words(
     assert "resume_wish" in refused
     assert curve["word-llm"][1] > curve["rules-words"][1], curve
     assert curve["word-llm"][1] > curve["word-llm"][0], curve
+    words = [
+        r
+        for row in summary.recovery
+        if row["arm"] == "word-llm"
+        for r in row["rules"]
+        if r["rule"] == "resume_wish"
+    ]
+    assert len(words) == 4, "one rule only resumes answer per client"
+    assert any(r["verdict"] == "exact" for r in words), words
     cited = [c for r in results if r.staffer == "word-llm" and r.batch == 2 for c in r.lessons_cited]
     assert cited, "the lessons followed are cited"
     assert all(set(r.lessons_cited) <= set(r.lessons_given) for r in results)

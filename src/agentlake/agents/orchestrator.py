@@ -621,7 +621,8 @@ class LLMPolicy:
             # those the order's own search admits but the lessons' filters do not.
             admitted = _among(state.order, ctx, None, held)
             passing = _among(state.order, ctx, machine, held)
-            if brief.eligible is not None:
+            if brief.eligible is not None and brief.screen is None:
+                # (with wishes, only the workers whose resumes showed them are eligible)
                 brief.eligible |= passing
             ruled_out = [w for w in held if w in admitted and w not in passing]
             if ruled_out:
