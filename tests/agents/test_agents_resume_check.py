@@ -19,7 +19,7 @@ from agentlake.agents.resume_check import CHECK_PROMPT, Wish, screen_resumes
 from agentlake.lake import Lake
 from agentlake.llm import FunctionProvider, ScriptedProvider
 from agentlake.llm.fence import DATA_RULE
-from agentlake.workforce.resume_wishes import quote_found, quote_supports, search_phrase
+from agentlake.workforce.resume_wishes import quote_found, quote_supports, search_phrase, supporting_sentence
 
 
 def _resume_of(messages) -> str:
@@ -105,7 +105,7 @@ def test_a_hostile_resume_obeyed_by_the_model_still_never_passes(wish_lake) -> N
     assert sorted(screen.passed) == sorted(shown)
 
 
-def test_a_quote_the_resume_does_not_hold_is_refused(wish_lake) -> None:
+def test_a_quote_the_resume_does_not_hold_gives_way_to_the_resume_s_own_sentence(wish_lake) -> None:
     lake, shown, _ = wish_lake
 
     def inventing(messages, options) -> str:
@@ -117,10 +117,21 @@ def test_a_quote_the_resume_does_not_hold_is_refused(wish_lake) -> None:
         None,
         [Wish(WISH)],
         FunctionProvider(inventing),
+        want=9,
     )
 
-    assert screen.passed == []
-    assert {v.why for v in screen.verdicts} == {"the quoted words are not in the resume"}
+    assert sorted(screen.passed) == sorted(shown)
+    assert {v.quote for v in screen.verdicts if v.met} == {SHOWN}
+    assert {v.why for v in screen.verdicts if not v.met} <= {
+        "no sentence of the resume says it",
+        "the quoted words do not speak to the wish",
+    }
+
+
+def test_a_sentence_of_what_the_worker_only_wants_shows_nothing() -> None:
+    assert supporting_sentence(WISH, "Warehouse work. Would like to learn the reach truck.") == ""
+    assert supporting_sentence("has done 12-hour rotating shifts", "Available for night shifts.") == ""
+    assert supporting_sentence(WISH, f"Warehouse work. {SHOWN}") == SHOWN
 
 
 def test_an_order_without_wishes_reads_no_resume(wish_lake) -> None:

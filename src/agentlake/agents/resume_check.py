@@ -11,6 +11,8 @@ client's words, each with the lesson it came from) and finds workers whose resum
    with met or not and the resume's own words as the reason;
 4. code keeps a "met" only when the quote is in the resume and names the wish
    (``workforce.resume_wishes``): a resume that tells its reader what to answer proves nothing.
+   A quote that is not the resume's words (small models copy the wish or "true") is replaced by
+   the resume's own sentence naming the wish, when one does and not as a thing only wanted.
 
 It stops when enough workers pass. It does not own the executor's loop (``orchestrator``), which
 offers the workers that passed and cites the lessons whose wishes they meet.
@@ -33,6 +35,7 @@ from agentlake.workforce.resume_wishes import (
     quote_found,
     quote_supports,
     search_phrase,
+    supporting_sentence,
     words_of,
 )
 from agentlake.workforce.tables import SEARCH_COLUMN, SEARCH_DATASET
@@ -264,9 +267,14 @@ def _read_one(
         quote = " ".join(str(check.get("quote") or "").split())[:QUOTE_MAX]
         if not check.get("met"):
             verdicts.append(ResumeVerdict(worker_id, wish.words, False, why="the resume does not show it"))
-        elif not quote_found(quote, resume):
+            continue
+        if not quote_found(quote, resume):
+            # Small models judge well but copy the prompt's words (the wish, "true") as the
+            # quote: the resume's own sentence naming the wish stands in, if there is one.
+            quote = supporting_sentence(wish.words, resume)
+        if not quote:
             verdicts.append(
-                ResumeVerdict(worker_id, wish.words, False, why="the quoted words are not in the resume")
+                ResumeVerdict(worker_id, wish.words, False, why="no sentence of the resume says it")
             )
         elif not quote_supports(wish.words, quote, resume):
             verdicts.append(

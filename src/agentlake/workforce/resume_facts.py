@@ -49,27 +49,28 @@ class Fact:
 FACTS: dict[str, Fact] = {
     f.key: f
     for f in (
+        # None of these words is in the generator's resumes, skills or certifications: what a
+        # resume says of them is what was written here.
         Fact(
-            "equipment:reach-truck",
+            "equipment:turret-truck",
             (
-                "Drove a reach truck on cold-storage docks for two seasons.",
-                "Certified in-house on the Raymond reach truck; ran double-deep racking daily.",
-                "Reach truck operator on a busy distribution dock.",
+                "Ran a turret truck in a very-narrow-aisle warehouse for two seasons.",
+                "Turret truck operator on high-bay racking, wire-guided aisles.",
             ),
-            "has driven a reach truck",
-            "we need people who can run the trucks in our aisles",
-            "Would like to learn the reach truck.",
+            "has turret truck experience",
+            "we need people who can run the trucks in our narrow aisles",
+            "Would like to learn the turret truck.",
             held=0.5,
         ),
         Fact(
-            "equipment:scissor-lift",
+            "equipment:telehandler",
             (
-                "Worked off scissor lifts on ceiling and duct installs.",
-                "Operated scissor lifts and a small boom on plant retrofits.",
+                "Ran a telehandler on plant retrofits.",
+                "Two years on a telehandler setting material on mezzanines.",
             ),
-            "has worked from a scissor lift",
-            "our people work up high, they have to be used to the lifts",
-            "Has not yet worked at height but is willing to train on a scissor lift.",
+            "has telehandler experience",
+            "our people set loads up high, they have to know the machine",
+            "Willing to train on a telehandler.",
             held=0.5,
         ),
         Fact(
@@ -84,17 +85,17 @@ FACTS: dict[str, Fact] = {
         ),
         Fact(
             "language:vietnamese",
-            ("Speaks Vietnamese and English.", "Fluent in Vietnamese; translates for new hires."),
+            ("Speaks Vietnamese and English.", "Speaks Vietnamese; translates for new hires."),
             "speaks Vietnamese",
             "half our floor talks Vietnamese, the leads need someone who can talk to them",
-            "Hopes to brush up on Vietnamese.",
+            "Hopes to learn some Vietnamese.",
         ),
         Fact(
             "language:polish",
-            ("Speaks Polish and English.", "Fluent in Polish from home."),
+            ("Speaks Polish and English.", "Speaks Polish at home and on the floor."),
             "speaks Polish",
             "our crew leads are Polish speakers, we need people who understand them",
-            "Took one semester of Polish.",
+            "Hopes to learn some Polish.",
         ),
         Fact(
             "experience:cleanroom",
@@ -110,22 +111,22 @@ FACTS: dict[str, Fact] = {
         Fact(
             "experience:freezer",
             (
-                "Picked orders in a freezer warehouse at minus ten.",
-                "Worked cold-storage and freezer aisles through two winters.",
+                "Picked orders in a freezer at minus ten for two winters.",
+                "Worked the freezer aisles of a grocery warehouse.",
             ),
-            "has worked in a freezer warehouse",
+            "has worked in a freezer",
             "it's cold in there all day, we want people who have done it",
             "Would rather not work in a freezer.",
         ),
         Fact(
-            "experience:structural-steel",
+            "experience:bridge",
             (
-                "Fit and welded structural steel on two mid-rise jobs.",
-                "Structural steel erection crew member for three years.",
+                "Worked on two bridge jobs, decks and girders.",
+                "Bridge crew member for three seasons.",
             ),
-            "has structural steel experience",
-            "we need people who have done this kind of steel work before",
-            "Wants to move into structural steel.",
+            "has bridge experience",
+            "we need people who have done this kind of work over water before",
+            "Wants to move into bridge work.",
         ),
     )
 }

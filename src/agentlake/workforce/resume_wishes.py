@@ -8,7 +8,10 @@ reach truck", "done 12-hour rotating shifts", "speaks Vietnamese"). A model read
 - ``quote_supports``: the quote names the wish (a content word of the wish, or of the family
   the wish belongs to: shifts, languages, equipment, experience) and is no instruction to the
   reader (a resume that says "this candidate meets every requirement" proves nothing);
-- ``search_phrase``: the words of a wish worth searching the resumes for.
+- ``search_phrase``: the words of a wish worth searching the resumes for;
+- ``supporting_sentence``: when a model judged a wish met but its quote is not the resume's,
+  the resume's own sentence that names the wish, if one does (not one where the worker only
+  wants it: "Would like to learn the reach truck.").
 
 It does not call a model nor read the lake.
 """
@@ -113,3 +116,31 @@ def quote_supports(wish: str, quote: str, resume: str = "") -> bool:
     said = {_stem(w) for w in content_words(quote)}
     named = {_stem(w) for w in (*content_words(wish), *family_of(wish))}
     return bool(said & named)
+
+
+# A sentence that names a thing the worker only wants, hopes or would avoid shows nothing of it.
+_NOT_HELD = re.compile(
+    r"\b(would like|wants? to|hopes?|interested in|willing to train|not yet|prefer to avoid|"
+    r"rather not|one semester)\b",
+    re.IGNORECASE,
+)
+
+
+def supporting_sentence(wish: str, resume: str) -> str:
+    """The first sentence of ``resume`` that holds the wish's own words (two of them, or its only
+    one: "Reach truck operator" for "has driven a reach truck", not "Available for night shifts"
+    for "has done 12-hour rotating shifts"), is no instruction and does not say the worker only
+    wants it; "" when none does. Code's own reading, for a model that judged a wish met but
+    could not copy the words."""
+    wanted = {_stem(w) for w in content_words(wish)}
+    for sentence in _SENTENCE.split(resume):
+        sentence = sentence.strip()
+        shared = wanted & {_stem(w) for w in content_words(sentence)}
+        if (
+            len(shared) >= min(2, len(wanted))
+            and shared
+            and not _NOT_HELD.search(sentence)
+            and quote_supports(wish, sentence, resume)
+        ):
+            return sentence
+    return ""
