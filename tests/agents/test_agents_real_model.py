@@ -20,24 +20,9 @@ from agents_support import INJECTED
 
 from agentlake.agents import LLMPolicy, RunContext, ScheduleBook, TurnRecord
 from agentlake.llm import get_provider
-from real_model_support import MARKS, MODEL, NUMERICS
+from real_model_support import MARKS, MODEL, NUMERICS, Recorded
 
 pytestmark = MARKS
-
-
-class Recorded:
-    """The real provider, keeping every prompt it is sent."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.prompts: list[str] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def complete(self, messages: list[Any], options: Any) -> Any:
-        self.prompts.append("\n".join(message.content for message in messages))
-        return self.inner.complete(messages, options)
 
 
 @dataclass

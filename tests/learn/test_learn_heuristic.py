@@ -325,3 +325,43 @@ def test_project_id_scopes_what_is_learned(store: LessonStore) -> None:
     deltas = HeuristicExtractor().extract([judged("op-2")], context)
     assert {d.lesson.project_id for d in deltas if d.lesson} == {"plant-b"}
     assert context.notes["heuristic_drafts"] == 5
+
+
+WORDS = {
+    "worker_id": 21,
+    "reason": "we only take people who have run a reach truck",
+    "rule": "resume_wish",
+    "value": "has driven a reach truck",
+}
+
+
+def test_a_refusal_in_words_is_kept_as_the_words_plus_a_search_phrase(store: LessonStore) -> None:
+    learn_from_ops(store, [judged("op-1", rejections=[WORDS])])
+
+    (lesson,) = store.list()
+    machine = action_of(lesson)
+    assert machine == StaffingAction(
+        resume_wishes=["has driven a reach truck"], search_phrase="driven reach truck"
+    )
+    assert "has driven a reach truck" in lesson.action
+    assert lesson.status == "active"
+
+
+def test_the_same_words_refused_again_confirm_the_one_lesson(store: LessonStore) -> None:
+    learn_from_ops(store, [judged("op-1", rejections=[WORDS])])
+    learn_from_ops(store, [judged("op-2", rejections=[{**WORDS, "worker_id": 22}])])
+
+    assert len(store.list()) == 1
+
+
+def test_wishes_merge_with_filters_into_one_action(store: LessonStore) -> None:
+    learn_from_ops(store, [judged("op-1", rejections=[WORDS, REJECTIONS[0]])])
+    task = TaskKey(task_kind="baseline_fill", role="Welder", client_id="riverfront-steel")
+
+    machine = combined(retrieve_lessons(store, task, semantic=False).lessons)
+
+    assert machine == StaffingAction(
+        min_scores={"reliability": 0.7},
+        resume_wishes=["has driven a reach truck"],
+        search_phrase="driven reach truck",
+    )

@@ -46,6 +46,7 @@ from agentlake.agents.lessons import TaskLessons, cite, lesson_args, lessons_for
 from agentlake.agents.outcome import TaskOutcome, TurnRecord, new_run_id, record_task, task_scope
 from agentlake.agents.overseer import oversee
 from agentlake.agents.policy import register_policy
+from agentlake.agents.resume_check import Screen, screen_resumes, wishes_for
 from agentlake.errors import RunError, UserError
 from agentlake.observe import deferred, observe_context
 from agentlake.workforce.candidates import find_candidates
@@ -179,6 +180,7 @@ class _Brief:
     eligible: set[int] | None  # workers the lessons' filters allow; None: no filter to check
     wanted: str  # the lessons' filters in words
     tools: dict[str, dict[str, Any]]  # each tool's parameters' JSON schema, for the action schema
+    screen: Screen | None = None  # the order's and lessons' wishes, read in resumes (resume_check)
 
 
 class LLMPolicy:
@@ -273,7 +275,9 @@ class LLMPolicy:
                     summary=f"{len(given.lessons)} lesson(s) given: {', '.join(given.ids)}",
                     detail=given.text,
                 )
-            self._loop(first, ctx, _brief(order, ctx, given))
+            brief = _brief(order, ctx, given)
+            self._screen(first, ctx, brief)
+            self._loop(first, ctx, brief)
             final, rescue_attempted = first, False
             if not first.success and ctx.rescue:
                 rescue_attempted = True
@@ -281,6 +285,8 @@ class LLMPolicy:
             attempts = [first] if final is first else [first, final]
             proposed, verification = _final_proposal(final, ctx, given)
             spares = _spares(final, ctx, proposed, given)
+            if brief.screen is not None and final.success:
+                final.cited += brief.screen.followed(proposed)  # the lessons whose wishes it met
             cited = cite([c for a in attempts for c in a.cited], given)
             outcome = TaskOutcome(
                 order=final.order,
@@ -311,6 +317,31 @@ class LLMPolicy:
         return outcome
 
     # --- the loop ---------------------------------------------------------------------------
+
+    def _screen(self, state: _Attempt, ctx: RunContext, brief: _Brief) -> None:
+        """Wishes only resumes hold (the order's, the lessons'): the executor's model reads the
+        candidates' resumes (``resume_check``); those that show every wish become the workers
+        that fit, and join the ledger with the resume's words."""
+        from agentlake.llm import call_tags
+
+        given = [(lesson.id, a.resume_wishes) for lesson in brief.given.lessons if (a := action_of(lesson))]
+        wishes = wishes_for(state.order, given)
+        if not wishes:
+            return
+        meter = {_METER_TAG: state.meter.token} if state.meter else {}
+        with (
+            call_tags(agent_id=f"{ctx.agent_id}.resumes", **meter),
+            observe_context(agent_id=f"{ctx.agent_id}.resumes"),
+        ):
+            screen = screen_resumes(state.order, ctx, brief.given.machine, wishes, state.executor)
+        brief.screen = screen
+        brief.eligible = set(screen.passed)
+        brief.wanted = "; ".join(p for p in (brief.wanted, screen.describe()) if p)
+        self._note(ctx, state, "resumes", summary=screen.summary(), detail=_verdicts_text(screen))
+        for worker_id in screen.passed:
+            state.ledger.add(worker_id, f"resume shows {screen.reason(worker_id)}")
+            state.surfaced.add(worker_id)
+        state.feedback += self._progress(state, ctx, brief)
 
     def _loop(self, state: _Attempt, ctx: RunContext, brief: _Brief) -> None:
         if ctx.buffer:
@@ -590,7 +621,8 @@ class LLMPolicy:
             # those the order's own search admits but the lessons' filters do not.
             admitted = _among(state.order, ctx, None, held)
             passing = _among(state.order, ctx, machine, held)
-            if brief.eligible is not None:
+            if brief.eligible is not None and brief.screen is None:
+                # (with wishes, only the workers whose resumes showed them are eligible)
                 brief.eligible |= passing
             ruled_out = [w for w in held if w in admitted and w not in passing]
             if ruled_out:
@@ -907,6 +939,13 @@ def _brief(order: FillOrder, ctx: RunContext, given: TaskLessons) -> _Brief:
         eligible=eligible,
         wanted=wanted,
         tools={schema["name"]: schema["parameters"] for schema in ctx.tools.schemas()},
+    )
+
+
+def _verdicts_text(screen: Screen) -> str:
+    return "\n".join(
+        f"worker {v.worker_id} {v.wish!r}: " + (f"met, '{v.quote}'" if v.met else f"not met ({v.why})")
+        for v in screen.verdicts
     )
 
 

@@ -46,6 +46,7 @@ from agentlake.settings import Settings
 from agentlake.workforce.evidence import judged_evidence
 from agentlake.workforce.facts import client_lake_ids, load_facts, load_no_shows, site_of
 from agentlake.workforce.order import FillOrder
+from agentlake.workforce.resume_facts import FACTS, load_resume_facts
 from agentlake.workforce.schedule import Booking, ScheduleBook
 from agentlake.workforce.verify import verify_fill
 
@@ -172,6 +173,7 @@ def plan_event(scenario: Scenario, event: Event, ledger: DayLedger) -> PlannedEv
             "state": ref.state,
             "radius_miles": event.radius_miles or ref.radius_miles,
             "requirements": requirements,
+            "wishes": list(ref.wishes),
         }
     else:
         if event.shift is not None:
@@ -185,6 +187,7 @@ def plan_event(scenario: Scenario, event: Event, ledger: DayLedger) -> PlannedEv
             "state": event.state or (ref.state if ref else client.state),
             "radius_miles": event.radius_miles or (ref.radius_miles if ref else DEFAULT_RADIUS_MILES),
             "requirements": event.requirements or (list(ref.requirements) if ref else []),
+            "wishes": [FACTS[key].wish for key in event.wishes] or (list(ref.wishes) if ref else []),
         }
     order = FillOrder(
         **fields,
@@ -399,6 +402,8 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
                 proposed = outcome.proposed if outcome else []
                 site = site_of(lake, order.city, order.state)
                 facts = load_facts(lake, proposed)
+                wanted = scenario.client.acceptance.resume_facts or order.wishes
+                resume_facts = load_resume_facts(lake, proposed) if wanted else None
                 no_shows = load_no_shows(lake, client_ids, proposed, scenario.date)
                 judgement = judge_fill(
                     order,
@@ -410,6 +415,7 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
                     schedule=schedule,
                     matching=matching,
                     exclusion_reason=planned.exclusion_reason,
+                    resume_facts=resume_facts,
                 )
                 evidence = _evidence(lake, scenario, order, judgement, facts, site, no_shows, schedule)
                 for worker_id in judgement.accepted:

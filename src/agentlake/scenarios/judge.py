@@ -29,6 +29,7 @@ from agentlake.workforce.facts import WorkerFacts
 from agentlake.workforce.geo import (
     haversine_miles,  # the agents' own distance, so both sides agree at the limit
 )
+from agentlake.workforce.resume_facts import FACTS, fact_for_wish
 from agentlake.workforce.roles import certification_key, same_role
 
 if TYPE_CHECKING:
@@ -141,13 +142,16 @@ def judge_fill(
     schedule: ScheduleLike | None = None,
     matching: Matching | None = None,
     exclusion_reason: str = "this worker was taken off this job earlier today",
+    resume_facts: Mapping[int, frozenset[str]] | None = None,
 ) -> Judgement:
     """Judge a submission: the first ``order.count`` proposed workers, each accepted or rejected.
 
     ``site`` is the (lat, lon) distances are measured from. ``no_shows`` maps worker id to the
     dates of their no-shows at this client. ``schedule`` answers conflicts with other bookings
     (the lake's placements and the day's earlier fills). The judgement is pure: nothing is
-    booked here; the caller books the accepted workers.
+    booked here; the caller books the accepted workers. ``resume_facts``: what each worker's
+    resume states (``workforce.resume_facts``), for the client's ``resume_facts`` rules and the
+    order's wishes; ``None`` when neither applies.
     """
     matching = matching or Matching.default()
     no_shows = no_shows or {}
@@ -168,6 +172,7 @@ def judge_fill(
             duplicate=worker_id in seen,
             excluded=worker_id in excluded,
             exclusion_reason=exclusion_reason,
+            held=None if resume_facts is None else resume_facts.get(worker_id, frozenset()),
         )
         seen.add(worker_id)
         if reasons:
@@ -190,6 +195,7 @@ def _worker_reasons(
     duplicate: bool,
     excluded: bool,
     exclusion_reason: str,
+    held: frozenset[str] | None = None,
 ) -> list[ClientRejection]:
     def reject(reason: str, rule: str, value: Any = None) -> ClientRejection:
         return ClientRejection(worker_id=worker_id, reason=reason, rule=rule, value=value)
@@ -250,6 +256,38 @@ def _worker_reasons(
         )
     if acceptance.exclude_prior_no_show and no_shows:
         out.append(reject(f"no-show here on {max(no_shows).isoformat()}", "exclude_prior_no_show", True))
+    if held is not None:
+        out += _resume_reasons(worker_id, order, acceptance, held)
+    return out
+
+
+def _resume_reasons(
+    worker_id: int, order: FillOrder, acceptance: Acceptance, held: frozenset[str]
+) -> list[ClientRejection]:
+    """What the resume does not show: the order's wishes (the client wrote them: ``missing_wish``)
+    and the client's unwritten ones (``resume_wish``), each with the client's words as its value."""
+    out = []
+    for words in order.wishes:
+        fact = fact_for_wish(words)
+        if fact is not None and fact.key not in held:
+            out.append(
+                ClientRejection(
+                    worker_id=worker_id,
+                    reason=f"the order asked for someone who {fact.wish}; their resume does not show it",
+                    rule="missing_wish",
+                    value=fact.wish,
+                )
+            )
+    for key in acceptance.resume_facts:
+        if key not in held:
+            out.append(
+                ClientRejection(
+                    worker_id=worker_id,
+                    reason=f"we only take people who {FACTS[key].wish}; their resume does not show it",
+                    rule="resume_wish",
+                    value=FACTS[key].wish,
+                )
+            )
     return out
 
 

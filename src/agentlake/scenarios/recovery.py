@@ -10,6 +10,8 @@ against the client's hidden acceptance, on the run's order pools (``pools.Client
   **too strict** when it refuses some worker the rule admits, **too loose** when it admits
   some worker the rule refuses (or is missing from some of the orders), **missed** when no
   order has it. Role synonyms widen what the client takes and are no filter: not counted;
+  a rule only resumes answer (``resume_facts``) is **exact** when every order's lessons keep
+  the client's words for it, **missed** when none does, **too loose** in between;
 - a learned filter on something the client has no rule for is **spurious**;
 - **pool cost**: the workers the client would take (every hidden rule, bookings ignored) that
   the learned filters leave out, over all of them;
@@ -32,6 +34,7 @@ from agentlake.learn import LessonStore, retrieve_lessons
 from agentlake.learn.store import PgSchema
 from agentlake.scenarios.scenario import Acceptance
 from agentlake.workforce.learning import StaffingAction, action_of
+from agentlake.workforce.resume_facts import FACTS
 
 if TYPE_CHECKING:
     from agentlake.learn import Lesson
@@ -211,6 +214,19 @@ def client_recovery(
         for name, value, _part in parts:
             if not any(name == rule and _same(pools, rule, truth, value) for rule, truth, _ in hidden):
                 spurious[f"{name} {value}"] = None
+        # A rule only resumes answer is recovered when a lesson keeps the client's words for it.
+        wished = {w.casefold() for w in combined.resume_wishes}
+        for key in acceptance.resume_facts:
+            said = FACTS[key].wish
+            verdicts.setdefault(f"resume_wish:{said}", []).append(
+                "exact" if said.casefold() in wished else "missed"
+            )
+            if said.casefold() in wished:
+                learned.setdefault(f"resume_wish:{said}", []).append(said)
+        truths = {FACTS[key].wish.casefold() for key in acceptance.resume_facts}
+        for words in combined.resume_wishes:
+            if words.casefold() not in truths:
+                spurious[f"resume_wish {words}"] = None
     found.rules = [
         RuleVerdict(
             rule=rule,
@@ -219,6 +235,14 @@ def client_recovery(
             verdict=_verdict(verdicts[f"{rule}:{truth}"] or ["missed"]),
         )
         for rule, truth, _ in hidden
+    ] + [
+        RuleVerdict(
+            rule="resume_wish",
+            truth=FACTS[key].wish,
+            learned=list(dict.fromkeys(learned.get(f"resume_wish:{FACTS[key].wish}", []))),
+            verdict=_verdict(verdicts.get(f"resume_wish:{FACTS[key].wish}") or ["missed"]),
+        )
+        for key in acceptance.resume_facts
     ]
     found.spurious = list(spurious)
     found.harmful = sorted(harmful)

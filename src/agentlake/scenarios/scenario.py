@@ -18,6 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agentlake.errors import UserError
+from agentlake.workforce.resume_facts import FACTS
 from agentlake.workforce.tables import SCORE_COLUMNS
 
 PACK_DIR = Path(__file__).parent / "pack"
@@ -73,6 +74,16 @@ class Acceptance(_Strict):
         default_factory=dict,
         description="Roles the client treats as the same job, e.g. Forklift Operator: [Forklift Driver].",
     )
+    resume_facts: list[str] = Field(
+        default_factory=list,
+        description="Facts only a resume states that every worker must hold, by key "
+        "(workforce/resume_facts.py FACTS, e.g. equipment:reach-truck).",
+    )
+
+    @field_validator("resume_facts")
+    @classmethod
+    def _facts(cls, value: list[str]) -> list[str]:
+        return _known_facts(value)
 
     @field_validator("required_certifications")
     @classmethod
@@ -155,6 +166,11 @@ class Event(_Strict):
     state: str | None = None
     shift: Shift | None = None
     requirements: list[str] = Field(default_factory=list)
+    wishes: list[str] = Field(
+        default_factory=list,
+        description="Facts the order wishes for in words, by key (workforce/resume_facts.py FACTS); "
+        "the order carries each fact's wish words, the judge checks the fact.",
+    )
     radius_miles: float | None = Field(None, gt=0, le=500)
     same_as: str | None = Field(
         None, description="recurring: the earlier event whose role/place/requirements repeat."
@@ -171,6 +187,11 @@ class Event(_Strict):
     @classmethod
     def _at(cls, value: Any) -> str:
         return _clock(value)
+
+    @field_validator("wishes")
+    @classmethod
+    def _wishes(cls, value: list[str]) -> list[str]:
+        return _known_facts(value)
 
     @field_validator("state")
     @classmethod
@@ -269,6 +290,13 @@ def parse_feedback(values: str | Iterable[str] | None) -> list[str] | None:
     if not modes:
         raise UserError(f"no feedback mode given; the modes are {', '.join(FEEDBACK_MODES)}")
     return list(dict.fromkeys(modes))
+
+
+def _known_facts(value: list[str]) -> list[str]:
+    unknown = [key for key in value if key not in FACTS]
+    if unknown:
+        raise ValueError(f"unknown fact {unknown[0]!r}; facts are {', '.join(FACTS)}")
+    return list(dict.fromkeys(value))
 
 
 def _state_code(value: str) -> str:

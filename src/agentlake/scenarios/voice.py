@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentlake.scenarios.judge import ClientRejection
+from agentlake.workforce.resume_facts import fact_for_wish
 
 # Several phrasings per rule; the ones marked (two rules) could be said for either.
 PHRASES: dict[str, tuple[str, ...]] = {
@@ -77,6 +78,7 @@ PHRASES: dict[str, tuple[str, ...]] = {
     "double_booked": ("they're already working somewhere else then", "that person is spoken for already"),
     "role_mismatch": ("that's not the trade we asked for", "wrong kind of worker for this job"),
     "missing_requirement": ("doesn't have what the order asked for",),
+    "missing_wish": ("that's not the kind of person the order described",),
     "too_far": ("outside the area we gave you",),
     "excluded": ("not after this morning",),
     "duplicate": ("you sent us the same person twice",),
@@ -102,10 +104,14 @@ def client_says(rejections: Sequence[ClientRejection], mode: str, *, key: str) -
     if mode == "explicit":
         return [r.model_dump(mode="json") for r in rejections]
     if mode == "vague":
-        return [
-            {"worker_id": r.worker_id, "said": phrase(r.rule, f"{key}|{r.worker_id}")} for r in rejections
-        ]
+        return [{"worker_id": r.worker_id, "said": _vague(r, key)} for r in rejections]
     return []
+
+
+def _vague(rejection: ClientRejection, key: str) -> str:
+    # A refusal for what a resume does not show is said in the client's own loose words for it.
+    fact = fact_for_wish(str(rejection.value or "")) if rejection.rule == "resume_wish" else None
+    return fact.vague if fact is not None else phrase(rejection.rule, f"{key}|{rejection.worker_id}")
 
 
 def summary(requested: int, filled: int, rules: dict[str, int], refused: int, mode: str) -> str:

@@ -2,7 +2,8 @@
 
 Owns ``StaffingAction`` (the filters and knobs the rules policy applies: certifications,
 minimum scores, distance, no-shows, spare candidates, other roles a client takes, workers to
-leave out), ``STAFFING`` (the ``learn.Domain`` that tells the learning machinery what a
+leave out; and, kept as the client's words, what a resume must show, with a search phrase for
+it), ``STAFFING`` (the ``learn.Domain`` that tells the learning machinery what a
 staffing task's key is: role, client, city, state; the client and role a lesson must agree on;
 the client that indexes retrieval; merging and conflicts of actions) and the rule extractor
 that reads a client's stated rejections and the emergencies that ran short
@@ -25,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from agentlake.errors import AgentlakeError
 from agentlake.learn.extractor import ExtractContext
 from agentlake.learn.model import MAX_EVIDENCE_IDS, MAX_EXCLUDE_IDS, Delta, Lesson, LessonDraft, LessonMatch
+from agentlake.workforce.resume_wishes import search_phrase
 
 if TYPE_CHECKING:
     from agentlake.learn.extractor import Extractor, Op
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
     from agentlake.settings import Settings
 
 DOMAIN = "staffing"
+# A client's refusal for what a resume does not show; its value is the client's words.
+RESUME_WISH = "resume_wish"
 
 
 def _norm(value: str | None) -> str | None:
@@ -81,13 +85,22 @@ class StaffingAction(BaseModel):
         max_length=MAX_EXCLUDE_IDS,
         description="Items (workers) to leave out: ones a judge refused for reasons no other rule explains.",
     )
+    resume_wishes: list[str] = Field(
+        default_factory=list,
+        max_length=20,
+        description="What the client wants to see in a resume, in its own words ('has driven a reach "
+        "truck'): no column holds it; a model reads the resumes (agents.resume_check).",
+    )
+    search_phrase: str | None = Field(
+        None, max_length=200, description="Words to search the resumes for those wishes (the hybrid search)."
+    )
 
     @field_validator("exclude_ids")
     @classmethod
     def _ids(cls, value: list[int]) -> list[int]:
         return sorted(set(value))
 
-    @field_validator("require_certifications", "accept_roles")
+    @field_validator("require_certifications", "accept_roles", "resume_wishes")
     @classmethod
     def _names(cls, value: list[str]) -> list[str]:
         seen: dict[str, str] = {}
@@ -137,6 +150,8 @@ class StaffingAction(BaseModel):
             else (wheres[0] if wheres else None),
             exclude_ids=sorted(set(self.exclude_ids) | set(other.exclude_ids))[-MAX_EXCLUDE_IDS:],
             accept_roles=self.accept_roles + other.accept_roles,
+            resume_wishes=self.resume_wishes + other.resume_wishes,
+            search_phrase=" ".join(p for p in (self.search_phrase, other.search_phrase) if p)[:200] or None,
         )
 
     def conflicts_with(self, other: StaffingAction) -> str | None:
@@ -161,7 +176,8 @@ class StaffingAction(BaseModel):
             data["widen_radius_miles"] = "set"
         if "exclude_ids" in data:  # the list grows with evidence; the lesson stays the same one
             data["exclude_ids"] = "set"
-        for name in ("require_certifications", "accept_roles"):
+        data.pop("search_phrase", None)  # derived from the wishes' words
+        for name in ("require_certifications", "accept_roles", "resume_wishes"):
             if name in data:
                 data[name] = [c.casefold() for c in data[name]]
         return data
@@ -189,6 +205,8 @@ class StaffingAction(BaseModel):
             parts.append(f"leave out {len(self.exclude_ids)} refused worker(s)")
         if self.accept_roles:
             parts.append("also take " + ", ".join(self.accept_roles))
+        if self.resume_wishes:
+            parts.append("resume shows " + "; ".join(repr(w) for w in self.resume_wishes))
         return "; ".join(parts)
 
 
@@ -341,7 +359,8 @@ class StaffingRules:
       (and to the role when the rejection says so, or names the role):
       ``required_certification`` -> ``require_certifications``; ``min_<score>`` ->
       ``min_scores``; ``max_distance_miles``; ``exclude_prior_no_show`` ->
-      ``exclude_prior_no_show_at_client``; ``double_booked`` -> ``exclude_double_booked`` for
+      ``exclude_prior_no_show_at_client``; ``resume_wish`` (the client's words about what a
+      resume must show) -> ``resume_wishes`` in those words, with their ``search_phrase``; ``double_booked`` -> ``exclude_double_booked`` for
       every fill (a person cannot work two shifts at once, whoever the client); other rules ->
       a lesson in words for the client;
     - emergency fills that ran short -> ``min_candidate_buffer`` for that client's emergencies.
@@ -499,6 +518,14 @@ def _rule_lesson(
             f"Only propose workers living within {number:g} miles of the site: {client} rejects farther ones"
         )
         what = round(number, 6)
+    elif rule == RESUME_WISH:
+        words = _text(value)
+        if not words:
+            return None
+        # Kept as the client's words, plus the words worth searching resumes for.
+        machine = StaffingAction(resume_wishes=[words], search_phrase=search_phrase(words))
+        action = f"Only propose workers whose resume shows this: {words} ({client} refuses the others)"
+        what = words.casefold()
     elif rule == "exclude_prior_no_show":
         machine = StaffingAction(exclude_prior_no_show_at_client=True)
         action = f"Exclude workers who were ever a no-show at {client}: {client} rejects them"
