@@ -129,6 +129,28 @@ def test_a_generated_button_moves_its_state_machine_locally(page: Any, live_serv
     shot(page, "local-transition")
 
 
+def test_count_and_switch_buttons_change_in_the_page_without_a_model_call(
+    page: Any, live_server: str
+) -> None:
+    send(page, "set up a counter")
+    page.wait_for_selector("button.ctl-button.local[data-action='inc:visitors']")
+    model_calls = len(
+        httpx.get(f"{live_server}/observer/ops", params={"source": "llm", "limit": 1000}).json()["ops"]
+    )
+
+    page.click("button[data-action='inc:visitors']")
+    page.wait_for_selector(".ctl-label[data-value='visitors']:text('visitors: 1')")
+    page.click("button[data-action='inc:visitors']")
+    page.wait_for_selector(".ctl-label[data-value='visitors']:text('visitors: 2')")
+    page.click("button[data-action='toggle:lights']")
+    page.wait_for_selector(".ctl-label[data-value='lights']:text('lights: on')")
+
+    assert page.inner_text(".msg.note >> nth=-1") == "lights: on (changed in the page, no model call)"
+    after = httpx.get(f"{live_server}/observer/ops", params={"source": "llm", "limit": 1000}).json()["ops"]
+    assert len(after) == model_calls  # the clicks needed no model
+    shot(page, "local-counter")
+
+
 def test_graph_nodes_light_up_as_they_run(page: Any) -> None:
     lit = "(id) => window.agentlakeDashboard.graphView.cy.getElementById(id).hasClass('lit')"
     assert not page.evaluate(lit, "thinker")

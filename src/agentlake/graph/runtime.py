@@ -46,7 +46,9 @@ class MessageEvent(BaseModel):
 class ActionEvent(BaseModel):
     model_config = ConfigDict(extra="forbid")
     type: Literal["action"]
-    action: str = Field(..., pattern=r"^(go:[^:\s]+:.+|say:.*\S.*)$", max_length=300)
+    action: str = Field(
+        ..., pattern=r"^(go:[^:\s]+:.+|(inc|dec|toggle):[a-z][a-z0-9_-]{0,31}|say:.*\S.*)$", max_length=300
+    )
 
 
 class WorkspaceEvent(BaseModel):
@@ -89,7 +91,7 @@ def parse_client_event(
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "event"
         raise UserError(
-            f"bad event ({where}: {err['msg']}); send {{type: message, text}}, {{type: action, action: go:M:S | say:TEXT}}, "
+            f"bad event ({where}: {err['msg']}); send {{type: message, text}}, {{type: action, action: go:M:S | inc:N | dec:N | toggle:N | say:TEXT}}, "
             "{type: workspace, graph, controls}, {type: presence, state: visible|hidden}, or "
             "{type: feedback, answer_id, right, expected}"
         ) from None

@@ -40,6 +40,7 @@ class SessionState:
     machines: dict[str, StateMachine] = field(default_factory=dict)
     requested_controls: list[dict[str, Any]] = field(default_factory=list)  # asked for by the thinker
     table: dict[str, Any] | None = None  # the latest query result shown as a table
+    values: dict[str, int | bool] = field(default_factory=dict)  # counts and switches (inc:, dec:, toggle:)
     controls_sent: list[dict[str, Any]] = field(default_factory=list)
     memory: dict[str, Any] = field(default_factory=dict)  # the memorizer's compact state
     turns: int = 0

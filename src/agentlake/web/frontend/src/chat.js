@@ -2,6 +2,8 @@
 import { $, el } from "./dom.js";
 
 const EXAMPLES = ["hi", "how many forklift operators are in CA?", "how many workers are there per state?", "set up an order workflow"];
+// Actions the server resolves by itself, with no model call: a transition, a count, a switch.
+const LOCAL = /^(go|inc|dec|toggle):/;
 const PATHS = { reflex: "reflex: answered without the thinker", director: "planned by the director, then the thinker", thinker: "thinker" };
 
 export class Chat {
@@ -76,6 +78,9 @@ export class Chat {
       case "transition":
         this.add("note", `${event.machine}: ${event.from} → ${event.to} (moved in the page, no model call)`);
         break;
+      case "value":
+        this.add("note", `${event.text} (changed in the page, no model call)`);
+        break;
       case "feedback": {
         const row = this.messages.querySelector(`[data-answer-id="${CSS.escape(event.answer_id)}"]`);
         const said = event.right ? "right" : event.expected ? `wrong (it should be ${event.expected})` : "wrong";
@@ -112,17 +117,21 @@ export class Chat {
   }
 
   control(control) {
-    if (control.kind === "label") return el("span", { class: "ctl-label", dataset: { controlId: control.id }, text: control.text });
+    if (control.kind === "label") {
+      const dataset = control.value ? { controlId: control.id, value: control.value } : { controlId: control.id };
+      return el("span", { class: "ctl-label", dataset, text: control.text });
+    }
     if (control.kind === "button") {
       const go = control.action.startsWith("go:");
+      const local = LOCAL.test(control.action);
       return el("button", {
-        class: `ctl-button${go ? " go" : ""}`,
+        class: `ctl-button${go ? " go" : local ? " local" : ""}`,
         type: "button",
-        title: go ? `${control.action} (local transition)` : control.action.slice(4),
+        title: local ? `${control.action} (in the page, no model call)` : control.action.slice(4),
         dataset: { controlId: control.id, action: control.action },
         text: control.label,
         onclick: (event) => {
-          if (go) {
+          if (local) {
             event.currentTarget.disabled = true;
             this.socket.send({ type: "action", action: control.action });
           } else if (!this.waiting) {
