@@ -224,11 +224,15 @@ class Settings(BaseSettings):
     # --- security and gateway -----------------------------------------------------------
     api_keys: SecretStr | None = Field(
         None,
-        description="Comma-separated KEY:SCOPE pairs (scopes: read, write, admin). Once set, every endpoint needs a key but /health and the dashboard's page, assets and sign-in (/, /static/, /api/session).",
+        description="Comma-separated KEY:SCOPE pairs (scopes: read, write, admin), or KEY:SCOPE:NAME to name who holds the key (the dashboard shows the name and a chat session belongs to it). Once set, every endpoint needs a key but /health and the dashboard's page, assets and sign-in (/, /static/, /api/session).",
     )
     api_key: SecretStr | None = Field(
         None,
         description="The API key the CLI sends to a running `agentlake serve` of its data_dir (commands beside a running server go through its HTTP API); needed once AGENTLAKE_API_KEYS is set there.",
+    )
+    trusted_user_header: str | None = Field(
+        None,
+        description="A request header naming the signed-in user, set by a trusted authenticating proxy in front of `agentlake serve` (e.g. X-Forwarded-User): a dashboard chat session then belongs to that user. Set it only when every request comes through that proxy, which must overwrite the header: anyone reaching the gateway directly could send it.",
     )
     max_body_bytes: int = Field(
         5 * 1024 * 1024, gt=0, description="Largest request body an HTTP endpoint accepts."
@@ -404,17 +408,41 @@ class Settings(BaseSettings):
     @cached_property
     def api_key_scopes(self) -> dict[str, str]:
         """Map of configured API key -> scope; empty when no key is configured."""
-        return _parse_api_keys(self.api_keys.get_secret_value()) if self.api_keys else {}
+        return (
+            {key: scope for key, scope, _ in _parse_api_keys(self.api_keys.get_secret_value())}
+            if self.api_keys
+            else {}
+        )
+
+    @cached_property
+    def api_key_names(self) -> dict[str, str]:
+        """Map of configured API key -> the name of who holds it (``KEY:SCOPE:NAME``), for the
+        keys that have one."""
+        if not self.api_keys:
+            return {}
+        return {key: name for key, _, name in _parse_api_keys(self.api_keys.get_secret_value()) if name}
 
 
-def _parse_api_keys(raw: str) -> dict[str, str]:
-    keys: dict[str, str] = {}
+_KEY_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9._@-]{0,63}$")
+
+
+def _parse_api_keys(raw: str) -> list[tuple[str, str, str | None]]:
+    """``(key, scope, name or None)`` per entry: ``KEY:SCOPE`` or ``KEY:SCOPE:NAME`` (a name is
+    never a scope word, so a key with a colon in it still reads as before)."""
+    entries = []
     for item in filter(None, (part.strip() for part in raw.split(","))):
-        key, sep, scope = item.rpartition(":")
-        if not sep or not key or scope not in SCOPES:
-            raise ValueError(f"each entry must be KEY:SCOPE with SCOPE one of {', '.join(SCOPES)}")
-        keys[key] = scope
-    return keys
+        head, sep, last = item.rpartition(":")
+        name = None
+        if sep and last not in SCOPES and _KEY_NAME.match(last):
+            key, sep2, scope = head.rpartition(":")
+            if sep2 and key and scope in SCOPES:
+                head, last, name = key, scope, last
+        if not sep or not head or last not in SCOPES:
+            raise ValueError(
+                f"each entry must be KEY:SCOPE or KEY:SCOPE:NAME with SCOPE one of {', '.join(SCOPES)}"
+            )
+        entries.append((head, last, name))
+    return entries
 
 
 def load_settings(**overrides: Any) -> Settings:

@@ -214,7 +214,8 @@ def test_the_dashboard_asks_for_a_key_once_then_works_on_its_session(
     page.wait_for_selector("#conn[data-state=open]")  # the WebSocket, on the cookie
     page.wait_for_function("() => window.agentlakeDashboard.graphView.cy.nodes().length === 7")
     assert page.locator("#signin[open]").count() == 0
-    assert "(read)" in page.inner_text("#who")
+    assert page.inner_text("#who span") == "read-user (read)"
+    page.wait_for_selector("#session[data-owner='read-user']")  # the chat session is hers
 
     # The session is an HttpOnly, SameSite=Strict cookie that is not the key.
     (cookie,) = [c for c in keyed_context.cookies() if c["name"] == "agentlake_session"]

@@ -305,6 +305,7 @@ class GraphRuntime:
                     observer=observer,
                     graph=graph.name,
                     session=session.id,
+                    owner=session.owner,
                 ) as op,
             ):
                 try:

@@ -32,7 +32,9 @@ class SessionState:
     """Everything one conversation keeps. Guarded by ``lock``: one turn at a time per session."""
 
     id: str = field(default_factory=new_session_id)
-    owner: str | None = None  # who opened it: an API key's fingerprint (None on an open gateway)
+    # Who opened it: a trusted proxy's user, else the key's name, else its fingerprint (None on an
+    # open gateway); the dashboard shows it.
+    owner: str | None = None
     history: list[dict[str, str]] = field(default_factory=list)
     context: dict[str, dict[str, dict[str, Any]]] = field(
         default_factory=dict

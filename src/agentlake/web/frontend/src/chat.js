@@ -52,7 +52,9 @@ export class Chat {
   handle(event) {
     switch (event.type) {
       case "hello":
-        $("#session").textContent = event.session;
+        // The session and who it belongs to (a proxy's user, the key's name or its fingerprint).
+        $("#session").textContent = event.owner ? `${event.session} · ${event.owner}` : event.session;
+        $("#session").dataset.owner = event.owner || "";
         if (event.controls && event.controls.length) this.renderControls(event.controls);
         break;
       case "delta":
