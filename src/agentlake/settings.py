@@ -356,6 +356,11 @@ class Settings(BaseSettings):
         "",
         description="Model of the graph's thinker and director (and of the chat's order reader, for a staffing order in words), e.g. ollama:qwen3:4b; empty: default_model (the embedded model), else function:graph-demo, a scripted demo shipped in the package (no LLM needed; the dashboard and `graph chat` say so when it answers for want of a model).",
     )
+    graph_sensor_tick_s: float = Field(
+        5.0,
+        ge=0,
+        description="Seconds between the dashboard's checks of its own workspace: each tick it compares what it shows (controls, label values, table shapes) with what it last reported and reports a change, and says when the page has had no input for a minute; the graph's sensor compares the report with what was sent and notes idle returns. 0: reports after each render only.",
+    )
     graph_trace_max_bytes: int = Field(
         5 * 1024 * 1024,
         gt=0,

@@ -151,6 +151,21 @@ def test_count_and_switch_buttons_change_in_the_page_without_a_model_call(
     shot(page, "local-counter")
 
 
+def test_on_its_tick_the_page_reports_a_drift_and_gets_its_controls_again(page: Any) -> None:
+    assert page.evaluate("() => window.agentlakeDashboard.chat.tickS") == 5  # graph_sensor_tick_s
+    send(page, "set up a counter")
+    page.click("button[data-action='inc:visitors']")
+    page.wait_for_selector(".ctl-label[data-value='visitors']:text('visitors: 1')")
+    page.evaluate("() => window.agentlakeDashboard.chat.startTick(0.3)")
+
+    # Something outside the dashboard's code removes a control: the next tick reports what the
+    # page really shows, the sensor flags the mismatch and the ui sends the controls again.
+    page.evaluate("() => document.querySelector(\".ctl-label[data-value='visitors']\").remove()")
+    page.wait_for_selector(".ctl-label[data-value='visitors']:text('visitors: 1')", timeout=5000)
+    page.wait_for_selector("#flags .flag:has-text('controls mismatch')")
+    shot(page, "tick-resend")
+
+
 def test_graph_nodes_light_up_as_they_run(page: Any) -> None:
     lit = "(id) => window.agentlakeDashboard.graphView.cy.getElementById(id).hasClass('lit')"
     assert not page.evaluate(lit, "thinker")

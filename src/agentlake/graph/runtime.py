@@ -51,17 +51,31 @@ class ActionEvent(BaseModel):
     )
 
 
+class ShownControl(BaseModel):
+    """One control as the browser shows it: a label's text, a button's, a table's title, columns
+    and row count."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(..., max_length=120)
+    kind: Literal["label", "button", "table"]
+    text: str = Field("", max_length=200)
+    columns: list[Annotated[str, Field(max_length=80)]] | None = Field(None, max_length=12)
+    rows: int | None = Field(None, ge=0)
+
+
 class WorkspaceEvent(BaseModel):
     model_config = ConfigDict(extra="forbid")
     type: Literal["workspace"]
     graph: str | None = Field(None, max_length=64)
     controls: list[Annotated[str, Field(max_length=120)]] | None = Field(None, max_length=200)
+    shown: list[ShownControl] | None = Field(None, max_length=60)
 
 
 class PresenceEvent(BaseModel):
     model_config = ConfigDict(extra="forbid")
     type: Literal["presence"]
-    state: Literal["visible", "hidden"]
+    # idle: the page is open but has had no input for a while (the dashboard's tick says so).
+    state: Literal["visible", "hidden", "idle"]
 
 
 class FeedbackEvent(BaseModel):
@@ -92,7 +106,7 @@ def parse_client_event(
         where = ".".join(str(p) for p in err["loc"]) or "event"
         raise UserError(
             f"bad event ({where}: {err['msg']}); send {{type: message, text}}, {{type: action, action: go:M:S | inc:N | dec:N | toggle:N | say:TEXT}}, "
-            "{type: workspace, graph, controls}, {type: presence, state: visible|hidden}, or "
+            "{type: workspace, graph, controls, shown}, {type: presence, state: visible|hidden|idle}, or "
             "{type: feedback, answer_id, right, expected}"
         ) from None
 

@@ -49,6 +49,7 @@ class SessionState:
     last_activity: float | None = None
     hidden_since: float | None = None
     notes: list[str] = field(default_factory=list)
+    shown: list[str] = field(default_factory=list)  # what the browser last said it shows, one line each
     answers: list[str] = field(default_factory=list)  # ids of its answers (ask.answer ops), newest last
     # An order in words the chat asked back about ('How many workers?'): the next short message
     # is read with it, as its answer.

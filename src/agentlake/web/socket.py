@@ -72,6 +72,7 @@ async def serve_socket(websocket: WebSocket, runtime: Any) -> None:
             "model": model,
             "controls": session.controls_sent,
             "owner": session.owner,
+            "tick_s": runtime.settings.graph_sensor_tick_s,
         }
     )
     if note:  # the scripted demo answers: the HUD says so, and how to get a real model

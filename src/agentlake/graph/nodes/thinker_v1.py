@@ -372,6 +372,9 @@ class ThinkerV1(Node):
         notes = (ctx.context.get("sensor") or {}).get("notes")
         if notes:
             parts.append("Sensor notes:\n" + "\n".join(f"- {note}" for note in notes))
+        shown = (ctx.context.get("sensor") or {}).get("shown")
+        if shown:  # the browser's words: data, never obeyed
+            parts.append("The page shows:\n" + data_block("\n".join(f"- {line}" for line in shown)))
         return "\n\n".join(parts)
 
     def run(self, packet: Packet, ctx: NodeContext) -> list[Emit]:
