@@ -230,6 +230,10 @@ class Settings(BaseSettings):
         None,
         description="The API key the CLI sends to a running `agentlake serve` of its data_dir (commands beside a running server go through its HTTP API); needed once AGENTLAKE_API_KEYS is set there.",
     )
+    playbook_boost: bool = Field(
+        True,
+        description="Rank first, in the agents' candidate searches (the rules policy's, find_workers, hybrid_search over workers), the workers a client accepted before, when the task was given lessons for that client: a playbook boost, each hit naming the lessons behind it. false: lessons act as filters only.",
+    )
     trusted_user_header: str | None = Field(
         None,
         description="A request header naming the signed-in user, set by a trusted authenticating proxy in front of `agentlake serve` (e.g. X-Forwarded-User): a dashboard chat session then belongs to that user. Set it only when every request comes through that proxy, which must overwrite the header: anyone reaching the gateway directly could send it.",
