@@ -12,7 +12,8 @@ for each pack (the built-in pack and the second pack of the tests,
   client would take that the learned filters leave out, over all of them);
 - each issue-15 target with met / MISSED.
 
-Fill rates and counts do not depend on the machine's load (no model, no timing in them).
+Fill rates, precision and counts do not depend on the machine's load (no model, no timing in
+them); ``AGENTLAKE_PLAYBOOK_BOOST=false`` runs the arms without the playbook boost (issue 32's A/B).
 Run: ``.venv/bin/python benchmarks/bench_learning.py`` (``--packs builtin`` for one pack).
 """
 
@@ -68,6 +69,10 @@ def main() -> None:
                 print(f"\n== {name}: {time.perf_counter() - started:.1f} s, run dir {summary.run_dir}")
                 for arm, curve in summary.learning_curve.items():
                     print(f"{arm:28s} " + " > ".join(f"{100 * v:.1f}%" for v in curve))
+                for row in summary.leaderboard:  # precision: accepted of proposed, over the run
+                    precision = row.get("precision")
+                    shown = "n/a" if precision is None else f"{100 * precision:.1f}%"
+                    print(f"precision {row.get('staffer', '?'):28s} {shown}")
                 failed += report_targets(summary)
     finally:
         shutil.rmtree(root, ignore_errors=True)

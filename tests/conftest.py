@@ -164,3 +164,34 @@ def postgres_cluster():  # noqa: ANN201 - agentlake.postgres.LocalCluster
 def database_url(postgres_cluster) -> str:  # noqa: ANN001
     """The URL of a new empty database in the session's cluster."""
     return postgres_cluster.create_database()
+
+
+# A password in the source's URL: the tests check it is never printed nor recorded. (The
+# cluster trusts the loopback, so the server does not check it; agentlake cannot tell.)
+SOURCE_PASSWORD = "Src-Pw-7f3a91c2e5"
+
+
+@pytest.fixture
+def crm_url(database_url: str) -> str:
+    """A PostgreSQL database ``crm`` of 4 orders and 2 customers, and the URL of its read-only
+    role ``reader`` (with :data:`SOURCE_PASSWORD`): what `agentlake sources add` is given."""
+    import psycopg
+
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE customers (id integer PRIMARY KEY, name text NOT NULL, city text);"
+            "CREATE TABLE orders (id integer PRIMARY KEY, customer_id integer REFERENCES customers(id), "
+            "status text NOT NULL, amount numeric(10,2), placed date);"
+            "CREATE SEQUENCE order_numbers;"
+            "INSERT INTO customers VALUES (1, 'Acme', 'Toledo'), (2, 'Globex', 'Akron');"
+            "INSERT INTO orders VALUES (1, 1, 'open', 120.50, '2026-01-05'), (2, 1, 'shipped', 80, '2026-02-01'),"
+            " (3, 2, 'open', 42.25, '2026-02-11'), (4, 2, 'cancelled', 10, '2025-12-30');"
+            "CREATE SCHEMA sales; CREATE TABLE sales.targets (region text, goal integer);"
+            "INSERT INTO sales.targets VALUES ('north', 100);"
+            "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'reader') THEN "
+            f"CREATE ROLE reader LOGIN PASSWORD '{SOURCE_PASSWORD}'; END IF; END $$;"
+            "GRANT USAGE ON SCHEMA public, sales TO reader;"
+            "GRANT SELECT ON ALL TABLES IN SCHEMA public, sales TO reader;"
+            "GRANT USAGE ON SEQUENCE order_numbers TO reader;"
+        )
+    return database_url.replace("postgresql://agentlake@", f"postgresql://reader:{SOURCE_PASSWORD}@")

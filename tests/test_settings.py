@@ -48,6 +48,14 @@ def test_api_keys_parse_and_reject_unknown_scope() -> None:
         load_settings(api_keys="k1:superuser")
 
 
+def test_api_keys_may_name_who_holds_them() -> None:
+    settings = load_settings(api_keys="k1:read:alice, k:2:write:bob.smith, k3:admin, k4:read:write")
+    assert settings.api_key_scopes == {"k1": "read", "k:2": "write", "k3": "admin", "k4:read": "write"}
+    assert settings.api_key_names == {"k1": "alice", "k:2": "bob.smith"}
+    with pytest.raises(UserError, match="KEY:SCOPE:NAME"):
+        load_settings(api_keys="k1:read:bad name")
+
+
 def test_every_setting_is_documented() -> None:
     for name, field in Settings.model_fields.items():
         assert field.description, f"setting {name} has no help text"

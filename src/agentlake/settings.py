@@ -224,11 +224,19 @@ class Settings(BaseSettings):
     # --- security and gateway -----------------------------------------------------------
     api_keys: SecretStr | None = Field(
         None,
-        description="Comma-separated KEY:SCOPE pairs (scopes: read, write, admin). Once set, every endpoint needs a key but /health and the dashboard's page, assets and sign-in (/, /static/, /api/session).",
+        description="Comma-separated KEY:SCOPE pairs (scopes: read, write, admin), or KEY:SCOPE:NAME to name who holds the key (the dashboard shows the name and a chat session belongs to it). Once set, every endpoint needs a key but /health and the dashboard's page, assets and sign-in (/, /static/, /api/session).",
     )
     api_key: SecretStr | None = Field(
         None,
         description="The API key the CLI sends to a running `agentlake serve` of its data_dir (commands beside a running server go through its HTTP API); needed once AGENTLAKE_API_KEYS is set there.",
+    )
+    playbook_boost: bool = Field(
+        True,
+        description="Rank first, in the agents' candidate searches (the rules policy's, find_workers, hybrid_search over workers), the workers a client accepted before, when the task was given lessons for that client: a playbook boost, each hit naming the lessons behind it. false: lessons act as filters only.",
+    )
+    trusted_user_header: str | None = Field(
+        None,
+        description="A request header naming the signed-in user, set by a trusted authenticating proxy in front of `agentlake serve` (e.g. X-Forwarded-User): a dashboard chat session then belongs to that user. Set it only when every request comes through that proxy, which must overwrite the header: anyone reaching the gateway directly could send it.",
     )
     max_body_bytes: int = Field(
         5 * 1024 * 1024, gt=0, description="Largest request body an HTTP endpoint accepts."
@@ -357,6 +365,11 @@ class Settings(BaseSettings):
         "",
         description="Model of the graph's thinker and director (and of the chat's order reader, for a staffing order in words), e.g. ollama:qwen3:4b; empty: default_model (the embedded model), else function:graph-demo, a scripted demo shipped in the package (no LLM needed; the dashboard and `graph chat` say so when it answers for want of a model).",
     )
+    graph_sensor_tick_s: float = Field(
+        5.0,
+        ge=0,
+        description="Seconds between the dashboard's checks of its own workspace: each tick it compares what it shows (controls, label values, table shapes) with what it last reported and reports a change, and says when the page has had no input for a minute; the graph's sensor compares the report with what was sent and notes idle returns. 0: reports after each render only.",
+    )
     graph_trace_max_bytes: int = Field(
         5 * 1024 * 1024,
         gt=0,
@@ -409,17 +422,41 @@ class Settings(BaseSettings):
     @cached_property
     def api_key_scopes(self) -> dict[str, str]:
         """Map of configured API key -> scope; empty when no key is configured."""
-        return _parse_api_keys(self.api_keys.get_secret_value()) if self.api_keys else {}
+        return (
+            {key: scope for key, scope, _ in _parse_api_keys(self.api_keys.get_secret_value())}
+            if self.api_keys
+            else {}
+        )
+
+    @cached_property
+    def api_key_names(self) -> dict[str, str]:
+        """Map of configured API key -> the name of who holds it (``KEY:SCOPE:NAME``), for the
+        keys that have one."""
+        if not self.api_keys:
+            return {}
+        return {key: name for key, _, name in _parse_api_keys(self.api_keys.get_secret_value()) if name}
 
 
-def _parse_api_keys(raw: str) -> dict[str, str]:
-    keys: dict[str, str] = {}
+_KEY_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9._@-]{0,63}$")
+
+
+def _parse_api_keys(raw: str) -> list[tuple[str, str, str | None]]:
+    """``(key, scope, name or None)`` per entry: ``KEY:SCOPE`` or ``KEY:SCOPE:NAME`` (a name is
+    never a scope word, so a key with a colon in it still reads as before)."""
+    entries = []
     for item in filter(None, (part.strip() for part in raw.split(","))):
-        key, sep, scope = item.rpartition(":")
-        if not sep or not key or scope not in SCOPES:
-            raise ValueError(f"each entry must be KEY:SCOPE with SCOPE one of {', '.join(SCOPES)}")
-        keys[key] = scope
-    return keys
+        head, sep, last = item.rpartition(":")
+        name = None
+        if sep and last not in SCOPES and _KEY_NAME.match(last):
+            key, sep2, scope = head.rpartition(":")
+            if sep2 and key and scope in SCOPES:
+                head, last, name = key, scope, last
+        if not sep or not head or last not in SCOPES:
+            raise ValueError(
+                f"each entry must be KEY:SCOPE or KEY:SCOPE:NAME with SCOPE one of {', '.join(SCOPES)}"
+            )
+        entries.append((head, last, name))
+    return entries
 
 
 def load_settings(**overrides: Any) -> Settings:

@@ -88,3 +88,26 @@ def test_a_failing_model_costs_only_its_advice(make_ctx, lake, store, model) -> 
     assert model.calls == 2  # the reply and one schema retry
     assert all(lesson.action != "not json at all" for lesson in store.list(status="pending"))
     assert isinstance(applied, list)
+
+
+def test_a_staffer_profiles_overseer_model_reaches_the_overseer(make_ctx, lake, model) -> None:
+    from types import SimpleNamespace
+
+    from agentlake.scenarios.day import _overseer_end_of_day
+    from agentlake.scenarios.profile import StafferProfile
+    from agentlake.settings import load_settings
+
+    schedule = _day(make_ctx, lake)
+    model.enqueue(json.dumps({"lessons": [{"trigger": "welders", "action": "keep a spare welder"}]}))
+    profile = StafferProfile(
+        staffer="full-t3", policy="llm", overseer=True, models={"overseer": "scripted:overseer"}
+    )
+    settings = load_settings()  # no overseer_model: the profile's own model must be the one called
+    task = SimpleNamespace(profile=profile, settings=settings)
+
+    deltas = _overseer_end_of_day(task, schedule, make_ctx(schedule=schedule, settings=settings))
+
+    assert model.calls == 1
+    assert [d.lesson.action for d in deltas if d.reason.startswith("overseer model")] == [
+        "keep a spare welder"
+    ]

@@ -543,7 +543,7 @@ def test_controls_a_model_asks_for_are_validated() -> None:
     )
     assert shown[2]["total_rows"] == 80
     assert len(shown[2]["rows"]) == 50
-    with pytest.raises(UserError, match="go:MACHINE:STATE or say:TEXT"):
+    with pytest.raises(UserError, match="go:MACHINE:STATE, inc:NAME, dec:NAME, toggle:NAME or say:TEXT"):
         validate_controls([{"kind": "button", "label": "x", "action": "javascript:alert(1)"}])
     with pytest.raises(UserError, match="kind"):
         validate_controls([{"kind": "iframe"}])

@@ -346,3 +346,19 @@ def test_a_filter_naming_an_unknown_column_still_fails_with_a_user_error(lake: L
     search_module.FILTERS.clear()
     with pytest.raises(UserError, match="nonexistent_column"):
         hybrid_search(lake, "workers", "welder", where="nonexistent_column = 1", k=5)
+
+
+def test_a_key_boost_says_per_hit_how_much_it_added_and_the_lessons_behind_it(lake: Lake) -> None:
+    from agentlake.lake.search import KeyBoost
+
+    plain = hybrid_search(lake, "workers", "welder", k=10)
+    last = plain[-1].key
+    boosted = hybrid_search(
+        lake, "workers", "welder", k=10, boost=KeyBoost({last: 0.5}, {last: ["lesson-a", "lesson-b"]})
+    )
+
+    assert boosted[0].key == last
+    assert boosted[0].boost == pytest.approx(0.5, abs=1e-5)
+    assert boosted[0].lesson_ids == ["lesson-a", "lesson-b"]
+    assert [hit.boost for hit in boosted[1:]] == [0.0] * 9
+    assert [hit.lesson_ids for hit in plain] == [[]] * 10

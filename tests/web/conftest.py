@@ -171,7 +171,8 @@ def keyed_live_server(
     is ever logged or recorded."""
     root = tmp_path_factory.mktemp("keyed-live-server")
     keys = {"read": "dash-read-key-0001", "write": "dash-write-key-0001"}
-    configured = ",".join(f"{key}:{scope}" for scope, key in keys.items())
+    # Named keys (KEY:SCOPE:NAME): the page shows who signed in, "read-user" or "write-user".
+    configured = ",".join(f"{key}:{scope}:{scope}-user" for scope, key in keys.items())
     args = ("--log-level", "info", "--access-log")
     env = {"AGENTLAKE_API_KEYS": configured, "AGENTLAKE_OBSERVE_DASHBOARD_REQUESTS": "true"}
     for url in _serve(root, web_lake_template, *args, **env):

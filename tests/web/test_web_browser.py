@@ -129,6 +129,43 @@ def test_a_generated_button_moves_its_state_machine_locally(page: Any, live_serv
     shot(page, "local-transition")
 
 
+def test_count_and_switch_buttons_change_in_the_page_without_a_model_call(
+    page: Any, live_server: str
+) -> None:
+    send(page, "set up a counter")
+    page.wait_for_selector("button.ctl-button.local[data-action='inc:visitors']")
+    model_calls = len(
+        httpx.get(f"{live_server}/observer/ops", params={"source": "llm", "limit": 1000}).json()["ops"]
+    )
+
+    page.click("button[data-action='inc:visitors']")
+    page.wait_for_selector(".ctl-label[data-value='visitors']:text('visitors: 1')")
+    page.click("button[data-action='inc:visitors']")
+    page.wait_for_selector(".ctl-label[data-value='visitors']:text('visitors: 2')")
+    page.click("button[data-action='toggle:lights']")
+    page.wait_for_selector(".ctl-label[data-value='lights']:text('lights: on')")
+
+    assert page.inner_text(".msg.note >> nth=-1") == "lights: on (changed in the page, no model call)"
+    after = httpx.get(f"{live_server}/observer/ops", params={"source": "llm", "limit": 1000}).json()["ops"]
+    assert len(after) == model_calls  # the clicks needed no model
+    shot(page, "local-counter")
+
+
+def test_on_its_tick_the_page_reports_a_drift_and_gets_its_controls_again(page: Any) -> None:
+    assert page.evaluate("() => window.agentlakeDashboard.chat.tickS") == 5  # graph_sensor_tick_s
+    send(page, "set up a counter")
+    page.click("button[data-action='inc:visitors']")
+    page.wait_for_selector(".ctl-label[data-value='visitors']:text('visitors: 1')")
+    page.evaluate("() => window.agentlakeDashboard.chat.startTick(0.3)")
+
+    # Something outside the dashboard's code removes a control: the next tick reports what the
+    # page really shows, the sensor flags the mismatch and the ui sends the controls again.
+    page.evaluate("() => document.querySelector(\".ctl-label[data-value='visitors']\").remove()")
+    page.wait_for_selector(".ctl-label[data-value='visitors']:text('visitors: 1')", timeout=5000)
+    page.wait_for_selector("#flags .flag:has-text('controls mismatch')")
+    shot(page, "tick-resend")
+
+
 def test_graph_nodes_light_up_as_they_run(page: Any) -> None:
     lit = "(id) => window.agentlakeDashboard.graphView.cy.getElementById(id).hasClass('lit')"
     assert not page.evaluate(lit, "thinker")
@@ -192,7 +229,8 @@ def test_the_dashboard_asks_for_a_key_once_then_works_on_its_session(
     page.wait_for_selector("#conn[data-state=open]")  # the WebSocket, on the cookie
     page.wait_for_function("() => window.agentlakeDashboard.graphView.cy.nodes().length === 7")
     assert page.locator("#signin[open]").count() == 0
-    assert "(read)" in page.inner_text("#who")
+    assert page.inner_text("#who span") == "read-user (read)"
+    page.wait_for_selector("#session[data-owner='read-user']")  # the chat session is hers
 
     # The session is an HttpOnly, SameSite=Strict cookie that is not the key.
     (cookie,) = [c for c in keyed_context.cookies() if c["name"] == "agentlake_session"]

@@ -47,6 +47,7 @@ def test_a_key_is_exchanged_for_an_httponly_strict_cookie_that_is_not_the_key(ma
         "scope": "read",
         "key_id": response.json()["key_id"],
         "via": "session",
+        "name": None,
     }
     cookie = response.headers["set-cookie"]
     assert cookie.startswith("agentlake_session=")
@@ -171,7 +172,40 @@ def test_an_open_gateway_needs_no_sign_in(make_web_app: MakeApp) -> None:
         "scope": "admin",
         "key_id": None,
         "via": "open",
+        "name": None,
     }
     refused = client.post("/api/session", json={"key": "anything"})
     assert refused.status_code == 400
     assert "no sign-in is needed" in refused.json()["error"]["message"]
+
+
+def test_a_named_keys_session_belongs_to_its_name_and_the_page_is_told(make_web_app: MakeApp) -> None:
+    client, _ = make_web_app(keys="ak-0123456789:write:alice,bk-0123456789:read")
+    assert sign_in(client, "ak-0123456789").json()["name"] == "alice"
+    with client.websocket_connect("/ws", headers=SAME_ORIGIN) as ws:
+        hello = ws.receive_json()
+    assert hello["owner"] == "alice"
+    # Resuming alice's session with her name's key continues it; an unnamed key gets its own.
+    with client.websocket_connect(f"/ws?session={hello['session']}", headers=SAME_ORIGIN) as ws:
+        assert ws.receive_json()["session"] == hello["session"]
+    sign_in(client, "bk-0123456789")
+    with client.websocket_connect(f"/ws?session={hello['session']}", headers=SAME_ORIGIN) as ws:
+        other = ws.receive_json()
+    assert other["session"] != hello["session"]
+    assert other["owner"].startswith("key-")
+
+
+def test_a_trusted_proxys_user_header_names_the_owner_only_when_configured(make_web_app: MakeApp) -> None:
+    client, _ = make_web_app(trusted_user_header="X-Forwarded-User")
+    with client.websocket_connect(
+        "/ws", headers={**SAME_ORIGIN, "X-Forwarded-User": "carol@example.org"}
+    ) as ws:
+        assert ws.receive_json()["owner"] == "carol@example.org"
+    with client.websocket_connect("/ws", headers={**SAME_ORIGIN, "X-Forwarded-User": "bad user; x"}) as ws:
+        assert ws.receive_json()["owner"] is None  # not a user name: ignored
+
+
+def test_without_the_setting_a_user_header_is_ignored(make_web_app: MakeApp) -> None:
+    client, _ = make_web_app()
+    with client.websocket_connect("/ws", headers={**SAME_ORIGIN, "X-Forwarded-User": "mallory"}) as ws:
+        assert ws.receive_json()["owner"] is None

@@ -4,7 +4,9 @@ Owns the agents' side of the Learn API: retrieving the lessons for one order (pr
 ids, the combined staffing action and which lessons it came from), turning an order and the
 lessons' actions into one candidate search (``search_query``, which the rules policy runs and
 the LLM policy checks proposals against) and into the exact ``find_workers`` arguments a
-small model can copy (``search_args``, ``lesson_args``), and which given lessons a task cites.
+small model can copy (``search_args``, ``lesson_args``), the task's playbook (workers the client
+accepted before, ranked first with the lessons behind them: ``playbook_for``), and which given
+lessons a task cites.
 What a task was given and cited reaches the lesson store only as its ops state it (the
 learner reads them). It does not own ranking or storage (``agentlake.learn``).
 """
@@ -32,6 +34,7 @@ class TaskLessons:
     text: str = ""
     machine: StaffingAction | None = None
     machine_ids: list[str] = field(default_factory=list)
+    playbook: dict[int, list[str]] = field(default_factory=dict)  # worker -> the lessons behind it
 
     @property
     def ids(self) -> list[str]:
@@ -54,12 +57,46 @@ def lessons_for(order: FillOrder, ctx: RunContext) -> TaskLessons:
         tools=ctx.tools.names() if ctx.tools is not None else (),
     )
     combined, machine_ids = combined_action(retrieved.lessons, DOMAIN)
-    return TaskLessons(
+    given = TaskLessons(
         lessons=list(retrieved.lessons),
         text=retrieved.text,
         machine=StaffingAction.model_validate(combined) if combined is not None else None,
         machine_ids=machine_ids,
     )
+    given.playbook = ctx.playbook = playbook_for(order, ctx, given.lessons)
+    return given
+
+
+# What a playbook adds to a hybrid search's cosine similarity for a worker the client accepted.
+PLAYBOOK_WEIGHT = 0.1
+
+
+def playbook_for(order: FillOrder, ctx: RunContext, lessons: list[Lesson]) -> dict[int, list[str]]:
+    """Workers ``order``'s client accepted before (its judged evidence in the lesson store, the
+    latest verdict per worker) -> the ids of the given lessons about that client, which were
+    learned from that evidence: the boost that ranks them first. Empty without lessons about the
+    client, without a store, or with the ``playbook_boost`` setting off."""
+    if not ctx.settings.playbook_boost or ctx.lessons is None or not order.client_id:
+        return {}
+    behind = [lesson.id for lesson in lessons if lesson.match.get("client_id") == order.client_id]
+    if not behind:
+        return {}
+    _, items = ctx.lessons.evidence(order.client_id, project_id=ctx.project_id)
+    verdict: dict[int, bool] = {}
+    for item in items:  # oldest first: the latest verdict wins
+        verdict[item.item_id] = item.accepted
+    return {worker: list(behind) for worker, accepted in verdict.items() if accepted}
+
+
+def mark_playbook(rows: list[dict[str, Any]], playbook: dict[int, list[str]]) -> list[dict[str, Any]]:
+    """``rows`` (candidates, best first) with ``boost`` and ``lesson_ids`` on each one the
+    playbook ranked first."""
+    for row in rows:
+        behind = playbook.get(int(row.get("worker_id", -1)))
+        if behind:
+            row["boost"] = PLAYBOOK_WEIGHT
+            row["lesson_ids"] = list(behind)
+    return rows
 
 
 def cite(lesson_ids: list[str], given: TaskLessons) -> list[str]:
@@ -83,10 +120,12 @@ def search_query(
     """The candidate search for ``order`` narrowed by ``machine`` (a lesson's action): the
     order's role, place, radius and requirements, the availability floor, then the lesson's
     certifications, minimum scores, tighter distance, WHERE fragment, workers to leave out,
-    no-show exclusion and the other roles the client takes. ``keep``: workers already placed, left out of the results."""
+    no-show exclusion and the other roles the client takes; the task's playbook ranks the
+    workers the client accepted first. ``keep``: workers already placed, left out of the results."""
     query = order.candidate_query(
         limit=limit, leave_out=keep or [], min_availability=ctx.settings.agent_min_availability
     )
+    query.prefer_ids = sorted(ctx.playbook)
     if machine is None:
         return query
     query.requirements += [c for c in machine.require_certifications if c not in query.requirements]

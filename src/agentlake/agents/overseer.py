@@ -10,8 +10,9 @@ into cross-day lessons proposed as pending through the Learn API (``LessonStore.
 actor ``overseer``), so that measurement decides whether they stay. It does not stop or
 change a fill: concerns are advice for the next task, recorded as ops.
 
-The checks and the lesson drafts are deterministic; with the ``overseer_model`` setting (off by
-default) a model also drafts cross-day lessons from the day (``overseer_model.py``).
+The checks and the lesson drafts are deterministic; with a model (a staffer profile's overseer
+tier, else the ``overseer_model`` setting; off by default) a model also drafts cross-day lessons
+from the day (``overseer_model.py``).
 """
 
 from __future__ import annotations
@@ -141,11 +142,15 @@ class Overseer:
         ctx: RunContext,
         outcomes: Sequence[TaskOutcome] | None = None,
         concerns: Sequence[Concern] | None = None,
+        *,
+        model: str | None = None,
     ) -> list[AppliedDelta]:
         """Propose cross-day lessons (pending) for concerns that recurred and fills that ran short.
 
-        ``outcomes`` and ``concerns`` default to what this overseer reviewed today. Without a
-        lesson store in ``ctx`` nothing is proposed. Returns what the store did with each.
+        ``outcomes`` and ``concerns`` default to what this overseer reviewed today. ``model``:
+        the model that also drafts lessons (a staffer profile's overseer tier), else the
+        ``overseer_model`` setting, else none. Without a lesson store in ``ctx`` nothing is
+        proposed. Returns what the store did with each.
         """
         if ctx.lessons is None:
             return []
@@ -231,7 +236,7 @@ class Overseer:
                     actor="overseer",
                 )
             )
-        model = getattr(ctx.settings, "overseer_model", None)
+        model = model or getattr(ctx.settings, "overseer_model", None)
         if model:
             # Lazy (start-up time): only a model-backed overseer loads the LLM layer.
             from agentlake.agents.overseer_model import model_deltas

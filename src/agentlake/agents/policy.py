@@ -69,6 +69,9 @@ class RunContext:
     project_id: str | None = None
     embedder: Any = None  # an agentlake.embed Embedder for hybrid_search; None = the default one
     buffer: list[int] = field(default_factory=list)
+    # The task's playbook (``agents.lessons.playbook_for``): workers the client accepted before ->
+    # the lessons behind ranking them first; set when the task's lessons are retrieved.
+    playbook: dict[int, list[str]] = field(default_factory=dict)
     # The task's own op states how the run ended (for lesson measurement), unless someone else
     # judges it and states that (a scenario's client: its fill.judged op).
     states_outcome: bool = True

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from agentlake.agents.lessons import cite, lessons_for, search_query
+from agentlake.agents.lessons import cite, lessons_for, mark_playbook, search_query
 from agentlake.agents.outcome import TaskOutcome, TurnRecord, new_run_id, record_task, task_scope
 from agentlake.agents.overseer import oversee
 from agentlake.agents.policy import register_policy
@@ -173,12 +173,14 @@ class RulesPolicy:
             spares = max(spares, machine.min_candidate_buffer)
         need = max(0, order.count - len(keep))
         query = search_query(order, ctx, machine, keep=keep, limit=need * 2 + spares + SEARCH_SLACK)
-        rows = find_candidates(ctx.lake, query)
+        rows = mark_playbook(find_candidates(ctx.lake, query), ctx.playbook)
         step(
             "search",
             f"search {_describe(query)}: {len(rows)} candidate(s)",
             "; ".join(
-                f"{r['worker_id']} {r['distance_miles']:g}mi rel {r.get('reliability')}" for r in rows[:10]
+                f"{r['worker_id']} {r['distance_miles']:g}mi rel {r.get('reliability')}"
+                + (f" playbook {','.join(r['lesson_ids'])}" if r.get("lesson_ids") else "")
+                for r in rows[:10]
             ),
         )
         loose = verify_fill(

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agentlake.agents import render
 from agentlake.agents.actions import json_schema
+from agentlake.agents.lessons import PLAYBOOK_WEIGHT, mark_playbook
 from agentlake.errors import AgentlakeError, UserError
 from agentlake.lake.versioned import PerLakeCache, dataset_versions
 from agentlake.observe import observe
@@ -443,8 +444,9 @@ class FindWorkers:
             extra_where=args.where,
             min_availability=ctx.settings.agent_min_availability,
             limit=args.limit,
+            prefer_ids=sorted(ctx.playbook),
         )
-        rows = find_candidates(ctx.lake, query)
+        rows = mark_playbook(find_candidates(ctx.lake, query), ctx.playbook)
         if not rows:
             return ToolOutput(data=[], text=f"0 rows. {explain_empty(ctx.lake, query)}", rows=0)
         if args.exclude_booked_from is not None:
@@ -631,7 +633,7 @@ class HybridSearch:
 
     def run(self, args: Any, ctx: RunContext) -> ToolOutput:
         try:
-            from agentlake.lake.search import hybrid_search
+            from agentlake.lake.search import KeyBoost, hybrid_search
         except ImportError as exc:  # the search package is part of agentlake; a broken install says so
             raise UserError(f"hybrid_search is not available in this installation ({exc})") from None
         dataset = self.dataset or args.dataset
@@ -647,8 +649,15 @@ class HybridSearch:
                 raise UserError(
                     f"dataset {dataset!r} has no search index; searchable: {', '.join(indexed) or 'none (use sql)'}"
                 )
+        # Over the staffing agents' own dataset, the task's playbook ranks the workers the client
+        # accepted first (each hit says its boost and the lessons behind it).
+        boost = (
+            KeyBoost(dict.fromkeys(ctx.playbook, PLAYBOOK_WEIGHT), ctx.playbook)
+            if self.dataset is not None and ctx.playbook
+            else None
+        )
         sources = hybrid_search(
-            ctx.lake, dataset, args.question, where=args.where, k=args.k, embedder=ctx.embedder
+            ctx.lake, dataset, args.question, where=args.where, k=args.k, embedder=ctx.embedder, boost=boost
         )
         key = "worker_id" if self.dataset is not None else "key"
         ids = (

@@ -96,7 +96,7 @@ def create_app(
     """
     settings = settings or load_settings()
     services = services or Services(settings)
-    key_ring = KeyRing(settings.api_key_scopes)
+    key_ring = KeyRing(settings.api_key_scopes, settings.api_key_names)
     recording: set[Any] = set()  # ops of answered requests still being committed
     mcp_server = None
     if mount_mcp:
@@ -199,7 +199,8 @@ def _mount_observer(app: FastAPI, services: Services) -> None:
     # mount_scope: writes need write, reads need read), by key or by the dashboard's session
     # cookie, which the observer's own key check cannot know: it runs without keys behind it.
     gated = services.settings.model_copy(update={"api_keys": None})
-    gated.__dict__.pop("api_key_scopes", None)  # a cached property, copied along with the fields
+    for cached in ("api_key_scopes", "api_key_names"):  # cached properties, copied along with the fields
+        gated.__dict__.pop(cached, None)
     app.mount("/observer", create_observer_app(services.observer, gated))
 
 

@@ -197,7 +197,9 @@ def principal_of(request: Request) -> Principal:
     principal = request.scope.get("state", {}).get("principal")
     if isinstance(principal, Principal):
         return principal
-    ring = getattr(request.app.state, "key_ring", None) or KeyRing(request.app.state.settings.api_key_scopes)
+    ring = getattr(request.app.state, "key_ring", None) or KeyRing(
+        request.app.state.settings.api_key_scopes, request.app.state.settings.api_key_names
+    )
     return ring.principal(key_from_headers(request.headers))
 
 

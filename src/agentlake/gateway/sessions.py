@@ -90,7 +90,9 @@ def clear_cookie_header(*, secure: bool) -> str:
 def session_principal(ring: KeyRing, token: str) -> Principal | None:
     """The caller of a live session cookie, or ``None`` (expired, tampered, key removed)."""
     found = check(token, ring.by_id)
-    return None if found is None else Principal(scope=found[1], key_id=found[0], via="session")  # type: ignore[arg-type]
+    if found is None:
+        return None
+    return Principal(scope=found[1], key_id=found[0], via="session", name=ring.names_by_id.get(found[0]))  # type: ignore[arg-type]
 
 
 def sign_in(ring: KeyRing, key: str) -> tuple[Principal, str]:
@@ -103,4 +105,6 @@ def sign_in(ring: KeyRing, key: str) -> tuple[Principal, str]:
     principal = ring.principal(key.strip())
     assert principal.key_id is not None
     token = mint(key.strip(), principal.key_id, principal.scope)
-    return Principal(scope=principal.scope, key_id=principal.key_id, via="session"), token
+    return Principal(
+        scope=principal.scope, key_id=principal.key_id, via="session", name=principal.name
+    ), token

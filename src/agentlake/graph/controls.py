@@ -1,13 +1,15 @@
 """The controls the browser draws: buttons, labels and tables, as sent in ``controls`` events.
 
-Owns their shapes and limits, the two actions a button may carry (``go:MACHINE:STATE``, a local
-state-machine transition, and ``say:TEXT``, sent back as if the user had typed it) and the
-validation of controls a model asks for. It does not decide which controls to show
-(``nodes.ui_v1``) nor move machines (``machines``).
+Owns their shapes and limits, the actions a button may carry (``go:MACHINE:STATE``, a local
+state-machine transition; ``inc:NAME``, ``dec:NAME`` and ``toggle:NAME``, a count or a switch
+kept in the session and changed locally, :func:`apply_local`; ``say:TEXT``, sent back as if the
+user had typed it) and the validation of controls a model asks for. It does not decide which
+controls to show (``nodes.ui_v1``) nor move machines (``machines``).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
@@ -19,6 +21,40 @@ MAX_CONTROLS = 12
 MAX_TABLE_ROWS = 50
 MAX_TABLE_COLUMNS = 12
 MAX_CELL_CHARS = 160
+# Counts and switches one session keeps (``inc:``, ``dec:``, ``toggle:``), and a count's bound.
+MAX_VALUES = 16
+MAX_COUNT = 1_000_000_000
+LOCAL_ACTION = re.compile(r"^(inc|dec|toggle):([a-z][a-z0-9_-]{0,31})$")
+
+
+def apply_local(values: dict[str, int | bool], action: str) -> tuple[str, int | bool | None, int | bool]:
+    """Apply ``inc:NAME``, ``dec:NAME`` or ``toggle:NAME`` to ``values`` (a session's): a count
+    starts at 0, a switch off. Returns ``(name, before, after)``; ``UserError`` for another
+    action, a switch counted or a count toggled, a count past its bound, or one value too many."""
+    found = LOCAL_ACTION.match(action)
+    if found is None:
+        raise UserError(f"{action!r} is not a local action: use inc:NAME, dec:NAME or toggle:NAME")
+    verb, name = found.groups()
+    before = values.get(name)
+    if before is None and len(values) >= MAX_VALUES:
+        raise UserError(f"at most {MAX_VALUES} counts and switches per conversation")
+    if verb == "toggle":
+        if before is not None and not isinstance(before, bool):
+            raise UserError(f"{name} is a count: its buttons are inc:{name} and dec:{name}")
+        after: int | bool = not before
+    else:
+        if isinstance(before, bool):
+            raise UserError(f"{name} is a switch: its button is toggle:{name}")
+        after = (before or 0) + (1 if verb == "inc" else -1)
+        if abs(after) > MAX_COUNT:
+            raise UserError(f"{name} is at its bound ({before})")
+    values[name] = after
+    return name, before, after
+
+
+def value_text(name: str, value: int | bool) -> str:
+    """How a count or a switch reads on the page and in the thinker's context."""
+    return f"{name}: {('on' if value else 'off') if isinstance(value, bool) else value}"
 
 
 class Button(BaseModel):
@@ -26,7 +62,12 @@ class Button(BaseModel):
 
     kind: Literal["button"] = "button"
     label: str = Field(..., min_length=1, max_length=40)
-    action: str = Field(..., min_length=4, max_length=300, description="go:MACHINE:STATE or say:TEXT")
+    action: str = Field(
+        ...,
+        min_length=4,
+        max_length=300,
+        description="go:MACHINE:STATE, inc:NAME, dec:NAME, toggle:NAME or say:TEXT",
+    )
 
     @field_validator("action")
     @classmethod
@@ -36,8 +77,10 @@ class Button(BaseModel):
                 parse_go(value)
             except UserError as exc:
                 raise ValueError(exc.message) from None
-        elif not (value.startswith("say:") and value[4:].strip()):
-            raise ValueError("a button's action is go:MACHINE:STATE or say:TEXT")
+        elif not (LOCAL_ACTION.match(value) or (value.startswith("say:") and value[4:].strip())):
+            raise ValueError(
+                "a button's action is go:MACHINE:STATE, inc:NAME, dec:NAME, toggle:NAME or say:TEXT"
+            )
         return value
 
 

@@ -53,6 +53,12 @@ SUGGESTIONS = [
     {"kind": "button", "label": "Workers per state", "action": "say:how many workers are there per state?"},
     {"kind": "button", "label": "Order workflow", "action": "say:set up an order workflow"},
 ]
+# A count and a switch the page changes by itself (no model call per click).
+COUNTER = [
+    {"kind": "button", "label": "+1", "action": "inc:visitors"},
+    {"kind": "button", "label": "-1", "action": "dec:visitors"},
+    {"kind": "button", "label": "Lights", "action": "toggle:lights"},
+]
 HELP = (
     "I am the built-in demo model (no LLM is configured), so I only know a few requests: counts over "
     "the lake, searches of worker profiles, and an order workflow with buttons. Try one of the buttons."
@@ -90,6 +96,8 @@ def count_sql(text: str) -> str:
 
 def _intent(text: str) -> str:
     low = text.lower()
+    if re.search(r"\b(counter|tally|switch)\b", low):
+        return "counter"
     if re.search(r"\b(workflow|state machine|machine|process|pipeline)\b", low):
         if re.search(r"\b(reset|restart|start over)\b", low):
             return "machine_reset"
@@ -125,6 +133,8 @@ def _calls(text: str) -> list[dict[str, Any]]:
                 },
             }
         ]
+    if intent == "counter":
+        return [{"tool": "show_controls", "args": {"controls": COUNTER}}]
     if intent in ("machine_reset", "machine_destroy"):
         return [{"tool": intent, "args": {"name": "order"}}]
     if intent == "count":
@@ -198,6 +208,10 @@ def _summary(text: str, results: list[dict[str, Any]]) -> str:
             parts.append("The order workflow is back at its first state.")
         elif tool == "machine_destroy":
             parts.append("I removed the order workflow.")
+        elif tool == "show_controls" and _intent(text) == "counter":
+            parts.append(
+                "I set up a visitors counter and a lights switch. Their buttons work right in the page, without asking me."
+            )
         elif tool == "show_controls":
             parts.append(HELP)
     return " ".join(parts) or HELP

@@ -46,7 +46,21 @@ class MessageEvent(BaseModel):
 class ActionEvent(BaseModel):
     model_config = ConfigDict(extra="forbid")
     type: Literal["action"]
-    action: str = Field(..., pattern=r"^(go:[^:\s]+:.+|say:.*\S.*)$", max_length=300)
+    action: str = Field(
+        ..., pattern=r"^(go:[^:\s]+:.+|(inc|dec|toggle):[a-z][a-z0-9_-]{0,31}|say:.*\S.*)$", max_length=300
+    )
+
+
+class ShownControl(BaseModel):
+    """One control as the browser shows it: a label's text, a button's, a table's title, columns
+    and row count."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(..., max_length=120)
+    kind: Literal["label", "button", "table"]
+    text: str = Field("", max_length=200)
+    columns: list[Annotated[str, Field(max_length=80)]] | None = Field(None, max_length=12)
+    rows: int | None = Field(None, ge=0)
 
 
 class WorkspaceEvent(BaseModel):
@@ -54,12 +68,14 @@ class WorkspaceEvent(BaseModel):
     type: Literal["workspace"]
     graph: str | None = Field(None, max_length=64)
     controls: list[Annotated[str, Field(max_length=120)]] | None = Field(None, max_length=200)
+    shown: list[ShownControl] | None = Field(None, max_length=60)
 
 
 class PresenceEvent(BaseModel):
     model_config = ConfigDict(extra="forbid")
     type: Literal["presence"]
-    state: Literal["visible", "hidden"]
+    # idle: the page is open but has had no input for a while (the dashboard's tick says so).
+    state: Literal["visible", "hidden", "idle"]
 
 
 class FeedbackEvent(BaseModel):
@@ -89,8 +105,8 @@ def parse_client_event(
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "event"
         raise UserError(
-            f"bad event ({where}: {err['msg']}); send {{type: message, text}}, {{type: action, action: go:M:S | say:TEXT}}, "
-            "{type: workspace, graph, controls}, {type: presence, state: visible|hidden}, or "
+            f"bad event ({where}: {err['msg']}); send {{type: message, text}}, {{type: action, action: go:M:S | inc:N | dec:N | toggle:N | say:TEXT}}, "
+            "{type: workspace, graph, controls, shown}, {type: presence, state: visible|hidden|idle}, or "
             "{type: feedback, answer_id, right, expected}"
         ) from None
 
@@ -303,6 +319,7 @@ class GraphRuntime:
                     observer=observer,
                     graph=graph.name,
                     session=session.id,
+                    owner=session.owner,
                 ) as op,
             ):
                 try:

@@ -32,7 +32,9 @@ class SessionState:
     """Everything one conversation keeps. Guarded by ``lock``: one turn at a time per session."""
 
     id: str = field(default_factory=new_session_id)
-    owner: str | None = None  # who opened it: an API key's fingerprint (None on an open gateway)
+    # Who opened it: a trusted proxy's user, else the key's name, else its fingerprint (None on an
+    # open gateway); the dashboard shows it.
+    owner: str | None = None
     history: list[dict[str, str]] = field(default_factory=list)
     context: dict[str, dict[str, dict[str, Any]]] = field(
         default_factory=dict
@@ -40,12 +42,14 @@ class SessionState:
     machines: dict[str, StateMachine] = field(default_factory=dict)
     requested_controls: list[dict[str, Any]] = field(default_factory=list)  # asked for by the thinker
     table: dict[str, Any] | None = None  # the latest query result shown as a table
+    values: dict[str, int | bool] = field(default_factory=dict)  # counts and switches (inc:, dec:, toggle:)
     controls_sent: list[dict[str, Any]] = field(default_factory=list)
     memory: dict[str, Any] = field(default_factory=dict)  # the memorizer's compact state
     turns: int = 0
     last_activity: float | None = None
     hidden_since: float | None = None
     notes: list[str] = field(default_factory=list)
+    shown: list[str] = field(default_factory=list)  # what the browser last said it shows, one line each
     answers: list[str] = field(default_factory=list)  # ids of its answers (ask.answer ops), newest last
     # An order in words the chat asked back about ('How many workers?'): the next short message
     # is read with it, as its answer.

@@ -39,8 +39,9 @@ WORKSPACE_TOOLS: dict[str, str] = {
     "machine_extend": "machine_extend(name, states: [str], transitions: [{from, to, label?}]): add states and transitions",
     "machine_reset": "machine_reset(name): back to the initial state",
     "machine_destroy": "machine_destroy(name): remove the machine and its buttons",
-    "show_controls": "show_controls(controls: [{kind: button, label, action: 'say:TEXT' | 'go:MACHINE:STATE'} "
-    "| {kind: label, text} | {kind: table, title, columns, rows}]): show these controls",
+    "show_controls": "show_controls(controls: [{kind: button, label, action: 'say:TEXT' | 'go:MACHINE:STATE' "
+    "| 'inc:NAME' | 'dec:NAME' | 'toggle:NAME'} | {kind: label, text} | {kind: table, title, columns, rows}]): "
+    "show these controls; inc/dec/toggle buttons change a count or a switch in the page, without asking you",
 }
 
 

@@ -24,11 +24,18 @@ RANK: dict[str, int] = {"read": 0, "write": 1, "admin": 2}
 
 @dataclass(frozen=True)
 class Principal:
-    """Who is calling: the key's scope and a fingerprint that is safe to log (never the key)."""
+    """Who is calling: the key's scope, a fingerprint that is safe to log (never the key) and
+    the name of who holds the key, when the configuration gives one (``KEY:SCOPE:NAME``)."""
 
     scope: Scope
     key_id: str | None  # None when no keys are configured (an open, local service)
     via: Literal["open", "key", "session"] = "key"
+    name: str | None = None
+
+    @property
+    def who(self) -> str | None:
+        """How the caller is shown: the key's name, else its fingerprint (None when open)."""
+        return self.name or self.key_id
 
     def allows(self, needed: Scope) -> bool:
         return RANK[self.scope] >= RANK[needed]
@@ -77,14 +84,20 @@ class KeyRing:
     takes says nothing about how much of a guessed key was right.
     """
 
-    def __init__(self, keys: dict[str, str]) -> None:
+    def __init__(self, keys: dict[str, str], names: dict[str, str] | None = None) -> None:
         self.keys = dict(keys)
         self._by_digest: dict[bytes, Principal] = {}
         self.by_id: dict[str, list[tuple[str, str]]] = {}
+        self.names_by_id: dict[str, str] = {}  # key fingerprint -> the name of who holds the key
         for key, scope in self.keys.items():
             key_id = fingerprint(key)
-            self._by_digest[hashlib.sha256(key.encode()).digest()] = Principal(scope=scope, key_id=key_id)  # type: ignore[arg-type]
+            name = (names or {}).get(key)
+            self._by_digest[hashlib.sha256(key.encode()).digest()] = Principal(
+                scope=scope, key_id=key_id, name=name
+            )  # type: ignore[arg-type]
             self.by_id.setdefault(key_id, []).append((key, scope))
+            if name:
+                self.names_by_id[key_id] = name
 
     def __bool__(self) -> bool:
         return bool(self.keys)

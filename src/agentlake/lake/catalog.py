@@ -101,6 +101,10 @@ class DatasetInfo(BaseModel):
     created_at: datetime
     updated_at: datetime
     history: list[IngestRecord]
+    source: str | None = Field(
+        None,
+        description="The external source the table is read from (`agentlake sources`); None: the lake's own.",
+    )
 
 
 def table_exists(conn: duckdb.DuckDBPyConnection, name: str) -> bool:

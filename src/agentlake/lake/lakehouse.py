@@ -31,6 +31,7 @@ from agentlake.lake.bounds import error_line, fit_rows, watched
 from agentlake.lake.catalog import DatasetInfo
 from agentlake.lake.guard import check_select
 from agentlake.lake.ingest import IngestResult, apply_ingest, check_mode, read_source
+from agentlake.lake.sources import Routed, SourceRegistry, sources_path
 from agentlake.migrations import Migration, apply_migrations
 from agentlake.serving import held_by
 from agentlake.settings import Settings, load_settings
@@ -136,6 +137,8 @@ class Lake:
         self._lock = _lock_for(path)
         self._local = threading.local()
         self._closed = False
+        # External read-only sources (PostgreSQL, SQLite) read beside the lake's own datasets.
+        self.sources = SourceRegistry(sources_path(path))
 
     @classmethod
     def open(
@@ -324,15 +327,19 @@ class Lake:
         self._check_open()
         return self._conn.cursor()
 
-    def datasets(self) -> list[DatasetInfo]:
-        """Every dataset in the catalog, by name."""
+    def datasets(self, *, sources: bool = True) -> list[DatasetInfo]:
+        """Every dataset in the catalog, by name, then (``sources``) every external source's
+        tables as ``NAME.table`` (``DatasetInfo.source`` set)."""
         with self.cursor() as cur:
-            if not catalog.table_exists(cur, "_catalog"):
-                return []
-            return catalog.list_datasets(cur)
+            own = catalog.list_datasets(cur) if catalog.table_exists(cur, "_catalog") else []
+        return own + self.sources.datasets() if sources else own
 
     def dataset(self, name: str) -> DatasetInfo:
-        """One dataset's catalog entry; ``NotFoundError`` listing the known datasets."""
+        """One dataset's catalog entry (a source's table too, by ``NAME.table``);
+        ``NotFoundError`` listing the known datasets."""
+        external = self.sources.dataset(name) if "." in name else None
+        if external is not None:
+            return external
         with self.cursor() as cur:
             if not catalog.table_exists(cur, "_catalog"):
                 raise catalog.unknown_dataset(name, [])
@@ -382,14 +389,20 @@ class Lake:
         """Run one guarded read-only query: at most ``max_rows`` rows (``sql_max_rows``) and
         about ``sql_max_result_bytes`` bytes, interrupted after ``timeout_s`` (``sql_timeout_s``).
 
+        A query naming an external source's tables (``NAME.table``) runs at that source,
+        read-only, under the same guard, caps and timeout (``agentlake.lake.sources``).
+
         Raises ``UserError`` for refused or wrong SQL (syntax, unknown table or column,
         bad cast), ``RunError`` when the timeout interrupts it, it runs out of the memory
         limit or execution fails. DuckDB's text in messages is cut short.
         """
-        checked = check_select(sql)
         limit = max_rows if max_rows is not None else self.settings.sql_max_rows
         if limit < 0:
             raise UserError("max_rows must be >= 0")
+        routed = self.sources.route(sql)
+        if routed is not None:
+            return self._query_source(routed, limit, timeout_s)
+        checked = check_select(sql)
         started = time.perf_counter()
         try:
             with self.bounded(timeout_s=timeout_s) as cur:
@@ -407,4 +420,19 @@ class Lake:
             rows=rows,
             truncated=len(fetched) > limit or cut,
             elapsed_ms=round(elapsed_ms, 3),
+        )
+
+    def _query_source(self, routed: Routed, limit: int, timeout_s: float | None) -> QueryResult:
+        started = time.perf_counter()
+        columns, fetched = self.sources.run(
+            routed,
+            max_rows=limit,
+            timeout_s=timeout_s if timeout_s is not None else self.settings.sql_timeout_s,
+        )
+        rows, cut = fit_rows(fetched[:limit], self.settings.sql_max_result_bytes)
+        return QueryResult(
+            columns=columns,
+            rows=rows,
+            truncated=len(fetched) > limit or cut,
+            elapsed_ms=round((time.perf_counter() - started) * 1000, 3),
         )

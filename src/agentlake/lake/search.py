@@ -29,7 +29,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -55,6 +55,22 @@ Boost = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """``boost(keys, scores) -> scores``: int64 keys and float32 cosine scores of candidate rows in,
 the adjusted scores (same shape) out. See :func:`hybrid_search`."""
 
+
+@dataclass(frozen=True)
+class KeyBoost:
+    """A :data:`Boost` that adds ``weights[key]`` to a row's score and says why: ``why[key]``
+    names what is behind it (the lessons of a playbook). Each hit of a search given one carries
+    its ``boost`` and those ids (``Source.lesson_ids``)."""
+
+    weights: dict[int, float]
+    why: dict[int, list[str]] = field(default_factory=dict)
+
+    def __call__(self, keys: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        if not self.weights:
+            return scores
+        return scores + np.array([self.weights.get(int(key), 0.0) for key in keys], dtype=np.float32)
+
+
 MAX_K = 1000
 EXACT_MAX_ROWS = 4096
 RERANK_MIN = 100
@@ -74,6 +90,10 @@ class Source(BaseModel):
     )
     sql_verified: bool = Field(
         description="True when DuckDB confirmed, in this search, that the row matches the filter."
+    )
+    boost: float = Field(0.0, description="What the boost added to the similarity (score - similarity).")
+    lesson_ids: list[str] = Field(
+        default_factory=list, description="The lessons behind the boost (a playbook's), when it says."
     )
 
 
@@ -349,6 +369,7 @@ def _search(
         rows, cosine, scores = _rank_rows(index, np.arange(len(index.keys), dtype=np.int64), query, k, boost)
 
     prefix = doc_prefix(dataset)
+    why = boost.why if isinstance(boost, KeyBoost) else {}
     return [
         Source(
             doc_id=f"{prefix}-{int(index.keys[row])}",
@@ -357,6 +378,8 @@ def _search(
             score=round(float(score), 6),
             similarity=round(float(cos), 6),
             sql_verified=where is not None,
+            boost=round(float(score) - float(cos), 6),
+            lesson_ids=list(why.get(int(index.keys[row]), [])),
         )
         for row, cos, score in zip(rows, cosine, scores, strict=True)
     ]

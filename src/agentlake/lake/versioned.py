@@ -68,7 +68,8 @@ def dataset_versions(lake: Lake) -> dict[str, object]:
     """Dataset name -> a value that changes whenever the dataset is written (one cheap query).
 
     Reads the lake's ``_catalog`` (name, updated_at) rather than ``Lake.datasets()``, which
-    counts rows and loads histories: this runs several times per task.
+    counts rows and loads histories: this runs several times per task. A source's table
+    (``NAME.table``) is versioned by its columns.
     """
     snapshot = _snapshot.get()
     if snapshot is not None:
@@ -84,8 +85,9 @@ def _query_versions(lake: Lake) -> dict[str, object]:
         try:
             rows = cur.execute("SELECT name, updated_at FROM _catalog").fetchall()
         except duckdb.CatalogException:  # a lake file without a catalog has no datasets
-            return {}
-    return {str(name): updated for name, updated in rows}
+            rows = []
+    # External sources' tables: a digest of their columns (their list is read once a minute).
+    return {**{str(name): updated for name, updated in rows}, **lake.sources.versions()}
 
 
 def has_dataset(lake: Lake, name: str) -> bool:

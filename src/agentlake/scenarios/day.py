@@ -520,7 +520,9 @@ def _overseer_end_of_day(task: DayTask, schedule: ScheduleBook, ctx: Any) -> lis
     import dataclasses
 
     collector = _DeltaCollector()
-    Overseer.for_day(schedule).end_of_day(dataclasses.replace(ctx, lessons=collector))
+    # The profile's overseer tier (its own model, else overseer_model) reaches the overseer.
+    model = task.profile.resolved_models(task.settings).overseer
+    Overseer.for_day(schedule).end_of_day(dataclasses.replace(ctx, lessons=collector), model=model)
     return collector.deltas
 
 

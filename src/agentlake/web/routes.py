@@ -162,6 +162,7 @@ def _session_info(request: Request, principal: Any) -> SessionInfo:
         scope=principal.scope,
         key_id=principal.key_id,
         via=principal.via,
+        name=principal.name,
     )
 
 

@@ -108,3 +108,7 @@ class SessionInfo(BaseModel):
     via: Literal["open", "key", "session"] = Field(
         ..., description="open: no keys configured; key: an API key header; session: the cookie."
     )
+    name: str | None = Field(
+        None,
+        description="Who holds the key (AGENTLAKE_API_KEYS' KEY:SCOPE:NAME); null when the key has no name.",
+    )

@@ -12,8 +12,10 @@ Each chat message is charged to the key's rate limits (``gateway.limits``: the g
 model bucket); one over them is answered with ``error`` and ``done`` and never run. Feedback on
 an answer (the buttons under it) takes a key with write scope, as ``POST /feedback`` does.
 
-Sessions belong to the key (or the signed-in cookie's key) that opened them: ``?session=<id>``
-continues a session only for its owner, anyone else gets a new one. Trace events go to their
+Sessions belong to who opened them (:func:`session_owner`: the user a trusted proxy names in
+``trusted_user_header`` when that is configured, else the key's name from ``KEY:SCOPE:NAME``,
+else the key's fingerprint): ``?session=<id>`` continues a session only for its owner, anyone
+else gets a new one. ``hello`` says who the owner is; the page shows it. Trace events go to their
 own session's connections (and runtime-wide ones, such as a graph switch, to all); an admin
 may ask for every session's with ``?trace=all``, the dashboards' operator view.
 """
@@ -24,6 +26,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -41,7 +44,7 @@ async def serve_socket(websocket: WebSocket, runtime: Any) -> None:
     """Serve one dashboard connection until either side closes it."""
     await websocket.accept()
     principal = websocket.scope.get("state", {}).get("principal")
-    owner = getattr(principal, "key_id", None)
+    owner = session_owner(principal, websocket.headers, runtime.settings.trusted_user_header)
     session = runtime.session(websocket.query_params.get("session"), owner=owner)
     every_session = websocket.query_params.get("trace") == "all" and bool(
         principal is not None and principal.allows("admin")
@@ -68,6 +71,8 @@ async def serve_socket(websocket: WebSocket, runtime: Any) -> None:
             "graph": runtime.active.view(),
             "model": model,
             "controls": session.controls_sent,
+            "owner": session.owner,
+            "tick_s": runtime.settings.graph_sensor_tick_s,
         }
     )
     if note:  # the scripted demo answers: the HUD says so, and how to get a real model
@@ -136,6 +141,21 @@ async def serve_socket(websocket: WebSocket, runtime: Any) -> None:
                 await task
         with contextlib.suppress(Exception):
             await websocket.close()
+
+
+# What a trusted proxy may name a user: printable, short, no separators a log line could split on.
+_USER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
+
+
+def session_owner(principal: Any, headers: Any, trusted_user_header: str | None) -> str | None:
+    """Who a dashboard session belongs to: the trusted proxy's user (when ``trusted_user_header``
+    is set and the request carries a well-formed one), else the key's name, else its fingerprint;
+    ``None`` on an open gateway without a proxy's user."""
+    if trusted_user_header:
+        user = (headers.get(trusted_user_header) or "").strip()
+        if _USER.match(user):
+            return user
+    return getattr(principal, "who", None)
 
 
 def _may_write(principal: Any) -> bool:

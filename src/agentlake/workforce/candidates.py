@@ -58,6 +58,8 @@ class CandidateQuery:
     also_roles: list[str] = field(default_factory=list)  # roles a client takes for ``role``
     min_availability: float | None = None
     limit: int = 20
+    # Workers to rank first (a playbook: ones the client accepted before); a boost, not a filter.
+    prefer_ids: list[int] = field(default_factory=list)
 
     def effective_radius(self) -> float:
         if self.max_distance_miles is not None:
@@ -83,6 +85,7 @@ def candidate_sql(query: CandidateQuery, origin: Place) -> tuple[str, dict[str, 
         "lon_max": lon_max,
         "radius": radius,
         "exclude": sorted({int(w) for w in query.exclude_ids}) or [-1],
+        "prefer": sorted({int(w) for w in query.prefer_ids}) or [-1],
     }
     where = [
         "lower(role) IN (SELECT unnest($roles::VARCHAR[]))",
@@ -113,13 +116,15 @@ def candidate_sql(query: CandidateQuery, origin: Place) -> tuple[str, dict[str, 
     sql = (
         f"SELECT * FROM (SELECT *, {haversine_sql('lat', 'lon')} AS distance_miles FROM workers "
         f"WHERE {' AND '.join(where)}) AS w WHERE {' AND '.join(outer)} "
-        "ORDER BY reliability DESC NULLS LAST, distance_miles ASC, worker_id ASC"
+        "ORDER BY worker_id IN (SELECT unnest($prefer::BIGINT[])) DESC, "
+        "reliability DESC NULLS LAST, distance_miles ASC, worker_id ASC"
     )
     return sql, params
 
 
 def find_candidates(lake: Lake, query: CandidateQuery) -> list[dict[str, Any]]:
-    """Workers matching ``query``, best first (reliability, then distance), at most ``limit``.
+    """Workers matching ``query``, best first (``prefer_ids`` first, then reliability, then
+    distance), at most ``limit``.
 
     Each row carries the worker's columns plus ``distance_miles`` (rounded to 0.1). Raises
     ``UserError`` for an unknown city, an unknown score name or a refused ``extra_where``.

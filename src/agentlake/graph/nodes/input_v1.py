@@ -6,7 +6,8 @@ welders near Cleveland OH tomorrow", ``workforce.order_words.reads_as_order``), 
 answer to the order the chat last asked back about, goes straight to the thinker as an order
 (no plan: the thinker's code fills it); a complex or data request goes to the director for a
 plan when the graph has one; anything else goes to the thinker. Button
-actions: ``go:`` goes to the ui node over a control edge (a local transition), ``say:`` is
+actions: ``go:`` (a local transition) and ``inc:``, ``dec:``, ``toggle:`` (a count or a switch
+the session keeps) go to the ui node over a control edge, with no model call; ``say:`` is
 treated as typed text. Activity, presence and workspace reports go to the sensor over control
 edges. It does not answer anything but small talk.
 """
@@ -17,6 +18,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentlake.graph.controls import LOCAL_ACTION
 from agentlake.graph.node import Emit, Node, NodeContext, NodeInfo, Packet, register_node
 
 _SOCIAL = [
@@ -101,6 +103,9 @@ class InputV1(Node):
             if action.startswith("go:"):
                 ctx.trace("route", path="local", action=action)
                 return [Emit("go", {"action": action}, edge="control", to="ui")]
+            if LOCAL_ACTION.match(action):
+                ctx.trace("route", path="local", action=action)
+                return [Emit("local", {"action": action}, edge="control", to="ui")]
             return self._message(action[len("say:") :].strip(), ctx)
         return self._message(str(payload["text"]), ctx)
 

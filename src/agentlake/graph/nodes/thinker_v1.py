@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentlake.errors import AgentlakeError
+from agentlake.graph.controls import value_text
 from agentlake.graph.node import Emit, Node, NodeContext, NodeInfo, Packet, register_node
 from agentlake.graph.toolbox import ThinkerTools, ToolOutcome
 from agentlake.llm import Message
@@ -358,6 +359,9 @@ class ThinkerV1(Node):
                 for m in machines.values()
             ]
             parts.append("State machines in the workspace:\n" + "\n".join(lines))
+        if ctx.session.values:
+            parts.append("Counts and switches in the workspace: " + "; ".join(
+                value_text(name, value) for name, value in ctx.session.values.items()))  # fmt: skip
         if plan:
             parts.append("The director's plan for this request:\n" + json.dumps(plan, ensure_ascii=False))
         if ctx.context.get("memorizer"):
@@ -368,6 +372,9 @@ class ThinkerV1(Node):
         notes = (ctx.context.get("sensor") or {}).get("notes")
         if notes:
             parts.append("Sensor notes:\n" + "\n".join(f"- {note}" for note in notes))
+        shown = (ctx.context.get("sensor") or {}).get("shown")
+        if shown:  # the browser's words: data, never obeyed
+            parts.append("The page shows:\n" + data_block("\n".join(f"- {line}" for line in shown)))
         return "\n\n".join(parts)
 
     def run(self, packet: Packet, ctx: NodeContext) -> list[Emit]:

@@ -1,10 +1,12 @@
-"""``ui_v1``: the controls on the browser's workspace, and ``go:`` transitions resolved locally.
+"""``ui_v1``: the controls on the browser's workspace, and local actions resolved here.
 
 After the thinker's tools ran it redraws the workspace: per state machine a label with its
-current state and a button per transition out of it (action ``go:MACHINE:STATE``), the controls
-the thinker asked for, and the latest query or search result as a table. A ``go:`` click arrives
-over a control edge and is resolved here, with no model call: the machine moves, a
-``transition`` event and the new controls go out. A ``resend`` from the sensor sends the
+current state and a button per transition out of it (action ``go:MACHINE:STATE``), a label per
+count or switch the session keeps, the controls the thinker asked for, and the latest query or
+search result as a table. A ``go:`` click arrives over a control edge and is resolved here,
+with no model call: the machine moves, a ``transition`` event and the new controls go out. An
+``inc:``, ``dec:`` or ``toggle:`` click changes the session's value the same way (a ``value``
+event). A ``resend`` from the sensor sends the
 controls again. The ids it gives controls are stable, so the sensor can compare what was sent
 with what the browser reports. It does not decide anything a model should.
 """
@@ -15,7 +17,7 @@ from typing import Any
 
 from agentlake.errors import UserError
 from agentlake.graph import machines as machine_ops
-from agentlake.graph.controls import table
+from agentlake.graph.controls import apply_local, table, value_text
 from agentlake.graph.node import Emit, Node, NodeContext, NodeInfo, Packet, register_node
 from agentlake.graph.session import SessionState
 
@@ -56,6 +58,8 @@ def workspace_controls(session: SessionState) -> list[dict[str, Any]]:
                     "action": f"go:{machine.name}:{move.target}",
                 }
             )
+    for name, value in session.values.items():
+        controls.append({"id": f"v-{name}", "kind": "label", "value": name, "text": value_text(name, value)})
     for number, control in enumerate(session.requested_controls, start=1):
         controls.append({"id": f"c-{number}", **control})
     if session.table is not None:
@@ -69,7 +73,7 @@ class UiV1(Node):
         name="ui_v1",
         role="ui",
         version=1,
-        description="Draws buttons, labels and tables; moves state machines on go: clicks, locally.",
+        description="Draws buttons, labels and tables; moves state machines and counts on clicks, locally.",
         accepts=("data", "control"),
         emits=(),
     )
@@ -94,6 +98,18 @@ class UiV1(Node):
                     "to": machine.current,
                     "label": transition.label or transition.target,
                 }
+            )
+        elif packet.kind == "local":
+            action = str(packet.payload["action"])
+            try:
+                name, before, after = apply_local(session.values, action)
+            except UserError as exc:
+                ctx.trace("local_refused", action=action, error=exc.message)
+                ctx.send({"type": "error", "message": exc.message})
+                return []
+            ctx.trace("value", name=name, source=before, target=after, local=True)
+            ctx.send(
+                {"type": "value", "name": name, "from": before, "to": after, "text": value_text(name, after)}
             )
         elif packet.kind == "tool_results":
             for result in packet.payload.get("results", []):

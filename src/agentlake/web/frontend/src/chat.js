@@ -2,6 +2,10 @@
 import { $, el } from "./dom.js";
 
 const EXAMPLES = ["hi", "how many forklift operators are in CA?", "how many workers are there per state?", "set up an order workflow"];
+// Actions the server resolves by itself, with no model call: a transition, a count, a switch.
+const LOCAL = /^(go|inc|dec|toggle):/;
+// No input (keys, pointer, wheel) for this long and the tick tells the sensor the page is idle.
+const IDLE_MS = 60000;
 const PATHS = { reflex: "reflex: answered without the thinker", director: "planned by the director, then the thinker", thinker: "thinker" };
 
 export class Chat {
@@ -26,6 +30,57 @@ export class Chat {
     document.addEventListener("visibilitychange", () => {
       this.socket.send({ type: "presence", state: document.visibilityState === "hidden" ? "hidden" : "visible" });
     });
+    this.lastInput = Date.now();
+    this.idle = false;
+    this.lastReport = null;
+    this.timer = null;
+    this.tickS = 0;
+    for (const kind of ["keydown", "pointerdown", "wheel"]) {
+      document.addEventListener(kind, () => {
+        this.lastInput = Date.now();
+        if (this.idle) {
+          this.idle = false;
+          this.socket.send({ type: "presence", state: "visible" });
+        }
+      }, { passive: true });
+    }
+  }
+
+  // The sensor's tick (graph_sensor_tick_s, from hello): report what the page shows when it
+  // changed since the last report, and say once when the page has gone idle.
+  startTick(seconds) {
+    clearInterval(this.timer);
+    this.tickS = seconds;
+    this.timer = seconds > 0 ? setInterval(() => this.tick(), seconds * 1000) : null;
+  }
+
+  tick() {
+    const report = this.report();
+    if (JSON.stringify(report) !== this.lastReport) this.sendReport(report);
+    if (!this.idle && Date.now() - this.lastInput >= IDLE_MS) {
+      this.idle = true;
+      this.socket.send({ type: "presence", state: "idle" });
+    }
+  }
+
+  // What is really on screen: each control's id, and what it says (a label's text, a button's,
+  // a table's title, columns and row count).
+  report() {
+    const shown = [...this.workspace.querySelectorAll("[data-control-id]")].map((node) => {
+      const id = node.dataset.controlId;
+      if (node.classList.contains("ctl-table")) {
+        const columns = [...node.querySelectorAll("thead th")].map((th) => th.textContent.slice(0, 80)).slice(0, 12);
+        const title = node.querySelector(".title");
+        return { id, kind: "table", text: (title ? title.textContent : "").slice(0, 200), columns, rows: node.querySelectorAll("tbody tr").length };
+      }
+      return { id, kind: node.tagName === "BUTTON" ? "button" : "label", text: node.textContent.slice(0, 200) };
+    });
+    return { type: "workspace", graph: this.state.graph, controls: shown.map((item) => item.id), shown: shown.slice(0, 60) };
+  }
+
+  sendReport(report) {
+    this.lastReport = JSON.stringify(report);
+    this.socket.send(report);
   }
 
   ask(event, shown) {
@@ -50,7 +105,10 @@ export class Chat {
   handle(event) {
     switch (event.type) {
       case "hello":
-        $("#session").textContent = event.session;
+        // The session and who it belongs to (a proxy's user, the key's name or its fingerprint).
+        $("#session").textContent = event.owner ? `${event.session} · ${event.owner}` : event.session;
+        $("#session").dataset.owner = event.owner || "";
+        this.startTick(event.tick_s || 0);
         if (event.controls && event.controls.length) this.renderControls(event.controls);
         break;
       case "delta":
@@ -75,6 +133,9 @@ export class Chat {
         break;
       case "transition":
         this.add("note", `${event.machine}: ${event.from} → ${event.to} (moved in the page, no model call)`);
+        break;
+      case "value":
+        this.add("note", `${event.text} (changed in the page, no model call)`);
         break;
       case "feedback": {
         const row = this.messages.querySelector(`[data-answer-id="${CSS.escape(event.answer_id)}"]`);
@@ -107,22 +168,25 @@ export class Chat {
     if (!controls.length) this.workspace.append(el("p", { class: "muted small empty", text: "No controls." }));
     $("#workspace-count").textContent = controls.length ? `${controls.length} controls` : "";
     // Tell the server what is really on screen: the sensor compares it with what it sent.
-    const shown = [...this.workspace.querySelectorAll("[data-control-id]")].map((node) => node.dataset.controlId);
-    this.socket.send({ type: "workspace", graph: this.state.graph, controls: shown });
+    this.sendReport(this.report());
   }
 
   control(control) {
-    if (control.kind === "label") return el("span", { class: "ctl-label", dataset: { controlId: control.id }, text: control.text });
+    if (control.kind === "label") {
+      const dataset = control.value ? { controlId: control.id, value: control.value } : { controlId: control.id };
+      return el("span", { class: "ctl-label", dataset, text: control.text });
+    }
     if (control.kind === "button") {
       const go = control.action.startsWith("go:");
+      const local = LOCAL.test(control.action);
       return el("button", {
-        class: `ctl-button${go ? " go" : ""}`,
+        class: `ctl-button${go ? " go" : local ? " local" : ""}`,
         type: "button",
-        title: go ? `${control.action} (local transition)` : control.action.slice(4),
+        title: local ? `${control.action} (in the page, no model call)` : control.action.slice(4),
         dataset: { controlId: control.id, action: control.action },
         text: control.label,
         onclick: (event) => {
-          if (go) {
+          if (local) {
             event.currentTarget.disabled = true;
             this.socket.send({ type: "action", action: control.action });
           } else if (!this.waiting) {

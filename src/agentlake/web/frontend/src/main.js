@@ -78,7 +78,7 @@ function showSession(session) {
     who.replaceChildren();
     return;
   }
-  who.replaceChildren(el("span", { text: `${session.key_id} (${session.scope})`, title: "The API key's fingerprint and scope" }),
+  who.replaceChildren(el("span", { text: `${session.name || session.key_id} (${session.scope})`, title: session.name ? `${session.key_id}: the API key's fingerprint` : "The API key's fingerprint and scope" }),
     session.via === "session" ? el("button", { type: "button", class: "link", id: "signout", text: "sign out", onclick: () => signOut() }) : null);
 }
 
