@@ -1,8 +1,8 @@
 """The executor/reviewer loop: ``LLMPolicy``.
 
-Owns the turn loop. Each turn one model answers with ONE typed action (through the LLM
-layer's ``generate_json``: native schema where the server has it, the tolerant parser
-otherwise, validation errors sent back for a retry). The executor plans, calls tools and
+Owns the turn loop. Each turn one model answers with ONE typed action (one ``agents.turn``:
+native schema where the server has it, the tolerant parser otherwise, validation errors sent
+back for a retry). The executor plans, calls tools and
 proposes; the orchestrator applies tool calls, keeps the candidate ledger and the compact
 log, and verifies every proposal in code. The reviewer is asked about every proposal that
 passed verification; with ``review_every`` N above 0 it also looks at the course every N
@@ -46,8 +46,9 @@ from agentlake.agents.lessons import TaskLessons, cite, lesson_args, lessons_for
 from agentlake.agents.outcome import TaskOutcome, TurnRecord, new_run_id, record_task, task_scope
 from agentlake.agents.overseer import oversee
 from agentlake.agents.policy import register_policy
-from agentlake.errors import RunError, UserError
-from agentlake.observe import deferred, observe_context
+from agentlake.agents.turn import Turn, TurnReply, attempt
+from agentlake.errors import UserError
+from agentlake.observe import deferred
 from agentlake.workforce.candidates import find_candidates
 from agentlake.workforce.learning import action_of
 from agentlake.workforce.verify import Verification, verify_fill
@@ -116,16 +117,6 @@ class _UsageMeter:
     def __exit__(self, *exc: object) -> None:
         if self._unsubscribe is not None:
             self._unsubscribe()
-
-
-@dataclass
-class _Reply:
-    action: Any
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    latency_ms: float = 0.0
-    schema_retries: int = 0
 
 
 @dataclass
@@ -358,7 +349,7 @@ class LLMPolicy:
         if reply is None:
             self._ignored_enough(state, ctx, told_enough)
             return
-        action = reply.action.root
+        action = reply.value.root
         if isinstance(action, ProposeDoneAction):
             state.ignored_enough = False
         else:
@@ -441,7 +432,7 @@ class LLMPolicy:
         ctx: RunContext,
         brief: _Brief,
         action: ProposeDoneAction,
-        reply: _Reply,
+        reply: TurnReply,
         key: str,
     ) -> None:
         state.proposal = action
@@ -491,7 +482,7 @@ class LLMPolicy:
         state.feedback += self._progress(state, ctx, brief)
 
     def _repeat(
-        self, state: _Attempt, ctx: RunContext, brief: _Brief, action: Any, reply: _Reply, key: str
+        self, state: _Attempt, ctx: RunContext, brief: _Brief, action: Any, reply: TurnReply, key: str
     ) -> None:
         """The executor repeated an earlier action: answer from the first one's result and say so."""
         turn, came = state.done[key]
@@ -626,7 +617,7 @@ class LLMPolicy:
         )
         if reply is None:
             return False  # the proposal stays pending: the reviewer is asked again
-        critique: CritiqueAction = reply.action
+        critique: CritiqueAction = reply.value
         state.cited += critique.cited_lessons
         verdict = "approve" if critique.approve else "reject"
         summary = f"critique ({verdict}): {critique.notes}" + (
@@ -668,7 +659,7 @@ class LLMPolicy:
         )
         if reply is None:
             return
-        review: CourseAction = reply.action
+        review: CourseAction = reply.value
         state.cited += review.cited_lessons
         summary = "course: " + (f"drift: {'; '.join(review.drift)}" if review.drift else "on course")
         if review.notes:
@@ -692,15 +683,12 @@ class LLMPolicy:
         messages: list[dict[str, str]],
         output_type: Any,
         schema: dict[str, Any],
-    ) -> _Reply | None:
-        """One model call for one action; ``None`` (turn spent, error noted) when it fails.
+    ) -> TurnReply | None:
+        """One model call for one action (``agents.turn``); ``None`` (turn spent, error noted)
+        when it fails.
 
         ``INVALID_TURNS_MAX`` failures in a row end the attempt, as does any failed executor
         call (a model that cannot be reached will not answer the next turn either)."""
-        # Lazy (start-up time): the LLM layer loads on the first model call.
-        from agentlake.llm import StructuredOutputError, call_tags, generate_json
-
-        started = time.perf_counter()
         state.model_turns += 1
         example = (
             prompts.EXECUTOR_EXAMPLE
@@ -709,82 +697,55 @@ class LLMPolicy:
             if output_type is CourseAction
             else prompts.REVIEWER_EXAMPLE
         )
-        try:
-            tags = {
-                "agent_id": f"{ctx.agent_id}.{agent}",
-                "run_id": state.meter.run_id if state.meter else "",
-            }
-            meter = {_METER_TAG: state.meter.token} if state.meter else {}
+        tags = {"agent_id": f"{ctx.agent_id}.{agent}", "run_id": state.meter.run_id if state.meter else ""}
+        turn = Turn.of(
+            model,
+            output_type,
+            schema=schema,
+            label=f"{agent} action",
+            example=example,
+            max_tokens=MAX_TOKENS,
+            temperature=ctx.settings.executor_temperature
+            if agent == "executor"
+            else ctx.settings.reviewer_temperature,
+            think=self.think,
+            tags={**tags, **({_METER_TAG: state.meter.token} if state.meter else {})},
             # The observer's context names the role on the llm.chat op (agent.executor, agent.reviewer).
-            with call_tags(**tags, **meter), observe_context(agent_id=tags["agent_id"]):
-                result = generate_json(
-                    model,
-                    messages,
-                    schema,
-                    validate=output_type.model_validate,
-                    label=f"{agent} action",
-                    example=example,
-                    settings=ctx.settings,
-                    max_tokens=MAX_TOKENS,
-                    temperature=ctx.settings.executor_temperature
-                    if agent == "executor"
-                    else ctx.settings.reviewer_temperature,
-                    think=self.think,
-                )
-        except StructuredOutputError as exc:
-            raw = " ".join((exc.raw_text or "").split())[:200]
-            reason = f"invalid reply after {exc.attempts} attempt(s): {'; '.join(exc.errors[:2])}"
+            agent_id=tags["agent_id"],
+        )
+        result = attempt(turn, messages, ctx.settings)
+        if isinstance(result, TurnReply):
+            state.invalid_in_row = 0
+            if result.schema_retries == 0:
+                state.first_try_valid += 1
+            return result
+        raw = " ".join(result.raw.split())[:200]
+        problems = "; ".join(result.errors[:2])
+        reason = (
+            f"invalid reply after {result.attempts} attempt(s): {problems}"
+            if result.invalid
+            else f"model call failed ({agent}): {result.message}"
+        )
+        error = TurnRecord(
+            turn=state.turns,
+            agent=agent,  # type: ignore[arg-type]
+            kind="error",
+            ok=False,
+            summary=reason,
+            detail=raw,
+            latency_ms=result.latency_ms,
+        )
+        self._emit(ctx, state, error)
+        if result.invalid:
             state.feedback.append(
-                f"your last reply was not a valid action ({'; '.join(exc.errors[:2])}); reply with ONE JSON action only"
-            )
-            self._emit(
-                ctx,
-                state,
-                TurnRecord(
-                    turn=state.turns,
-                    agent=agent,
-                    kind="error",
-                    ok=False,  # type: ignore[arg-type]
-                    summary=reason,
-                    detail=raw,
-                    latency_ms=_ms(started),
-                ),
+                f"your last reply was not a valid action ({problems}); reply with ONE JSON action only"
             )
             self._invalid(state, agent, f"answered no valid action ({reason}; last reply: {raw[:120]!r})")
-            return None
-        except UserError:
-            raise
-        except RunError as exc:
-            reason = f"model call failed ({agent}): {exc.message}"
-            self._emit(
-                ctx,
-                state,
-                TurnRecord(
-                    turn=state.turns,
-                    agent=agent,
-                    kind="error",
-                    ok=False,  # type: ignore[arg-type]
-                    summary=reason,
-                    latency_ms=_ms(started),
-                ),
-            )
-            if agent == "executor":
-                state.aborted, state.failure_reason = True, reason
-            else:
-                self._invalid(state, agent, f"failed: {exc.message}")
-            return None
-        state.invalid_in_row = 0
-        if result.schema_retries == 0:
-            state.first_try_valid += 1
-        usage = result.completion.usage
-        return _Reply(
-            action=result.value,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cost_usd=result.cost_usd or 0.0,
-            latency_ms=_ms(started),
-            schema_retries=result.schema_retries,
-        )
+        elif agent == "executor":
+            state.aborted, state.failure_reason = True, reason
+        else:
+            self._invalid(state, agent, f"failed: {result.message}")
+        return None
 
     @staticmethod
     def _invalid(state: _Attempt, agent: str, what: str) -> None:
@@ -845,7 +806,7 @@ class LLMPolicy:
         agent: str,
         kind: str,
         text: str,
-        reply: _Reply,
+        reply: TurnReply,
         action: Any,
         *,
         detail: str = "",
@@ -1026,10 +987,6 @@ def _args_text(args: dict[str, Any]) -> str:
 
 def _model_name(model: str | Provider) -> str:
     return model if isinstance(model, str) else f"{model.name}:{model.model}"
-
-
-def _ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 3)
 
 
 register_policy("llm", LLMPolicy)
