@@ -8,7 +8,7 @@ retries (the LLM layer's ``generate_json``, which also holds the structured-outp
 recording (the call's tags and the observer's context, so the ``llm.chat`` op names the role and
 the trace), and what came of it: the value with its accounting (:class:`TurnReply`), or, for a
 loop that goes on without it, a :class:`TurnFailure` saying whether the model answered no valid
-action or the call itself failed.
+action or the call itself failed. A task's turns are summed by a :class:`UsageMeter`.
 
 It does not own prompts, what a loop does with an action, or the schema's narrowing (the
 executor's in ``actions``, the thinker's steps in ``graph/nodes/thinker_v1.py``).
@@ -17,6 +17,7 @@ executor's in ``actions``, the thinker's steps in ``graph/nodes/thinker_v1.py``)
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -144,6 +145,49 @@ def attempt(turn: Turn, messages: list[Any], settings: Settings | None = None) -
         raise
     except RunError as exc:
         return TurnFailure(invalid=False, message=exc.message, latency_ms=_ms(started))
+
+
+_METER_TAG = "agentlake_task"
+
+
+class UsageMeter:
+    """Sums the tokens and cost of every model call made for one task, failed calls included.
+
+    Listens to the LLM layer's accounting hook and keeps only the records tagged with its own
+    token (:meth:`tags`, on each of the task's turns), so concurrent tasks in other threads are
+    not counted.
+    """
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.token = uuid.uuid4().hex
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cost_usd = 0.0
+        self.calls = 0
+        self._unsubscribe: Any = None
+
+    def tags(self) -> dict[str, str]:
+        """The call tags that make a turn's calls this meter's."""
+        return {_METER_TAG: self.token}
+
+    def _record(self, record: Any) -> None:
+        if record.tags.get(_METER_TAG) == self.token:
+            self.calls += 1
+            self.input_tokens += record.input_tokens
+            self.output_tokens += record.output_tokens
+            self.cost_usd += record.cost_usd or 0.0
+
+    def __enter__(self) -> UsageMeter:
+        # Lazy (start-up time): the LLM layer loads on the first model call.
+        from agentlake.llm import add_recorder
+
+        self._unsubscribe = add_recorder(self._record)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
 
 
 def _ms(started: float) -> float:
