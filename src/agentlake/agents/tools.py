@@ -29,8 +29,8 @@ from agentlake.errors import AgentlakeError, UserError
 from agentlake.lake.versioned import PerLakeCache, dataset_versions
 from agentlake.observe import observe
 from agentlake.workforce.candidates import CandidateQuery, explain_empty, find_candidates
+from agentlake.workforce.catalogue import CERTIFICATIONS
 from agentlake.workforce.geo import gazetteer
-from agentlake.workforce.roles import CERTIFICATIONS
 from agentlake.workforce.tables import SCORE_COLUMNS, SEARCH_DATASET, TABLES, fetch_workers, resolve_client
 
 if TYPE_CHECKING:

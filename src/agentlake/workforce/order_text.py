@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
+from agentlake.workforce.catalogue import Role
 from agentlake.workforce.roles import (
     CERTIFICATION_WORDS,
-    Role,
     certification_of_role,
     certification_spans,
     known_certification,
