@@ -112,6 +112,8 @@ class PgOpStore(OpStore):
     """
 
     _LABEL_SQL = "(CAST(labels AS jsonb) ->> ?) = ?"
+    # The same place as the DuckDB store's connection, holding the pool instead.
+    _conn: Database  # type: ignore[assignment]
 
     @staticmethod
     def _label_param(key: str) -> str:

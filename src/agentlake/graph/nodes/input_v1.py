@@ -71,6 +71,7 @@ class InputV1(Node):
         emits=("data", "control"),
     )
     Config = InputConfig
+    config: InputConfig  # the loader validates the graph's mapping into it
 
     def classify(self, text: str, *, pending_order: str | None = None) -> str:
         """``social``, ``order``, ``complex`` or ``simple``. With ``pending_order`` (an order

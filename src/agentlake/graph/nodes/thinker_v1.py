@@ -320,6 +320,7 @@ class ThinkerV1(Node):
         uses_llm=True,
     )
     Config = ThinkerConfig
+    config: ThinkerConfig  # the loader validates the graph's mapping into it
 
     def system_prompt(self, tools: ThinkerTools) -> str:
         """The constant part of the prompt: the role, the tools and the datasets, the rules."""
