@@ -6,8 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agentlake.agents.fixes import fix_query
-from agentlake.agents.query_checks import missing_dates, named_dates, unheld_values
+from agentlake.agents.fixes import fix_query, missing_dates, named_dates, unheld_values
 from agentlake.agents.tools import listed_values
 from agentlake.lake import Lake
 from agentlake.settings import Settings

@@ -7,13 +7,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from agentlake.agents.fixes import fix_query
-from agentlake.agents.query_checks import (
+from agentlake.agents.fixes import (
     asked_group,
     conflicting,
     counts_not_different,
     different_column,
     find_problem,
+    fix_query,
     grouped_otherwise,
     missing_numbers,
     named_measure,

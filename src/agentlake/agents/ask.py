@@ -37,14 +37,13 @@ from pydantic import BaseModel, Field, model_validator
 
 from agentlake.agents import render
 from agentlake.agents.examples import WorkedCount, worked_count, worked_ranking, worked_search
-from agentlake.agents.fixes import fix_query
+from agentlake.agents.fixes import find_problem, fix_query
 from agentlake.agents.linking import (
     join_hints,
     link_datasets,
     named_values,
     named_values_hint,
 )
-from agentlake.agents.query_checks import find_problem
 from agentlake.agents.tools import datasets_text, listed_values, searchable
 from agentlake.agents.turn import Turn, take
 from agentlake.errors import AgentlakeError, UnavailableError, UserError
