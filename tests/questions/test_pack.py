@@ -264,3 +264,29 @@ def test_a_null_truth_is_refused(tmp_path: Path) -> None:
     pack = load_pack(_write_pack(tmp_path, GOOD.replace("'red'", "'blue'")))
     with build_lake(pack, tmp_path / "lake") as lake, pytest.raises(UserError, match="returns NULL"):
         compute_truths(pack, lake)
+
+
+# --- the held-out pack: new questions over the same tables ---------------------------------
+
+HELDOUT = load_pack(PACK_FILE.parent / "heldout.yaml")
+
+
+def test_the_held_out_pack_reads_the_same_files() -> None:
+    assert HELDOUT.datasets == PACK.datasets
+
+
+def test_no_held_out_question_is_asked_in_the_pack() -> None:
+    assert set(_texts(HELDOUT.questions)) & set(_texts(PACK.questions)) == set()
+
+
+@pytest.mark.parametrize("question", HELDOUT.questions, ids=lambda q: q.id)
+def test_each_held_out_truth_is_one_value_on_the_packs_lake(lake: Lake, question: Question) -> None:
+    value = compute_truths(HELDOUT, lake, [question])[question.id].value
+    assert isinstance(value, float if question.kind == "number" else str)
+
+
+@pytest.mark.parametrize("question", HELDOUT.questions, ids=lambda q: q.id)
+def test_no_held_out_truth_hides_among_what_its_question_names(lake: Lake, question: Question) -> None:
+    value = compute_truths(HELDOUT, lake, [question])[question.id].value
+    named = {v for number in stated_numbers(question.text) for v in number.values}
+    assert value not in named

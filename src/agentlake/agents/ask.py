@@ -37,7 +37,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from agentlake.agents import render
 from agentlake.agents.examples import WorkedCount, worked_count, worked_ranking, worked_search
-from agentlake.agents.fixes import find_problem, fix_query
+from agentlake.agents.fixes import find_problems, fix_query
 from agentlake.agents.linking import (
     join_hints,
     link_datasets,
@@ -73,7 +73,7 @@ MAX_QUESTION_CHARS = 2000
 # reach the model through the hint whichever they are.
 MAX_VALUES_SHOWN = 15
 # Fixes code makes by itself to a query the model wrote twice wrong, one after the other.
-MAX_REPAIRS = 4
+MAX_REPAIRS = 6
 
 PLAN_PROMPT = """\
 You plan how to answer a question about the user's database (DuckDB).
@@ -192,7 +192,8 @@ class _Run:
     where: str | None = None
     error: str | None = None  # it did not run
     problem: str | None = None  # what to send back: the error, an empty result, a left-out value
-    kind: Literal["error", "aggregate", "empty", "missing", "unnamed", "unheld"] | None = None
+    kind: str | None = None  # the first problem's kind: "error", "aggregate" or one of agents.fixes'
+    others: list[str] = field(default_factory=list)  # the kinds of its other problems, in order
     repair: str | None = None  # what code fixed in the query before it ran
     renamed: list[str] = field(default_factory=list)  # rename lessons applied to the query
 
@@ -521,7 +522,7 @@ def _execute(plan: Plan, context: _Asking, *, last: bool) -> _Run:
             return run
         op.attributes["rows"] = len(run.result.rows)
         op.set_output(_sql_source(run.result).text)
-    found = find_problem(
+    found = find_problems(
         plan.sql,
         run.result.rows,
         lake=lake,
@@ -529,8 +530,9 @@ def _execute(plan: Plan, context: _Asking, *, last: bool) -> _Run:
         named=context.named,
         listed=context.listed,
     )
-    if found is not None:
-        run.kind, run.problem = found
+    if found:
+        run.kind, run.problem = found[0]
+        run.others = [kind for kind, _ in found[1:]]
     return run
 
 
@@ -570,14 +572,26 @@ def _repairs(run: _Run, context: _Asking) -> list[_Run]:
     repairs: list[_Run] = []
     current = run
     while current.problem and isinstance(current.plan, SqlPlan) and len(repairs) < MAX_REPAIRS:
-        fixed = fix_query(
-            current.plan.sql,
-            current.kind or "",
-            current.error,
-            lake=context.lake,
-            question=context.question,
-            named=context.named,
-            listed=context.listed,
+        # The first problem code can mend: one it cannot (a number the model left out) does
+        # not keep the others from being mended.
+        fixed = next(
+            (
+                found
+                for kind in [current.kind or "", *current.others]
+                if (
+                    found := fix_query(
+                        current.plan.sql,
+                        kind,
+                        current.error,
+                        lake=context.lake,
+                        question=context.question,
+                        named=context.named,
+                        listed=context.listed,
+                    )
+                )
+                is not None
+            ),
+            None,
         )
         if fixed is None:
             break

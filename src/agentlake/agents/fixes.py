@@ -20,8 +20,13 @@ lake's guard like any query and keeps the trace. The fixes, by the problem ``ask
   key both share), or read in place of the one read when the question is about it;
 - it joins a table the question does not name and reads nothing of it: the join dropped (it
   repeats rows);
-- it filters a date as text ("LIKE '2014-07-%'", "month = '2009-01'") or on another date
-  column than the question's: ``year()``/``month()`` of the question's date column;
+- it filters a date as text ("LIKE '2014-07-%'", "month = '2009-01'"), on another date
+  column than the question's or over another period than the one named (March for "in
+  2014"): ``year()``/``month()`` of the question's date column (``agents.fix_dates``);
+- it groups for a question that asks for no group, counts what has no value without asking
+  for it, filters the column whose different values it counts, or filters on a lookup code
+  the question does not describe; or the database refused a table or column read where it is
+  not (``agents.fix_shape``);
 - it requires a column to equal two values at once: one comparison (the value in one case,
   or the one the question names);
 - it aggregates another numeric column than the one the question names, or counts rows for
@@ -40,15 +45,38 @@ run queries nor decide when to fix (``agents.ask``).
 
 from __future__ import annotations
 
-import calendar
 import difflib
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlglot import exp
-
+from agentlake.agents.fix_dates import (
+    date_column,
+    date_fix,
+    is_date,
+    missing_dates,
+    named_dates,
+    quote,
+    text_dates,
+)
+from agentlake.agents.fix_shape import (
+    average_fix,
+    counted_filtered,
+    counted_fix,
+    null_fix,
+    null_test_fix,
+    nulls_not_counted,
+    order_fix,
+    periods_fix,
+    placement_fix,
+    unasked_grouping,
+    unaveraged,
+    uncounted_periods,
+    ungroup_fix,
+    unordered,
+    unsaid_codes,
+    unsaid_fix,
+    unsaid_null_tests,
+)
 from agentlake.agents.linking import (
     KEYISH,
     compares,
@@ -66,7 +94,6 @@ from agentlake.lake.rewrite import (
     aggregated_columns,
     columns_named,
     comparisons,
-    conjuncts_of,
     count_distinct,
     count_rows,
     drop_filters,
@@ -75,7 +102,6 @@ from agentlake.lake.rewrite import (
     grouped_by,
     join_table,
     regroup,
-    replace_conjuncts,
     replace_value,
     tables_read,
     unused_joins,
@@ -88,15 +114,8 @@ NEAR_VALUE = 0.6
 _MISSING = re.compile(
     r'Referenced column "([^"]+)" not found|does not have a column named "([^"]+)"', re.IGNORECASE
 )
-_MONTHS = {name.casefold(): number for number, name in enumerate(calendar.month_name) if name}
-_MONTHS |= {name.casefold(): number for number, name in enumerate(calendar.month_abbr) if name}
-_YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)\b")
-_MONTH_YEAR = re.compile(
-    rf"\b({'|'.join(sorted(_MONTHS, key=len, reverse=True))})\.?\s+(1[89]\d\d|20\d\d)\b", re.I
-)
 _DATE_WORDS = ("date", "day", "time", "when")
 _BAD_DATE = re.compile(r"Conversion Error.*date|date field|invalid date", re.IGNORECASE)
-_ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _HOW_MANY_Q = re.compile(r"\bhow many\b", re.IGNORECASE)
 _HOW_MANY = re.compile(r"\bhow many\s+((?:[a-z]+\s*){1,3})", re.IGNORECASE)
 _NUMERIC = re.compile(r"INT|DOUBLE|FLOAT|DECIMAL|REAL|NUMERIC", re.IGNORECASE)
@@ -110,48 +129,6 @@ _COMPARED_NUMBER = re.compile(
     re.IGNORECASE,
 )
 _DIFFERENT = re.compile(r"\bhow many (?:different|distinct|unique)\s+((?:[a-z]+\s*){1,3})", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class NamedDate:
-    """A year (and month) a question names: "in 2005", "in March 2016"."""
-
-    year: int
-    month: int | None = None
-
-    def describe(self) -> str:
-        return f"{calendar.month_name[self.month]} {self.year}" if self.month else str(self.year)
-
-
-def named_dates(question: str) -> list[NamedDate]:
-    """The years, with their months where named, that ``question`` names, in order."""
-    found: list[NamedDate] = []
-    taken: set[int] = set()
-    for match in _MONTH_YEAR.finditer(question):
-        found.append(NamedDate(int(match.group(2)), _MONTHS[match.group(1).casefold()]))
-        taken.add(match.start(2))
-    for match in _YEAR.finditer(question):
-        if match.start() not in taken:
-            found.append(NamedDate(int(match.group(1))))
-    return found
-
-
-def missing_dates(sql: str, dates: list[NamedDate]) -> str | None:
-    """The named dates ``sql`` does not mention (its year nowhere in the query), or None."""
-    left = [date.describe() for date in dates if str(date.year) not in sql]
-    return " and ".join(left) or None
-
-
-def date_column(lake: Lake, sql: str, question: str) -> str | None:
-    """The date column of the tables ``sql`` reads that ``question`` is about: the only one,
-    or the one whose name shares the most words with the question (None when that is a tie)."""
-    types = column_types(lake, sql)
-    dated = [name for name, kind in types.items() if kind.upper().startswith(("DATE", "TIMESTAMP"))]
-    if len(dated) <= 1:
-        return dated[0] if dated else None
-    said = words(question)
-    scored = sorted(((len(words(name) & said), name) for name in dated), reverse=True)
-    return scored[0][1] if scored[0][0] > scored[1][0] else None
 
 
 def unheld_values(sql: str, listed: dict[tuple[str, str], list[str]]) -> str | None:
@@ -298,8 +275,8 @@ def grouped_otherwise(sql: str, question: str, lake: Lake) -> str | None:
         return None
     types = column_types(lake, sql)
     kind = next((k for name, k in types.items() if name.casefold() == grouped[0].casefold()), "")
-    if _WHICH_YEAR.search(question) and _is_date(kind):
-        return f"year({_quote(grouped[0])})"
+    if _WHICH_YEAR.search(question) and is_date(kind):
+        return f"year({quote(grouped[0])})"
     asked = asked_group(question, list(types))
     return asked if asked is not None and asked.casefold() != grouped[0].casefold() else None
 
@@ -323,9 +300,9 @@ def _conflict_fix(sql: str, question: str, named: list[tuple[str, str]]) -> tupl
     if len(same) == 1:
         held = {value for c, value in named if c.casefold() == column and value.casefold() in same}
         condition = (
-            f"{_quote(column)} = {_literal(held.pop())}"
+            f"{quote(column)} = {_literal(held.pop())}"
             if len(held) == 1
-            else f"lower({_quote(column)}) = {_literal(values[0].casefold())}"
+            else f"lower({quote(column)}) = {_literal(values[0].casefold())}"
         )
         kept = drop_filters(sql, lambda c: c.op == "=" and c.column.casefold() == column)
         fixed = add_filters(kept, [condition]) if kept else None
@@ -338,95 +315,6 @@ def _conflict_fix(sql: str, question: str, named: list[tuple[str, str]]) -> tupl
         return None
     fixed = drop_filters(sql, lambda c: c.op == "=" and c.column.casefold() == column and c.value != keep[0])
     return (fixed, f"kept {column} = '{keep[0]}', the value the question names") if fixed else None
-
-
-def text_dates(sql: str, question: str, lake: Lake) -> str | None:
-    """The date column ``sql`` filters wrongly on the one date ``question`` names, else None:
-    as text (``CAST(date AS VARCHAR) LIKE '2014-07-%d'``, ``month = '2009-01'``, ``month =
-    2009``; a range of whole ISO days, ``BETWEEN '2016-03-01' AND '2016-03-31'``, is no text),
-    or another date column than the one the question is about (``signup_date`` for "placed an
-    order in 2017")."""
-    found = _date_filters(sql, question, lake)
-    return found[1] if found else None
-
-
-def _date_filters(
-    sql: str, question: str, lake: Lake, *, broken: bool = False
-) -> tuple[NamedDate, str, Callable[[exp.Expression], bool]] | None:
-    """The named date, the date column to filter, and which conjuncts filter wrongly (with
-    ``broken``, the database refused a date the query wrote: every filter of a date column on
-    the named year, such as ``BETWEEN '2015-11-01' AND '2015-11-31'``)."""
-    dates = named_dates(question)
-    if len(dates) != 1:
-        return None
-    date = dates[0]
-    dated = {name.casefold(): name for name, kind in column_types(lake, sql).items() if _is_date(kind)}
-    target = date_column(lake, sql, question)
-
-    def wrong(node: exp.Expression) -> bool:
-        if _text_date(node, date, dated) or (broken and (_on_year(node, date, dated) or _date_part(node))):
-            return True
-        return target is not None and _other_date(node, date, dated, target)
-
-    found = [node for node in conjuncts_of(sql) if wrong(node)]
-    if not found:
-        return None
-    column = target or next(
-        dated[c.name.casefold()] for c in found[0].find_all(exp.Column) if c.name.casefold() in dated
-    )
-    return date, column, wrong
-
-
-def _is_date(kind: str) -> bool:
-    return kind.upper().startswith(("DATE", "TIMESTAMP"))
-
-
-def _text_date(node: exp.Expression, date: NamedDate, dated: dict[str, str]) -> bool:
-    if not any(column.name.casefold() in dated for column in node.find_all(exp.Column)):
-        return False
-    year = str(date.year)
-    literals = [literal for literal in node.find_all(exp.Literal) if year in literal.this]
-    if not literals or node.find(exp.Year):
-        return False
-    if isinstance(node, (exp.Like, exp.ILike)) or node.find(exp.Cast):
-        return True
-    return isinstance(node, exp.EQ) and not (literals[0].is_string and _ISO_DAY.match(literals[0].this))
-
-
-def _date_part(node: exp.Expression) -> bool:
-    """A filter on a column named year, month or day (which the table has not, when asked)."""
-    return any(column.name.casefold() in ("year", "month", "day") for column in node.find_all(exp.Column))
-
-
-def _on_year(node: exp.Expression, date: NamedDate, dated: dict[str, str]) -> bool:
-    on_date = any(column.name.casefold() in dated for column in node.find_all(exp.Column))
-    return on_date and any(str(date.year) in literal.this for literal in node.find_all(exp.Literal))
-
-
-def _other_date(node: exp.Expression, date: NamedDate, dated: dict[str, str], target: str) -> bool:
-    columns = {c.name.casefold() for c in node.find_all(exp.Column)} & set(dated)
-    year = str(date.year)
-    return (
-        bool(columns)
-        and target.casefold() not in columns
-        and any(year in literal.this for literal in node.find_all(exp.Literal))
-    )
-
-
-def _date_fix(sql: str, lake: Lake, question: str, *, broken: bool = False) -> tuple[str, str] | None:
-    found = _date_filters(sql, question, lake, broken=broken)
-    if found is None:
-        return None
-    date, column, wrong = found
-    conditions = [f"year({_quote(column)}) = {date.year}"]
-    if date.month:
-        conditions.append(f"month({_quote(column)}) = {date.month}")
-    fixed = replace_conjuncts(sql, wrong, conditions)
-    return (
-        (fixed, f"filtered {' AND '.join(conditions)}: the question names {date.describe()}")
-        if fixed
-        else None
-    )
 
 
 def missing_numbers(sql: str, question: str) -> str | None:
@@ -449,13 +337,31 @@ def find_problem(
     named: list[tuple[str, str]],
     listed: dict[tuple[str, str], list[str]],
 ) -> tuple[str, str] | None:
-    """What is wrong with ``sql``, which ran and returned ``rows``, for ``question``: the
-    problem's kind (the ``kind`` ``fix_query`` takes) and what to tell the model; None when
-    nothing is. Checked in order, the first found: a table named and not read, a join read
-    for nothing, a date filtered as text, one column equal to two values, a named value left
-    out, an unnamed one filtered on, the named column not aggregated, another column grouped
-    by, rows counted for different values or listed for "how many", a value the column does
-    not hold, no rows."""
+    """The first of ``find_problems``, or None when nothing is wrong."""
+    found = find_problems(sql, rows, lake=lake, question=question, named=named, listed=listed)
+    return found[0] if found else None
+
+
+def find_problems(
+    sql: str,
+    rows: list[Any],
+    *,
+    lake: Lake,
+    question: str,
+    named: list[tuple[str, str]],
+    listed: dict[tuple[str, str], list[str]],
+) -> list[tuple[str, str]]:
+    """What is wrong with ``sql``, which ran and returned ``rows``, for ``question``: each
+    problem's kind (the ``kind`` ``fix_query`` takes) and what to tell the model, in this order:
+    a table named and not read, a join read for nothing, a date filtered as text or over
+    another period, one column equal to two values, a grouping the question does not ask for,
+    a count of missing values that never asks for them, a filter on the column whose different
+    values are counted, the different months (years, ...) of a date not counted, a named value
+    left out, an unnamed one filtered on, a null test on a column the question never names, a
+    lookup code the question does not describe, the named column not averaged or not
+    aggregated, another column grouped by, groups left unordered for "which ... highest",
+    rows counted for different values or listed for "how many", a value the column does not
+    hold, no rows. Empty when nothing is."""
     # "How many different types of death": types counted, not a filter on the type 'Death'.
     counted = different_column(question, list(column_types(lake, sql)))
     named = [
@@ -468,32 +374,62 @@ def find_problem(
         or missing_dates(sql, named_dates(question))
         or missing_numbers(sql, question)
     )
+    found: list[tuple[str, str]] = []
     if subject := unread_subject(sql, question, lake):
-        return "subject", f"does not read {subject}, a table the question names"
+        found.append(("subject", f"does not read {subject}, a table the question names"))
     if joined := unneeded_join(sql, question, lake):
-        return "joined", f"joins {joined} and reads nothing of it"
+        found.append(("joined", f"joins {joined} and reads nothing of it"))
     if text_date := text_dates(sql, question, lake):
-        return "dates", f"filters {text_date} as text, not on the date the question names"
+        found.append(
+            ("dates", f"filters {text_date} as text or over another period than the date the question names")
+        )
     if conflict := conflicting(sql):
         said = " and ".join(f"'{value}'" for value in conflict[1])
-        return "conflict", f"requires {conflict[0]} to equal {said} at once"
+        found.append(("conflict", f"requires {conflict[0]} to equal {said} at once"))
+    if unasked_grouping(sql, question):
+        found.append(
+            ("ungrouped", "groups the rows and answers for one group, but the question asks for no group")
+        )
+    if missing_of := nulls_not_counted(sql, question, lake):
+        found.append(
+            ("nulls", f"never asks for the rows where {missing_of} IS NULL, which the question counts")
+        )
+    if kept := counted_filtered(sql, counted):
+        found.append(("counted", f"filters {kept}, but the question counts the different {counted} values"))
+    if periods := uncounted_periods(sql, question, lake):
+        found.append(
+            (
+                "periods",
+                f"does not count the different {periods[0]}s of {periods[1]}, which the question counts",
+            )
+        )
     if left:
-        return "missing", f"leaves out {left}, which the question names"
+        found.append(("missing", f"leaves out {left}, which the question names"))
     if extra := unnamed_values(sql, question, named, listed):
-        return "unnamed", f"filters on {extra}, which the question does not name"
+        found.append(("unnamed", f"filters on {extra}, which the question does not name"))
+    if tests := unsaid_null_tests(sql, question):
+        found.append(("nulltests", f"filters {', '.join(tests)}, which the question says nothing of"))
+    if codes := unsaid_codes(sql, question, lake, named):
+        found.append(("unsaid", f"filters on {', '.join(codes)}, a code the question does not describe"))
+    if averaged := unaveraged(sql, question, named_measure(question, column_types(lake, sql))):
+        found.append(("averaged", f"does not average {averaged}, which the question asks the average of"))
     if measure := unread_measure(sql, question, lake):
-        return "measure", f"does not aggregate {measure}, the column the question names"
+        found.append(("measure", f"does not aggregate {measure}, the column the question names"))
     if asked := grouped_otherwise(sql, question, lake):
-        return "grouped", f"groups by another column than {asked}, which the question asks for"
+        found.append(("grouped", f"groups by another column than {asked}, which the question asks for"))
+    if unordered(sql, question, rows):
+        found.append(
+            ("unordered", "returns every group unordered, but the question asks for the highest or lowest")
+        )
     if different := counts_not_different(sql, question, lake):
-        return "different", f"counts rows, but the question counts different {different} values"
+        found.append(("different", f"counts rows, but the question counts different {different} values"))
     if _HOW_MANY_Q.search(question) and len(rows) > 1 and count_rows(sql):
-        return "listed", f"lists {len(rows)} rows, but the question asks how many"
+        found.append(("listed", f"lists {len(rows)} rows, but the question asks how many"))
     if unheld := unheld_values(sql, listed):
-        return "unheld", f"compares {unheld}, a value the column does not hold"
+        found.append(("unheld", f"compares {unheld}, a value the column does not hold"))
     if not rows or all(value is None for row in rows for value in row):
-        return "empty", "returned no rows (or only empty values)"
-    return None
+        found.append(("empty", "returned no rows (or only empty values)"))
+    return found
 
 
 def fix_query(
@@ -506,9 +442,11 @@ def fix_query(
     named: list[tuple[str, str]],
     listed: dict[tuple[str, str], list[str]],
 ) -> tuple[str, str] | None:
-    """``sql`` with one fix for its problem ``kind`` (``error``, ``subject``, ``joined``, ``dates``, ``conflict``, ``missing``,
-    ``unnamed``, ``measure``, ``grouped``, ``different``, ``listed``, ``unheld``, ``empty``) and what was done, or ``None`` (see the
-    module docstring)."""
+    """``sql`` with one fix for its problem ``kind`` (``error``, ``subject``, ``joined``,
+    ``dates``, ``conflict``, ``ungrouped``, ``nulls``, ``counted``, ``periods``, ``missing``,
+    ``unnamed``, ``nulltests``, ``unsaid``, ``averaged``, ``measure``, ``grouped``,
+    ``unordered``, ``different``, ``listed``, ``unheld``, ``empty``) and
+    what was done, or ``None`` (see the module docstring)."""
     read = {table.casefold() for table in tables_read(sql)}
     columns = {column: values for (table, column), values in listed.items() if table.casefold() in read}
     if kind == "error":
@@ -516,8 +454,24 @@ def fix_query(
         absent = (missing.group(1) or missing.group(2)).casefold() if missing else ""
         broken = _BAD_DATE.search(error or "") is not None or absent in ("year", "month", "day")
         if broken:  # a date written wrong, or a year/month column the table has not: the named date
-            return _date_fix(sql, lake, question, broken=True) or _error_fix(sql, error or "", lake, columns)
-        return _error_fix(sql, error or "", lake, columns)
+            return date_fix(sql, lake, question, broken=True) or _error_fix(sql, error or "", lake, columns)
+        return _error_fix(sql, error or "", lake, columns) or placement_fix(sql, error or "", lake, question)
+    if kind == "ungrouped":
+        return ungroup_fix(sql, question)
+    if kind == "nulls":
+        return null_fix(sql, question, lake)
+    if kind == "counted":
+        return counted_fix(sql, different_column(question, list(column_types(lake, sql))))
+    if kind == "unsaid":
+        return unsaid_fix(sql, question, lake, coded_values(sql, lake, named))
+    if kind == "periods":
+        return periods_fix(sql, question, lake)
+    if kind == "nulltests":
+        return null_test_fix(sql, question)
+    if kind == "averaged":
+        return average_fix(sql, question, named_measure(question, column_types(lake, sql)))
+    if kind == "unordered":
+        return order_fix(sql, question)
     if kind == "missing":
         counted = different_column(question, list(column_types(lake, sql)))
         kept = [(c, v) for c, v in named if counted is None or c.casefold() != counted.casefold()]
@@ -533,7 +487,7 @@ def fix_query(
         fixed = drop_join(sql, table) if table else None
         return (fixed, f"dropped the join of {table}: the query reads nothing of it") if fixed else None
     if kind == "dates":
-        return _date_fix(sql, lake, question)
+        return date_fix(sql, lake, question)
     if kind == "conflict":
         return _conflict_fix(sql, question, named)
     if kind == "measure":
@@ -606,9 +560,9 @@ def _missing_fix(
         if hit:
             continue
         condition = (
-            f"lower({_quote(column)}) = {_literal(value)}"
+            f"lower({quote(column)}) = {_literal(value)}"
             if len(variants) > 1
-            else f"{_quote(column)} = {_literal(variants[0])}"
+            else f"{quote(column)} = {_literal(variants[0])}"
         )
         added = add_filters(sql, [condition])
         if added is not None:
@@ -617,9 +571,9 @@ def _missing_fix(
     if dates:
         column = date_column(lake, sql, question)
         if column is not None:
-            conditions = [f"year({_quote(column)}) = {dates[0].year}"]
+            conditions = [f"year({quote(column)}) = {dates[0].year}"]
             if dates[0].month:
-                conditions.append(f"month({_quote(column)}) = {dates[0].month}")
+                conditions.append(f"month({quote(column)}) = {dates[0].month}")
             added = add_filters(sql, conditions)
             if added is not None:
                 return added, f"added {' AND '.join(conditions)}: the question names {dates[0].describe()}"
@@ -747,7 +701,7 @@ def _code_filter(sql: str, lake: Lake, column: str, value: str) -> tuple[str, st
         if compared:
             fixed = replace_value(sql, join.left_column, compared[0].value, code)
         else:
-            fixed = add_filters(sql, [f"{_quote(join.left_column)} = {_literal(code)}"])
+            fixed = add_filters(sql, [f"{quote(join.left_column)} = {_literal(code)}"])
         if fixed is not None:
             return fixed, f"{join.left_column} = '{code}': {join.right} says '{code}' means '{value}'"
     return None
@@ -757,7 +711,7 @@ def _lookup_code(lake: Lake, table: str, code: str, column: str, value: str) -> 
     """The ``code`` of the one row of lookup ``table`` whose ``column`` is ``value`` (any case)."""
     try:
         result = lake.query(
-            f"SELECT {_quote(code)} FROM {_quote(table)} WHERE lower(CAST({_quote(column)} AS VARCHAR)) = "
+            f"SELECT {quote(code)} FROM {quote(table)} WHERE lower(CAST({quote(column)} AS VARCHAR)) = "
             f"{_literal(value.casefold())}",
             max_rows=2,
         )
@@ -800,10 +754,6 @@ def _qualified(lake: Lake, sql: str, column: str) -> str:
 def _rename_column(sql: str, wrong: str, right: str) -> str | None:
     fixed = rename_identifier(sql, wrong, right)
     return fixed if fixed != sql else None
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _literal(value: str) -> str:

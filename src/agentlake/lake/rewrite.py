@@ -387,3 +387,129 @@ def tables_read(sql: str) -> list[str]:
     ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
     names = [table.name for table in tree.find_all(exp.Table) if table.name not in ctes]
     return list(dict.fromkeys(names))
+
+
+def group_keys_selected(sql: str) -> bool | None:
+    """Whether ``sql`` selects one of the keys it groups by outside an aggregate (``None``
+    when it does not group or parse): a grouping whose keys are not selected answers for
+    one group the result never names."""
+    tree = _parse(sql)
+    group = tree.args.get("group") if tree is not None else None
+    if tree is None or group is None:
+        return None
+    if group.args.get("all") or not group.expressions:  # GROUP BY ALL: every selected non-aggregate
+        return any(selected.find(exp.AggFunc) is None for selected in tree.expressions)
+    keys = {key.sql(DIALECT).casefold() for key in group.expressions}
+    names = {key.name.casefold() for key in group.expressions if isinstance(key, exp.Column)}
+    aliases = {selected.alias.casefold() for selected in tree.expressions if isinstance(selected, exp.Alias)}
+    for selected in tree.expressions:
+        inner = selected.this if isinstance(selected, exp.Alias) else selected
+        if inner.sql(DIALECT).casefold() in keys or (
+            isinstance(selected, exp.Alias) and selected.alias.casefold() in keys
+        ):
+            return True
+        for column in inner.find_all(exp.Column):
+            if column.name.casefold() in names and not column.find_ancestor(exp.AggFunc):
+                return True
+    return bool(keys & aliases)
+
+
+def ungroup(sql: str, column: str | None = None) -> str | None:
+    """``sql`` over all its rows: its GROUP BY, HAVING, ORDER BY and LIMIT dropped, and, with
+    ``column``, the selected expressions that read ``column`` outside an aggregate; ``None``
+    when it does not group, nothing would be left to select, or it does not parse."""
+    tree = _parse(sql)
+    if tree is None or tree.args.get("group") is None:
+        return None
+    if column is not None:
+        kept = [
+            selected
+            for selected in tree.expressions
+            if not any(
+                c.name.casefold() == column.casefold() and not c.find_ancestor(exp.AggFunc)
+                for c in selected.find_all(exp.Column)
+            )
+        ]
+        if not kept:
+            return None
+        tree.set("expressions", kept)
+    for part in ("group", "having", "order", "limit"):
+        tree.set(part, None)
+    return tree.sql(DIALECT)
+
+
+def requalify(sql: str, column: str, wrong: str, right: str) -> str | None:
+    """``sql`` reading ``column`` through the table or alias ``right`` where it read it
+    through ``wrong`` (``T2.name`` -> ``T1.name``); ``None`` when it never does."""
+    tree = _parse(sql)
+    if tree is None:
+        return None
+    changed = False
+    for node in tree.find_all(exp.Column):
+        if node.name.casefold() == column.casefold() and node.table.casefold() == wrong.casefold():
+            node.set("table", exp.to_identifier(right))
+            changed = True
+    return tree.sql(DIALECT) if changed else None
+
+
+def aliases_read(sql: str) -> dict[str, str]:
+    """The tables ``sql`` reads in its FROM and JOINs, by the name or alias it reads them
+    through (lower-cased): ``{"t1": "customers", "t2": "orders"}``; empty when no parse."""
+    tree = _parse(sql)
+    if tree is None:
+        return {}
+    tables = [tree.args["from"].this] if tree.args.get("from") else []
+    tables += [join.this for join in tree.args.get("joins") or []]
+    return {t.alias_or_name.casefold(): t.name for t in tables if isinstance(t, exp.Table)}
+
+
+def aggregate_with(sql: str, column: str, function: str) -> str | None:
+    """``sql`` with its aggregates of ``column`` other than ``function`` (``min(price)`` for
+    ``avg``) written ``function(column)``, in the selection and the ordering alike; ``None``
+    when it has none or does not parse."""
+    tree = _parse(sql)
+    if tree is None:
+        return None
+    wanted = sqlglot.parse_one(f"{function}(x)", read=DIALECT)
+    changed = False
+    for node in list(tree.find_all(exp.AggFunc)):
+        if isinstance(node, (exp.Count, type(wanted))):
+            continue
+        read = list(node.find_all(exp.Column))
+        if len(read) == 1 and read[0].name.casefold() == column.casefold():
+            node.replace(type(wanted)(this=read[0].copy()))
+            changed = True
+    return tree.sql(DIALECT) if changed else None
+
+
+def order_by_aggregate(sql: str, descending: bool) -> str | None:
+    """``sql``, which groups and does not order, ordered by its first selected aggregate
+    (``DESC`` or ``ASC``) and limited to the top row; ``None`` when it does not group, orders
+    already, selects no aggregate or does not parse."""
+    tree = _parse(sql)
+    if tree is None or tree.args.get("group") is None or tree.args.get("order") is not None:
+        return None
+    for selected in tree.expressions:
+        if selected.find(exp.AggFunc) is None:
+            continue
+        key = exp.column(selected.alias) if isinstance(selected, exp.Alias) else selected.copy()
+        return tree.order_by(exp.Ordered(this=key, desc=descending)).limit(1).sql(DIALECT)
+    return None
+
+
+def count_distinct_of(sql: str, expression: str) -> str | None:
+    """``sql`` with its selected count written ``count(DISTINCT expression)`` (an expression
+    such as ``date_trunc('month', "date")``); ``None`` when it selects no count or anything
+    fails to parse."""
+    tree = _parse(sql)
+    if tree is None:
+        return None
+    try:
+        counted = sqlglot.parse_one(expression, read=DIALECT)
+    except sqlglot.errors.ParseError:
+        return None
+    for selected in tree.expressions:
+        for count in selected.find_all(exp.Count):
+            count.set("this", exp.Distinct(expressions=[counted]))
+            return tree.sql(DIALECT)
+    return None

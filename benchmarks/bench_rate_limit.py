@@ -1,0 +1,197 @@
+"""Per-key rate limits under a flood: one key bursts, another key is still served on time.
+
+Starts one `agentlake serve` (a fresh data dir, two read keys, the default limits: 600 requests
+a minute a key) and measures, from this process over real HTTP on 127.0.0.1:
+
+  quiet     the second key's latency alone: --probes sequential GET /tools
+  flood     the same probes while the first key sends --burst requests (GET /tools) from
+            --concurrency connections at once
+  quiet     the probes alone again (the server after the flood)
+
+and prints, per phase, the second key's p50/p99/max and its statuses, the first key's count of
+200 and 429 answers (with the index of its first 429), and the ratio of the flood's p99 to the
+mean of the two quiet p99s. Target (issue 30): the first key meets 429 after its limit; the
+second key's p99 under the flood within 2x its unloaded value. Exit code 1 when either fails.
+
+Usage: .venv/bin/python benchmarks/bench_rate_limit.py [--burst 2000] [--concurrency 32]
+       [--probes 300] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+BURST_KEY = "bench-burst-key-1"
+OTHER_KEY = "bench-other-key-1"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _serve(data_dir: Path) -> tuple[str, subprocess.Popen]:
+    port = _free_port()
+    exe = shutil.which("agentlake", path=str(Path(sys.executable).parent)) or "agentlake"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTLAKE_")} | {
+        "AGENTLAKE_DATA_DIR": str(data_dir),
+        "AGENTLAKE_CONFIG": str(data_dir / "none.toml"),
+        "AGENTLAKE_API_KEYS": f"{BURST_KEY}:read,{OTHER_KEY}:read",
+        "AGENTLAKE_OTLP_GRPC_PORT": "0",
+        "HF_HUB_OFFLINE": "1",
+        "OLLAMA_HOST": "http://127.0.0.1:9",
+    }
+    log = (data_dir / "serve.log").open("w")
+    process = subprocess.Popen(
+        [exe, "serve", "--port", str(port), "--log-level", "warning"], env=env, stdout=log, stderr=log
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                return base, process
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the gateway on {base} did not start; see {data_dir / 'serve.log'}")
+        time.sleep(0.2)
+
+
+async def _probes(base: str, count: int) -> tuple[list[float], dict[int, int]]:
+    """``count`` sequential GET /tools of the second key: latencies (s) and statuses."""
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    async with httpx.AsyncClient(base_url=base, timeout=60, headers={"X-API-Key": OTHER_KEY}) as client:
+        for _ in range(count):
+            started = time.perf_counter()
+            answer = await client.get("/tools")
+            latencies.append(time.perf_counter() - started)
+            statuses[answer.status_code] = statuses.get(answer.status_code, 0) + 1
+    return latencies, statuses
+
+
+async def _burst(base: str, total: int, concurrency: int) -> list[int]:
+    """``total`` GET /tools of the first key from ``concurrency`` connections: the statuses in
+    the order they were sent."""
+    statuses = [0] * total
+    sent = iter(range(total))
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(
+        base_url=base, timeout=60, limits=limits, headers={"X-API-Key": BURST_KEY}
+    ) as client:
+
+        async def worker() -> None:
+            for index in sent:
+                statuses[index] = (await client.get("/tools")).status_code
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return statuses
+
+
+def _summary(latencies: list[float]) -> dict[str, float]:
+    ordered = sorted(latencies)
+    return {
+        "p50_ms": round(statistics.median(ordered) * 1000, 2),
+        "p99_ms": round(ordered[max(0, int(len(ordered) * 0.99) - 1)] * 1000, 2),
+        "max_ms": round(ordered[-1] * 1000, 2),
+    }
+
+
+async def _flood(base: str, burst: int, concurrency: int, probes: int) -> dict:
+    burst_task = asyncio.create_task(_burst(base, burst, concurrency))
+    await asyncio.sleep(0.05)  # the flood is under way before the first probe
+    latencies, statuses = await _probes(base, probes)
+    burst_statuses = await burst_task
+    refused = [index for index, status in enumerate(burst_statuses) if status == 429]
+    return {
+        "other_key": {**_summary(latencies), "statuses": statuses},
+        "burst_key": {
+            "ok": burst_statuses.count(200),
+            "rate_limited": len(refused),
+            "other": len(burst_statuses) - burst_statuses.count(200) - len(refused),
+            "first_429_at": refused[0] if refused else None,
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--burst", type=int, default=2000, help="requests the first key sends at once")
+    parser.add_argument("--concurrency", type=int, default=32, help="connections the burst uses")
+    parser.add_argument(
+        "--probes", type=int, default=300, help="sequential requests of the second key a phase"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args()
+    if min(args.burst, args.concurrency, args.probes) < 1:
+        raise SystemExit("--burst, --concurrency and --probes must be at least 1")
+    with tempfile.TemporaryDirectory(prefix="bench-rate-limit-") as work:
+        base, process = _serve(Path(work))
+        try:
+            asyncio.run(_probes(base, 20))  # warm-up: imports, first connections
+            quiet = _summary(asyncio.run(_probes(base, args.probes))[0])
+            flood = asyncio.run(_flood(base, args.burst, args.concurrency, args.probes))
+            # The second key has used 2 x probes of its 600 a minute: still under its limit.
+            after = _summary(asyncio.run(_probes(base, args.probes))[0])
+        finally:
+            process.terminate()
+            process.wait(30)
+    unloaded = (quiet["p99_ms"] + after["p99_ms"]) / 2
+    ratio = flood["other_key"]["p99_ms"] / unloaded if unloaded else float("inf")
+    result = {
+        "burst": args.burst,
+        "concurrency": args.concurrency,
+        "probes": args.probes,
+        "quiet_before": quiet,
+        "flood": flood,
+        "quiet_after": after,
+        "p99_ratio": round(ratio, 2),
+        "limited_after_its_limit": flood["burst_key"]["rate_limited"] > 0
+        and (flood["burst_key"]["first_429_at"] or 0) >= 600 - args.concurrency,
+        "other_key_all_served": set(flood["other_key"]["statuses"]) == {200},
+    }
+    met = result["limited_after_its_limit"] and result["other_key_all_served"] and ratio <= 2.0
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(
+            f"second key alone, before: p50 {quiet['p50_ms']} ms, p99 {quiet['p99_ms']} ms, max {quiet['max_ms']} ms"
+        )
+        other, burst = flood["other_key"], flood["burst_key"]
+        print(
+            f"during a burst of {args.burst} from the first key ({args.concurrency} connections): "
+            f"second key p50 {other['p50_ms']} ms, p99 {other['p99_ms']} ms, max {other['max_ms']} ms, "
+            f"statuses {other['statuses']}"
+        )
+        print(
+            f"first key: {burst['ok']} answered 200, {burst['rate_limited']} answered 429 "
+            f"(the first at request {burst['first_429_at']}), {burst['other']} other"
+        )
+        print(
+            f"second key alone, after: p50 {after['p50_ms']} ms, p99 {after['p99_ms']} ms, max {after['max_ms']} ms"
+        )
+        print(
+            f"p99 under the flood / unloaded p99: {ratio:.2f} (target <= 2.0): {'met' if met else 'MISSED'}"
+        )
+    raise SystemExit(0 if met else 1)
+
+
+if __name__ == "__main__":
+    main()

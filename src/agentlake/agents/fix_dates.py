@@ -1,0 +1,216 @@
+"""The dates a question names and the filters of a query on them.
+
+Owns reading a question's years and months ("in 2005", "in March 2016": ``named_dates``), the
+date column a query's question is about (``date_column``), and finding and mending a filter
+that misses the named date: written as text, on another date column, written so the database
+refuses it (``text_dates``, ``date_fix``) or over another period than the one named
+(``wrong_period``). It does not run queries (``agents.ask``) nor own the other fixes
+(``agents.fixes``).
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from agentlake.agents.linking import words
+from agentlake.lake.repair import column_types
+from agentlake.lake.rewrite import conjuncts_of, replace_conjuncts
+
+if TYPE_CHECKING:
+    from agentlake.lake import Lake
+
+_MONTHS = {name.casefold(): number for number, name in enumerate(calendar.month_name) if name}
+_MONTHS |= {name.casefold(): number for number, name in enumerate(calendar.month_abbr) if name}
+_YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)\b")
+_MONTH_YEAR = re.compile(
+    rf"\b({'|'.join(sorted(_MONTHS, key=len, reverse=True))})\.?\s+(1[89]\d\d|20\d\d)\b", re.I
+)
+_ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+@dataclass(frozen=True)
+class NamedDate:
+    """A year (and month) a question names: "in 2005", "in March 2016"."""
+
+    year: int
+    month: int | None = None
+
+    def describe(self) -> str:
+        return f"{calendar.month_name[self.month]} {self.year}" if self.month else str(self.year)
+
+
+def named_dates(question: str) -> list[NamedDate]:
+    """The years, with their months where named, that ``question`` names, in order."""
+    found: list[NamedDate] = []
+    taken: set[int] = set()
+    for match in _MONTH_YEAR.finditer(question):
+        found.append(NamedDate(int(match.group(2)), _MONTHS[match.group(1).casefold()]))
+        taken.add(match.start(2))
+    for match in _YEAR.finditer(question):
+        if match.start() not in taken:
+            found.append(NamedDate(int(match.group(1))))
+    return found
+
+
+def missing_dates(sql: str, dates: list[NamedDate]) -> str | None:
+    """The named dates ``sql`` does not mention (its year nowhere in the query), or None."""
+    left = [date.describe() for date in dates if str(date.year) not in sql]
+    return " and ".join(left) or None
+
+
+def date_column(lake: Lake, sql: str, question: str) -> str | None:
+    """The date column of the tables ``sql`` reads that ``question`` is about: the only one,
+    or the one whose name shares the most words with the question (None when that is a tie)."""
+    types = column_types(lake, sql)
+    dated = [name for name, kind in types.items() if kind.upper().startswith(("DATE", "TIMESTAMP"))]
+    if len(dated) <= 1:
+        return dated[0] if dated else None
+    said = words(question)
+    scored = sorted(((len(words(name) & said), name) for name in dated), reverse=True)
+    return scored[0][1] if scored[0][0] > scored[1][0] else None
+
+
+def text_dates(sql: str, question: str, lake: Lake) -> str | None:
+    """The date column ``sql`` filters wrongly on the one date ``question`` names, else None:
+    as text (``CAST(date AS VARCHAR) LIKE '2014-07-%d'``, ``month = '2009-01'``, ``month =
+    2009``; a range of whole ISO days, ``BETWEEN '2016-03-01' AND '2016-03-31'``, is no text),
+    or another date column than the one the question is about (``signup_date`` for "placed an
+    order in 2017")."""
+    found = _date_filters(sql, question, lake)
+    return found[1] if found else None
+
+
+def _date_filters(
+    sql: str, question: str, lake: Lake, *, broken: bool = False
+) -> tuple[NamedDate, str, Callable[[exp.Expression], bool]] | None:
+    """The named date, the date column to filter, and which conjuncts filter wrongly (with
+    ``broken``, the database refused a date the query wrote: every filter of a date column on
+    the named year, such as ``BETWEEN '2015-11-01' AND '2015-11-31'``)."""
+    dates = named_dates(question)
+    if len(dates) != 1:
+        return None
+    date = dates[0]
+    dated = {name.casefold(): name for name, kind in column_types(lake, sql).items() if is_date(kind)}
+    target = date_column(lake, sql, question)
+
+    def wrong(node: exp.Expression) -> bool:
+        if _text_date(node, date, dated) or (broken and (_on_year(node, date, dated) or _date_part(node))):
+            return True
+        return target is not None and (
+            _other_date(node, date, dated, target) or _wrong_period(node, date, target)
+        )
+
+    found = [node for node in conjuncts_of(sql) if wrong(node)]
+    if not found:
+        return None
+    column = target or next(
+        dated[c.name.casefold()] for c in found[0].find_all(exp.Column) if c.name.casefold() in dated
+    )
+    return date, column, wrong
+
+
+def is_date(kind: str) -> bool:
+    return kind.upper().startswith(("DATE", "TIMESTAMP"))
+
+
+def _text_date(node: exp.Expression, date: NamedDate, dated: dict[str, str]) -> bool:
+    if not any(column.name.casefold() in dated for column in node.find_all(exp.Column)):
+        return False
+    year = str(date.year)
+    literals = [literal for literal in node.find_all(exp.Literal) if year in literal.this]
+    if not literals or node.find(exp.Year):
+        return False
+    if isinstance(node, (exp.Like, exp.ILike)) or node.find(exp.Cast):
+        return True
+    return isinstance(node, exp.EQ) and not (literals[0].is_string and _ISO_DAY.match(literals[0].this))
+
+
+def _date_part(node: exp.Expression) -> bool:
+    """A filter on a column named year, month or day (which the table has not, when asked)."""
+    return any(column.name.casefold() in ("year", "month", "day") for column in node.find_all(exp.Column))
+
+
+def _on_year(node: exp.Expression, date: NamedDate, dated: dict[str, str]) -> bool:
+    on_date = any(column.name.casefold() in dated for column in node.find_all(exp.Column))
+    return on_date and any(str(date.year) in literal.this for literal in node.find_all(exp.Literal))
+
+
+def _other_date(node: exp.Expression, date: NamedDate, dated: dict[str, str], target: str) -> bool:
+    columns = {c.name.casefold() for c in node.find_all(exp.Column)} & set(dated)
+    year = str(date.year)
+    return (
+        bool(columns)
+        and target.casefold() not in columns
+        and any(year in literal.this for literal in node.find_all(exp.Literal))
+    )
+
+
+def period(date: NamedDate) -> tuple[datetime.date, datetime.date]:
+    """The first and last day of ``date``: its month, or its whole year."""
+    if date.month:
+        last = calendar.monthrange(date.year, date.month)[1]
+        return datetime.date(date.year, date.month, 1), datetime.date(date.year, date.month, last)
+    return datetime.date(date.year, 1, 1), datetime.date(date.year, 12, 31)
+
+
+def _day(node: exp.Expression | None) -> datetime.date | None:
+    if isinstance(node, exp.Cast):
+        node = node.this
+    if not isinstance(node, exp.Literal) or not node.is_string or not _ISO_DAY.match(node.this):
+        return None
+    try:
+        return datetime.date.fromisoformat(node.this)
+    except ValueError:
+        return None
+
+
+def _on(node: exp.Expression | None, target: str) -> bool:
+    return isinstance(node, exp.Column) and node.name.casefold() == target.casefold()
+
+
+def _wrong_period(node: exp.Expression, date: NamedDate, target: str) -> bool:
+    """A filter of ``target`` on whole days that selects another period than the one the
+    question names (``BETWEEN '2014-03-01' AND '2014-03-31'`` or ``= '2014-03-01'`` for "in
+    2014"; a day for "in January 2013"), or on a month the question does not name
+    (``month(date) = 3`` for "in 2012")."""
+    first, last = period(date)
+    day = datetime.timedelta(days=1)
+    if isinstance(node, exp.Between) and _on(node.this, target):
+        low, high = _day(node.args.get("low")), _day(node.args.get("high"))
+        return low is not None and high is not None and (low, high) != (first, last)
+    bounds = {exp.EQ: None, exp.GTE: first, exp.GT: first - day, exp.LTE: last, exp.LT: last + day}
+    if type(node) in bounds and _on(node.this, target):
+        value = _day(node.expression)
+        return value is not None and value != bounds[type(node)]
+    if isinstance(node, exp.EQ) and isinstance(node.this, exp.Month) and _on(node.this.this, target):
+        literal = node.expression
+        return isinstance(literal, exp.Literal) and not literal.is_string and int(literal.this) != date.month
+    return False
+
+
+def date_fix(sql: str, lake: Lake, question: str, *, broken: bool = False) -> tuple[str, str] | None:
+    found = _date_filters(sql, question, lake, broken=broken)
+    if found is None:
+        return None
+    date, column, wrong = found
+    conditions = [f"year({quote(column)}) = {date.year}"]
+    if date.month:
+        conditions.append(f"month({quote(column)}) = {date.month}")
+    fixed = replace_conjuncts(sql, wrong, conditions)
+    return (
+        (fixed, f"filtered {' AND '.join(conditions)}: the question names {date.describe()}")
+        if fixed
+        else None
+    )
+
+
+def quote(name: str) -> str:
+    """``name`` as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
