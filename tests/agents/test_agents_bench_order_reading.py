@@ -19,7 +19,7 @@ from agentlake.workforce.order_words import NEEDED, OrderParts
 BENCH_FILE = Path(__file__).parents[2] / "benchmarks" / "bench_order_reading.py"
 
 
-def _bench():  # noqa: ANN202 - the benchmark script as a module
+def _bench():  # the benchmark script as a module
     spec = importlib.util.spec_from_file_location("bench_order_reading", BENCH_FILE)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)

@@ -25,7 +25,7 @@ def read(text: str, **parts: object) -> ReadOrder:
     return settle(OrderParts(**parts), text, now=NOW, places=gazetteer(), source="scripted:reader")
 
 
-def said(text: str):  # noqa: ANN201 - the WordsRead of text
+def said(text: str):  # the WordsRead of text
     return words_say(text, now=NOW, places=gazetteer())
 
 

@@ -49,7 +49,7 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: _FakeHTTPServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet test output
+    def log_message(self, format: str, *args: Any) -> None:  # quiet test output
         return
 
     def _dispatch(self, method: str) -> None:
@@ -91,10 +91,10 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:  # the client gave up (a timeout test): nothing to answer
             self.close_connection = True
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:  # http.server's naming
         self._dispatch("GET")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._dispatch("POST")
 
 

@@ -544,7 +544,7 @@ class OpStore:
 
     def _insert(self, table: pa.Table, verb: str) -> None:
         """Insert ``table`` in one auto-committed statement."""
-        _incoming = table  # noqa: F841  (read by DuckDB's replacement scan in the statement)
+        _incoming = table  # read by DuckDB's replacement scan in the statement
         # BY NAME instead of two 35-column lists: the statement is parsed at every commit.
         self._conn.execute(f"{verb} INTO ops BY NAME SELECT * FROM _incoming")
 
