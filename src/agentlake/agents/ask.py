@@ -465,12 +465,12 @@ def _plan(model: str, messages: list[Any], indexed: list[str], settings: Setting
         if route == "search" and len(indexed) == 1 and not value.get("dataset"):
             value = {**value, "dataset": indexed[0]}  # the one dataset search can use
         if route == "search" and indexed:
-            plan: Plan = SearchPlan.model_validate(value)
-            if plan.dataset not in indexed:
+            search = SearchPlan.model_validate(value)
+            if search.dataset not in indexed:
                 raise ValueError(
-                    f"dataset {plan.dataset!r} has no search index; search one of {', '.join(indexed)}"
+                    f"dataset {search.dataset!r} has no search index; search one of {', '.join(indexed)}"
                 )
-            return plan
+            return search
         if route == "search":
             raise ValueError("no dataset has a search index: answer with the sql route")
         return SqlPlan.model_validate(value)

@@ -313,7 +313,7 @@ class LLMPolicy:
                 summary=f"the executor did not propose although {len(state.enough)} verified worker(s) "
                 "fill the order: its next action is a proposal among them",
             )
-        if reply is None:
+        if reply is None or action is None:
             return state
         state = cite_lessons(state, action.cited_lessons)
         count = state.order.count
@@ -493,16 +493,16 @@ class LLMPolicy:
 
     def _review(self, state: AttemptState, task: _Task) -> AttemptState:
         """Ask the reviewer about the verified proposal: consensus when it approves."""
-        assert state.proposal is not None and state.verification is not None
+        proposal, verification = state.proposal, state.verification
+        assert proposal is not None and verification is not None
         brief = task.brief
         state = review_turn(state)
-        proposal = state.proposal
         messages = prompts.reviewer_messages(
             state.order,
             brief.judged,
             task.book.ledger,
             proposal.worker_ids,
-            state.verification,
+            verification,
             _lesson_check(brief, proposal),
             details=brief.words_only,
         )
@@ -524,7 +524,7 @@ class LLMPolicy:
             self._note(
                 task,
                 "consensus",
-                summary=f"consensus: {len(state.verification.accepted)} verified worker(s) approved",
+                summary=f"consensus: {len(verification.accepted)} verified worker(s) approved",
             )
             return state
         state = rejected(state, critique)
@@ -605,7 +605,7 @@ class LLMPolicy:
         )
         error = TurnRecord(
             turn=state.turns,
-            agent=agent,  # type: ignore[arg-type]
+            agent=agent,
             kind="error",
             ok=False,
             summary=reason,
@@ -659,7 +659,7 @@ class LLMPolicy:
             text += f" (valid after {reply.schema_retries} repair request(s))"
         record = TurnRecord(
             turn=state.turns,
-            agent=agent,  # type: ignore[arg-type]
+            agent=agent,
             kind=kind,
             summary=text,
             detail=detail,

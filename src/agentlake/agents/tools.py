@@ -89,7 +89,9 @@ class Tool(Protocol):
 
     name: str
     description: str
-    args_model: type[BaseModel]
+
+    @property
+    def args_model(self) -> type[BaseModel]: ...
 
     def run(self, args: Any, ctx: RunContext) -> ToolOutput: ...
 
@@ -372,7 +374,7 @@ class _Args(BaseModel):
 # scores by name) no argument under a grammar can run an action to the token limit.
 NAME_CAP = 80
 # min_scores as the object it is: the known scores by name, each 0-1 (not keys of a model's choosing).
-_SCORES_SCHEMA = {
+_SCORES_SCHEMA: dict[str, Any] = {
     "properties": {name: {"type": "number", "minimum": 0, "maximum": 1} for name in SCORE_COLUMNS},
     "additionalProperties": False,
 }

@@ -204,7 +204,7 @@ def agentlake_error_response(exc: AgentlakeError) -> JSONResponse:
 def validation_error_response(exc: RequestValidationError) -> tuple[JSONResponse, str]:
     """A request that does not match the schema: 422, each problem under ``details.errors`` as
     ``{loc, field, msg, type}`` (``field``: the dotted path inside the query, path or body)."""
-    errors = [
+    errors: list[dict[str, Any]] = [
         {
             "loc": [str(part) for part in err.get("loc", ())],
             "field": ".".join(str(part) for part in tuple(err.get("loc", ()))[1:]) or None,

@@ -189,7 +189,7 @@ def serve_fake_ollama(
                 temperature=model_options.get("temperature"),
                 stop=model_options.get("stop"),
                 think=body.get("think"),
-                schema=fmt if isinstance(fmt, dict) else ({} if fmt == "json" else None),
+                schema_=fmt if isinstance(fmt, dict) else ({} if fmt == "json" else None),
             )
             messages = _messages(body)
         except (ValueError, KeyError, TypeError) as exc:
@@ -303,7 +303,7 @@ def serve_fake_openai(
     def authorised(handler: _Handler) -> bool:
         return api_key is None or handler.headers.get("Authorization") == f"Bearer {api_key}"
 
-    unauthorised = (
+    unauthorised: tuple[int, Any, dict[str, str]] = (
         401,
         {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}},
         {},
@@ -333,7 +333,7 @@ def serve_fake_openai(
                 temperature=body.get("temperature"),
                 stop=[stop] if isinstance(stop, str) else stop,
                 think=kwargs.get("enable_thinking"),
-                schema=schema,
+                schema_=schema,
             )
             messages = _messages(body)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -73,7 +73,7 @@ class Pending:
         self.event: threading.Event | None = None
         self.results: list[AppendResult] | None = None
         self.error: BaseException | None = None
-        self.callbacks: list[Callable[[Pending], None]] = []
+        self.callbacks: list[Callable[[Pending], object]] = []
         self.enqueued_at = time.monotonic()
 
 
@@ -90,7 +90,7 @@ class Ticket:
         """How many ops this ticket holds."""
         return len(self._pending.ops)
 
-    def add_done_callback(self, fn: Callable[[Ticket], None]) -> None:
+    def add_done_callback(self, fn: Callable[[Ticket], object]) -> None:
         """Call ``fn(ticket)`` once the ops are committed (or failed): from the writer thread, or
         right here if that already happened."""
         with self._lock:

@@ -357,7 +357,7 @@ class ObserverClient:
     # --- reading ------------------------------------------------------------------------
 
     def _get(self, path: str, params: dict[str, Any] | list[tuple[str, str]] | None = None) -> Any:
-        query = (
+        query: Any = (
             params
             if isinstance(params, list)
             else [(k, v) for k, v in (params or {}).items() if v is not None]

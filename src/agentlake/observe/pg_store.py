@@ -146,7 +146,7 @@ class PgOpStore(OpStore):
         # The writer thread keeps a connection of its own (made again after an outage);
         # readers (the gateway's /ops, stats) share the pool's.
         self._conn = Database(url, name="the observer store", max_size=4)
-        self.path = self._conn.where  # what messages name
+        self.path = self._conn.where  # type: ignore[assignment]  # what messages name: the database
         try:
             if read_only:
                 found = self._conn.execute("SELECT to_regclass('ops') IS NOT NULL").fetchone()

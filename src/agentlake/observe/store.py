@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import duckdb
 import pyarrow as pa
@@ -128,6 +128,11 @@ def _is_lock_error(exc: Exception) -> bool:
     return "lock" in text and ("conflicting" in text or "could not set lock" in text)
 
 
+def _one(result: Any) -> tuple[Any, ...]:
+    """The one row an aggregate query returns (the driver's type allows none)."""
+    return cast(tuple[Any, ...], result.fetchone())
+
+
 class OpStore:
     """The durable op log in one DuckDB file, written by ONE thread (an ``OpSink``).
 
@@ -189,7 +194,7 @@ class OpStore:
         if not read_only:
             apply_migrations(self._conn, MIGRATIONS)
             self._configure()
-        self._next_seq = int(self._conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM ops").fetchone()[0])
+        self._next_seq = int(_one(self._conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM ops"))[0])
         self._start()
 
     def _configure(self) -> None:
@@ -482,7 +487,7 @@ class OpStore:
         _close_quietly(self._conn)
         self._conn = duckdb.connect(str(self.path), config={"threads": self._threads})
         self._configure()
-        stored = int(self._conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM ops").fetchone()[0])
+        stored = int(_one(self._conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM ops"))[0])
         self._next_seq = max(self._next_seq, stored)
         self._invalid = False
         self.reopened += 1
@@ -626,11 +631,11 @@ class OpStore:
     def count(self, wanted: OpFilter | None = None, /, **filters: Any) -> int:
         """How many committed ops match the same filters as :meth:`query`."""
         where, params = self._filters(OpFilter.of(wanted, **filters))
-        return int(self._cursor().execute(f"SELECT count(*) FROM ops {where}", params).fetchone()[0])
+        return int(_one(self._cursor().execute(f"SELECT count(*) FROM ops {where}", params))[0])
 
     def last_seq(self) -> int:
         """The highest commit sequence stored (0 for an empty log)."""
-        return int(self._cursor().execute("SELECT coalesce(max(seq), 0) FROM ops").fetchone()[0])
+        return int(_one(self._cursor().execute("SELECT coalesce(max(seq), 0) FROM ops"))[0])
 
     def _filters(self, wanted: OpFilter) -> tuple[str, list[Any]]:
         clauses: list[str] = []
@@ -679,14 +684,14 @@ class OpStore:
     def stats(self, *, latency_window: int = 10000, recent_scenario: int = 20) -> Stats:
         """Exact counts over the whole log; latency percentiles over the last ``latency_window`` ops."""
         cur = self._cursor()
-        total, successes = cur.execute("SELECT count(*), count(*) FILTER (WHERE success) FROM ops").fetchone()
+        total, successes = _one(cur.execute("SELECT count(*), count(*) FILTER (WHERE success) FROM ops"))
         by_source = dict(
             cur.execute("SELECT source, count(*) FROM ops GROUP BY source ORDER BY 2 DESC").fetchall()
         )
         by_endpoint = dict(
             cur.execute("SELECT endpoint, count(*) FROM ops GROUP BY endpoint ORDER BY 2 DESC").fetchall()
         )
-        p50, p95, window = cur.execute(self._LATENCY_SQL, [latency_window]).fetchone()
+        p50, p95, window = _one(cur.execute(self._LATENCY_SQL, [latency_window]))
         return Stats(
             total=total,
             successes=successes,

@@ -287,10 +287,10 @@ def words_say(text: str, *, now: datetime, places: Gazetteer) -> WordsRead:
                 continue
             if certification_spans(plain_text(clause)[0]):
                 continue  # 'CPR certified' names its certificate
-            name = certification_of_role(clause, read.roles[0].name)
-            if name is not None and name not in read.certifications:
-                read.certifications[name] = bool(SOFT.search(clause))
-                read.certification_words[name] = text[match.start() : match.end()].strip()
+            loosely = certification_of_role(clause, read.roles[0].name)
+            if loosely is not None and loosely not in read.certifications:
+                read.certifications[loosely] = bool(SOFT.search(clause))
+                read.certification_words[loosely] = text[match.start() : match.end()].strip()
     read.clients = _clients(text, read, role_at)
     _counts(lowered, taken, role_at, read)
     return read
@@ -515,10 +515,10 @@ def _counts(lowered: str, taken: list[bool], role_at: list[tuple[int, int, Role]
     # roles when the catalogue has none of it.
     after = [end for _, end, count in sorted(found) if count == read.count]
     if after:
-        match = re.match(r"\s*(?:x\s+)?((?:[a-z][a-z'/-]*\s?){1,4})", lowered[after[0] :])
-        if match:
+        job = re.match(r"\s*(?:x\s+)?((?:[a-z][a-z'/-]*\s?){1,4})", lowered[after[0] :])
+        if job:
             words = []
-            for word in match[1].split():
+            for word in job[1].split():
                 if word in _ROLE_WORDS_END:
                     break
                 words.append(word)
