@@ -14,7 +14,7 @@ mean of the two quiet p99s. Target (issue 30): the first key meets 429 after its
 second key's p99 under the flood within 2x its unloaded value. Exit code 1 when either fails.
 
 Usage: .venv/bin/python benchmarks/bench_rate_limit.py [--burst 2000] [--concurrency 32]
-       [--probes 300] [--json]
+       [--probes 300] [--rate-limit-concurrent N] [--json]
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _serve(data_dir: Path) -> tuple[str, subprocess.Popen]:
+def _serve(data_dir: Path, concurrent: int | None) -> tuple[str, subprocess.Popen]:
     port = _free_port()
     exe = shutil.which("agentlake", path=str(Path(sys.executable).parent)) or "agentlake"
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTLAKE_")} | {
@@ -55,6 +55,8 @@ def _serve(data_dir: Path) -> tuple[str, subprocess.Popen]:
         "HF_HUB_OFFLINE": "1",
         "OLLAMA_HOST": "http://127.0.0.1:9",
     }
+    if concurrent is not None:
+        env["AGENTLAKE_RATE_LIMIT_CONCURRENT"] = str(concurrent)
     log = (data_dir / "serve.log").open("w")
     process = subprocess.Popen(
         [exe, "serve", "--port", str(port), "--log-level", "warning"], env=env, stdout=log, stderr=log
@@ -138,12 +140,18 @@ def main() -> None:
     parser.add_argument(
         "--probes", type=int, default=300, help="sequential requests of the second key a phase"
     )
+    parser.add_argument(
+        "--rate-limit-concurrent",
+        type=int,
+        default=None,
+        help="the server's rate_limit_concurrent (default: the setting's default; 0: no limit)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     if min(args.burst, args.concurrency, args.probes) < 1:
         raise SystemExit("--burst, --concurrency and --probes must be at least 1")
     with tempfile.TemporaryDirectory(prefix="bench-rate-limit-") as work:
-        base, process = _serve(Path(work))
+        base, process = _serve(Path(work), args.rate_limit_concurrent)
         try:
             asyncio.run(_probes(base, 20))  # warm-up: imports, first connections
             quiet = _summary(asyncio.run(_probes(base, args.probes))[0])
@@ -159,6 +167,7 @@ def main() -> None:
         "burst": args.burst,
         "concurrency": args.concurrency,
         "probes": args.probes,
+        "rate_limit_concurrent": args.rate_limit_concurrent,
         "quiet_before": quiet,
         "flood": flood,
         "quiet_after": after,

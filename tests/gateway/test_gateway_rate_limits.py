@@ -5,8 +5,10 @@ observer's ingest is not counted; a negative limit is a settings error naming th
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -14,7 +16,7 @@ import pytest
 from gateway_support import running_server
 
 from agentlake.errors import UserError
-from agentlake.gateway.limits import RateLimits
+from agentlake.gateway.limits import RateLimit, RateLimits
 from agentlake.settings import load_settings
 
 H = dict[str, dict[str, str]]
@@ -186,3 +188,70 @@ def test_a_served_gateway_answers_429_with_retry_after(data_dir: Path, tmp_path:
     assert refused.status_code == 429
     assert 10 <= int(refused.headers["Retry-After"]) <= 12  # 5 a minute: a token every 12 s
     assert other.status_code == 200
+
+
+# --- one key's requests take turns ----------------------------------------------------------
+
+
+def _scope(key: str, method: str = "GET", path: str = "/tools", accept: bytes = b"*/*") -> dict[str, Any]:
+    return {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "headers": [(b"accept", accept)],
+        "state": {"principal": SimpleNamespace(key_id=key)},
+    }
+
+
+def _entered_while_key_a_is_busy(*others: dict[str, Any]) -> list[str]:
+    """Which requests the app saw while key-a's first request was still in progress: key-a's
+    second, then ``others``, sent in that order under rate_limit_concurrent=1."""
+
+    async def scenario() -> list[str]:
+        entered: list[str] = []
+        release = asyncio.Event()
+
+        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            entered.append(f"{scope['state']['principal'].key_id} {scope['method']} {scope['path']}")
+            if len(entered) == 1:
+                await release.wait()
+
+        middleware = RateLimit(app, RateLimits({"all": 600}, concurrent=1))
+        first = asyncio.create_task(middleware(_scope("key-a"), None, None))
+        await asyncio.sleep(0.01)
+        second = asyncio.create_task(middleware(_scope("key-a"), None, None))
+        for other in others:
+            await asyncio.wait_for(middleware(other, None, None), 1)
+        seen = list(entered)
+        release.set()
+        await asyncio.gather(first, second)
+        return seen
+
+    return asyncio.run(scenario())
+
+
+def test_a_keys_second_request_waits_its_turn_while_another_key_is_served() -> None:
+    assert _entered_while_key_a_is_busy(_scope("key-b")) == ["key-a GET /tools", "key-b GET /tools"]
+
+
+def test_a_model_call_of_the_same_key_takes_no_turn() -> None:
+    entered = _entered_while_key_a_is_busy(_scope("key-a", "POST", "/ask"))
+    assert entered == ["key-a GET /tools", "key-a POST /ask"]
+
+
+def test_a_stream_of_the_same_key_takes_no_turn() -> None:
+    entered = _entered_while_key_a_is_busy(_scope("key-a", path="/mcp", accept=b"text/event-stream"))
+    assert entered == ["key-a GET /tools", "key-a GET /mcp"]
+
+
+def test_a_caller_with_nothing_in_progress_is_forgotten() -> None:
+    async def scenario() -> int:
+        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            return None
+
+        limits = RateLimits({"all": 600}, concurrent=1)
+        for n in range(50):
+            await RateLimit(app, limits)(_scope(f"key-{n}"), None, None)
+        return len(limits._slots)
+
+    assert asyncio.run(scenario()) == 0

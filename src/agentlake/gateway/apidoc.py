@@ -30,8 +30,10 @@ whose scope is too low is 403. Without keys the gateway is open (it binds 127.0.
 them, `rate_limit_write_per_minute` (120) to routes that need the write or admin scope, and
 `rate_limit_model_per_minute` (30) that call a model: `POST /fill`, `POST /ask`, each graph chat
 message on `/ws`, the MCP tool `ask`. Past a limit the answer is 429 (`rate_limited`) with
-`Retry-After` in seconds; other keys are unaffected. Without keys, each client address is
-counted alone. **The limits are counted per server process: N gateway processes behind one
+`Retry-After` in seconds; other keys are unaffected. One key's requests take turns
+(`rate_limit_concurrent`, default 1 in progress at once; model calls and streams take none), so
+a burst from one key waits its own turn instead of slowing everyone's. Without keys, each client
+address is counted alone. **The limits are counted per server process: N gateway processes behind one
 address allow N times them.** `/health` and the observer's ingest routes (`POST /observer/...`,
 which answer 503 with `Retry-After` when their queue is full or the store cannot commit) are not
 counted. A limit of 0 is no limit; a negative one is refused at start-up, naming the setting.

@@ -14,7 +14,10 @@ the caller's bucket of ``rate_limit_per_minute``; a request to a route that need
 model (``POST /fill``, ``POST /ask``; each graph chat message on ``/ws`` and each MCP ``ask``
 take theirs where they run) from its bucket of ``rate_limit_model_per_minute``. A bucket holds
 a minute's worth and refills continuously; an empty one answers 429 with ``Retry-After``
-through the one error renderer, and other callers are unaffected. ``/health`` and the
+through the one error renderer, and other callers are unaffected. A caller has at most
+``rate_limit_concurrent`` counted requests in progress at once, refused ones included (streams
+and model calls aside); the rest wait their turn before they are charged, so a burst from one
+key cannot hold the event loop and every worker while another key's request waits behind it. ``/health`` and the
 observer's ingest routes (``POST /observer/...``, which answer 503 with ``Retry-After`` when
 their queue is full or the store cannot commit) are not counted. The buckets live in the process: N gateway processes
 allow N times the limit. A limit of 0 is no limit.
@@ -24,6 +27,7 @@ It does not own the limits' values (``Settings``) or the error shape (``agentlak
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
 import time
@@ -94,11 +98,19 @@ class RateLimits:
     ``per_minute / 60`` a second. Thread-safe (MCP tools and graph turns charge from worker
     threads). ``clock`` is injectable for tests."""
 
-    def __init__(self, per_minute: dict[Bucket, int], clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        per_minute: dict[Bucket, int],
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        concurrent: int = 0,
+    ) -> None:
         self.per_minute = {bucket: limit for bucket, limit in per_minute.items() if limit > 0}
         self.clock = clock
+        self.concurrent = concurrent
         self._lock = threading.Lock()
         self._buckets: dict[tuple[str, Bucket], list[float]] = {}  # -> [tokens, at]
+        self._slots: dict[tuple[int, str], _Slots] = {}  # (event loop, caller) -> in progress
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RateLimits:
@@ -107,11 +119,21 @@ class RateLimits:
                 "all": settings.rate_limit_per_minute,
                 "write": settings.rate_limit_write_per_minute,
                 "model": settings.rate_limit_model_per_minute,
-            }
+            },
+            concurrent=settings.rate_limit_concurrent,
         )
 
     def __bool__(self) -> bool:
-        return bool(self.per_minute)
+        return bool(self.per_minute) or self.concurrent > 0
+
+    def slots(self, caller: str) -> _Slots:
+        """``caller``'s requests in progress on the running event loop (at most ``concurrent``);
+        forgotten again when none is in progress or waiting."""
+        key = (id(asyncio.get_running_loop()), caller)
+        slots = self._slots.get(key)
+        if slots is None:
+            slots = self._slots[key] = _Slots(self.concurrent, lambda: self._slots.pop(key, None))
+        return slots
 
     def take(self, caller: str, buckets: Iterable[Bucket]) -> tuple[float, Bucket | None]:
         """Take one token from each of ``caller``'s ``buckets``: ``(0.0, None)``. When one is
@@ -164,6 +186,34 @@ class RateLimits:
                 http_status=429,
                 retry_after=math.ceil(wait),
             )
+
+
+class _Slots:
+    """One caller's requests in progress: at most ``size`` at once, the rest waiting in turn;
+    ``forget`` is called when none is in progress or waiting."""
+
+    def __init__(self, size: int, forget: Callable[[], object]) -> None:
+        self._semaphore = asyncio.Semaphore(size)
+        self._users = 0
+        self._forget = forget
+
+    async def run(self, call: Callable[[], Any]) -> None:
+        self._users += 1
+        try:
+            async with self._semaphore:
+                await call()
+        finally:
+            self._users -= 1
+            if not self._users:
+                self._forget()
+
+
+def _streams(scope: dict[str, Any]) -> bool:
+    """A WebSocket or a request for server-sent events: open as long as the client likes."""
+    if scope["type"] != "http":
+        return True
+    accept = next((value for name, value in scope.get("headers", []) if name == b"accept"), b"")
+    return b"text/event-stream" in accept
 
 
 def caller_of(scope: MutableMapping[str, Any]) -> str:
@@ -219,12 +269,23 @@ class RateLimit:
             return
         state = scope.setdefault("state", {})
         state["rate_limits"] = self.limits  # graph chat messages and MCP tools charge there
+        caller, buckets = caller_of(scope), self.buckets(scope)
+        if self.limits.concurrent and buckets and "model" not in buckets and not _streams(scope):
+            # One caller's requests take their turns, the refused ones too: a burst waits here,
+            # not in the workers and the event loop other keys' requests need. A model call
+            # (seconds long) takes no turn, so it never holds up the same key's reads.
+            await self.limits.slots(caller).run(lambda: self._charged(scope, receive, send, caller, buckets))
+            return
+        await self._charged(scope, receive, send, caller, buckets)
+
+    async def _charged(
+        self, scope: dict[str, Any], receive: Any, send: Any, caller: str, buckets: tuple[Bucket, ...]
+    ) -> None:
+        """The request charged to ``caller``'s ``buckets``: the app's answer, or the 429."""
         try:
-            self.limits.charge(
-                caller_of(scope), self.buckets(scope), f"{scope.get('method', 'GET')} {scope.get('path', '')}"
-            )
+            self.limits.charge(caller, buckets, f"{scope.get('method', 'GET')} {scope.get('path', '')}")
         except UserError as exc:
-            state["error_message"] = exc.message
+            scope["state"]["error_message"] = exc.message
             if scope["type"] == "http" or "websocket.http.response" in scope.get("extensions", {}):
                 # The 429 itself; a WebSocket handshake too where the server can answer one.
                 await agentlake_error_response(exc)(scope, receive, send)
