@@ -89,6 +89,7 @@ test: install browser postgres models-0.5b ask-pack wheelhouse
 lint: install
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy
 
 # llama-cpp-python: the optional llama.cpp engine (AGENTLAKE_LOCAL_ENGINE=llamacpp) for the embedded
 # Qwen GGUFs, and the base Gemma 3 270M of local-tiny. Compiles for ~11 minutes;

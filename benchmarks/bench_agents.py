@@ -84,8 +84,8 @@ def main() -> None:
     model_ms = [0.0]
     queue: list[str] = []
 
-    def reply(text_source):  # noqa: ANN001, ANN202 - a FunctionProvider callback
-        def fn(messages, options):  # noqa: ANN001, ANN202
+    def reply(text_source):  # a FunctionProvider callback
+        def fn(messages, options):
             t0 = time.perf_counter()
             text = text_source()
             model_ms[0] += (time.perf_counter() - t0) * 1000
@@ -98,7 +98,7 @@ def main() -> None:
     sql_ms = [0.0]
     real_verify = orchestrator.verify_fill
 
-    def timed_verify(*a, **k):  # noqa: ANN002, ANN003, ANN202
+    def timed_verify(*a, **k):
         t0 = time.perf_counter()
         try:
             return real_verify(*a, **k)
@@ -109,7 +109,7 @@ def main() -> None:
     tools = default_tools()
     real_call = tools.call
 
-    def timed_call(*a, **k):  # noqa: ANN002, ANN003, ANN202
+    def timed_call(*a, **k):
         result = real_call(*a, **k)
         sql_ms[0] += result.duration_ms  # the tool's own work; recording its op stays in the overhead
         return result

@@ -79,7 +79,7 @@ def main() -> None:
     raise SystemExit(1 if failed else 0)
 
 
-def report_targets(summary) -> int:  # noqa: ANN001 - a runner.RunSummary
+def report_targets(summary) -> int:  # a runner.RunSummary
     """Print recovery per arm and each target; the number of targets missed."""
     from agentlake.scenarios.recovery import recovery_line
 

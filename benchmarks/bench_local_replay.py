@@ -36,7 +36,7 @@ def record(data_dir: Path, staffer: str, calls_file: Path) -> None:
     calls = []
     complete = LocalProvider.complete
 
-    def recording(self, messages, options):  # noqa: ANN001, ANN202
+    def recording(self, messages, options):
         calls.append((self.model, messages, options))
         return complete(self, messages, options)
 
@@ -59,7 +59,7 @@ def replay(calls: list, draft: int) -> tuple[dict, list[str]]:
     generations = []
     generate = local.Decoder.generate
 
-    def keeping(self, *args, **kwargs):  # noqa: ANN001, ANN202
+    def keeping(self, *args, **kwargs):
         generation = generate(self, *args, **kwargs)
         generations.append(generation)
         return generation
@@ -103,7 +103,7 @@ def main() -> None:
     if not args.calls.exists():
         record(args.data_dir, args.staffer, args.calls)
     with args.calls.open("rb") as source:
-        calls = pickle.load(source)  # noqa: S301 - the file this script wrote
+        calls = pickle.load(source)  # the file this script wrote
     print(
         "| draft tokens | wall s | median s/call | prompt s | decode s | output tokens (forced, drafted) "
         "| decode ms/output token | replies identical to the first row's |"

@@ -201,7 +201,7 @@ class _ListSink:
     def __init__(self) -> None:
         self.ops: list = []
 
-    def append(self, ops, *, timeout=None, wait_for_space=0.0):  # noqa: ANN001, ANN201
+    def append(self, ops, *, timeout=None, wait_for_space=0.0):
         from agentlake.observe import AppendResult
 
         self.ops.extend(ops)
@@ -224,7 +224,7 @@ def _recording(seconds: float) -> dict[str, dict[str, float]]:
     async def fetch(worker_id: str) -> dict[str, str]:
         return {"id": worker_id, "role": "Welder"}
 
-    def measure(observer: Observer, step) -> dict[str, float]:  # noqa: ANN001
+    def measure(observer: Observer, step) -> dict[str, float]:
         ops, start, cpu_start = 0, time.perf_counter(), time.process_time()
         while time.perf_counter() - start < seconds:
             ops += step()

@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_observe import EVENT  # noqa: E402
+from bench_observe import EVENT
 
-from agentlake.observe.ingest import parse_events  # noqa: E402
+from agentlake.observe.ingest import parse_events
 
 
 def main() -> None:

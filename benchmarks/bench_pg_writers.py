@@ -96,7 +96,7 @@ class Writer:
         self.lesson_ids: set[str] = set()
         self.lock = threading.Lock()
 
-    def _loop(self, send) -> None:  # noqa: ANN001
+    def _loop(self, send) -> None:
         with httpx.Client(base_url=self.url, timeout=30) as client:
             n = 0
             while not self.stop.is_set():

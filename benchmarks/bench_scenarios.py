@@ -78,7 +78,7 @@ def main() -> None:
             for backend in ("inline", "process"):
                 per_staffer: dict[str, list[float]] = defaultdict(list)
 
-                def day(p, per_staffer=per_staffer) -> None:  # noqa: ANN001
+                def day(p, per_staffer=per_staffer) -> None:
                     per_staffer[p.staffer].append(p.seconds)
 
                 started = time.perf_counter()

@@ -148,7 +148,7 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
 
 
 @pytest.fixture(scope="session")
-def postgres_cluster():  # noqa: ANN201 - agentlake.postgres.LocalCluster
+def postgres_cluster():  # agentlake.postgres.LocalCluster
     """A PostgreSQL cluster initdb'd in a temp dir on 127.0.0.1 (see ``LocalCluster``), started
     once per session. Skips only when Debian's server programs are absent (`make postgres`)."""
     from agentlake.postgres import LocalCluster, server_binaries
@@ -161,7 +161,7 @@ def postgres_cluster():  # noqa: ANN201 - agentlake.postgres.LocalCluster
 
 
 @pytest.fixture
-def database_url(postgres_cluster) -> str:  # noqa: ANN001
+def database_url(postgres_cluster) -> str:
     """The URL of a new empty database in the session's cluster."""
     return postgres_cluster.create_database()
 

@@ -148,7 +148,7 @@ class Database:
             raise UserError(
                 f"cannot reach PostgreSQL at {self.where} for {name} ({_reason(exc)}); check {SETTING}"
             ) from None
-        self._kwargs = {"connect_timeout": CONNECT_TIMEOUT_S, **extra}
+        self._kwargs: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S, **extra}
         self.pool: ConnectionPool = ConnectionPool(
             url,
             min_size=1,

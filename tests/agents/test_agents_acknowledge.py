@@ -88,7 +88,7 @@ def test_acknowledge_is_checked() -> None:
         LLMPolicy("scripted:x", acknowledge="never")  # type: ignore[arg-type]
 
 
-def test_two_fills_at_once_in_one_process_record_each_model_call_once(lake, order, qualified) -> None:  # noqa: ANN001
+def test_two_fills_at_once_in_one_process_record_each_model_call_once(lake, order, qualified) -> None:
     from agentlake.agents import fill
     from agentlake.observe import MemorySink
 

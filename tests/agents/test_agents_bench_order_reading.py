@@ -12,14 +12,14 @@ import pytest
 
 from agentlake.agents.order_reader import read_order
 from agentlake.llm import FunctionProvider, register_scripted, unregister_scripted
+from agentlake.workforce.catalogue import CERTIFICATIONS, ROLES
 from agentlake.workforce.geo import gazetteer
 from agentlake.workforce.order_words import NEEDED, OrderParts
-from agentlake.workforce.roles import CERTIFICATIONS, ROLES
 
 BENCH_FILE = Path(__file__).parents[2] / "benchmarks" / "bench_order_reading.py"
 
 
-def _bench():  # noqa: ANN202 - the benchmark script as a module
+def _bench():  # the benchmark script as a module
     spec = importlib.util.spec_from_file_location("bench_order_reading", BENCH_FILE)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)

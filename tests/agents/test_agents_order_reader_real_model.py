@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from agentlake.agents.order_reader import read_order
-from agentlake.workforce.roles import ROLES
+from agentlake.workforce.catalogue import ROLES
 from real_model_support import MARKS, MODEL, NUMERICS
 
 pytestmark = MARKS

@@ -19,7 +19,7 @@ CLIENT, INTERNAL = 3, 1  # OTLP SpanKind
 
 
 @pytest.fixture
-def exported(make_ctx, order, qualified, models, monkeypatch) -> Iterator[tuple[OtlpCollector, list]]:  # noqa: ANN001
+def exported(make_ctx, order, qualified, models, monkeypatch) -> Iterator[tuple[OtlpCollector, list]]:
     executor, reviewer = models
     executor.enqueue(action("plan", steps=["find warehouse associates", "propose the 3 most reliable"]))
     executor.enqueue(action("tool_call", tool="find_workers", args=FIND, reason="candidates"))
@@ -48,14 +48,14 @@ def _only(collector: OtlpCollector, prefix: str) -> list[ReceivedSpan]:
     return [span for span in collector.spans if span.name.startswith(prefix)]
 
 
-def test_every_op_of_the_run_is_one_span(exported) -> None:  # noqa: ANN001
+def test_every_op_of_the_run_is_one_span(exported) -> None:
     collector, ops = exported
     assert sorted(span.attributes["agentlake.op_id"] for span in collector.spans) == sorted(
         op.id for op in ops
     )
 
 
-def test_the_task_is_an_invoke_agent_span(exported) -> None:  # noqa: ANN001
+def test_the_task_is_an_invoke_agent_span(exported) -> None:
     collector, _ = exported
     (agent,) = _only(collector, "invoke_agent")
     assert (agent.name, agent.attributes["gen_ai.operation.name"], agent.attributes["gen_ai.agent.name"]) == (
@@ -65,7 +65,7 @@ def test_the_task_is_an_invoke_agent_span(exported) -> None:  # noqa: ANN001
     )
 
 
-def test_model_calls_are_chat_client_spans_with_usage(exported) -> None:  # noqa: ANN001
+def test_model_calls_are_chat_client_spans_with_usage(exported) -> None:
     collector, _ = exported
     chats = _only(collector, "chat")
     assert len(chats) == 4  # plan, search, proposal (executor); the review of the proposal
@@ -74,7 +74,7 @@ def test_model_calls_are_chat_client_spans_with_usage(exported) -> None:  # noqa
     assert {span.attributes["gen_ai.request.model"] for span in chats} == {"executor", "reviewer"}
 
 
-def test_the_tool_call_is_an_execute_tool_span(exported) -> None:  # noqa: ANN001
+def test_the_tool_call_is_an_execute_tool_span(exported) -> None:
     collector, _ = exported
     (tool,) = _only(collector, "execute_tool")
     assert (tool.name, tool.attributes["gen_ai.tool.name"], tool.kind) == (
@@ -85,7 +85,7 @@ def test_the_tool_call_is_an_execute_tool_span(exported) -> None:  # noqa: ANN00
     assert "Warehouse Associate" in tool.attributes["gen_ai.tool.call.arguments"]
 
 
-def test_parent_and_child_are_kept(exported) -> None:  # noqa: ANN001
+def test_parent_and_child_are_kept(exported) -> None:
     collector, _ = exported
     (agent,) = _only(collector, "invoke_agent")
     children = [span for span in collector.spans if span is not agent]
@@ -93,7 +93,7 @@ def test_parent_and_child_are_kept(exported) -> None:  # noqa: ANN001
     assert {span.trace_id for span in collector.spans} == {agent.trace_id}
 
 
-def test_the_standard_variables_configure_the_export(exported) -> None:  # noqa: ANN001
+def test_the_standard_variables_configure_the_export(exported) -> None:
     collector, _ = exported
     assert {span.resource["service.name"] for span in collector.spans} == {"staffing-agents"}
     assert {headers.get("x-api-key") for headers in collector.headers} == {"collector-key"}

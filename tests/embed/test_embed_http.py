@@ -54,7 +54,7 @@ def server() -> Iterator[tuple[ModelServer, str]]:
             self.end_headers()
             self.wfile.write(body)
 
-        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        def do_POST(self) -> None:  # http.server's naming
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             state.requests.append((self.path, body, dict(self.headers)))
             if state.fail_next:

@@ -106,7 +106,7 @@ def _bad_calls(gateway: TestClient, services: object) -> None:
         gateway.post("/sql", json={"sql": "SELECT nope FROM workers"})
 
 
-def test_the_executors_prompt_holds_no_lesson_from_outside_traces(make_gateway) -> None:  # noqa: ANN001
+def test_the_executors_prompt_holds_no_lesson_from_outside_traces(make_gateway) -> None:
     from agentlake.agents import FillOrder, LLMPolicy, RunContext, ScheduleBook
     from agentlake.llm import ScriptedProvider
     from agentlake.observe.service import running_service
@@ -139,7 +139,7 @@ def test_the_executors_prompt_holds_no_lesson_from_outside_traces(make_gateway) 
         assert outside not in prompt, outside
 
 
-def test_sql_that_failed_through_the_gateway_and_mcp_teaches(make_gateway) -> None:  # noqa: ANN001
+def test_sql_that_failed_through_the_gateway_and_mcp_teaches(make_gateway) -> None:
     gateway, app = make_gateway(keys=None)
     _bad_calls(gateway, app.state.services)
 

@@ -18,7 +18,7 @@ SCRIPT = Path(__file__).parents[2] / "benchmarks" / "bench_pg_writers.py"
 
 
 @pytest.fixture(scope="module")
-def run(postgres_cluster) -> dict[str, int]:  # noqa: ANN001
+def run(postgres_cluster) -> dict[str, int]:
     done = subprocess.run(
         [
             sys.executable,

@@ -16,7 +16,7 @@ import httpx
 from gateway_support import running_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "observe"))
-from secret_corpus import CLEAN, CORPUS  # noqa: E402
+from secret_corpus import CLEAN, CORPUS
 
 H = dict[str, dict[str, str]]
 

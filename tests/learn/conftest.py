@@ -54,7 +54,7 @@ def duckdb_only(backend: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def embedder():  # noqa: ANN201 - whatever agentlake.embed returns
+def embedder():  # whatever agentlake.embed returns
     """The real default embedder (local all-MiniLM-L6-v2, offline), loaded once per session."""
     from agentlake.embed import get_embedder
 

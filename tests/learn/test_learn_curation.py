@@ -47,7 +47,7 @@ def worded(action: str, op: str, *, confidence: float = 0.5, match: LessonMatch 
     )
 
 
-def test_decay_per_unused_week_and_use_resets_it(store: LessonStore, clock) -> None:  # noqa: ANN001
+def test_decay_per_unused_week_and_use_resets_it(store: LessonStore, clock) -> None:
     lesson_id = store.add(osha()).lesson_id
     clock.advance(days=6)
     assert store.maintain() == []
@@ -65,7 +65,7 @@ def test_decay_per_unused_week_and_use_resets_it(store: LessonStore, clock) -> N
     assert store.get(lesson_id).confidence == pytest.approx(0.70)
 
 
-def test_a_lesson_decayed_to_zero_is_retired(store: LessonStore, clock) -> None:  # noqa: ANN001
+def test_a_lesson_decayed_to_zero_is_retired(store: LessonStore, clock) -> None:
     lesson_id = store.add(osha(confidence=0.8)).lesson_id
     clock.advance(weeks=41)
     kinds = [e.kind for e in store.maintain()]
@@ -74,7 +74,7 @@ def test_a_lesson_decayed_to_zero_is_retired(store: LessonStore, clock) -> None:
     assert store.history(lesson_id)[-1].reason == "decayed to 0"
 
 
-def test_pending_lessons_expire_after_30_days(store: LessonStore, clock) -> None:  # noqa: ANN001
+def test_pending_lessons_expire_after_30_days(store: LessonStore, clock) -> None:
     pending = store.add(osha(confidence=0.5)).lesson_id
     active = store.add(
         LessonDraft(
@@ -95,7 +95,7 @@ def test_pending_lessons_expire_after_30_days(store: LessonStore, clock) -> None
     assert store.get(active).status == "active"
 
 
-def test_a_pending_lesson_confirmed_to_active_no_longer_expires(store: LessonStore, clock) -> None:  # noqa: ANN001
+def test_a_pending_lesson_confirmed_to_active_no_longer_expires(store: LessonStore, clock) -> None:
     lesson_id = store.add(osha(confidence=0.75, op="a")).lesson_id
     clock.advance(days=20)
     store.propose([Delta(op="ADD", lesson=osha(confidence=0.75, op="b"))])
@@ -130,7 +130,7 @@ def test_no_promotion_below_mean_confidence(store: LessonStore) -> None:
 
 
 @pytest.mark.slow
-def test_near_duplicate_wording_merges_evidence(open_store: Callable[..., LessonStore], embedder) -> None:  # noqa: ANN001
+def test_near_duplicate_wording_merges_evidence(open_store: Callable[..., LessonStore], embedder) -> None:
     store = open_store(embedder=embedder)
     first = store.propose(
         [Delta(op="ADD", lesson=worded("Check the column names with DESCRIBE first", "op-1"))]
@@ -171,7 +171,7 @@ def test_near_duplicate_wording_merges_evidence(open_store: Callable[..., Lesson
 
 
 @pytest.mark.slow
-def test_opposite_action_for_the_same_trigger_is_a_contradiction(open_store, embedder) -> None:  # noqa: ANN001
+def test_opposite_action_for_the_same_trigger_is_a_contradiction(open_store, embedder) -> None:
     store = open_store(embedder=embedder)
     keep = store.propose(
         [Delta(op="ADD", lesson=worded("Quote column names in double quotes", "op-1", confidence=0.6))]
@@ -187,7 +187,7 @@ def test_opposite_action_for_the_same_trigger_is_a_contradiction(open_store, emb
 
 
 @pytest.mark.slow
-def test_promotion_groups_similar_wordings_across_projects(open_store, embedder) -> None:  # noqa: ANN001
+def test_promotion_groups_similar_wordings_across_projects(open_store, embedder) -> None:
     store = open_store(embedder=embedder)
     a = worded("Check the column names with DESCRIBE first", "op-1", confidence=0.85)
     a.project_id = "plant-a"

@@ -308,7 +308,7 @@ def test_repeated_successful_tool_sequences_become_a_playbook(store: LessonStore
     assert playbook.confidence == pytest.approx(0.55)
 
 
-def test_registry_resolves_builtins_and_rejects_unknown(settings) -> None:  # noqa: ANN001
+def test_registry_resolves_builtins_and_rejects_unknown(settings) -> None:
     from agentlake.errors import UserError
 
     assert isinstance(get_extractor("heuristic", settings), HeuristicExtractor)

@@ -154,7 +154,7 @@ def test_refusals_inside_a_looser_limit_are_left_out_by_id(store: LessonStore) -
     assert action_of(exclusion).exclude_ids == [20, 21]
 
 
-def test_confidence_grows_with_the_evidence(open_store, tmp_path) -> None:  # noqa: ANN001
+def test_confidence_grows_with_the_evidence(open_store, tmp_path) -> None:
     rule = RULES["certification"][0]
     small, large = open_store(path=tmp_path / "a.duckdb"), open_store(path=tmp_path / "b.duckdb")
     learn_cycle(small, silent_batch(rule, n=16), extractor="induction", measure=False)
@@ -247,7 +247,7 @@ def test_refused_workers_no_rule_explains_are_left_out_by_id(store: LessonStore)
     assert "#3" in exclusion.action
 
 
-def test_the_clients_words_name_a_rule_that_silence_cannot_yet_support(open_store, tmp_path) -> None:  # noqa: ANN001
+def test_the_clients_words_name_a_rule_that_silence_cannot_yet_support(open_store, tmp_path) -> None:
     near = {"id": 1, "accepted": True, "values": {"distance_miles": 4.0, "certifications": []}}
     far = {"id": 2, "accepted": False, "values": {"distance_miles": 22.0, "certifications": []}}
     silent, vague = open_store(path=tmp_path / "s.duckdb"), open_store(path=tmp_path / "v.duckdb")

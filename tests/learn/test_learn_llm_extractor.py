@@ -267,7 +267,7 @@ def test_over_http_against_a_fake_ollama(store: LessonStore, monkeypatch: pytest
     """The whole path: settings -> registry -> generate_structured -> Ollama wire -> validation."""
     from agentlake.llm.fakeserver import serve_fake_ollama
 
-    def witness(messages, options):  # noqa: ANN001, ANN202 - the FunctionProvider signature
+    def witness(messages, options):  # the FunctionProvider signature
         shown = re.findall(r"^(sql-\d+) tool\.sql", messages[-1].content, re.MULTILINE)
         return json.dumps({"candidates": [candidate(evidence_op_ids=shown[-2:])]})
 

@@ -188,7 +188,7 @@ def test_without_lessons_nothing_improves() -> None:
     assert max(rates) - min(rates) < 0.2
 
 
-def test_learn_cycle_reports_every_stage(store: LessonStore, clock) -> None:  # noqa: ANN001
+def test_learn_cycle_reports_every_stage(store: LessonStore, clock) -> None:
     _, ops = run_batch(store, workforce(), 1)
     report = learn_cycle(store, ops, promote=True)
     assert report.ops_read == report.ops_new == len(ops)
@@ -200,7 +200,7 @@ def test_learn_cycle_reports_every_stage(store: LessonStore, clock) -> None:  # 
     assert {e.kind for e in later.maintenance} == {"decay"}
 
 
-def test_scheduler_learns_from_the_observer_in_the_background(settings) -> None:  # noqa: ANN001
+def test_scheduler_learns_from_the_observer_in_the_background(settings) -> None:
     store = LessonStore.open(settings, embedder=False)
     observer = Observer(OpStore(settings.observer_path))
     scheduler = LearningScheduler(store, observer, interval_s=0.05)
@@ -239,7 +239,7 @@ def test_a_failing_cycle_never_reaches_the_host(store: LessonStore) -> None:
     assert "observer went away" in (scheduler.last_error or "")
 
 
-def test_scheduler_reads_only_new_ops(store: LessonStore, settings) -> None:  # noqa: ANN001
+def test_scheduler_reads_only_new_ops(store: LessonStore, settings) -> None:
     with Observer(OpStore(settings.observer_path)) as observer:
         _, ops = run_batch(None, workforce(), 1)
         base = datetime(2026, 11, 21, tzinfo=UTC)
@@ -279,7 +279,7 @@ def _stating_outcomes(ops: list[ObservedOp], given: list[str]) -> list[ObservedO
     return ops
 
 
-def test_learning_now_reads_one_runs_ops_back_from_the_observer(store: LessonStore, settings) -> None:  # noqa: ANN001
+def test_learning_now_reads_one_runs_ops_back_from_the_observer(store: LessonStore, settings) -> None:
     with Observer(OpStore(settings.observer_path)) as observer:
         _, ours = run_batch(None, workforce(), 1)
         _, theirs = run_batch(None, workforce(), 2)
@@ -294,7 +294,7 @@ def test_learning_now_reads_one_runs_ops_back_from_the_observer(store: LessonSto
     assert store.unlearned([op.id for op in theirs]) == {op.id for op in theirs}
 
 
-def test_the_outcomes_and_citations_ops_state_are_recorded_once(store: LessonStore, settings) -> None:  # noqa: ANN001
+def test_the_outcomes_and_citations_ops_state_are_recorded_once(store: LessonStore, settings) -> None:
     _, first = run_batch(None, workforce(), 1)
     learn_from_ops(store, first)
     known = [lesson.id for lesson in store.list()][:2]

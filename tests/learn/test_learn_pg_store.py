@@ -55,7 +55,7 @@ def test_final_schema_and_recorded_migrations(store: LessonStore, database_url: 
     } <= tables
 
 
-def test_a_lesson_written_by_one_process_is_read_by_another(open_store) -> None:  # noqa: ANN001
+def test_a_lesson_written_by_one_process_is_read_by_another(open_store) -> None:
     first, second = open_store(), open_store()
     lesson_id = first.add(osha("op-1", confidence=0.9)).lesson_id
     assert [lesson.id for lesson in second.list()] == [lesson_id]
@@ -63,7 +63,7 @@ def test_a_lesson_written_by_one_process_is_read_by_another(open_store) -> None:
     assert first.get(lesson_id).status == "retired"
 
 
-def test_concurrent_curation_of_the_same_lesson_loses_no_update(open_store) -> None:  # noqa: ANN001
+def test_concurrent_curation_of_the_same_lesson_loses_no_update(open_store) -> None:
     # Two stores = two writers with their own connections and no shared lock in Python: each
     # confirms the same lesson with its own evidence. The database serialises the curation.
     stores = [open_store(), open_store()]
@@ -91,7 +91,7 @@ def test_concurrent_curation_of_the_same_lesson_loses_no_update(open_store) -> N
     assert [e.version for e in stores[0].history(lesson_id)] == list(range(1, 2 * rounds + 2))
 
 
-def test_a_schema_newer_than_the_code_is_refused(open_store, database_url: str) -> None:  # noqa: ANN001
+def test_a_schema_newer_than_the_code_is_refused(open_store, database_url: str) -> None:
     open_store().close()
     with psycopg.connect(database_url) as conn:
         conn.execute("INSERT INTO agentlake_migrations (store, name) VALUES ('lessons', '999_future')")
@@ -103,7 +103,7 @@ def test_an_unreachable_url_is_one_line_exit_2_and_writes_nothing(
     cli,
     monkeypatch,
     tmp_path: Path,
-    backend: str,  # noqa: ANN001
+    backend: str,
 ) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -121,7 +121,7 @@ def test_an_unreachable_url_is_one_line_exit_2_and_writes_nothing(
     assert not (data_dir / "lessons.duckdb").exists()
 
 
-def test_lessons_commands_read_the_database(cli, monkeypatch, store: LessonStore, database_url: str) -> None:  # noqa: ANN001
+def test_lessons_commands_read_the_database(cli, monkeypatch, store: LessonStore, database_url: str) -> None:
     lesson_id = store.add(osha("op-1", confidence=0.9)).lesson_id
     monkeypatch.setenv("AGENTLAKE_DATABASE_URL", database_url)
     result = cli("lessons", "list", "--format", "json")
@@ -131,7 +131,7 @@ def test_lessons_commands_read_the_database(cli, monkeypatch, store: LessonStore
 
 def test_a_scenario_days_private_copy_of_the_project_store_is_filled_from_the_database(
     store: LessonStore, settings
-) -> None:  # noqa: ANN001
+) -> None:
     lesson_id = store.add(osha("op-1", confidence=0.9)).lesson_id
     with lesson_snapshot(settings.data_dir / settings.learn_file, settings) as copy:
         assert copy is not None

@@ -223,7 +223,7 @@ def test_sig_hash_ignores_case_and_spacing() -> None:
 @pytest.mark.slow
 def test_semantic_stage_brings_close_lessons_of_another_city_never_of_another_task_kind(
     open_store, embedder
-) -> None:  # noqa: ANN001
+) -> None:
     store = open_store(embedder=embedder)
     elsewhere = store.add(
         draft(
@@ -250,7 +250,7 @@ def test_semantic_stage_brings_close_lessons_of_another_city_never_of_another_ta
     assert baseline not in got.ids
 
 
-def test_a_tool_lesson_is_given_only_to_a_task_that_has_the_tool(open_store) -> None:  # noqa: ANN001
+def test_a_tool_lesson_is_given_only_to_a_task_that_has_the_tool(open_store) -> None:
     store = open_store()
     sql = store.add(
         draft("When tool.sql fails with Binder Error", "Check the column names", LessonMatch(tool="sql"))
@@ -260,13 +260,13 @@ def test_a_tool_lesson_is_given_only_to_a_task_that_has_the_tool(open_store) -> 
     assert given.ids == [sql]
 
 
-def test_no_tools_named_no_tool_lessons(open_store) -> None:  # noqa: ANN001
+def test_no_tools_named_no_tool_lessons(open_store) -> None:
     store = open_store()
     store.add(draft("When tool.sql fails", "Check the column names", LessonMatch(tool="sql")))
     assert retrieve_lessons(store, WELDER, budget_tokens=1000, semantic=False).ids == []
 
 
-def test_use_survives_reopen(open_store, clock) -> None:  # noqa: ANN001
+def test_use_survives_reopen(open_store, clock) -> None:
     store = open_store()
     ids = seed(store)
     clock.advance(days=3)

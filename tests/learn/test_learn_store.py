@@ -173,7 +173,7 @@ def test_extra_where_that_passes_the_guard_is_kept(store: LessonStore) -> None:
     assert action_of(lesson).extra_where == "reliability >= 0.7 AND state = 'OH'"
 
 
-def test_lessons_survive_reopen_and_read_only_refuses_writes(open_store, settings) -> None:  # noqa: ANN001
+def test_lessons_survive_reopen_and_read_only_refuses_writes(open_store, settings) -> None:
     store = open_store()
     lesson_id = add(store, osha())
     store.close()
@@ -184,12 +184,12 @@ def test_lessons_survive_reopen_and_read_only_refuses_writes(open_store, setting
         reader.add(osha(op="op-9"))
 
 
-def test_read_only_open_of_a_missing_store_says_what_to_do(tmp_path, settings, duckdb_only) -> None:  # noqa: ANN001
+def test_read_only_open_of_a_missing_store_says_what_to_do(tmp_path, settings, duckdb_only) -> None:
     with pytest.raises(UserError, match="agentlake lessons learn"):
         LessonStore.open(settings, path=tmp_path / "none.duckdb", read_only=True)
 
 
-def test_export_import_round_trip(open_store, tmp_path) -> None:  # noqa: ANN001
+def test_export_import_round_trip(open_store, tmp_path) -> None:
     source = open_store()
     add(source, osha())
     add(source, reliability(0.7, confidence=0.5))
@@ -210,7 +210,7 @@ def test_export_import_round_trip(open_store, tmp_path) -> None:  # noqa: ANN001
     assert sorted(target.import_json(json.dumps(exported)).kept) == sorted(report.added)
 
 
-def test_import_keeps_higher_confidence_and_project_beats_global(open_store, tmp_path) -> None:  # noqa: ANN001
+def test_import_keeps_higher_confidence_and_project_beats_global(open_store, tmp_path) -> None:
     store = open_store()
     lesson_id = add(store, osha(confidence=0.6))
     doc = json.loads(store.export_json())

@@ -256,7 +256,7 @@ def wrong_shape_server() -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        def do_POST(self) -> None:  # http.server's naming
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             body = json.dumps({"status": "ok"}).encode()
             self.send_response(200)

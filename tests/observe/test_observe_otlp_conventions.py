@@ -38,7 +38,7 @@ def observer(tmp_path: Path) -> Iterator[Observer]:
         yield obs
 
 
-def _export(exporter: SpanExporter, resource: dict, build) -> None:  # noqa: ANN001
+def _export(exporter: SpanExporter, resource: dict, build) -> None:
     provider = TracerProvider(resource=Resource.create(resource))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     build(provider.get_tracer("conventions-test"))
@@ -49,7 +49,7 @@ def _by_endpoint(observer: Observer) -> dict[str, ObservedOp]:
     return {op.endpoint: op for op in observer.query(source="otlp")}
 
 
-def _openinference(tracer) -> None:  # noqa: ANN001
+def _openinference(tracer) -> None:
     with tracer.start_as_current_span("agent run") as agent:
         agent.set_attribute("openinference.span.kind", "AGENT")
         with tracer.start_as_current_span("ChatCompletion") as llm:
@@ -88,7 +88,7 @@ def test_openinference_spans_carry_model_tokens_and_resource_provenance(observer
     assert llm.attributes["service.name"] == "phoenix-app"
 
 
-def _langfuse(tracer) -> None:  # noqa: ANN001
+def _langfuse(tracer) -> None:
     with tracer.start_as_current_span("generate answer") as generation:
         generation.set_attribute("langfuse.observation.type", "generation")
         generation.set_attribute("langfuse.observation.model.name", "claude-x")
@@ -138,7 +138,7 @@ def test_otlp_json_enum_names(observer: Observer) -> None:
     assert op.error == "card declined"
 
 
-def _two_spans(tracer) -> None:  # noqa: ANN001
+def _two_spans(tracer) -> None:
     with tracer.start_as_current_span("invoke_agent planner", kind=SpanKind.INTERNAL) as agent:
         agent.set_attribute("gen_ai.operation.name", "invoke_agent")
         agent.set_attribute("gen_ai.agent.name", "planner")
@@ -169,7 +169,7 @@ def test_the_grpc_receiver_refuses_a_wrong_key(observer: Observer) -> None:
         results: list[SpanExportResult] = []
 
         class Recording(SimpleSpanProcessor):
-            def on_end(self, span) -> None:  # noqa: ANN001
+            def on_end(self, span) -> None:
                 results.append(exporter.export([span]))
 
         provider.add_span_processor(Recording(exporter))

@@ -136,7 +136,7 @@ def test_a_full_queue_drops_spans_not_operations() -> None:
     class Stuck:
         """An exporter that never finishes: everything queues up behind it."""
 
-        def export(self, spans):  # noqa: ANN001, ANN202
+        def export(self, spans):
             import time
 
             time.sleep(3600)

@@ -22,10 +22,10 @@ import psycopg
 import pytest
 
 from agentlake.observe import ObservedOp, Observer, observe
+from agentlake.observe.append import StoreUnavailableError
 from agentlake.observe.client import ObserverClient
 from agentlake.observe.pg_store import PgOpStore
 from agentlake.observe.service import running_service
-from agentlake.observe.store import StoreUnavailableError
 from agentlake.settings import load_settings
 
 LOAD_BEFORE_S = 0.8

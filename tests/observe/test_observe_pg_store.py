@@ -66,7 +66,7 @@ def test_a_schema_newer_than_the_code_is_refused_and_left_alone(database_url: st
     assert count == len(MIGRATIONS) + 1
 
 
-def test_an_unreachable_url_is_one_line_naming_host_and_setting_exit_2(cli, monkeypatch) -> None:  # noqa: ANN001
+def test_an_unreachable_url_is_one_line_naming_host_and_setting_exit_2(cli, monkeypatch) -> None:
     port = _closed_port()
     monkeypatch.setenv("AGENTLAKE_DATABASE_URL", f"postgresql://someone:hunter2@127.0.0.1:{port}/lake")
     result = cli("ops", "stats")
@@ -85,7 +85,7 @@ def test_an_observers_stats_count_every_writers_ops(database_url: str) -> None:
         assert first.health()["sink"] == "postgres"
 
 
-def test_ops_commands_read_the_database(cli, monkeypatch, database_url: str) -> None:  # noqa: ANN001
+def test_ops_commands_read_the_database(cli, monkeypatch, database_url: str) -> None:
     with PgOpStore(database_url) as store:
         store.append([_op(i) for i in range(3)])
     monkeypatch.setenv("AGENTLAKE_DATABASE_URL", database_url)

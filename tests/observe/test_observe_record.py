@@ -238,7 +238,7 @@ def _anything(*args: object, **kwargs: object) -> int:
         (_anything, (1,), {"x": 2}),
     ],
 )
-def test_wrap_tool_input_is_the_bound_arguments(fn, args, kwargs) -> None:  # noqa: ANN001
+def test_wrap_tool_input_is_the_bound_arguments(fn, args, kwargs) -> None:
     import inspect
 
     from agentlake.observe import MemorySink, summarize
@@ -271,7 +271,7 @@ def test_event_records_an_op_built_elsewhere_inside_the_observe_context(observer
     assert stored.labels.get("staffer_id") == "other", "a given value wins over the context's"
 
 
-def test_event_never_raises_for_an_op_it_cannot_build(observer: Observer, caplog) -> None:  # noqa: ANN001
+def test_event_never_raises_for_an_op_it_cannot_build(observer: Observer, caplog) -> None:
     with caplog.at_level(logging.WARNING):
         assert event("tool.sql", duration_ms="not a number") is None
     assert "could not record op tool.sql" in caplog.text

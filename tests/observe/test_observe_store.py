@@ -14,7 +14,7 @@ import pytest
 
 from agentlake.errors import UnavailableError, UserError
 from agentlake.observe import LLMUsage, ObservedOp, Observer, OpStore, QueueFullError
-from agentlake.observe.store import MIGRATIONS
+from agentlake.observe.op_table import MIGRATIONS
 
 
 def _op(i: int, **fields: object) -> ObservedOp:
@@ -335,7 +335,7 @@ def test_a_committed_op_leaves_no_reference_cycle_behind(open_ops) -> None:
     import asyncio
     import gc
 
-    from agentlake.observe.store import Ticket, _Pending
+    from agentlake.observe.append import Pending, Ticket
 
     async def record(observer: Observer) -> None:
         await asyncio.gather(*(observer.record_many_async([_op(i)]) for i in range(50)))
@@ -347,7 +347,7 @@ def test_a_committed_op_leaves_no_reference_cycle_behind(open_ops) -> None:
         try:
             asyncio.run(record(observer))
             gc.collect()
-            leftovers = [o for o in gc.garbage if isinstance(o, _Pending | Ticket)]
+            leftovers = [o for o in gc.garbage if isinstance(o, Pending | Ticket)]
         finally:
             gc.set_debug(0)
             gc.garbage.clear()

@@ -23,7 +23,7 @@ PACK = load_pack(Path(__file__).parents[2] / "benchmarks" / "ask_pack" / "pack.y
 ASKED = [q for q in PACK.questions if q.id in ("penguins-gentoo-mass", "airports-texas")]
 
 
-def _bench():  # noqa: ANN202 - the benchmark script as a module
+def _bench():  # the benchmark script as a module
     spec = importlib.util.spec_from_file_location("bench_ask", BENCH_FILE)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)

@@ -10,7 +10,7 @@ from agentlake.settings import Settings
 SHIFT = (datetime(2026, 4, 21, 8), datetime(2026, 4, 21, 16))
 
 
-def _order(count: int, **extra):  # noqa: ANN003, ANN202
+def _order(count: int, **extra):
     from agentlake.agents import FillOrder
 
     return FillOrder(
@@ -28,14 +28,14 @@ def _order(count: int, **extra):  # noqa: ANN003, ANN202
 
 def test_the_rules_policy_places_verified_buffer_candidates_before_searching(
     scenario_settings: Settings,
-    observer,  # noqa: ANN001
+    observer,
 ) -> None:
     from agentlake.agents import Booking, RulesPolicy, RunContext, ScheduleBook
     from agentlake.lake import Lake
 
     with Lake.open(scenario_settings, read_only=True) as lake:
 
-        def run(order, buffer, schedule=None):  # noqa: ANN001, ANN202
+        def run(order, buffer, schedule=None):
             ctx = RunContext(
                 lake=lake,
                 schedule=schedule or ScheduleBook(lake),

@@ -13,7 +13,7 @@ PACK = Path(__file__).parents[2] / "src/agentlake/scenarios/pack"
 
 
 @pytest.fixture
-def cli_env(scenario_settings: Settings, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+def cli_env(scenario_settings: Settings, monkeypatch: pytest.MonkeyPatch):
     from agentlake.observe import close_default_observer
 
     monkeypatch.setenv("AGENTLAKE_RUNS_DIR", str(scenario_settings.runs_dir))

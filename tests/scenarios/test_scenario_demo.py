@@ -11,7 +11,7 @@ from agentlake.cli.main import main
 from agentlake.settings import Settings
 
 
-def _staff(messages, options):  # noqa: ANN001, ANN202 - one fake model plays both roles
+def _staff(messages, options):  # one fake model plays both roles
     system = messages[0].content if hasattr(messages[0], "content") else messages[0]["content"]
     return (
         approver(messages, options)

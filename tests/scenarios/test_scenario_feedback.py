@@ -136,7 +136,7 @@ def test_the_true_rule_never_reaches_the_op_learners_read(scenario_settings: Set
             assert rule not in text, (mode, rule)
 
 
-def test_an_unknown_feedback_mode_is_refused_naming_the_modes(cli) -> None:  # noqa: ANN001
+def test_an_unknown_feedback_mode_is_refused_naming_the_modes(cli) -> None:
     with pytest.raises(UserError, match="explicit, vague, silent"):
         parse_feedback("explicit,loud")
     result = cli("run", "--feedback", "loud", "--check")

@@ -92,7 +92,7 @@ def test_the_rules_staffers_run_while_the_index_builds_and_every_step_is_timed(t
         def dimension(self) -> int:
             return self.inner.dimension
 
-        def embed(self, texts):  # noqa: ANN001, ANN202
+        def embed(self, texts):
             first_day.wait(60)
             return self.inner.embed(texts)
 

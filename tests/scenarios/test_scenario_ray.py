@@ -35,7 +35,7 @@ def ray_instance() -> Iterator[object]:
         ray.shutdown()
 
 
-def test_ray_backend_on_a_local_instance(scenario_settings: Settings, observer, ray_instance) -> None:  # noqa: ANN001
+def test_ray_backend_on_a_local_instance(scenario_settings: Settings, observer, ray_instance) -> None:
     days = [s for s in load_scenarios("builtin") if s.scenario == "eagle-container-day1"]
     inline = run_scenarios(
         days,
@@ -69,7 +69,7 @@ def test_a_ray_run_learns_into_postgresql(
     database_url: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    ray_instance,  # noqa: ANN001
+    ray_instance,
 ) -> None:
     monkeypatch.setenv("AGENTLAKE_DATABASE_URL", database_url)
     settings = load_settings(runs_dir=str(tmp_path / "runs"))

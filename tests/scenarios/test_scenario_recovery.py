@@ -19,7 +19,7 @@ from agentlake.workforce.learning import StaffingAction
 PACK2 = Path(__file__).parent / "data" / "pack2"
 
 
-def _riverfront():  # noqa: ANN202 - a Scenario
+def _riverfront():  # a Scenario
     return [s for s in load_scenarios("builtin") if s.client.id == "riverfront-steel"]
 
 

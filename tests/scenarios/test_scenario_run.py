@@ -17,7 +17,7 @@ from agentlake.scenarios.runner import run_scenarios
 from agentlake.settings import Settings
 
 
-def _overlap(a, b) -> bool:  # noqa: ANN001 - two EventResults
+def _overlap(a, b) -> bool:  # two EventResults
     return a.shift_start < b.shift_end and b.shift_start < a.shift_end
 
 
@@ -206,7 +206,7 @@ def test_an_interrupted_run_resumes_where_it_stopped(scenario_settings: Settings
     )
     whole = run(run_id="whole")
 
-    def stop_in_batch_2(p) -> None:  # noqa: ANN001 - a runner.Progress
+    def stop_in_batch_2(p) -> None:  # a runner.Progress
         if p.batch == 2 and p.done == 2:
             raise _Interrupted
 

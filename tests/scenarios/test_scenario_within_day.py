@@ -16,7 +16,7 @@ from agentlake.settings import Settings
 from agentlake.workforce.learning import action_of
 
 
-def _riverfront():  # noqa: ANN202 - a Scenario
+def _riverfront():  # a Scenario
     return next(s for s in load_scenarios("builtin") if s.scenario == "riverfront-steel-day1")
 
 

@@ -53,7 +53,7 @@ def test_a_catalogue_synonym_is_the_ordered_role() -> None:
     assert "role" not in found["items"][0]["values"]
 
 
-def test_the_learner_reads_the_clients_synonym_off_a_silent_acceptance(tmp_path) -> None:  # noqa: ANN001
+def test_the_learner_reads_the_clients_synonym_off_a_silent_acceptance(tmp_path) -> None:
     judged = evidence("Warehouse Associate")
     op = ObservedOp(
         id="op-1",

@@ -14,7 +14,8 @@ import pytest
 from agentlake.errors import UserError
 from agentlake.workforce.geo import gazetteer
 from agentlake.workforce.order import FillOrder, read_whole
-from agentlake.workforce.order_words import OrderParts, OrderQuestion, ReadOrder, settle, words_say
+from agentlake.workforce.order_text import words_say
+from agentlake.workforce.order_words import OrderParts, OrderQuestion, ReadOrder, settle
 
 NOW = datetime(2026, 4, 22, 10, 0)
 ISSUE_ORDER = "need two welders near Cleveland OH tomorrow morning, reliable folks with structural experience"
@@ -24,7 +25,7 @@ def read(text: str, **parts: object) -> ReadOrder:
     return settle(OrderParts(**parts), text, now=NOW, places=gazetteer(), source="scripted:reader")
 
 
-def said(text: str):  # noqa: ANN201 - the WordsRead of text
+def said(text: str):  # the WordsRead of text
     return words_say(text, now=NOW, places=gazetteer())
 
 
@@ -458,7 +459,7 @@ def test_every_written_order_of_the_benchmark_reads_as_an_order() -> None:
 
     import yaml
 
-    from agentlake.workforce.order_words import reads_as_order
+    from agentlake.workforce.order_text import reads_as_order
 
     orders = yaml.safe_load(
         (Path(__file__).parents[2] / "benchmarks" / "order_reading" / "orders.yaml").read_text()
@@ -481,7 +482,7 @@ def test_every_written_order_of_the_benchmark_reads_as_an_order() -> None:
     ],
 )
 def test_questions_and_commands_do_not_read_as_orders(text: str) -> None:
-    from agentlake.workforce.order_words import reads_as_order
+    from agentlake.workforce.order_text import reads_as_order
 
     assert not reads_as_order(text)
 

@@ -6,8 +6,9 @@ proposes; the reviewer critiques), the reviewer's ``course`` review of the execu
 far (with ``review_every``), and what they accept: the replies small models really give
 are taken, not refused (a missing or misspelt ``kind``, a verdict given as the kind, a tool
 name given as the kind, ids as strings, one id or requirement where a list belongs, stray
-keys); over-long free text is cut to ``TEXT_CAP`` characters. It does not own how actions are
-obtained (the LLM layer's ``generate_json``) or applied (``orchestrator``).
+keys); over-long free text is cut to ``TEXT_CAP`` characters. It also owns the one per-tool call branch
+(``call_branch``) the graph thinker's steps are built from too. It does not own how actions are
+obtained (``turn``) or applied (``orchestrator``).
 """
 
 from __future__ import annotations
@@ -329,29 +330,53 @@ def _tool_branches(
     branches = []
     ids = sorted(set(candidates))
     for name, parameters in tools.items():
-        args = call_arguments(parameters, defs)
-        if not _among(args, ids):
+        branch = call_branch(name, parameters, defs, shape=call)
+        if not _among(branch["properties"]["args"], ids):
             continue
-        branch = copy.deepcopy(call)
-        branch["title"] = f"ToolCall_{name}"
-        branch["properties"]["tool"] = {"type": "string", "const": name}
-        args["description"] = call["properties"]["args"].get("description", "")
-        branch["properties"]["args"] = args
-        if args.get("required"):
-            branch["required"] = ["tool", "args"]
-        defs[f"ToolCall_{name}"] = branch
-        branches.append({"$ref": f"#/$defs/ToolCall_{name}"})
+        defs[branch["title"]] = branch
+        branches.append({"$ref": f"#/$defs/{branch['title']}"})
     if not branches:  # no tool can be called as its schema says: leave the call free-form
         call["properties"]["tool"]["enum"] = list(tools)
         return
     defs["ToolCallAction"] = {"anyOf": branches, "title": "ToolCallAction"}
 
 
+# A call and nothing else: the graph thinker's ``ToolCall`` as a branch's shape.
+CALL_SHAPE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"tool": {"type": "string"}, "args": {"type": "object"}},
+    "required": ["tool", "args"],
+    "additionalProperties": False,
+}
+
+
+def call_branch(
+    name: str, parameters: Mapping[str, Any], defs: dict[str, Any], *, shape: Mapping[str, Any] = CALL_SHAPE
+) -> dict[str, Any]:
+    """One tool's branch in a schema of calls (the executor's actions, the graph thinker's
+    steps): ``shape`` (the call's object schema, with any fields of its own beside ``tool`` and
+    ``args``) with ``tool`` exactly ``name`` and ``args`` exactly that tool's ``parameters``
+    (``call_arguments``; ``args``' description kept), both required when the tool requires an
+    argument. A titled shape's branch is titled ``ToolCall_<name>``, its name under ``$defs``.
+    Under constrained decoding a model cannot misspell a tool or invent an argument."""
+    branch = copy.deepcopy(dict(shape))
+    described = shape["properties"].get("args", {}).get("description")
+    args = call_arguments(parameters, defs)
+    if described is not None:
+        args["description"] = described
+    branch["properties"]["tool"] = {"type": "string", "const": name}
+    branch["properties"]["args"] = args
+    if args.get("required"):
+        branch["required"] = list(dict.fromkeys([*branch.get("required", []), "tool", "args"]))
+    if "title" in branch:
+        branch["title"] = f"ToolCall_{name}"
+    return branch
+
+
 def call_arguments(parameters: Mapping[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
-    """A tool's parameters schema as the ``args`` of its branch in a schema of calls (the
-    executor's actions, the graph thinker's steps): a copy without its title, its ``$defs``
-    moved into ``defs``, the root's, where its refs (``#/$defs/...``) resolve beside every other
-    tool's."""
+    """A tool's parameters schema as the ``args`` of its branch in a schema of calls
+    (``call_branch``): a copy without its title, its ``$defs`` moved into ``defs``, the root's,
+    where its refs (``#/$defs/...``) resolve beside every other tool's."""
     args = {key: value for key, value in copy.deepcopy(dict(parameters)).items() if key != "title"}
     defs.update(args.pop("$defs", {}))
     return args

@@ -45,6 +45,7 @@ from agentlake.agents.linking import (
     named_values_hint,
 )
 from agentlake.agents.tools import datasets_text, listed_values, searchable
+from agentlake.agents.turn import Turn, take
 from agentlake.errors import AgentlakeError, UnavailableError, UserError
 from agentlake.llm.fence import DATA_RULE, data_block
 from agentlake.observe import observe
@@ -459,30 +460,24 @@ def plan_schema(indexed: list[str]) -> dict[str, Any]:
 
 
 def _plan(model: str, messages: list[Any], indexed: list[str], settings: Settings) -> Plan:
-    # Lazy (start-up time): the LLM layer loads on the first model call.
-    from agentlake.llm import generate_json
-
     def validate(value: Any) -> Plan:
         route = value.get("route") if isinstance(value, dict) else None
         if route == "search" and len(indexed) == 1 and not value.get("dataset"):
             value = {**value, "dataset": indexed[0]}  # the one dataset search can use
         if route == "search" and indexed:
-            plan: Plan = SearchPlan.model_validate(value)
-            if plan.dataset not in indexed:
+            search = SearchPlan.model_validate(value)
+            if search.dataset not in indexed:
                 raise ValueError(
-                    f"dataset {plan.dataset!r} has no search index; search one of {', '.join(indexed)}"
+                    f"dataset {search.dataset!r} has no search index; search one of {', '.join(indexed)}"
                 )
-            return plan
+            return search
         if route == "search":
             raise ValueError("no dataset has a search index: answer with the sql route")
         return SqlPlan.model_validate(value)
 
     example = '{"route": "sql", "sql": "SELECT ..."}'
-    result = generate_json(
-        model, messages, plan_schema(indexed), validate=validate, label="plan", example=example, settings=settings,
-        max_tokens=800, think=False,
-    )  # fmt: skip
-    return result.value
+    turn = Turn(model, plan_schema(indexed), validate, "plan", example=example, max_tokens=800, think=False)
+    return take(turn, messages, settings).value
 
 
 def _run_plan(plan: Plan, context: _Asking, *, last: bool = False) -> _Run:

@@ -195,7 +195,13 @@ def _wrong_period(node: exp.Expression, date: NamedDate, target: str) -> bool:
     if isinstance(node, exp.Between) and _on(node.this, target):
         low, high = _day(node.args.get("low")), _day(node.args.get("high"))
         return low is not None and high is not None and (low, high) != (first, last)
-    bounds = {exp.EQ: None, exp.GTE: first, exp.GT: first - day, exp.LTE: last, exp.LT: last + day}
+    bounds: dict[type, datetime.date | None] = {
+        exp.EQ: None,
+        exp.GTE: first,
+        exp.GT: first - day,
+        exp.LTE: last,
+        exp.LT: last + day,
+    }
     if type(node) in bounds and _on(node.this, target):
         value = _day(node.expression)
         return value is not None and value != bounds[type(node)]

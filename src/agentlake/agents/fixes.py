@@ -602,11 +602,11 @@ def _missing_fix(
             return added, f"added the filter {condition}, which the question names"
     dates = [date for date in named_dates(question) if str(date.year) not in sql]
     if dates:
-        column = date_column(lake, sql, question)
-        if column is not None:
-            conditions = [f"year({quote(column)}) = {dates[0].year}"]
+        dated = date_column(lake, sql, question)
+        if dated is not None:
+            conditions = [f"year({quote(dated)}) = {dates[0].year}"]
             if dates[0].month:
-                conditions.append(f"month({quote(column)}) = {dates[0].month}")
+                conditions.append(f"month({quote(dated)}) = {dates[0].month}")
             added = add_filters(sql, conditions)
             if added is not None:
                 return added, f"added {' AND '.join(conditions)}: the question names {dates[0].describe()}"
@@ -671,7 +671,7 @@ def _empty_fix(
             continue
         value = comparison.value
         if value.casefold() not in text and (comparison.column, value) not in named:
-            dropped = drop_filters(sql, lambda c, unsaid=comparison: c.sql == unsaid.sql)
+            dropped = drop_filters(sql, lambda c, unsaid=comparison: c.sql == unsaid.sql)  # type: ignore[misc]
             if dropped is not None:
                 return (
                     dropped,

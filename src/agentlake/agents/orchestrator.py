@@ -1,8 +1,8 @@
 """The executor/reviewer loop: ``LLMPolicy``.
 
-Owns the turn loop. Each turn one model answers with ONE typed action (through the LLM
-layer's ``generate_json``: native schema where the server has it, the tolerant parser
-otherwise, validation errors sent back for a retry). The executor plans, calls tools and
+Owns the turn loop. Each turn one model answers with ONE typed action (one ``agents.turn``:
+native schema where the server has it, the tolerant parser otherwise, validation errors sent
+back for a retry). The executor plans, calls tools and
 proposes; the orchestrator applies tool calls, keeps the candidate ledger and the compact
 log, and verifies every proposal in code. The reviewer is asked about every proposal that
 passed verification; with ``review_every`` N above 0 it also looks at the course every N
@@ -19,16 +19,20 @@ Every turn counts one model call (executor or reviewer). Model calls are recorde
 observer's LLM hook (installed by whoever owns the process: ``fill``, scenarios, the gateway);
 tool calls by the tool registry; the outcome as a ``task.fill`` op. None of them waits for its
 own commit: the task's ops are acknowledged together before the outcome is returned
-(``task_scope``), or each turn's before the next turn with ``acknowledge="turn"``. It does not
-own tools, verification, prompts' wording or the rules policy.
+(``task_scope``), or each turn's before the next turn with ``acknowledge="turn"``.
+
+What the loop decides (which turn comes next, what a reply, a verification or a review changes,
+when the attempt is over, what the rescue starts from) is the state machine of
+``agents.attempt``, over an immutable state; this module makes the calls it needs (the models
+through ``agents.turn``, the tools, the checks in code) and records them. It does not own
+tools, verification, prompts' wording or the rules policy.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from agentlake.agents import prompts
@@ -42,13 +46,44 @@ from agentlake.agents.actions import (
     executor_schema,
     json_schema,
 )
+from agentlake.agents.attempt import (
+    AttemptState,
+    Notebook,
+    acted,
+    action_key,
+    action_text,
+    answered,
+    answered_invalid,
+    approved,
+    args_text,
+    asked,
+    call_failed,
+    cite_lessons,
+    course_reviewed,
+    ended,
+    executor_turn,
+    fresh_action,
+    is_repeat,
+    next_step,
+    planned,
+    progressed,
+    proposable,
+    proposed,
+    rejected,
+    repeat_told,
+    repeated,
+    rescue,
+    review_turn,
+    told,
+)
 from agentlake.agents.lessons import TaskLessons, cite, lesson_args, lessons_for, search_args, search_query
 from agentlake.agents.outcome import TaskOutcome, TurnRecord, new_run_id, record_task, task_scope
 from agentlake.agents.overseer import oversee
 from agentlake.agents.policy import register_policy
-from agentlake.agents.resume_check import Screen, screen_resumes, wishes_for
-from agentlake.errors import RunError, UserError
-from agentlake.observe import deferred, observe_context
+from agentlake.agents.resume_check import Screen, screen_task
+from agentlake.agents.turn import Turn, TurnReply, UsageMeter, attempt
+from agentlake.errors import UserError
+from agentlake.observe import deferred
 from agentlake.workforce.candidates import find_candidates
 from agentlake.workforce.learning import action_of
 from agentlake.workforce.verify import Verification, verify_fill
@@ -64,107 +99,10 @@ SPARES_VERIFIED_MAX = 40
 # An action is a few dozen tokens and every free-text field is capped under constrained
 # decoding; a reply this long is a model rambling, and each token costs time on a CPU.
 MAX_TOKENS = 512
-# Consecutive turns without a valid action (or with a failed reviewer call) after which the
-# attempt ends: the model is not going to produce one.
-INVALID_TURNS_MAX = 2
-# Repeats of an earlier action answered without spending a turn (then they count), and
-# repeats in a row after which the attempt ends: the model is stuck.
-FREE_REPEATS = 2
-REPEATS_IN_ROW_MAX = 3
-# Times the reviewer is asked about one and the same proposal (the executor may insist once).
-REVIEWS_PER_PROPOSAL = 2
 # Candidates the lessons' filters are checked against (best first).
 ELIGIBLE_MAX = 2000
 # Lessons the reviewer does not judge a proposal by: how to call tools.
 NOT_JUDGED_DOMAINS = frozenset({"tools"})
-
-
-_METER_TAG = "agentlake_task"
-
-
-class _UsageMeter:
-    """Sums the tokens and cost of every model call made for one task, failed calls included.
-
-    Listens to the LLM layer's accounting hook and keeps only the records tagged with its own
-    token (``call_tags``), so concurrent tasks in other threads are not counted.
-    """
-
-    def __init__(self, run_id: str) -> None:
-        import uuid
-
-        self.run_id = run_id
-        self.token = uuid.uuid4().hex
-        self.input_tokens = 0
-        self.output_tokens = 0
-        self.cost_usd = 0.0
-        self.calls = 0
-        self._unsubscribe: Any = None
-
-    def _record(self, record: Any) -> None:
-        if record.tags.get(_METER_TAG) == self.token:
-            self.calls += 1
-            self.input_tokens += record.input_tokens
-            self.output_tokens += record.output_tokens
-            self.cost_usd += record.cost_usd or 0.0
-
-    def __enter__(self) -> _UsageMeter:
-        # Lazy (start-up time): the LLM layer loads on the first model call.
-        from agentlake.llm import add_recorder
-
-        self._unsubscribe = add_recorder(self._record)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-
-
-@dataclass
-class _Reply:
-    action: Any
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    latency_ms: float = 0.0
-    schema_retries: int = 0
-
-
-@dataclass
-class _Attempt:
-    """One run of the loop (the first try, or the rescue)."""
-
-    order: FillOrder
-    executor: str | Provider
-    reviewer: str | Provider
-    budget: int
-    meter: _UsageMeter | None = None
-    ledger: prompts.Ledger = field(default_factory=prompts.Ledger)
-    surfaced: set[int] = field(default_factory=set)  # workers a tool returned (or an earlier fill kept)
-    log: prompts.Log = field(default_factory=prompts.Log)
-    feedback: list[str] = field(default_factory=list)
-    transcript: list[TurnRecord] = field(default_factory=list)
-    turns: int = 0
-    cited: list[str] = field(default_factory=list)
-    proposal: ProposeDoneAction | None = None
-    verification: Verification | None = None
-    pending_review: bool = False  # a verified proposal waits for the reviewer
-    done: dict[str, tuple[int, str]] = field(default_factory=dict)  # action key -> (turn, what came of it)
-    repeats: int = 0
-    repeats_in_row: int = 0
-    reviews: dict[str, int] = field(default_factory=dict)  # proposal key -> reviewer rejections
-    objected: list[int] = field(default_factory=list)  # workers of proposals the reviewer rejected
-    enough: list[int] = field(default_factory=list)  # verified workers, best first, when they fill the order
-    ignored_enough: bool = False  # told it had enough, the executor did something else than propose
-    steer: bool = False  # stuck repeating a call: the next action may only be the brief's search (once)
-    steered: bool = False
-    invalid_in_row: int = 0
-    since_course: int = 0  # executor turns since the reviewer last looked (review_every)
-    invented: list[int] = field(default_factory=list)
-    model_turns: int = 0
-    first_try_valid: int = 0
-    success: bool = False
-    aborted: bool = False  # a model failed for good: no point in more turns
-    failure_reason: str | None = None
 
 
 @dataclass
@@ -181,6 +119,17 @@ class _Brief:
     wanted: str  # the lessons' filters in words
     tools: dict[str, dict[str, Any]]  # each tool's parameters' JSON schema, for the action schema
     screen: Screen | None = None  # the order's and lessons' wishes, read in resumes (resume_check)
+
+
+@dataclass
+class _Task:
+    """What the turns of one attempt act with: the run's context, the task's brief, the usage
+    meter and the attempt's notebook."""
+
+    ctx: RunContext
+    brief: _Brief
+    meter: UsageMeter
+    book: Notebook
 
 
 class LLMPolicy:
@@ -263,30 +212,30 @@ class LLMPolicy:
         budget = self.turn_budget or ctx.settings.agent_turn_budget
         started = time.perf_counter()
         run_id = ctx.run_id or new_run_id()
-        meter = _UsageMeter(run_id)
+        meter = UsageMeter(run_id)
         with task_scope(order, ctx), meter:
             given = lessons_for(order, ctx)
-            first = _Attempt(order=order, executor=executor, reviewer=reviewer, budget=budget, meter=meter)
+            task = _Task(ctx, _brief(order, ctx, given), meter, Notebook())
             if given.lessons:
                 self._note(
-                    ctx,
-                    first,
+                    task,
                     "lessons",
                     summary=f"{len(given.lessons)} lesson(s) given: {', '.join(given.ids)}",
                     detail=given.text,
                 )
-            brief = _brief(order, ctx, given)
-            self._screen(first, ctx, brief)
-            self._loop(first, ctx, brief)
-            final, rescue_attempted = first, False
+            start = AttemptState(order=order, executor=executor, reviewer=reviewer, budget=budget)
+            first = self._loop(self._screen(start, task), task)
+            attempts, books = [first], [task.book]
             if not first.success and ctx.rescue:
-                rescue_attempted = True
-                final = self._rescue(first, ctx, given)
-            attempts = [first] if final is first else [first, final]
+                rescue, book = self._rescue(first, task, given)
+                attempts.append(rescue)
+                books.append(book)
+            final = attempts[-1]
             proposed, verification = _final_proposal(final, ctx, given)
-            spares = _spares(final, ctx, proposed, given)
-            if brief.screen is not None and final.success:
-                final.cited += brief.screen.followed(proposed)  # the lessons whose wishes it met
+            spares = _spares(final, books[-1], ctx, proposed, given)
+            screen = task.brief.screen
+            if screen is not None and final.success:  # the lessons whose wishes it met
+                final = attempts[-1] = replace(final, cited=final.cited + tuple(screen.followed(proposed)))
             cited = cite([c for a in attempts for c in a.cited], given)
             outcome = TaskOutcome(
                 order=final.order,
@@ -305,10 +254,10 @@ class LLMPolicy:
                 latency_ms=round((time.perf_counter() - started) * 1000, 3),
                 lessons_given=given.ids,
                 lessons_cited=cited,
-                rescue_attempted=rescue_attempted,
-                rescue_succeeded=rescue_attempted and final.success,
+                rescue_attempted=len(attempts) > 1,
+                rescue_succeeded=len(attempts) > 1 and final.success,
                 candidates=spares,
-                transcript=[record for a in attempts for record in a.transcript],
+                transcript=[record for book in books for record in book.transcript],
                 policy=self.name,
                 run_id=run_id,
             )
@@ -316,112 +265,93 @@ class LLMPolicy:
             record_task(outcome, ctx)
         return outcome
 
-    # --- the loop ---------------------------------------------------------------------------
+    # --- the loop: the state machine's steps (agents.attempt), with the calls they need ------
 
-    def _screen(self, state: _Attempt, ctx: RunContext, brief: _Brief) -> None:
-        """Wishes only resumes hold (the order's, the lessons'): the executor's model reads the
-        candidates' resumes (``resume_check``); those that show every wish become the workers
-        that fit, and join the ledger with the resume's words."""
-        from agentlake.llm import call_tags
-
-        given = [(lesson.id, a.resume_wishes) for lesson in brief.given.lessons if (a := action_of(lesson))]
-        wishes = wishes_for(state.order, given)
-        if not wishes:
-            return
-        meter = {_METER_TAG: state.meter.token} if state.meter else {}
-        with (
-            call_tags(agent_id=f"{ctx.agent_id}.resumes", **meter),
-            observe_context(agent_id=f"{ctx.agent_id}.resumes"),
-        ):
-            screen = screen_resumes(state.order, ctx, brief.given.machine, wishes, state.executor)
-        brief.screen = screen
-        brief.eligible = set(screen.passed)
+    def _screen(self, state: AttemptState, task: _Task) -> AttemptState:
+        """Wishes only resumes hold (``resume_check``): the workers whose resumes show every
+        wish become the ones that fit, and join the ledger with the resume's words."""
+        brief = task.brief
+        screen = screen_task(state.order, task.ctx, brief.given, state.executor, task.meter.tags())
+        if screen is None:
+            return state
+        brief.screen, brief.eligible = screen, set(screen.passed)
         brief.wanted = "; ".join(p for p in (brief.wanted, screen.describe()) if p)
-        self._note(ctx, state, "resumes", summary=screen.summary(), detail=_verdicts_text(screen))
+        self._note(task, "resumes", summary=screen.summary(), detail=screen.verdicts_text())
         for worker_id in screen.passed:
-            state.ledger.add(worker_id, f"resume shows {screen.reason(worker_id)}")
-            state.surfaced.add(worker_id)
-        state.feedback += self._progress(state, ctx, brief)
+            task.book.ledger.add(worker_id, f"resume shows {screen.reason(worker_id)}")
+        return self._progress(replace(state, surfaced=state.surfaced | frozenset(screen.passed)), task)
 
-    def _loop(self, state: _Attempt, ctx: RunContext, brief: _Brief) -> None:
-        if ctx.buffer:
-            self._held(state, ctx, brief)
+    def _loop(self, state: AttemptState, task: _Task) -> AttemptState:
+        if task.ctx.buffer:
+            state = self._held(state, task)
         if not state.surfaced:
-            state.feedback.append("nothing found yet: start with the search above (one find_workers call).")
-        while state.turns < state.budget and not state.aborted:
+            state = told(state, "nothing found yet: start with the search above (one find_workers call).")
+        while (step := next_step(state, self.review_every)) is not None:
             with self._acknowledged_turn():
-                if state.pending_review:
-                    if self._review(state, ctx, brief):
-                        return
-                elif self.review_every and state.since_course >= self.review_every:
-                    self._review_course(state, ctx, brief)
+                if step == "review":
+                    state = self._review(state, task)
+                elif step == "course":
+                    state = self._review_course(state, task)
                 else:
-                    self._executor_turn(state, ctx, brief)
-        if state.failure_reason is None:
-            state.failure_reason = _budget_reason(state)
+                    state = self._executor_turn(state, task)
+        return ended(state)
 
-    def _executor_turn(self, state: _Attempt, ctx: RunContext, brief: _Brief) -> None:
-        state.turns += 1
-        state.since_course += 1
+    def _executor_turn(self, state: AttemptState, task: _Task) -> AttemptState:
+        brief = task.brief
+        feedback, steer, told_enough = state.feedback, state.steer, bool(state.enough)
+        state = executor_turn(state)
         messages = prompts.executor_messages(
             state.order,
             brief.system,
             brief.search,
             brief.lessons,
-            state.ledger,
-            state.log,
-            state.feedback,
+            task.book.ledger,
+            task.book.log,
+            list(feedback),
             state.turns,
             state.budget,
         )
-        state.feedback = []
-        told_enough = bool(state.enough)
         schema = executor_schema(
             brief.tools,
             sorted(state.surfaced),
             state.order.count,
-            propose_from=_proposable(state) if state.ignored_enough else (),
+            propose_from=proposable(state) if state.ignored_enough else (),
             lessons=brief.given.ids,
-            search=brief.search if state.steer else None,
+            search=brief.search if steer else None,
         )
-        state.steer = False
-        reply = self._ask(state, ctx, "executor", state.executor, messages, ExecutorAction, schema)
-        if reply is None:
-            self._ignored_enough(state, ctx, told_enough)
-            return
-        action = reply.action.root
-        if isinstance(action, ProposeDoneAction):
-            state.ignored_enough = False
-        else:
-            self._ignored_enough(state, ctx, told_enough)
-        state.cited += action.cited_lessons
+        state, reply = self._ask(state, task, "executor", state.executor, messages, ExecutorAction, schema)
+        action = reply.value.root if reply is not None else None
+        state, narrowed = acted(
+            state, told_enough=told_enough, proposed=isinstance(action, ProposeDoneAction)
+        )
+        if narrowed:
+            self._note(
+                task,
+                "narrowed",
+                summary=f"the executor did not propose although {len(state.enough)} verified worker(s) "
+                "fill the order: its next action is a proposal among them",
+            )
+        if reply is None or action is None:
+            return state
+        state = cite_lessons(state, action.cited_lessons)
         count = state.order.count
         if isinstance(action, ProposeDoneAction) and len(action.worker_ids) > count:
             # "Five for three": the first ones are the proposal, the others its spares.
             spares = list(dict.fromkeys(action.worker_ids[count:] + action.spares))
             action = action.model_copy(update={"worker_ids": action.worker_ids[:count], "spares": spares})
-        key = _action_key(action)
-        insisting = (
-            isinstance(action, ProposeDoneAction) and 0 < state.reviews.get(key, 0) < REVIEWS_PER_PROPOSAL
-        )
-        if key in state.done and not insisting:
-            self._repeat(state, ctx, brief, action, reply, key)
-            return
-        state.repeats_in_row = 0
+        key = action_key(action)
+        if is_repeat(state, key, action):
+            return self._repeat(state, task, action, reply, key)
         if isinstance(action, PlanAction):
             text = "plan: " + "; ".join(action.steps)
-            state.log.add(state.turns, "executor", text)
-            self._turn(ctx, state, "executor", "plan", text, reply, action)
-            state.done[key] = (state.turns, "planned")
-            state.feedback.append(
-                "a plan costs a turn and finds no one: act now with find_workers (the search above)."
-            )
-        elif isinstance(action, ToolCallAction):
-            result = ctx.tools.call(action.tool, action.args, ctx=ctx)
-            call_text = f"{action.tool}({_args_text(action.args)})"
-            state.ledger.observe(result.data, result.worker_ids)
-            state.surfaced.update(result.worker_ids)
-            state.log.add(
+            task.book.log.add(state.turns, "executor", text)
+            self._turn(task, state, "executor", "plan", text, reply, action)
+            return planned(state, key)
+        if isinstance(action, ToolCallAction):
+            result = task.ctx.tools.call(action.tool, action.args, ctx=task.ctx)
+            call_text = f"{action.tool}({args_text(action.args)})"
+            task.book.ledger.observe(result.data, result.worker_ids)
+            task.book.log.add(
                 state.turns,
                 "executor",
                 call_text,
@@ -430,7 +360,7 @@ class LLMPolicy:
                 in_ledger=bool(result.worker_ids),
             )
             self._turn(
-                ctx,
+                task,
                 state,
                 "executor",
                 "tool_call",
@@ -440,42 +370,16 @@ class LLMPolicy:
                 detail=result.text,
                 ok=result.ok,
             )
-            state.done[key] = (state.turns, result.text.splitlines()[0] if result.text else "")
-            if result.worker_ids:
-                state.feedback += self._progress(state, ctx, brief)
-        else:
-            assert isinstance(action, ProposeDoneAction)
-            self._propose(state, ctx, brief, action, reply, key)
-
-    def _ignored_enough(self, state: _Attempt, ctx: RunContext, told: bool) -> None:
-        """Told it had enough verified workers, the executor did something else: from its next
-        turn on it may only propose among them (the schema says so; the prompt says why)."""
-        if not told or not state.enough:
-            return
-        if not state.ignored_enough:
-            self._note(
-                ctx,
-                state,
-                "narrowed",
-                summary=f"the executor did not propose although {len(state.enough)} verified worker(s) "
-                "fill the order: its next action is a proposal among them",
-            )
-        state.ignored_enough = True
-        state.feedback.append(
-            f"enough verified workers are found, so searching is over: reply with propose_done, "
-            f"{state.order.count} of {_proposable(state)}."
-        )
+            came = result.text.splitlines()[0] if result.text else ""
+            state = fresh_action(state, key, came, surfaced=result.worker_ids)
+            return self._progress(state, task) if result.worker_ids else state
+        assert isinstance(action, ProposeDoneAction)
+        return self._propose(state, task, action, reply, key)
 
     def _propose(
-        self,
-        state: _Attempt,
-        ctx: RunContext,
-        brief: _Brief,
-        action: ProposeDoneAction,
-        reply: _Reply,
-        key: str,
-    ) -> None:
-        state.proposal = action
+        self, state: AttemptState, task: _Task, action: ProposeDoneAction, reply: TurnReply, key: str
+    ) -> AttemptState:
+        ctx, brief = task.ctx, task.brief
         verification = verify_fill(
             ctx.lake,
             state.order,
@@ -483,137 +387,105 @@ class LLMPolicy:
             schedule=ctx.schedule,
             also_roles=_also_roles(brief.given),
         )
-        state.verification = verification
-        state.ledger.mark(verification)
-        invented = [w for w in dict.fromkeys(action.worker_ids + action.spares) if w not in state.surfaced]
-        state.invented += [w for w in invented if w not in state.invented]
+        task.book.ledger.mark(verification)
+        unfit = _unfit(brief, action.worker_ids, state.order)
+        state, _ = proposed(state, key, action, verification, unfit, brief.wanted)
         text = f"propose_done {action.worker_ids}" + (f" spares {action.spares}" if action.spares else "")
-        state.log.add(state.turns, "executor", text, verification.summary().splitlines()[0])
-        self._turn(ctx, state, "executor", "propose_done", text, reply, action)
+        task.book.log.add(state.turns, "executor", text, verification.summary().splitlines()[0])
+        self._turn(task, state, "executor", "propose_done", text, reply, action)
         self._note(
-            ctx,
-            state,
+            task,
             "verification",
             summary=("passed" if verification.ok else "failed") + f": {len(verification.accepted)} accepted, "
             f"{len(verification.rejected_ids)} rejected",
             detail=verification.summary(),
             ok=verification.ok,
         )
-        if invented:
-            state.feedback.append(
-                f"no tool returned worker(s) {invented}: propose only ids from the candidates found."
-            )
-        unfit = _unfit(brief, action.worker_ids, state.order)
-        if verification.ok and not unfit:
-            state.pending_review = True
-            state.done[key] = (state.turns, "passed verification")
-            return
-        if verification.ok:
-            # The lessons' filters are the client's own rejections, learned: a proposal that breaks
-            # them while enough workers fit goes back like a failed verification.
-            state.done[key] = (state.turns, f"workers {unfit} do not fit the lessons")
-            state.feedback.append(
-                f"workers {unfit} pass verification but not the lessons' filters ({brief.wanted}): "
-                "replace them."
-            )
-        else:
-            state.done[key] = (state.turns, "failed verification")
-            state.feedback.append(_rejections_feedback(verification))
-        state.feedback += self._progress(state, ctx, brief)
+        return state if state.pending_review else self._progress(state, task)
 
     def _repeat(
-        self, state: _Attempt, ctx: RunContext, brief: _Brief, action: Any, reply: _Reply, key: str
-    ) -> None:
+        self, state: AttemptState, task: _Task, action: Any, reply: TurnReply, key: str
+    ) -> AttemptState:
         """The executor repeated an earlier action: answer from the first one's result and say so."""
-        turn, came = state.done[key]
-        state.repeats += 1
-        state.repeats_in_row += 1
-        if state.repeats <= FREE_REPEATS:
-            state.turns -= 1  # a repeat the model is told about costs a model call, not a turn
-        what = _action_text(action)
+        first_turn, came = state.done[key]
+        state = repeated(state)
+        what = action_text(action)
         self._turn(
-            ctx,
+            task,
             state,
             "executor",
             "repeat",
-            f"repeated {what} (first at turn {turn}): not run again",
+            f"repeated {what} (first at turn {first_turn}): not run again",
             reply,
             action,
             ok=False,
         )
-        state.log.add(state.turns, "orchestrator", f"you repeated {what}; not run again")
-        state.feedback.append(f"you already did {what} at turn {turn}: {came}. Do not repeat it.")
-        hints = self._progress(state, ctx, brief)
-        state.feedback += hints or [
-            "change the arguments (the filter its result names, a wider radius_miles, a higher limit) or propose."
-        ]
-        if state.repeats_in_row == REPEATS_IN_ROW_MAX - 1 and not state.steered and not state.enough:
-            # Told once and repeated again: a small model does not get out of this by itself
-            # (the 1.5B sent find_workers(requirements=['']) three times). Its next action may
-            # be only the search the brief names, whose arguments the grammar then writes.
-            state.steer = state.steered = True
-            state.repeats_in_row = 0
+        task.book.log.add(state.turns, "orchestrator", f"you repeated {what}; not run again")
+        enough, hints = self._check(state, task)
+        state, steered = repeat_told(replace(state, enough=tuple(enough)), what, first_turn, came, hints)
+        if steered:
             self._note(
-                ctx,
-                state,
+                task,
                 "steered",
                 summary=f"the executor repeated {what} after being told: its next action is the search for this order",
             )
-            state.feedback.append("run the search for this order above, exactly as written.")
-        if state.repeats_in_row >= REPEATS_IN_ROW_MAX:
-            state.aborted = True
-            state.failure_reason = (
-                f"the executor repeated {what} {state.repeats_in_row} times in a row after being told"
-            )
+        return state
 
-    def _progress(self, state: _Attempt, ctx: RunContext, brief: _Brief) -> list[str]:
-        """Check every worker surfaced so far (verification, then the lessons' filters) and say
-        plainly what to do next: propose which ids, or search how."""
-        order = state.order
-        pool = [w for w in state.ledger.ids() if w in state.surfaced][:SPARES_VERIFIED_MAX]
+    def _progress(self, state: AttemptState, task: _Task) -> AttemptState:
+        """Check every worker surfaced so far and tell the executor what to do next."""
+        enough, hints = self._check(state, task)
+        return progressed(state, enough, hints)
+
+    @staticmethod
+    def _check(state: AttemptState, task: _Task) -> tuple[list[int], list[str]]:
+        """Check every worker surfaced so far (verification, then the lessons' filters; the
+        ledger marked) and say plainly what to do next: ``(the workers that fill the order, best
+        first, or none; what to do: propose which ids, or search how)``."""
+        ctx, brief, order = task.ctx, task.brief, state.order
+        ledger = task.book.ledger
+        pool = [w for w in ledger.ids() if w in state.surfaced][:SPARES_VERIFIED_MAX]
         if not pool:
-            return []
+            return list(state.enough), []
         loose = verify_fill(
             ctx.lake, order, pool, schedule=ctx.schedule, requested=0, also_roles=_also_roles(brief.given)
         )
-        state.ledger.mark(loose)
+        ledger.mark(loose)
         fit = []
         for worker_id in loose.accepted:
             if brief.eligible is not None and worker_id not in brief.eligible:
-                state.ledger.mark_unfit(worker_id, brief.wanted)
+                ledger.mark_unfit(worker_id, brief.wanted)
             else:
                 fit.append(worker_id)
         lessons = " and the lessons" if brief.eligible is not None else ""
-        state.enough = []
         if len(fit) >= order.count:
             # Workers of a proposal the reviewer rejected go last: offer others first.
             fit = [w for w in fit if w not in state.objected] + [w for w in fit if w in state.objected]
-            state.enough = fit
             chosen, spares = fit[: order.count], fit[order.count : order.count + DEFAULT_SPARES]
-            return [
+            return fit, [
                 f"you have enough: workers {chosen} pass verification{lessons}. "
                 f"Propose them now: propose_done with worker_ids {chosen}"
                 + (f" and spares {spares}." if spares else ".")
             ]
         if fit:
-            return [
+            return [], [
                 f"only {len(fit)} of the {order.count} workers needed pass verification{lessons} so far ({fit}): "
                 "find more (a higher limit or a wider radius_miles)."
             ]
         if loose.accepted:
-            return [
+            return [], [
                 f"{len(loose.accepted)} found worker(s) pass verification but not the lessons' filters "
                 f"({brief.wanted}): search with the search above."
             ]
-        return [
+        return [], [
             "none of the workers found passes verification (see the reasons under Candidates): search again "
             "with the search above."
         ]
 
-    def _held(self, state: _Attempt, ctx: RunContext, brief: _Brief) -> None:
+    def _held(self, state: AttemptState, task: _Task) -> AttemptState:
         """Candidates kept in reserve for this job by an earlier event join the ledger first,
         except those the lessons given now rule out (learned since they were kept, within the
         day): those are left out, and the executor is told which and why."""
+        ctx, brief = task.ctx, task.brief
         held = list(dict.fromkeys(ctx.buffer))
         machine = brief.given.machine
         if machine is not None and not machine.is_empty():
@@ -631,109 +503,92 @@ class LLMPolicy:
                     f"worker(s) {ruled_out} kept in reserve by an earlier fill no longer fit the lessons "
                     f"({machine.describe()}): left out; do not propose them."
                 )
-                state.log.add(state.turns, "orchestrator", note)
-                state.feedback.append(note)
+                task.book.log.add(state.turns, "orchestrator", note)
+                state = told(state, note)
         for worker_id in held:
-            state.ledger.add(worker_id, "kept in reserve for this job by an earlier fill")
-            state.surfaced.add(worker_id)
-        state.feedback += self._progress(state, ctx, brief)
+            task.book.ledger.add(worker_id, "kept in reserve for this job by an earlier fill")
+        state = replace(state, surfaced=state.surfaced | frozenset(held))
+        return self._progress(state, task)
 
-    def _review(self, state: _Attempt, ctx: RunContext, brief: _Brief) -> bool:
-        """Ask the reviewer about the verified proposal; True when the task is done (consensus)."""
-        assert state.proposal is not None and state.verification is not None
-        state.turns += 1
-        state.since_course = 0  # the reviewer has just looked: the next course review is N turns on
-        proposal = state.proposal
+    def _review(self, state: AttemptState, task: _Task) -> AttemptState:
+        """Ask the reviewer about the verified proposal: consensus when it approves."""
+        proposal, verification = state.proposal, state.verification
+        assert proposal is not None and verification is not None
+        brief = task.brief
+        state = review_turn(state)
         messages = prompts.reviewer_messages(
             state.order,
             brief.judged,
-            state.ledger,
+            task.book.ledger,
             proposal.worker_ids,
-            state.verification,
+            verification,
             _lesson_check(brief, proposal),
             details=brief.words_only,
         )
-        reply = self._ask(
-            state, ctx, "reviewer", state.reviewer, messages, CritiqueAction, json_schema(CritiqueAction)
+        state, reply = self._ask(
+            state, task, "reviewer", state.reviewer, messages, CritiqueAction, json_schema(CritiqueAction)
         )
         if reply is None:
-            return False  # the proposal stays pending: the reviewer is asked again
-        critique: CritiqueAction = reply.action
-        state.cited += critique.cited_lessons
+            return state  # the proposal stays pending: the reviewer is asked again
+        critique: CritiqueAction = reply.value
+        state = cite_lessons(state, critique.cited_lessons)
         verdict = "approve" if critique.approve else "reject"
         summary = f"critique ({verdict}): {critique.notes}" + (
             f" drift: {'; '.join(critique.drift)}" if critique.drift else ""
         )
-        state.log.add(state.turns, "reviewer", summary)
-        self._turn(ctx, state, "reviewer", "critique", summary, reply, critique, ok=critique.approve)
-        state.pending_review = False
+        task.book.log.add(state.turns, "reviewer", summary)
+        self._turn(task, state, "reviewer", "critique", summary, reply, critique, ok=critique.approve)
         if critique.approve:
-            state.success = True
-            state.failure_reason = None
+            state = approved(state)
             self._note(
-                ctx,
-                state,
+                task,
                 "consensus",
-                summary=f"consensus: {len(state.verification.accepted)} verified worker(s) approved",
+                summary=f"consensus: {len(verification.accepted)} verified worker(s) approved",
             )
-            return True
-        key = _action_key(proposal)
-        state.reviews[key] = state.reviews.get(key, 0) + 1
-        state.done[key] = (state.turns, f"the reviewer rejected it: {critique.notes}")
-        state.objected += [w for w in proposal.worker_ids if w not in state.objected]
+            return state
+        state = rejected(state, critique)
         for note in critique.drift:
-            state.feedback.append(f"reviewer (drift): {note}")
-            self._note(ctx, state, "drift", summary=f"drift fed back: {note}")
-        if critique.notes:
-            state.feedback.append(f"reviewer: {critique.notes}")
-        state.feedback += self._progress(state, ctx, brief)
-        return False
+            self._note(task, "drift", summary=f"drift fed back: {note}")
+        return self._progress(state, task)
 
-    def _review_course(self, state: _Attempt, ctx: RunContext, brief: _Brief) -> None:
+    def _review_course(self, state: AttemptState, task: _Task) -> AttemptState:
         """The reviewer looks at the executor's course so far (``review_every``); its drift notes
         go to the executor's next turn. A failed review is noted and the executor goes on."""
-        state.turns += 1
-        state.since_course = 0
-        messages = prompts.course_messages(state.order, brief.judged, brief.search, state.log)
-        reply = self._ask(
-            state, ctx, "reviewer", state.reviewer, messages, CourseAction, json_schema(CourseAction)
+        state = review_turn(state)
+        messages = prompts.course_messages(state.order, task.brief.judged, task.brief.search, task.book.log)
+        state, reply = self._ask(
+            state, task, "reviewer", state.reviewer, messages, CourseAction, json_schema(CourseAction)
         )
         if reply is None:
-            return
-        review: CourseAction = reply.action
-        state.cited += review.cited_lessons
+            return state
+        review: CourseAction = reply.value
+        state = cite_lessons(state, review.cited_lessons)
         summary = "course: " + (f"drift: {'; '.join(review.drift)}" if review.drift else "on course")
         if review.notes:
             summary += f" ({review.notes})"
-        state.log.add(state.turns, "reviewer", summary)
-        self._turn(ctx, state, "reviewer", "course", summary, reply, review, ok=not review.drift)
+        task.book.log.add(state.turns, "reviewer", summary)
+        self._turn(task, state, "reviewer", "course", summary, reply, review, ok=not review.drift)
         for note in review.drift:
-            state.feedback.append(f"reviewer (drift): {note}")
-            self._note(ctx, state, "drift", summary=f"drift fed back: {note}")
-        if review.drift and review.notes:
-            state.feedback.append(f"reviewer: {review.notes}")
+            self._note(task, "drift", summary=f"drift fed back: {note}")
+        return course_reviewed(state, review)
 
     # --- model calls --------------------------------------------------------------------------
 
     def _ask(
         self,
-        state: _Attempt,
-        ctx: RunContext,
+        state: AttemptState,
+        task: _Task,
         agent: str,
         model: str | Provider,
         messages: list[dict[str, str]],
         output_type: Any,
         schema: dict[str, Any],
-    ) -> _Reply | None:
-        """One model call for one action; ``None`` (turn spent, error noted) when it fails.
-
-        ``INVALID_TURNS_MAX`` failures in a row end the attempt, as does any failed executor
-        call (a model that cannot be reached will not answer the next turn either)."""
-        # Lazy (start-up time): the LLM layer loads on the first model call.
-        from agentlake.llm import StructuredOutputError, call_tags, generate_json
-
-        started = time.perf_counter()
-        state.model_turns += 1
+    ) -> tuple[AttemptState, TurnReply | None]:
+        """One model call for one action (``agents.turn``); no reply (turn spent, error noted)
+        when it fails. ``INVALID_TURNS_MAX`` failures in a row end the attempt, as does any
+        failed executor call (``attempt.answered_invalid``, ``attempt.call_failed``)."""
+        ctx, meter = task.ctx, task.meter
+        state = asked(state)
         example = (
             prompts.EXECUTOR_EXAMPLE
             if agent == "executor"
@@ -741,143 +596,79 @@ class LLMPolicy:
             if output_type is CourseAction
             else prompts.REVIEWER_EXAMPLE
         )
-        try:
-            tags = {
-                "agent_id": f"{ctx.agent_id}.{agent}",
-                "run_id": state.meter.run_id if state.meter else "",
-            }
-            meter = {_METER_TAG: state.meter.token} if state.meter else {}
+        agent_id = f"{ctx.agent_id}.{agent}"
+        turn = Turn.of(
+            model,
+            output_type,
+            schema=schema,
+            label=f"{agent} action",
+            example=example,
+            max_tokens=MAX_TOKENS,
+            temperature=ctx.settings.executor_temperature
+            if agent == "executor"
+            else ctx.settings.reviewer_temperature,
+            think=self.think,
+            tags={"agent_id": agent_id, "run_id": meter.run_id, **meter.tags()},
             # The observer's context names the role on the llm.chat op (agent.executor, agent.reviewer).
-            with call_tags(**tags, **meter), observe_context(agent_id=tags["agent_id"]):
-                result = generate_json(
-                    model,
-                    messages,
-                    schema,
-                    validate=output_type.model_validate,
-                    label=f"{agent} action",
-                    example=example,
-                    settings=ctx.settings,
-                    max_tokens=MAX_TOKENS,
-                    temperature=ctx.settings.executor_temperature
-                    if agent == "executor"
-                    else ctx.settings.reviewer_temperature,
-                    think=self.think,
-                )
-        except StructuredOutputError as exc:
-            raw = " ".join((exc.raw_text or "").split())[:200]
-            reason = f"invalid reply after {exc.attempts} attempt(s): {'; '.join(exc.errors[:2])}"
-            state.feedback.append(
-                f"your last reply was not a valid action ({'; '.join(exc.errors[:2])}); reply with ONE JSON action only"
-            )
-            self._emit(
-                ctx,
-                state,
-                TurnRecord(
-                    turn=state.turns,
-                    agent=agent,
-                    kind="error",
-                    ok=False,  # type: ignore[arg-type]
-                    summary=reason,
-                    detail=raw,
-                    latency_ms=_ms(started),
-                ),
-            )
-            self._invalid(state, agent, f"answered no valid action ({reason}; last reply: {raw[:120]!r})")
-            return None
-        except UserError:
-            raise
-        except RunError as exc:
-            reason = f"model call failed ({agent}): {exc.message}"
-            self._emit(
-                ctx,
-                state,
-                TurnRecord(
-                    turn=state.turns,
-                    agent=agent,
-                    kind="error",
-                    ok=False,  # type: ignore[arg-type]
-                    summary=reason,
-                    latency_ms=_ms(started),
-                ),
-            )
-            if agent == "executor":
-                state.aborted, state.failure_reason = True, reason
-            else:
-                self._invalid(state, agent, f"failed: {exc.message}")
-            return None
-        state.invalid_in_row = 0
-        if result.schema_retries == 0:
-            state.first_try_valid += 1
-        usage = result.completion.usage
-        return _Reply(
-            action=result.value,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cost_usd=result.cost_usd or 0.0,
-            latency_ms=_ms(started),
-            schema_retries=result.schema_retries,
+            agent_id=agent_id,
         )
-
-    @staticmethod
-    def _invalid(state: _Attempt, agent: str, what: str) -> None:
-        state.invalid_in_row += 1
-        if state.invalid_in_row >= INVALID_TURNS_MAX:
-            state.aborted = True
-            state.failure_reason = f"the {agent}'s model {what}, {state.invalid_in_row} turns in a row"
+        result = attempt(turn, messages, ctx.settings)
+        if isinstance(result, TurnReply):
+            return answered(state, result.schema_retries), result
+        raw = " ".join(result.raw.split())[:200]
+        problems = "; ".join(result.errors[:2])
+        reason = (
+            f"invalid reply after {result.attempts} attempt(s): {problems}"
+            if result.invalid
+            else f"model call failed ({agent}): {result.message}"
+        )
+        error = TurnRecord(
+            turn=state.turns,
+            agent=agent,
+            kind="error",
+            ok=False,
+            summary=reason,
+            detail=raw,
+            latency_ms=result.latency_ms,
+        )
+        self._emit(task, error)
+        if result.invalid:
+            state = told(
+                state, f"your last reply was not a valid action ({problems}); reply with ONE JSON action only"
+            )
+            return answered_invalid(
+                state, agent, f"answered no valid action ({reason}; last reply: {raw[:120]!r})"
+            ), None
+        return call_failed(state, agent, reason, result.message), None
 
     # --- rescue -------------------------------------------------------------------------------
 
-    def _rescue(self, first: _Attempt, ctx: RunContext, given: TaskLessons) -> _Attempt:
-        order = first.order
-        machine = given.machine
-        notes = []
-        if (
-            machine is not None
-            and machine.widen_radius_miles
-            and machine.widen_radius_miles > order.radius_miles
-        ):
-            notes.append(
-                f"radius widened from {order.radius_miles:g} to {machine.widen_radius_miles:g} miles (lesson)"
-            )
-            order = order.model_copy(update={"radius_miles": machine.widen_radius_miles})
-        executor = self.escalation_model or first.executor
-        if self.escalation_model is not None:
-            notes.append(f"escalated executor: {_model_name(executor)}")
-        rescue = _Attempt(
-            order=order,
-            executor=executor,
-            reviewer=first.reviewer,
-            budget=first.budget,
-            meter=first.meter,
-            ledger=first.ledger,
-            surfaced=set(first.surfaced),
-        )
-        rescue.log.add(
+    def _rescue(self, first: AttemptState, task: _Task, given: TaskLessons) -> tuple[AttemptState, Notebook]:
+        state, notes = rescue(first, given.machine, self.escalation_model)
+        book = Notebook(ledger=task.book.ledger)
+        book.log.add(
             0,
             "orchestrator",
             f"a first attempt failed: {first.failure_reason}; this is the one rescue attempt",
         )
-        if first.verification is not None and not first.verification.ok:
-            rescue.feedback.append(_rejections_feedback(first.verification))
+        rescued = _Task(task.ctx, _brief(state.order, task.ctx, given), task.meter, book)
         self._note(
-            ctx,
-            rescue,
+            rescued,
             "rescue",
             summary="rescue attempt" + (": " + "; ".join(notes) if notes else " (same models and radius)"),
         )
-        self._loop(rescue, ctx, _brief(order, ctx, given))
-        return rescue
+        return self._loop(state, rescued), book
 
     # --- records ------------------------------------------------------------------------------
 
     def _turn(
         self,
-        ctx: RunContext,
-        state: _Attempt,
+        task: _Task,
+        state: AttemptState,
         agent: str,
         kind: str,
         text: str,
-        reply: _Reply,
+        reply: TurnReply,
         action: Any,
         *,
         detail: str = "",
@@ -887,7 +678,7 @@ class LLMPolicy:
             text += f" (valid after {reply.schema_retries} repair request(s))"
         record = TurnRecord(
             turn=state.turns,
-            agent=agent,  # type: ignore[arg-type]
+            agent=agent,
             kind=kind,
             summary=text,
             detail=detail,
@@ -898,17 +689,17 @@ class LLMPolicy:
             latency_ms=reply.latency_ms,
             ok=ok,
         )
-        self._emit(ctx, state, record)
+        self._emit(task, record)
 
     @classmethod
-    def _note(cls, ctx: RunContext, state: _Attempt, kind: str, **fields: Any) -> None:
+    def _note(cls, task: _Task, kind: str, **fields: Any) -> None:
         """A record of the orchestrator's own (lessons given, verification, consensus...)."""
-        cls._emit(ctx, state, TurnRecord(turn=0, agent="orchestrator", kind=kind, **fields))
+        cls._emit(task, TurnRecord(turn=0, agent="orchestrator", kind=kind, **fields))
 
     @staticmethod
-    def _emit(ctx: RunContext, state: _Attempt, record: TurnRecord) -> None:
-        state.transcript.append(record)
-        ctx.emit(record)
+    def _emit(task: _Task, record: TurnRecord) -> None:
+        task.book.transcript.append(record)
+        task.ctx.emit(record)
 
 
 def _brief(order: FillOrder, ctx: RunContext, given: TaskLessons) -> _Brief:
@@ -942,13 +733,6 @@ def _brief(order: FillOrder, ctx: RunContext, given: TaskLessons) -> _Brief:
     )
 
 
-def _verdicts_text(screen: Screen) -> str:
-    return "\n".join(
-        f"worker {v.worker_id} {v.wish!r}: " + (f"met, '{v.quote}'" if v.met else f"not met ({v.why})")
-        for v in screen.verdicts
-    )
-
-
 def _among(
     order: FillOrder, ctx: RunContext, machine: StaffingAction | None, worker_ids: list[int]
 ) -> set[int]:
@@ -956,13 +740,6 @@ def _among(
     query = search_query(order, ctx, machine, limit=max(1, len(worker_ids)))
     query.only_ids = worker_ids
     return {row["worker_id"] for row in find_candidates(ctx.lake, query)}
-
-
-def _proposable(state: _Attempt) -> list[int]:
-    """The verified workers a narrowed proposal may name: those the reviewer did not object to,
-    when they still fill the order, else all of them."""
-    fresh = [w for w in state.enough if w not in state.objected]
-    return fresh if len(fresh) >= state.order.count else list(state.enough)
 
 
 def _unfit(brief: _Brief, worker_ids: list[int], order: FillOrder) -> list[int]:
@@ -981,29 +758,14 @@ def _lesson_check(brief: _Brief, proposal: ProposeDoneAction) -> str:
     return f"worker(s) {unfit} do NOT fit the lessons' filters ({brief.wanted})"
 
 
-def _action_key(action: Any) -> str:
-    """What makes two actions the same: the tool and its arguments, or the proposed ids."""
-    if isinstance(action, ToolCallAction):
-        return json.dumps({"tool": action.tool, "args": action.args}, sort_keys=True, default=str)
-    if isinstance(action, ProposeDoneAction):
-        return json.dumps({"propose": sorted(action.worker_ids)})
-    return "plan"
-
-
-def _action_text(action: Any) -> str:
-    if isinstance(action, ToolCallAction):
-        return f"{action.tool}({_args_text(action.args)})"
-    if isinstance(action, ProposeDoneAction):
-        return f"propose_done {action.worker_ids}"
-    return "a plan"
-
-
 def _also_roles(given: TaskLessons) -> list[str]:
     """Other roles the lessons say the client takes for the ordered one (verified as it)."""
     return list(given.machine.accept_roles) if given.machine is not None else []
 
 
-def _final_proposal(state: _Attempt, ctx: RunContext, given: TaskLessons) -> tuple[list[int], Verification]:
+def _final_proposal(
+    state: AttemptState, ctx: RunContext, given: TaskLessons
+) -> tuple[list[int], Verification]:
     """On success the approved proposal; otherwise its verified part (a partial fill), if any."""
     if state.success and state.proposal is not None and state.verification is not None:
         return list(state.proposal.worker_ids), state.verification
@@ -1015,13 +777,15 @@ def _final_proposal(state: _Attempt, ctx: RunContext, given: TaskLessons) -> tup
     )
 
 
-def _spares(state: _Attempt, ctx: RunContext, proposed: list[int], given: TaskLessons) -> list[int]:
+def _spares(
+    state: AttemptState, book: Notebook, ctx: RunContext, proposed: list[int], given: TaskLessons
+) -> list[int]:
     """Verified spares beyond the proposal: the executor's named spares first, then the ledger."""
     wanted = DEFAULT_SPARES
     if given.machine is not None and given.machine.min_candidate_buffer:
         wanted = max(wanted, given.machine.min_candidate_buffer)
     named = list(state.proposal.spares) if state.proposal is not None else []
-    seen = [w for w in state.ledger.ids() if w in state.surfaced]
+    seen = [w for w in book.ledger.ids() if w in state.surfaced]
     pool = [w for w in dict.fromkeys(named + seen) if w not in set(proposed)][:SPARES_VERIFIED_MAX]
     if not pool:
         return []
@@ -1029,46 +793,6 @@ def _spares(state: _Attempt, ctx: RunContext, proposed: list[int], given: TaskLe
         ctx.lake, state.order, pool, schedule=ctx.schedule, requested=0, also_roles=_also_roles(given)
     )
     return loose.accepted[:wanted]
-
-
-def _rejections_feedback(verification: Verification) -> str:
-    # Rule names and ids only: the reasons quote lake data (names), which reaches the prompt
-    # fenced, in the candidates list.
-    reasons = ", ".join(f"{r.worker_id} {r.rule}" for r in verification.rejections[:8])
-    if reasons:
-        return f"verification rejected your proposal: {reasons} (reasons under Candidates). Replace those workers."
-    short = verification.requested - len(verification.accepted)
-    if short > 0:
-        return (
-            f"verification: the proposal is {short} worker(s) short of the {verification.requested} ordered."
-        )
-    return (
-        f"verification: {len(verification.accepted)} workers proposed for {verification.requested} ordered."
-    )
-
-
-def _budget_reason(state: _Attempt) -> str:
-    if state.proposal is None:
-        return f"turn budget of {state.budget} exhausted without a proposal"
-    if state.verification is not None and not state.verification.ok:
-        return f"turn budget of {state.budget} exhausted; the last proposal failed verification ({len(state.verification.rejections)} rejection(s))"
-    return f"turn budget of {state.budget} exhausted before the reviewer approved a verified proposal"
-
-
-def _args_text(args: dict[str, Any]) -> str:
-    parts = []
-    for key, value in args.items():
-        text = repr(value) if isinstance(value, str) else str(value)
-        parts.append(f"{key}={text if len(text) <= 120 else text[:117] + '...'}")
-    return ", ".join(parts)
-
-
-def _model_name(model: str | Provider) -> str:
-    return model if isinstance(model, str) else f"{model.name}:{model.model}"
-
-
-def _ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 3)
 
 
 register_policy("llm", LLMPolicy)

@@ -107,7 +107,8 @@ def read_order(
     breaker is open after such replies, leaves what the words say for certain, with a note
     saying so.
     """
-    from agentlake.llm import CircuitOpenError, StructuredOutputError, default_model, generate_json
+    from agentlake.agents.turn import Turn, take
+    from agentlake.llm import CircuitOpenError, StructuredOutputError, default_model
     from agentlake.settings import load_settings
 
     now = (now or datetime.now()).replace(tzinfo=None)
@@ -132,10 +133,16 @@ def read_order(
     messages.append({"role": "user", "content": data_block(text)})
     notes: list[str] = []
     try:
-        parts = generate_json(
-            chosen, messages, READ_SCHEMA, validate=OrderParts.model_validate, label="OrderParts",
-            settings=settings, retries=1, max_tokens=MAX_TOKENS, temperature=0.0, think=False,
-        ).value  # fmt: skip
+        turn = Turn.of(
+            chosen,
+            OrderParts,
+            schema=READ_SCHEMA,
+            retries=1,
+            max_tokens=MAX_TOKENS,
+            temperature=0.0,
+            think=False,
+        )
+        parts = take(turn, messages, settings).value
     except StructuredOutputError as exc:
         # Sent back once already (retries=1): what the words say for certain still stands, and
         # the reading says the reader's part was lost.

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from agentlake.agents.outcome import Concern, ConcernKind, TurnRecord
 from agentlake.observe import event, get_observer
-from agentlake.workforce.roles import CERTIFICATIONS, normalize_certification
+from agentlake.workforce.catalogue import CERTIFICATIONS
+from agentlake.workforce.roles import normalize_certification
 from agentlake.workforce.tables import fetch_workers
 
 if TYPE_CHECKING:

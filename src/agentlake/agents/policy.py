@@ -54,7 +54,8 @@ class RunContext:
     """
 
     lake: Lake
-    schedule: ScheduleBook | None = None
+    # schedule, settings and tools: optional to pass, never None after __post_init__.
+    schedule: ScheduleBook = None  # type: ignore[assignment]
     lessons: LessonStore | None = None
     run_id: str | None = None
     staffer_id: str | None = None
@@ -63,8 +64,8 @@ class RunContext:
     on_turn: Callable[[TurnRecord], None] | None = None
     rescue: bool = True
     overseer: bool = False
-    settings: Settings | None = None
-    tools: ToolRegistry | None = None
+    settings: Settings = None  # type: ignore[assignment]
+    tools: ToolRegistry = None  # type: ignore[assignment]
     agent_id: str = "agent"
     project_id: str | None = None
     embedder: Any = None  # an agentlake.embed Embedder for hybrid_search; None = the default one

@@ -41,6 +41,7 @@ from agentlake.workforce.resume_wishes import (
 from agentlake.workforce.tables import SEARCH_COLUMN, SEARCH_DATASET
 
 if TYPE_CHECKING:
+    from agentlake.agents.lessons import TaskLessons
     from agentlake.agents.policy import RunContext
     from agentlake.llm import Provider
     from agentlake.workforce.learning import StaffingAction
@@ -111,6 +112,13 @@ class Screen:
             if w.lesson_id and worker_ids and all((wid, w.words) in met for wid in worker_ids)
         ]
 
+    def verdicts_text(self) -> str:
+        """Each verdict on a line: the worker, the wish, and the quote or why not."""
+        return "\n".join(
+            f"worker {v.worker_id} {v.wish!r}: " + (f"met, '{v.quote}'" if v.met else f"not met ({v.why})")
+            for v in self.verdicts
+        )
+
     def summary(self) -> str:
         return (
             f"{len(self.read)} resume(s) read for {self.describe()}: {len(self.passed)} show every wish"
@@ -128,6 +136,26 @@ def wishes_for(order: FillOrder, lessons: list[tuple[str, list[str]]]) -> list[W
         for words in wishes:
             out.setdefault(" ".join(words.split()).casefold(), Wish(" ".join(words.split()), lesson_id))
     return list(out.values())
+
+
+def screen_task(
+    order: FillOrder, ctx: RunContext, given: TaskLessons, model: str, tags: dict[str, str]
+) -> Screen | None:
+    """The order's and the given lessons' wishes read in the candidates' resumes by ``model``,
+    its calls tagged ``tags`` and as the task's ``.resumes`` agent; None when there is no wish."""
+    from agentlake.llm import call_tags
+    from agentlake.observe import observe_context
+    from agentlake.workforce.learning import action_of
+
+    lessons = [(lesson.id, a.resume_wishes) for lesson in given.lessons if (a := action_of(lesson))]
+    wishes = wishes_for(order, lessons)
+    if not wishes:
+        return None
+    with (
+        call_tags(agent_id=f"{ctx.agent_id}.resumes", **tags),
+        observe_context(agent_id=f"{ctx.agent_id}.resumes"),
+    ):
+        return screen_resumes(order, ctx, given.machine, wishes, model)
 
 
 def screen_resumes(

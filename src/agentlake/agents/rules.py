@@ -131,7 +131,7 @@ class RulesPolicy:
         order: FillOrder,
         ctx: RunContext,
         machine: StaffingAction | None,
-        step,  # noqa: ANN001
+        step,
     ) -> list[int]:
         """The handed-over buffer's workers that still pass verification (bookings made since
         included) and the lessons' filters (learned since they were kept, within the day), at

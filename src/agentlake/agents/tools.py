@@ -30,8 +30,8 @@ from agentlake.errors import AgentlakeError, UserError
 from agentlake.lake.versioned import PerLakeCache, dataset_versions
 from agentlake.observe import observe
 from agentlake.workforce.candidates import CandidateQuery, explain_empty, find_candidates
+from agentlake.workforce.catalogue import CERTIFICATIONS
 from agentlake.workforce.geo import gazetteer
-from agentlake.workforce.roles import CERTIFICATIONS
 from agentlake.workforce.tables import SCORE_COLUMNS, SEARCH_DATASET, TABLES, fetch_workers, resolve_client
 
 if TYPE_CHECKING:
@@ -90,7 +90,9 @@ class Tool(Protocol):
 
     name: str
     description: str
-    args_model: type[BaseModel]
+
+    @property
+    def args_model(self) -> type[BaseModel]: ...
 
     def run(self, args: Any, ctx: RunContext) -> ToolOutput: ...
 
@@ -373,7 +375,7 @@ class _Args(BaseModel):
 # scores by name) no argument under a grammar can run an action to the token limit.
 NAME_CAP = 80
 # min_scores as the object it is: the known scores by name, each 0-1 (not keys of a model's choosing).
-_SCORES_SCHEMA = {
+_SCORES_SCHEMA: dict[str, Any] = {
     "properties": {name: {"type": "number", "minimum": 0, "maximum": 1} for name in SCORE_COLUMNS},
     "additionalProperties": False,
 }

@@ -71,7 +71,7 @@ class _JobView:
         self.task: Any = None
         self.last_line = 0.0
 
-    def show(self, event: Any) -> None:  # noqa: C901 - one branch per event type
+    def show(self, event: Any) -> None:  # one branch per event type
         from agentlake.cli.output import console, render_rows
         from agentlake.lake.background_index import IndexProgress
         from agentlake.scenarios import main_job as demo

@@ -100,8 +100,8 @@ def validate(
     if fmt is not Format.table:
         render_rows(["file", "graph", "nodes", "edges"], checked, fmt)
         return
-    for path, name, nodes, edges in checked:
-        console.print(f"ok: {path} (graph {name}: {nodes} nodes, {edges} edges)")
+    for shown, name, nodes, edges in checked:
+        console.print(f"ok: {shown} (graph {name}: {nodes} nodes, {edges} edges)")
 
 
 @graph_app.command("chat")

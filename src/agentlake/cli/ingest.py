@@ -12,7 +12,7 @@ from agentlake.cli.output import Format
 
 class IngestMode(StrEnum):
     append = "append"
-    replace = "replace"
+    replace = "replace"  # type: ignore[assignment]  # the mode's name shadows str.replace, as the CLI spells it
     upsert = "upsert"
 
 

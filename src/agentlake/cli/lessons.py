@@ -203,14 +203,14 @@ def list_command(
                 []
                 if store is None
                 else store.list(
-                    status=status or None,
+                    status=status or None,  # type: ignore[arg-type]  # the CLI's words are the statuses
                     domain=domain,
-                    scope=scope,
+                    scope=scope,  # type: ignore[arg-type]
                     project_id=project,
                     client_id=client,
                     role=role,
                     dataset=dataset,
-                )  # type: ignore[arg-type]
+                )
             )
     render_rows(_COLUMNS, [_row(lesson) for lesson in lessons], fmt, title=f"{len(lessons)} lesson(s)")
 

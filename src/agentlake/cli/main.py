@@ -80,7 +80,7 @@ class _StderrHandler(logging.StreamHandler):
         super().__init__()
         self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> Any:
         return sys.stderr
 

@@ -3,6 +3,8 @@ and the packaged local: models with their GGUF metadata; ``agentlake models inst
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from agentlake.cli.output import Format, console, err_console, render_rows
@@ -145,8 +147,8 @@ class _Progress:
 
     def __init__(self, what: str) -> None:
         self.what = what
-        self.bar = None
-        self.task = None
+        self.bar: Any = None  # a rich Progress on a terminal (rich loads only then)
+        self.task: Any = None
 
     def __enter__(self) -> _Progress:
         if err_console.is_terminal:

@@ -126,7 +126,7 @@ def run(
     # Progress is for people: on stdout beside the table, on stderr beside machine output.
     shown = console if fmt is Format.table else err_console
 
-    def progress(p) -> None:  # noqa: ANN001 - a runner.Progress
+    def progress(p) -> None:  # a runner.Progress
         shown.print(
             f"batch {p.batch}/{p.batches} [{p.done}/{p.total}] {p.staffer} {p.scenario} r{p.repetition}: "
             f"{p.filled}/{p.requested} filled ({p.seconds:.1f} s)",
@@ -153,7 +153,7 @@ def run(
     )
 
 
-def _print_pools(pools) -> None:  # noqa: ANN001 - feasibility.EventPool list
+def _print_pools(pools) -> None:  # feasibility.EventPool list
     from rich import box
     from rich.table import Table
 

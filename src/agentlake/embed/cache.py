@@ -201,7 +201,7 @@ def progress_bar(enabled: bool, total: int, description: str) -> Iterator[Callab
         def __init__(self) -> None:
             super().__init__("")
 
-        def render(self, task):  # type: ignore[no-untyped-def]
+        def render(self, task):
             from rich.text import Text
 
             return Text(f"{task.speed:,.0f}/s" if task.speed else "", style="progress.data.speed")

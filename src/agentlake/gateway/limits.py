@@ -34,7 +34,7 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any, Literal
 
 from starlette.requests import ClientDisconnect
@@ -255,7 +255,7 @@ def _streams(scope: dict[str, Any]) -> bool:
     return b"text/event-stream" in accept
 
 
-def caller_of(scope: dict[str, Any]) -> str:
+def caller_of(scope: MutableMapping[str, Any]) -> str:
     """Who a request's tokens are counted for: its key's fingerprint, else its client address."""
     principal = scope.get("state", {}).get("principal")
     key_id = getattr(principal, "key_id", None)
@@ -265,7 +265,7 @@ def caller_of(scope: dict[str, Any]) -> str:
     return f"client {client[0]}" if client else "client unknown"
 
 
-def charge_scope(scope: dict[str, Any], buckets: Iterable[Bucket], what: str) -> None:
+def charge_scope(scope: MutableMapping[str, Any], buckets: Iterable[Bucket], what: str) -> None:
     """Charge the caller of ``scope`` (an HTTP or WebSocket request of the gateway) with the
     limits the :class:`RateLimit` middleware put in its state; nothing without them."""
     limits = scope.get("state", {}).get("rate_limits")

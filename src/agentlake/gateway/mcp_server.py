@@ -231,9 +231,10 @@ def _model_tool(
             )
 
         # The REST twin's buckets: a write route's, and a model route's when it calls a model.
-        buckets: tuple[Bucket, ...] = (("write",) if needs != "read" else ()) + (
-            ("model",) if calls_model else ()
-        )
+        wanted: list[Bucket] = ["write"] if needs != "read" else []
+        if calls_model:
+            wanted.append("model")
+        buckets = tuple(wanted)
         return _run(name, arguments, body, ctx=ctx, needs=needs, buckets=buckets)
 
     return Tool(

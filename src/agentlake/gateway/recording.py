@@ -98,12 +98,12 @@ class RecordRequests:
         # "(unrouted)" keeps scanners' random paths out of the endpoint list.
         template = "(unrouted)"
         candidates = self._routes.get(_first_segment(path), [])
-        for route in (candidates + self._routes["*"]) if self._routes["*"] else candidates:
-            match, _ = route.matches(scope)
+        for candidate in (candidates + self._routes["*"]) if self._routes["*"] else candidates:
+            match, _ = candidate.matches(scope)
             if match is Match.FULL:
-                return f"{scope.get('method', 'GET')} {route.path}"  # type: ignore[attr-defined]
+                return f"{scope.get('method', 'GET')} {candidate.path}"  # type: ignore[attr-defined]
             if match is Match.PARTIAL and template == "(unrouted)":  # the path, not the method
-                template = route.path  # type: ignore[attr-defined]
+                template = candidate.path  # type: ignore[attr-defined]
         return f"{scope.get('method', 'GET')} {template}"
 
     def _recorder(self, endpoint: str, method: str) -> Callable[[dict[str, Any]], Coroutine[Any, Any, Any]]:

@@ -19,7 +19,7 @@ the gateway's own origin (its ``Origin`` header, when present, names this host),
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from fastapi import Request, Security
@@ -100,7 +100,7 @@ def identify(scope: dict[str, Any], ring: KeyRing) -> Principal | None:
     return principal
 
 
-def same_origin(scope: dict[str, Any], origin: str | None, host: str | None) -> None:
+def same_origin(scope: MutableMapping[str, Any], origin: str | None, host: str | None) -> None:
     """Raise ``UserError`` (403) when a browser sent this request from another origin.
 
     ``origin`` and ``host`` are the request's ``Origin`` and ``Host`` headers; no ``Origin``
@@ -203,7 +203,7 @@ def principal_of(request: Request) -> Principal:
     return ring.principal(key_from_headers(request.headers))
 
 
-def require(needed: Scope) -> Callable[..., Principal]:
+def require(needed: Scope) -> Callable[..., Awaitable[Principal]]:
     """A route dependency: the caller must hold ``needed`` (or a higher scope).
 
     The ``Security`` parameters make OpenAPI list both ways of sending a key; the check itself
@@ -236,4 +236,6 @@ def route_scope(route: Any) -> Scope | None:
         if scope is not None:
             found.append(scope)
         stack.extend(dependant.dependencies)
-    return max(found, key=RANK.__getitem__) if found else None
+    if not found:
+        return None
+    return max(found, key=RANK.__getitem__)

@@ -117,6 +117,7 @@ class WorkerCache:
                 group = dict(islice(misses.waiting.items(), MAX_GROUP))
                 for worker_id in group:
                     del misses.waiting[worker_id]
+                error: Exception | None
                 try:
                     bodies = await misses.loop.run_in_executor(None, self.load_many, list(group))
                 except Exception as exc:

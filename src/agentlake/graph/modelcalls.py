@@ -114,32 +114,28 @@ class NodeModels:
         """An ``output_type`` from the graph's model (schema retries, continuations, breaker);
         raises what the LLM layer raises. ``schema``: a narrower JSON schema to decode with
         (the reply is still validated as ``output_type``); ``example``: the reply's shape, shown
-        instead of a schema to a model without native schema support."""
-        # Lazy (start-up time): the LLM layer loads on the first model call.
-        from agentlake.llm import call_tags, generate_json, generate_structured
+        instead of a schema to a model without native schema support. With either, the call is
+        one typed-action turn (``agents.turn``, as the staffing agents' and ``ask``'s are)."""
+        # Lazy (start-up time): the LLM layer and the agents load on the first model call.
+        from agentlake.agents.turn import Turn, take
+        from agentlake.llm import call_tags, generate_structured
 
         self.calls += 1
-        with (
-            observe_context(agent_id=f"graph.{self.node_id}", trace_id=self.trace_id),
-            call_tags(graph_turn=self.turn_tag, graph_node=self.node_id),
-        ):
-            if schema is None and example is None:
-                return generate_structured(
-                    self.model,
-                    messages,
-                    output_type,
-                    settings=self.settings,
-                    max_tokens=max_tokens,
-                    think=False,
-                )
-            return generate_json(
+        agent_id, tags = f"graph.{self.node_id}", {"graph_turn": self.turn_tag, "graph_node": self.node_id}
+        if schema is not None or example is not None:
+            turn = Turn.of(
                 self.model,
-                messages,
-                schema or output_type.model_json_schema(),
-                validate=output_type.model_validate,
-                label=output_type.__name__,
+                output_type,
+                **({"schema": schema} if schema is not None else {}),
                 example=example,
-                settings=self.settings,
                 max_tokens=max_tokens,
                 think=False,
-            ).value
+                tags=tags,
+                agent_id=agent_id,
+                trace_id=self.trace_id,
+            )
+            return take(turn, messages, self.settings).value
+        with observe_context(agent_id=agent_id, trace_id=self.trace_id), call_tags(**tags):
+            return generate_structured(
+                self.model, messages, output_type, settings=self.settings, max_tokens=max_tokens, think=False
+            )

@@ -323,8 +323,8 @@ class ThinkerTools:
             text = _filled_text(outcome)
             op.set_output(text)
         data = [{"worker_id": w, "status": status, "reason": reason} for w, status, reason in outcome.rows()]
-        extra = {"filled": outcome.filled, "count": outcome.order.count, "understood": reading.understood}
-        return ToolOutcome("fill", args, True, text, data=data, rows=len(data), extra=extra)
+        facts = {"filled": outcome.filled, "count": outcome.order.count, "understood": reading.understood}
+        return ToolOutcome("fill", args, True, text, data=data, rows=len(data), extra=facts)
 
     def _workspace(self, tool: str, args: dict[str, Any]) -> ToolOutcome:
         machines = self.session.machines

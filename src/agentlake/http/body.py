@@ -9,14 +9,14 @@ the observer's ingest routes read bodies through it. It does not own the limit's
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
 from starlette.requests import ClientDisconnect
 
 from agentlake.errors import UserError
 
-Receive = Callable[[], Awaitable[dict[str, Any]]]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 
 
 def declared_length(raw_headers: Iterable[tuple[bytes, bytes]]) -> int | None:
@@ -39,7 +39,7 @@ def too_large(size: str, max_bytes: int) -> UserError:
     )
 
 
-async def read_body(scope: dict[str, Any], receive: Receive, max_bytes: int) -> bytes:
+async def read_body(scope: MutableMapping[str, Any], receive: Receive, max_bytes: int) -> bytes:
     """The whole body of an ASGI HTTP request, at most ``max_bytes``.
 
     Raises ``UserError``: 413 past the limit (from ``Content-Length`` before reading anything,

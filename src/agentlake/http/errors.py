@@ -204,7 +204,7 @@ def agentlake_error_response(exc: AgentlakeError) -> JSONResponse:
 def validation_error_response(exc: RequestValidationError) -> tuple[JSONResponse, str]:
     """A request that does not match the schema: 422, each problem under ``details.errors`` as
     ``{loc, field, msg, type}`` (``field``: the dotted path inside the query, path or body)."""
-    errors = [
+    errors: list[dict[str, Any]] = [
         {
             "loc": [str(part) for part in err.get("loc", ())],
             "field": ".".join(str(part) for part in tuple(err.get("loc", ()))[1:]) or None,
@@ -338,9 +338,9 @@ COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
     ),
     500: _doc("An unexpected failure; the message names it."),
 }
-BAD_REQUEST = {400: _doc("Bad input: the message says what to change.")}
-NOT_FOUND = {404: _doc("The named thing does not exist.")}
-UNAVAILABLE = {
+BAD_REQUEST: dict[int | str, dict[str, Any]] = {400: _doc("Bad input: the message says what to change.")}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: _doc("The named thing does not exist.")}
+UNAVAILABLE: dict[int | str, dict[str, Any]] = {
     503: _doc(
         "A dependency (model server, index, the op store's database or disk) cannot serve right now; "
         "retry after Retry-After seconds."

@@ -19,6 +19,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from typing import cast
 
 import tenacity
 
@@ -68,11 +69,11 @@ def retrying(
 
     def wait(state: tenacity.RetryCallState) -> float:
         assert state.outcome is not None
-        return backoff_delay(state.attempt_number, state.outcome.exception())
+        return backoff_delay(state.attempt_number, cast(BaseException, state.outcome.exception()))
 
     def before_sleep(state: tenacity.RetryCallState) -> None:
         assert state.outcome is not None and state.next_action is not None
-        error = state.outcome.exception()
+        error = cast(BaseException, state.outcome.exception())  # retried: the attempt failed
         if before_wait is not None:
             before_wait(error)
         log.info(

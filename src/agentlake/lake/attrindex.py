@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -123,11 +123,14 @@ class AttributeIndex:
             ]
             texts = [name for name, kind in wanted if kind == "VARCHAR"]
             if texts:  # free text is not fetched at all: a sketch of each column's distinct count first
-                counts = cur.execute(
-                    "SELECT count(*), "
-                    + ", ".join(f"approx_count_distinct({quote_ident(name)})" for name in texts)
-                    + f" FROM {quote_ident(dataset)}"
-                ).fetchone()
+                counts = cast(
+                    tuple[Any, ...],  # an aggregate: one row
+                    cur.execute(
+                        "SELECT count(*), "
+                        + ", ".join(f"approx_count_distinct({quote_ident(name)})" for name in texts)
+                        + f" FROM {quote_ident(dataset)}"
+                    ).fetchone(),
+                )
                 cap = _text_cap(int(counts[0]))
                 wide = {name for name, seen in zip(texts, counts[1:], strict=True) if seen > cap * 1.1}
                 wanted = [(name, kind) for name, kind in wanted if name not in wide]

@@ -258,7 +258,7 @@ def _resolve_columns(lake: Lake, dataset: str, column: str, key: str | None) -> 
 
 
 def _check_unique(cur: duckdb.DuckDBPyConnection, dataset: str, key: str) -> None:
-    total, distinct, nulls = first_row(
+    total, distinct, nulls = first_row(  # type: ignore[misc]  # an aggregate: always one row
         cur,
         f"SELECT count(*), count(DISTINCT {quote_ident(key)}), count(*) - count({quote_ident(key)}) "
         f"FROM {quote_ident(dataset)}",
@@ -634,7 +634,7 @@ def _open_files(info: IndexInfo, directory: Path) -> VectorIndex | None:
             ann = Index.restore(str(directory / "ann.usearch"), view=False)
             if ann is None:
                 return None
-            ann.expansion_search = ANN_EXPANSION_SEARCH
+            ann.expansion_search = ANN_EXPANSION_SEARCH  # type: ignore[misc]  # settable; usearch's type says read-only
     except (OSError, ValueError):
         return None
     if len(keys) != info.row_count or vectors.shape != (info.row_count, info.dimension):

@@ -30,7 +30,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -299,7 +299,7 @@ def _rank_rows(
 
 def _ann_rows(index: VectorIndex, query: np.ndarray, k: int) -> np.ndarray:
     count = min(len(index.keys), max(RERANK_MIN, 10 * k))
-    matches = index.ann.search(query, count, threads=1)
+    matches = cast(Any, index.ann).search(query, count, threads=1)  # called only with an HNSW graph
     keys = np.asarray(matches.keys, dtype=np.uint64).astype(np.int64)
     return index.rows_of(keys)
 

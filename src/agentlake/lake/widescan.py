@@ -145,7 +145,7 @@ def scan(layout: ScanLayout, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
         if slices is not None:
             return _scan_slices(None, layout, slices, positions, q32)
         return _scan_gather(None, layout, positions, q32)
-    torch = _torch()
+    torch: Any = _torch()  # the layout holds a torch tensor: torch is installed
     # One thread: the pass is memory-bound, and on a busy machine a second OpenMP thread
     # that is not scheduled makes every block wait for it (measured 10x slower at load 5).
     threads = torch.get_num_threads()

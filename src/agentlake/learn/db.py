@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import duckdb
 from pydantic import BaseModel, ConfigDict, Field
@@ -266,7 +266,10 @@ class LessonDB:
         if (path is None or isinstance(path, PgSchema)) and settings.database_url is not None:
             schema = path.name if isinstance(path, PgSchema) else None
             return cls._open_pg(settings, schema=schema, read_only=read_only, clock=clock or utc_now)
-        target = Path(path) if path is not None else settings.data_dir / settings.learn_file
+        # A PgSchema returned or raised above: path is a file's, or None.
+        target = (
+            Path(cast("Path | str", path)) if path is not None else settings.data_dir / settings.learn_file
+        )
         if read_only and not target.exists():
             raise UserError(
                 f"no lesson store at {target}; run `agentlake lessons learn` first or check data_dir"
@@ -341,7 +344,7 @@ class LessonDB:
                     f"no lesson store in PostgreSQL at {self.path}; run `agentlake lessons learn` first "
                     "or check AGENTLAKE_DATABASE_URL"
                 )
-            self._sync(self._conn)
+            self._sync(cast("Database", self._conn))  # PostgreSQL: the pool
             return
         try:
             rows = self._conn.execute(_LOAD_SQL).fetchall()
@@ -365,9 +368,12 @@ class LessonDB:
         """PostgreSQL: take in what other processes changed since this one last looked (new
         versions of lessons by the event log's sequence, and the ``last_used_at`` of lessons
         cited since). One cheap query when nothing changed. Call under ``self._lock``."""
-        newest, given = db.execute(
-            "SELECT (SELECT coalesce(max(seq), 0) FROM lesson_events), (SELECT max(given_at) FROM citations)"
-        ).fetchone()
+        newest, given = cast(
+            tuple[Any, ...],  # an aggregate: one row
+            db.execute(
+                "SELECT (SELECT coalesce(max(seq), 0) FROM lesson_events), (SELECT max(given_at) FROM citations)"
+            ).fetchone(),
+        )
         if newest > self._seen_seq:
             self._take(
                 db.execute(
@@ -399,7 +405,7 @@ class LessonDB:
         together: what is derived from the lessons is keyed by that count."""
         with self._lock:
             if self._pg and not self._closed:
-                self._sync(self._conn)
+                self._sync(cast("Database", self._conn))  # PostgreSQL: the pool
             return self._lessons, self.changes
 
     # --- reading the tables ----------------------------------------------------------------

@@ -9,6 +9,7 @@ only the contract and the registry.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -43,11 +44,11 @@ PoolChecker = Callable[[str, Any], "PoolCheck | None"]
 class LessonReader(Protocol):
     """Read access to the lesson store for extractors (they propose deltas, never write)."""
 
-    def list(self, **filters: Any) -> list[Lesson]: ...
+    def list(self, **filters: Any) -> builtins.list[Lesson]: ...
 
     def evidence(
         self, scope: str, *, project_id: str | None = None
-    ) -> tuple[dict[str, dict[str, str]], list[EvidenceItem]]: ...
+    ) -> tuple[dict[str, dict[str, str]], builtins.list[EvidenceItem]]: ...
 
 
 @dataclass
@@ -71,7 +72,7 @@ class Extractor(Protocol):
 
     name: str
 
-    def extract(self, ops: Sequence[ObservedOp], context: ExtractContext) -> list[Delta]: ...
+    def extract(self, ops: Sequence[ObservedOp], context: ExtractContext) -> builtins.list[Delta]: ...
 
 
 ExtractorFactory = Callable[["Settings"], Extractor]
@@ -95,7 +96,7 @@ def register_extractor(name: str, factory: ExtractorFactory, *, replace: bool = 
     extractors.register(name, factory, replace=replace)
 
 
-def extractor_names() -> list[str]:
+def extractor_names() -> builtins.list[str]:
     """Registered names, built-ins included."""
     return extractors.names()
 

@@ -180,16 +180,16 @@ class ToolHeuristics:
                 outcome.id, f"run {run_id}: {' -> '.join(names)}"
             )
         best: dict[str, list[tuple[int, tuple[str, ...], _Group]]] = defaultdict(list)
-        for (kind, names), group in sequences.items():
+        for (kind, sequence), group in sequences.items():
             if group.count >= PLAYBOOK_MIN_RUNS:
-                best[kind].append((group.count, names, group))
+                best[kind].append((group.count, sequence, group))
         drafts = []
         for kind, found in best.items():
-            for count, names, group in sorted(found, key=lambda item: (-item[0], item[1]))[:2]:
+            for count, sequence, group in sorted(found, key=lambda item: (-item[0], item[1]))[:2]:
                 drafts.append(
                     LessonDraft(
                         trigger=f"Doing a {kind.replace('_', ' ')} task",
-                        action=f"A tool sequence that succeeded in {count} runs: {' -> '.join(names)}",
+                        action=f"A tool sequence that succeeded in {count} runs: {' -> '.join(sequence)}",
                         match=LessonMatch(task_kind=kind),
                         domain="playbook",
                         confidence=min(0.75, PLAYBOOK_CONFIDENCE + 0.05 * (count - PLAYBOOK_MIN_RUNS)),

@@ -17,6 +17,7 @@ about runs, not lesson content: a rollback restores content and keeps them.
 
 from __future__ import annotations
 
+import builtins
 import re
 import shutil
 import tempfile
@@ -136,7 +137,7 @@ class LessonStore:
         project_id: str | None = None,
         source: str | None = None,
         **match: str | None,
-    ) -> list[Lesson]:
+    ) -> builtins.list[Lesson]:
         """Current lessons filtered by status (one or several), domain, scope, project and match.
 
         ``match`` keys are ``task_kind``, ``tool``, ``error_signature`` or a key field a domain
@@ -170,14 +171,14 @@ class LessonStore:
             out.append(lesson)
         return sorted(out, key=lambda lesson: (-lesson.confidence, lesson.id))
 
-    def history(self, lesson_id: str) -> list[LessonEvent]:
+    def history(self, lesson_id: str) -> builtins.list[LessonEvent]:
         """Every event of a lesson, oldest first; ``NotFoundError`` for an unknown id."""
         return self.db.history(lesson_id)
 
     def count_events(self) -> int:
         return self.db.count_events()
 
-    def retrievable(self, task: TaskKey) -> list[Lesson]:
+    def retrievable(self, task: TaskKey) -> builtins.list[Lesson]:
         """Pending and active lessons that may apply to ``task``: those pinned to its value of
         its domain's partition field and those pinned to none.
         Indexed by that value so retrieval does not scan every lesson."""
@@ -193,7 +194,7 @@ class LessonStore:
             ids = self._pool.get(None, []) + (self._pool.get(value, []) if value is not None else [])
         return [lessons[lesson_id] for lesson_id in ids]
 
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def query(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[tuple[Any, ...]]:
         """Read rows with the store's connection (for ``effect`` and reports); no writes."""
         return self.db.query(sql, params)
 
@@ -205,7 +206,9 @@ class LessonStore:
         with self.db.transaction() as txn:
             yield txn
 
-    def propose(self, deltas: Sequence[Delta], *, learned_op_ids: Sequence[str] = ()) -> list[AppliedDelta]:
+    def propose(
+        self, deltas: Sequence[Delta], *, learned_op_ids: Sequence[str] = ()
+    ) -> builtins.list[AppliedDelta]:
         """Validate and apply extractor/human deltas by the curation rules; one transaction.
 
         Each delta gets an ``AppliedDelta`` saying what code did (added, confirmed, merged,
@@ -275,12 +278,12 @@ class LessonStore:
             )
         return lesson
 
-    def maintain(self) -> list[LessonEvent]:
+    def maintain(self) -> builtins.list[LessonEvent]:
         """Decay unused lessons and expire stale pending ones (see ``curation.maintain``)."""
         with self.db.transaction() as txn:
             return curation.maintain(txn)
 
-    def promote(self) -> list[LessonEvent]:
+    def promote(self) -> builtins.list[LessonEvent]:
         """Promote lessons seen in >= 2 projects with mean confidence >= 0.8 to global."""
         with self.db.transaction() as txn:
             return curation.promote(txn, vectors=self.vectors, threshold=self.settings.learn_dedup_threshold)
@@ -324,7 +327,9 @@ class LessonStore:
         with self.db.transaction() as txn:
             effect.cite(txn, run_id, lesson_ids, used=used, agent_id=agent_id, sig_hash=sig_hash)
 
-    def citations(self, *, run_id: str | None = None, lesson_id: str | None = None) -> list[dict[str, Any]]:
+    def citations(
+        self, *, run_id: str | None = None, lesson_id: str | None = None
+    ) -> builtins.list[dict[str, Any]]:
         """Citation rows (run_id, lesson_id, agent_id, sig_hash, given_at, used)."""
         return effect.citation_rows(self.db, run_id=run_id, lesson_id=lesson_id)
 
@@ -348,7 +353,7 @@ class LessonStore:
 
     def evidence(
         self, scope: str, *, project_id: str | None = None, limit: int = MAX_ITEMS_PER_SCOPE
-    ) -> tuple[dict[str, dict[str, str]], list[EvidenceItem]]:
+    ) -> tuple[dict[str, dict[str, str]], builtins.list[EvidenceItem]]:
         """The features (the newest op's) and the newest ``limit`` items judged for ``scope``,
         oldest first."""
         return evidence.read_evidence(self.db, scope, project_id=project_id, limit=limit)

@@ -88,11 +88,11 @@ class CallRecord(BaseModel):
 
 # --- recording hooks -------------------------------------------------------------------------
 
-_recorders: list[Callable[[CallRecord], None]] = []
+_recorders: list[Callable[[CallRecord], object]] = []
 _recorders_lock = threading.Lock()
 
 
-def add_recorder(fn: Callable[[CallRecord], None]) -> Callable[[], None]:
+def add_recorder(fn: Callable[[CallRecord], object]) -> Callable[[], None]:
     """Call ``fn(record)`` for every finished model call, in the calling thread.
 
     Returns a function that unsubscribes ``fn``. A recorder that raises is logged and skipped:

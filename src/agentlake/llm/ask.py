@@ -101,7 +101,7 @@ def ask(
     messages = ([{"role": "system", "content": system}] if system else []) + [
         {"role": "user", "content": prompt}
     ]
-    options = {"max_tokens": max_tokens, "think": think, "timeout": timeout}
+    options: dict[str, Any] = {"max_tokens": max_tokens, "think": think, "timeout": timeout}
     if schema is not None:
         try:
             result = generate_json(

@@ -49,7 +49,7 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: _FakeHTTPServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet test output
+    def log_message(self, format: str, *args: Any) -> None:  # quiet test output
         return
 
     def _dispatch(self, method: str) -> None:
@@ -91,10 +91,10 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:  # the client gave up (a timeout test): nothing to answer
             self.close_connection = True
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:  # http.server's naming
         self._dispatch("GET")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._dispatch("POST")
 
 
@@ -189,7 +189,7 @@ def serve_fake_ollama(
                 temperature=model_options.get("temperature"),
                 stop=model_options.get("stop"),
                 think=body.get("think"),
-                schema=fmt if isinstance(fmt, dict) else ({} if fmt == "json" else None),
+                schema_=fmt if isinstance(fmt, dict) else ({} if fmt == "json" else None),
             )
             messages = _messages(body)
         except (ValueError, KeyError, TypeError) as exc:
@@ -303,7 +303,7 @@ def serve_fake_openai(
     def authorised(handler: _Handler) -> bool:
         return api_key is None or handler.headers.get("Authorization") == f"Bearer {api_key}"
 
-    unauthorised = (
+    unauthorised: tuple[int, Any, dict[str, str]] = (
         401,
         {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}},
         {},
@@ -333,7 +333,7 @@ def serve_fake_openai(
                 temperature=body.get("temperature"),
                 stop=[stop] if isinstance(stop, str) else stop,
                 think=kwargs.get("enable_thinking"),
-                schema=schema,
+                schema_=schema,
             )
             messages = _messages(body)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:

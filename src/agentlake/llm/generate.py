@@ -313,7 +313,7 @@ def _continuable(
         cost = None if cost is None or price is None else cost + price
         calls.append(
             Attempt(
-                kind=kind,  # type: ignore[arg-type]
+                kind=kind,
                 max_tokens=max_tokens,
                 finish_reason=completion.finish_reason,
                 text_chars=len(completion.text),

@@ -162,7 +162,7 @@ def _info(provider: str, model: str, data: dict, *, known: bool, source: str) ->
             input_usd_per_mtok=data.get("input_usd_per_mtok"),
             output_usd_per_mtok=data.get("output_usd_per_mtok"),
             known=known,
-            source=source,  # type: ignore[arg-type]
+            source=source,
         )
     except (ValidationError, ValueError, TypeError) as exc:
         raise UserError(f"model registry entry for {provider}:{model} is invalid: {exc}") from None

@@ -149,7 +149,8 @@ def _structured_attempts(
         opts = opts.model_copy(update={"schema_": None})
     started = time.perf_counter()
     attempts_before, continuations_before = tally.attempts, tally.continuations
-    total, cost = Usage(), 0.0
+    total = Usage()
+    cost: float | None = 0.0
     errors: list[str] = []
     text = ""
     for attempt in range(retries + 1):

@@ -146,7 +146,8 @@ class _TreeSplit:
         return self._call(messages, self.final_opts, self.final_opts.schema_ is not None)
 
     def combined(self, final: ContinuableResult) -> ContinuableResult:
-        usage, cost = Usage(), 0.0
+        usage = Usage()
+        cost: float | None = 0.0
         for outcome in self.results:
             usage = usage + outcome.usage
             cost = None if cost is None or outcome.cost_usd is None else cost + outcome.cost_usd

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agentlake.observe.append import AppendResult, QueueFullError, Ticket
 from agentlake.observe.default_observer import (
     close_default_observer,
     get_observer,
@@ -39,7 +40,7 @@ from agentlake.observe.recording import (
     wrap_tool,
 )
 from agentlake.observe.sink import MemorySink, OpSink
-from agentlake.observe.store import AppendResult, OpStore, QueueFullError, Stats, Ticket
+from agentlake.observe.store import OpStore, Stats
 
 if TYPE_CHECKING:
     from agentlake.observe.client import ObserverClient, RemoteSink

@@ -35,9 +35,10 @@ import httpx
 
 from agentlake.errors import RunError, UnavailableError, UserError
 from agentlake.http.client import error_text
+from agentlake.observe.append import AppendResult
 from agentlake.observe.filters import OpFilter
 from agentlake.observe.model import ObservedOp
-from agentlake.observe.store import AppendResult, Stats
+from agentlake.observe.store import Stats
 from agentlake.settings import load_settings
 
 log = logging.getLogger(__name__)
@@ -356,7 +357,7 @@ class ObserverClient:
     # --- reading ------------------------------------------------------------------------
 
     def _get(self, path: str, params: dict[str, Any] | list[tuple[str, str]] | None = None) -> Any:
-        query = (
+        query: Any = (
             params
             if isinstance(params, list)
             else [(k, v) for k, v in (params or {}).items() if v is not None]

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentlake.errors import RunError, UserError
+from agentlake.observe.append import AppendResult, QueueFullError, Ticket
 from agentlake.observe.model import ObservedOp, exception_text
 from agentlake.observe.observer import IN_PROCESS_WAIT_FOR_SPACE_S, Observer, _await_ticket
-from agentlake.observe.store import AppendResult, QueueFullError, Ticket
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentlake.errors import RunError, UserError
+from agentlake.observe.append import AppendResult, Ticket
 from agentlake.observe.filters import OpFilter
 from agentlake.observe.model import ObservedOp
 from agentlake.observe.sink import OpSink, percentile
-from agentlake.observe.store import AppendResult, OpStore, Stats, Ticket
+from agentlake.observe.store import OpStore, Stats
 
 log = logging.getLogger(__name__)
 

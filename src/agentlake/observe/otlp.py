@@ -467,7 +467,7 @@ def ops_from_export(
 Signal = Literal["traces", "logs", "metrics"]
 
 
-def _messages(signal: Signal) -> tuple[type, type]:
+def _messages(signal: Signal) -> tuple[Any, Any]:
     """(request, response) protobuf classes of ``signal``'s export service."""
     if signal == "logs":
         from opentelemetry.proto.collector.logs.v1 import logs_service_pb2 as logs

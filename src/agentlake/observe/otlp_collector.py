@@ -105,7 +105,7 @@ class OtlpCollector:
         collector = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:  # http.server's name
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 if collector.status != 200 or self.path != "/v1/traces":
                     self.send_response(collector.status if collector.status != 200 else 404)

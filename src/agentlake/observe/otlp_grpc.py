@@ -73,7 +73,7 @@ class _Traces(trace_service_pb2_grpc.TraceServiceServicer):
     def __init__(self, receiver: _Receiver) -> None:
         self.receiver = receiver
 
-    def Export(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802 (the service's name)
+    def Export(self, request: Any, context: grpc.ServicerContext) -> Any:  # the service's name
         self.receiver.record(request, context)
         return trace_service_pb2.ExportTraceServiceResponse()
 
@@ -82,7 +82,7 @@ class _Logs(logs_service_pb2_grpc.LogsServiceServicer):
     def __init__(self, receiver: _Receiver) -> None:
         self.receiver = receiver
 
-    def Export(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+    def Export(self, request: Any, context: grpc.ServicerContext) -> Any:
         self.receiver.count(request, context, "logs")
         return logs_service_pb2.ExportLogsServiceResponse()
 
@@ -91,7 +91,7 @@ class _Metrics(metrics_service_pb2_grpc.MetricsServiceServicer):
     def __init__(self, receiver: _Receiver) -> None:
         self.receiver = receiver
 
-    def Export(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+    def Export(self, request: Any, context: grpc.ServicerContext) -> Any:
         self.receiver.count(request, context, "metrics")
         return metrics_service_pb2.ExportMetricsServiceResponse()
 

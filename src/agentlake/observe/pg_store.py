@@ -33,17 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 from agentlake.errors import UnavailableError, UserError
 from agentlake.migrations import Migration
+from agentlake.observe.append import AppendResult, Pending, StoreUnavailableError
 from agentlake.observe.model import ObservedOp
-from agentlake.observe.store import (
-    _COLUMNS,
-    _USAGE,
-    AppendResult,
-    OpStore,
-    StoreUnavailableError,
-    _naive_utc,
-    _Pending,
-)
-from agentlake.observe.store import MIGRATIONS as DUCKDB_MIGRATIONS
+from agentlake.observe.op_table import MIGRATIONS as DUCKDB_MIGRATIONS
+from agentlake.observe.op_table import OPS_COLUMNS, USAGE_COLUMNS, naive_utc
+from agentlake.observe.store import OpStore
 from agentlake.postgres import Database, apply_pg_migrations, outage
 
 if TYPE_CHECKING:
@@ -79,7 +73,7 @@ MIGRATIONS = [
 ]
 
 # Every column but seq, which the database's sequence assigns.
-_COPIED = [name for name in _COLUMNS if name != "seq"]
+_COPIED = [name for name in OPS_COLUMNS if name != "seq"]
 _COPIED_SQL = ", ".join(f'"{name}"' for name in _COPIED)
 
 
@@ -87,7 +81,7 @@ def _row(op: ObservedOp, stored_at: datetime) -> tuple[Any, ...]:
     usage = op.usage
     values: dict[str, Any] = {
         "id": op.id,
-        "ts": op.ts.replace(tzinfo=None) if op.ts.tzinfo is UTC else _naive_utc(op.ts),
+        "ts": op.ts.replace(tzinfo=None) if op.ts.tzinfo is UTC else naive_utc(op.ts),
         "trace_id": op.trace_id,
         "span_id": op.span_id,
         "parent_span_id": op.parent_span_id,
@@ -104,7 +98,7 @@ def _row(op: ObservedOp, stored_at: datetime) -> tuple[Any, ...]:
         "attributes": json.dumps(op.attributes, default=str, ensure_ascii=False) if op.attributes else None,
         "stored_at": stored_at,
     }
-    for name, column in _USAGE.items():
+    for name, column in USAGE_COLUMNS.items():
         values[column] = None if usage is None else getattr(usage, name)
     return tuple(values[name] for name in _COPIED)
 
@@ -118,6 +112,8 @@ class PgOpStore(OpStore):
     """
 
     _LABEL_SQL = "(CAST(labels AS jsonb) ->> ?) = ?"
+    # The same place as the DuckDB store's connection, holding the pool instead.
+    _conn: Database  # type: ignore[assignment]
 
     @staticmethod
     def _label_param(key: str) -> str:
@@ -150,7 +146,7 @@ class PgOpStore(OpStore):
         # The writer thread keeps a connection of its own (made again after an outage);
         # readers (the gateway's /ops, stats) share the pool's.
         self._conn = Database(url, name="the observer store", max_size=4)
-        self.path = self._conn.where  # what messages name
+        self.path = self._conn.where  # type: ignore[assignment]  # what messages name: the database
         try:
             if read_only:
                 found = self._conn.execute("SELECT to_regclass('ops') IS NOT NULL").fetchone()
@@ -172,7 +168,7 @@ class PgOpStore(OpStore):
             raise UserError("the observer store is closed")
         return self._conn
 
-    def _commit(self, batch: list[_Pending]) -> list[list[AppendResult]]:
+    def _commit(self, batch: list[Pending]) -> list[list[AppendResult]]:
         seen: set[str] = set()
         rows: list[tuple[Any, ...]] = []
         now = datetime.now(UTC).replace(tzinfo=None)

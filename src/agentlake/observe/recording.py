@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from agentlake.errors import UnavailableError
+from agentlake.observe.append import QueueFullError
 from agentlake.observe.default_observer import _current_default, get_observer
 from agentlake.observe.deferred import _deferred_scope
 from agentlake.observe.model import (
@@ -38,7 +39,6 @@ from agentlake.observe.model import (
     new_op_id,
 )
 from agentlake.observe.observer import Observer, _await_ticket
-from agentlake.observe.store import QueueFullError
 
 log = logging.getLogger(__name__)
 

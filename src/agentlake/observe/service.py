@@ -280,9 +280,9 @@ def create_app(observer: Observer, settings: Settings) -> FastAPI:
                     if source is None or op.source == source:
                         yield ServerSentEvent(op.model_dump_json(), event="op", id=op.id)
                 while True:
-                    op = await subscription.aget(timeout=1.0)
-                    if op is not None and (source is None or op.source == source):
-                        yield ServerSentEvent(op.model_dump_json(), event="op", id=op.id)
+                    arrived = await subscription.aget(timeout=1.0)
+                    if arrived is not None and (source is None or arrived.source == source):
+                        yield ServerSentEvent(arrived.model_dump_json(), event="op", id=arrived.id)
             finally:
                 subscription.close()
 

@@ -14,9 +14,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from agentlake.observe.append import AppendResult
 from agentlake.observe.filters import OpFilter, aware, label_text
 from agentlake.observe.model import ObservedOp
-from agentlake.observe.store import AppendResult, Stats
+from agentlake.observe.store import Stats
 
 
 @runtime_checkable

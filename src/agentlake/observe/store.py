@@ -1,8 +1,10 @@
 """``OpStore``: the durable, append-only operation log (one DuckDB file, one writer thread).
 
-This module owns the ``ops`` table, its migrations, the write queue and group commit, and the
-read queries (``query``, ``recent``, ``stats``). It does not own the in-memory ring, live stats
-or subscribers (``record.Observer``) nor any HTTP (``service``, ``client``).
+This module owns the DuckDB file, the write queue and group commit, outages, and the read
+queries (``query``, ``recent``, ``stats``). The ``ops`` table's shape and migrations, and an op
+as a row, are ``op_table``'s; what an append answers (results, tickets, the two refusals) is
+``append``'s. It does not own the in-memory ring, live stats or subscribers
+(``record.Observer``) nor any HTTP (``service``, ``client``).
 
 Durability contract: ``append`` returns only after the DuckDB transaction holding the ops has
 committed (DuckDB syncs its write-ahead log on commit), so an acknowledged op survives a
@@ -22,128 +24,36 @@ once, also when the failed commit had in fact gone through (then answered ``dupl
 from __future__ import annotations
 
 import errno
-import json
 import logging
-import math
 import shutil
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, cast
 
 import duckdb
 import pyarrow as pa
 from pydantic import BaseModel, Field
 
 from agentlake.errors import RunError, UnavailableError, UserError
-from agentlake.migrations import Migration, apply_migrations
+from agentlake.migrations import apply_migrations
+from agentlake.observe.append import AppendResult, Pending, QueueFullError, StoreUnavailableError, Ticket
 from agentlake.observe.filters import OpFilter
-from agentlake.observe.model import LLMUsage, ObservedOp
+from agentlake.observe.model import ObservedOp
+from agentlake.observe.op_table import (
+    MIGRATIONS,
+    OPS_SELECT,
+    naive_utc,
+    op_of_row,
+    op_rows,
+)
 from agentlake.serving import held_by
 
 log = logging.getLogger(__name__)
 
-MIGRATIONS = [
-    Migration(
-        "0001_ops",
-        """
-        CREATE TABLE ops (
-            id VARCHAR PRIMARY KEY,
-            seq BIGINT NOT NULL,
-            ts TIMESTAMP NOT NULL,            -- UTC
-            trace_id VARCHAR,
-            span_id VARCHAR,
-            parent_span_id VARCHAR,
-            endpoint VARCHAR NOT NULL,
-            source VARCHAR NOT NULL,
-            agent_id VARCHAR,
-            input_summary VARCHAR,
-            output_summary VARCHAR,
-            success BOOLEAN NOT NULL,
-            duration_ms DOUBLE NOT NULL,
-            error VARCHAR,
-            staffer_id VARCHAR,
-            run_id VARCHAR,
-            event_kind VARCHAR,
-            role VARCHAR,
-            city VARCHAR,
-            state VARCHAR,
-            "count" INTEGER,
-            sig_hash VARCHAR,
-            rescue_attempted BOOLEAN,
-            rescue_succeeded BOOLEAN,
-            llm_provider VARCHAR,
-            llm_model VARCHAR,
-            input_tokens BIGINT,
-            output_tokens BIGINT,
-            thinking_tokens BIGINT,
-            finish_reason VARCHAR,
-            attempts INTEGER,
-            continuations INTEGER,
-            cost_usd DOUBLE,
-            attributes VARCHAR,               -- JSON object
-            stored_at TIMESTAMP NOT NULL      -- UTC, when the writer committed it
-        )
-        """,
-    ),
-]
-
-
-# Labels (0002): the fields a domain stamps on its ops, as one JSON object. The columns that
-# held such fields before (written by releases up to 0.1) are read into labels by the
-# migration and left empty since; ``run_id`` stays a column of its own.
-LABELS_MIGRATION_SQL = """
-    ALTER TABLE ops ADD COLUMN labels VARCHAR;
-    UPDATE ops SET labels = CAST(json_object(
-        'staffer_id', staffer_id, 'event_kind', event_kind, 'role', role, 'city', city, 'state', state,
-        'count', "count", 'sig_hash', sig_hash, 'rescue_attempted', rescue_attempted,
-        'rescue_succeeded', rescue_succeeded) AS VARCHAR)
-    WHERE staffer_id IS NOT NULL OR event_kind IS NOT NULL OR role IS NOT NULL OR city IS NOT NULL
-        OR state IS NOT NULL OR "count" IS NOT NULL OR sig_hash IS NOT NULL
-        OR rescue_attempted IS NOT NULL OR rescue_succeeded IS NOT NULL;
-"""
-MIGRATIONS.append(Migration("0002_labels", LABELS_MIGRATION_SQL))
-# LLMUsage field -> column; provider and model are prefixed so they read clearly in SQL.
-_USAGE = {name: (f"llm_{name}" if name in ("provider", "model") else name) for name in LLMUsage.model_fields}
-
-_SCHEMA = pa.schema(
-    [
-        ("id", pa.string()),
-        ("seq", pa.int64()),
-        ("ts", pa.timestamp("us")),
-        ("trace_id", pa.string()),
-        ("span_id", pa.string()),
-        ("parent_span_id", pa.string()),
-        ("endpoint", pa.string()),
-        ("source", pa.string()),
-        ("agent_id", pa.string()),
-        ("input_summary", pa.string()),
-        ("output_summary", pa.string()),
-        ("success", pa.bool_()),
-        ("duration_ms", pa.float64()),
-        ("error", pa.string()),
-        ("run_id", pa.string()),
-        ("labels", pa.string()),
-        ("llm_provider", pa.string()),
-        ("llm_model", pa.string()),
-        ("input_tokens", pa.int64()),
-        ("output_tokens", pa.int64()),
-        ("thinking_tokens", pa.int64()),
-        ("finish_reason", pa.string()),
-        ("attempts", pa.int32()),
-        ("continuations", pa.int32()),
-        ("cost_usd", pa.float64()),
-        ("attributes", pa.string()),
-        ("stored_at", pa.timestamp("us")),
-    ]
-)
-_COLUMNS = [f.name for f in _SCHEMA]
-_SELECT = ", ".join(f'"{name}"' for name in _COLUMNS)
-_TYPES = {f.name: f.type for f in _SCHEMA}
 
 DEFAULT_BATCH_MAX = 20000
 DEFAULT_CHECKPOINT_MB = 64.0
@@ -156,22 +66,6 @@ RECOVER_MAX_S = 0.5
 # Room a DuckDB store wants on its disk, beyond twice the batch that did not fit, before it
 # takes ops again after its disk was full.
 RECOVER_FREE_BYTES = 1_000_000
-
-
-@dataclass(frozen=True)
-class AppendResult:
-    """What happened to one op: ``stored`` now, already stored (``duplicate``), or ``spooled``
-    locally by an HTTP client to be replayed once the observer is back."""
-
-    id: str
-    status: Literal["stored", "duplicate", "spooled"] = "stored"
-
-    @property
-    def duplicate(self) -> bool:
-        return self.status == "duplicate"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "accepted": True, "status": self.status, "duplicate": self.duplicate}
 
 
 class Stats(BaseModel):
@@ -191,191 +85,6 @@ class Stats(BaseModel):
         description="OTLP log records ('logs') and metric data points ('metrics') acknowledged and "
         "counted since the process started; they are not stored (ops come from spans).",
     )
-
-
-class QueueFullError(UnavailableError):
-    """The write queue holds ``queue_max`` ops already; retry after ``retry_after`` seconds."""
-
-    def __init__(self, message: str, *, retry_after: float = 1.0) -> None:
-        super().__init__(message, http_status=503, retry_after=retry_after)
-        self.retry_after = retry_after
-
-
-class StoreUnavailableError(UnavailableError):
-    """The store cannot commit right now (``reason``: ``unreachable`` or ``disk_full``); the ops
-    were not acknowledged. Retry after ``retry_after`` seconds with the same ids: each is stored
-    once (answered ``duplicate`` if the failed commit had gone through after all)."""
-
-    def __init__(self, message: str, *, reason: str, retry_after: float = 1.0) -> None:
-        super().__init__(message, http_status=503, retry_after=retry_after, reason=reason)
-        self.reason = reason
-        self.retry_after = retry_after
-
-    def again(self, retry_after: float) -> StoreUnavailableError:
-        """A fresh error with the same message for the next caller (an exception instance
-        carries its own traceback, so callers never share one)."""
-        return StoreUnavailableError(self.message, reason=self.reason, retry_after=retry_after)
-
-
-class _Pending:
-    """Ops waiting for a commit. ``done`` and ``event`` change under the store's lock; the event
-    exists only once a thread waits (an asyncio waiter uses a callback instead), since making
-    one per queued request was a visible share of a single event's cost on the event loop."""
-
-    __slots__ = ("callbacks", "done", "enqueued_at", "error", "event", "ops", "results")
-
-    def __init__(self, ops: list[ObservedOp]) -> None:
-        self.ops = ops
-        self.done = False
-        self.event: threading.Event | None = None
-        self.results: list[AppendResult] | None = None
-        self.error: BaseException | None = None
-        self.callbacks: list[Callable[[_Pending], None]] = []
-        self.enqueued_at = time.monotonic()
-
-
-class Ticket:
-    """A handle on queued ops: ``wait()`` blocks until they are durable; ``add_done_callback``
-    lets an asyncio server resolve a future from the writer thread instead of parking a thread."""
-
-    def __init__(self, pending: _Pending, lock: threading.Lock) -> None:
-        self._pending = pending
-        self._lock = lock
-
-    @property
-    def size(self) -> int:
-        """How many ops this ticket holds."""
-        return len(self._pending.ops)
-
-    def add_done_callback(self, fn: Callable[[Ticket], None]) -> None:
-        """Call ``fn(ticket)`` once the ops are committed (or failed): from the writer thread, or
-        right here if that already happened."""
-        with self._lock:
-            if not self._pending.done:
-                self._pending.callbacks.append(lambda _p: fn(self))
-                return
-        fn(self)
-
-    def result(self) -> list[AppendResult]:
-        """The results once done; raises the writer's error if the commit failed."""
-        if self._pending.error is not None:
-            raise self._pending.error
-        assert self._pending.results is not None
-        return self._pending.results
-
-    def wait(self, timeout: float | None = None) -> list[AppendResult]:
-        """Block until durable. Raises ``RunError`` on timeout (the ops may still commit later;
-        retrying with the same ids is safe) or the commit's own error."""
-        pending = self._pending
-        with self._lock:
-            if not pending.done and pending.event is None:
-                pending.event = threading.Event()
-            event = pending.event
-        if event is not None and not event.wait(timeout):
-            raise RunError(f"observer store did not commit {len(pending.ops)} ops within {timeout} s")
-        return self.result()
-
-
-def _naive_utc(value: datetime) -> datetime:
-    """``value`` as naive UTC; ``UserError`` when UTC falls outside years 1-9999."""
-    try:
-        return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
-    except OverflowError:
-        raise UserError(
-            f"{value.isoformat()} is outside the range of timestamps once converted to UTC"
-        ) from None
-
-
-def _to_table(ops: Sequence[ObservedOp], first_seq: int, stored_at: datetime) -> pa.Table:
-    # Column by column with comprehensions: about 5x faster than appending row by row, and
-    # this runs on the writer thread for every op ingested. Arrays are built per column and a
-    # column with no value at all is a typed null array: Table.from_pydict spent ~115 us on
-    # matching 35 lists to the schema, the main cost of the small commits of single events.
-    usages = [op.usage for op in ops]
-    cols: dict[str, Any] = {
-        "id": [op.id for op in ops],
-        "seq": list(range(first_seq, first_seq + len(ops))),
-        # ObservedOp keeps ts UTC-aware; Arrow converts to UTC wall time in C (see below).
-        "ts": pa.array([op.ts for op in ops], pa.timestamp("us", tz="UTC")).cast(pa.timestamp("us")),
-        "trace_id": [op.trace_id for op in ops],
-        "span_id": [op.span_id for op in ops],
-        "parent_span_id": [op.parent_span_id for op in ops],
-        "endpoint": [op.endpoint for op in ops],
-        "source": [op.source for op in ops],
-        "agent_id": [op.agent_id for op in ops],
-        "input_summary": [op.input_summary for op in ops],
-        "output_summary": [op.output_summary for op in ops],
-        "success": [op.success for op in ops],
-        "duration_ms": [op.duration_ms for op in ops],
-        "error": [op.error for op in ops],
-        "run_id": [op.run_id for op in ops],
-        "labels": [json.dumps(op.labels, ensure_ascii=False) if op.labels else None for op in ops],
-        "attributes": [
-            json.dumps(op.attributes, default=str, ensure_ascii=False) if op.attributes else None
-            for op in ops
-        ],
-        "stored_at": [stored_at] * len(ops),
-    }
-    any_usage = any(usage is not None for usage in usages)
-    for name, column in _USAGE.items():
-        cols[column] = [None if u is None else getattr(u, name) for u in usages] if any_usage else None
-    n = len(ops)
-    arrays = []
-    for name in _COLUMNS:
-        values = cols[name]
-        if isinstance(values, pa.Array):
-            arrays.append(values)
-        elif values is None or all(value is None for value in values):
-            arrays.append(pa.nulls(n, _TYPES[name]))
-        else:
-            arrays.append(pa.array(values, _TYPES[name]))
-    return pa.Table.from_arrays(arrays, schema=_SCHEMA)
-
-
-def _finite(value: Any) -> Any:
-    """A stored float that JSON can carry: NaN and infinities (stored before ingest refused them)
-    read as None, so one old row cannot break every read that includes it."""
-    return None if isinstance(value, float) and not math.isfinite(value) else value
-
-
-def _row_to_op(row: Sequence[Any]) -> ObservedOp:
-    rec = dict(zip(_COLUMNS, row, strict=True))
-    usage_values = {name: _finite(rec[column]) for name, column in _USAGE.items()}
-    # model_construct: rows were validated on the way in (and rows stored before a rule was
-    # added must still be readable).
-    usage = (
-        LLMUsage.model_construct(**usage_values)
-        if any(v is not None for v in usage_values.values())
-        else None
-    )
-    return ObservedOp.model_construct(
-        id=rec["id"],
-        ts=rec["ts"].replace(tzinfo=UTC),
-        trace_id=rec["trace_id"],
-        span_id=rec["span_id"],
-        parent_span_id=rec["parent_span_id"],
-        endpoint=rec["endpoint"],
-        source=rec["source"],
-        agent_id=rec["agent_id"],
-        input_summary=rec["input_summary"] or "",
-        output_summary=rec["output_summary"] or "",
-        success=rec["success"],
-        duration_ms=_finite(rec["duration_ms"]) or 0.0,
-        error=rec["error"],
-        run_id=rec["run_id"],
-        labels=_labels(rec["labels"]),
-        usage=usage,
-        seq=rec["seq"],
-        # parse_constant: a NaN or Infinity stored before ingest refused them reads as text.
-        attributes=json.loads(rec["attributes"], parse_constant=str) if rec["attributes"] else {},
-    )
-
-
-def _labels(text: str | None) -> dict[str, Any]:
-    """Stored labels as a dict (the migrated ones of older rows hold nulls: dropped)."""
-    if not text:
-        return {}
-    return {key: value for key, value in json.loads(text).items() if value is not None}
 
 
 _DISK_FULL = ("no space left on device", "disk quota exceeded")
@@ -417,6 +126,11 @@ def _close_quietly(cursor: duckdb.DuckDBPyConnection) -> None:
 def _is_lock_error(exc: Exception) -> bool:
     text = str(exc).lower()
     return "lock" in text and ("conflicting" in text or "could not set lock" in text)
+
+
+def _one(result: Any) -> tuple[Any, ...]:
+    """The one row an aggregate query returns (the driver's type allows none)."""
+    return cast(tuple[Any, ...], result.fetchone())
 
 
 class OpStore:
@@ -480,7 +194,7 @@ class OpStore:
         if not read_only:
             apply_migrations(self._conn, MIGRATIONS)
             self._configure()
-        self._next_seq = int(self._conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM ops").fetchone()[0])
+        self._next_seq = int(_one(self._conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM ops"))[0])
         self._start()
 
     def _configure(self) -> None:
@@ -494,7 +208,7 @@ class OpStore:
         read_only = self.read_only
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
-        self._queue: deque[_Pending] = deque()
+        self._queue: deque[Pending] = deque()
         self._queued_ops = 0
         self._closing = False
         self._closed = False
@@ -531,7 +245,7 @@ class OpStore:
         if self.read_only:
             raise UserError(f"the observer store {self.path} was opened read-only")
         ops = list(ops)
-        pending = _Pending(ops)
+        pending = Pending(ops)
         deadline = time.monotonic() + wait_for_space
         with self._cond:
             while True:
@@ -577,7 +291,7 @@ class OpStore:
         with self._lock:
             return time.monotonic() - self._queue[0].enqueued_at if self._queue else 0.0
 
-    def _take_batch(self) -> list[_Pending] | None:
+    def _take_batch(self) -> list[Pending] | None:
         with self._cond:
             while not self._queue:
                 if self._closing:
@@ -585,7 +299,7 @@ class OpStore:
                 if self._unavailable is not None:
                     return []  # marked by the checkpoint thread: recover before taking ops
                 self._cond.wait()
-            batch: list[_Pending] = []
+            batch: list[Pending] = []
             count = 0
             while self._queue and (not batch or count + len(self._queue[0].ops) <= self.batch_max):
                 pending = self._queue.popleft()
@@ -610,7 +324,7 @@ class OpStore:
                 self._recover()
 
     def _settle(
-        self, batch: list[_Pending], outcomes: list[tuple[list[AppendResult] | None, BaseException | None]]
+        self, batch: list[Pending], outcomes: list[tuple[list[AppendResult] | None, BaseException | None]]
     ) -> None:
         """Hand each caller of ``batch`` its results or error and wake it."""
         with self._cond:
@@ -623,7 +337,7 @@ class OpStore:
                     pending.event.set()
             callbacks = [(pending, cb) for pending in batch for cb in pending.callbacks]
             for pending in batch:
-                # A callback holds its Ticket, which holds this _Pending: dropping them here
+                # A callback holds its Ticket, which holds this Pending: dropping them here
                 # leaves no reference cycle per op for the garbage collector to sweep (under
                 # load those sweeps were full collections stalling the event loop ~150 ms).
                 pending.callbacks = []
@@ -635,7 +349,7 @@ class OpStore:
                 log.exception("observer ticket callback failed")
 
     def _commit_isolated(
-        self, batch: list[_Pending]
+        self, batch: list[Pending]
     ) -> list[tuple[list[AppendResult] | None, BaseException | None]]:
         """Commit ``batch`` as one group; if that fails, commit each caller's ops on their own,
         so one caller's bad op fails that caller alone, never the others sharing the commit
@@ -663,7 +377,7 @@ class OpStore:
                 )
         return outcomes
 
-    def _commit_or_retry(self, batch: list[_Pending]) -> list[list[AppendResult]]:
+    def _commit_or_retry(self, batch: list[Pending]) -> list[list[AppendResult]]:
         """``_commit``; after an outage, reconnect once and commit again at once (a connection
         that died in a restart the database has already finished fails only its first use).
         Raises ``StoreUnavailableError`` when that fails too."""
@@ -684,7 +398,7 @@ class OpStore:
             raise down from exc
 
     def _went_down(
-        self, batch: list[_Pending], error: StoreUnavailableError
+        self, batch: list[Pending], error: StoreUnavailableError
     ) -> list[tuple[list[AppendResult] | None, BaseException | None]]:
         self._mark_unavailable(error)
         return [(None, error.again(error.retry_after)) for _ in batch]
@@ -773,13 +487,13 @@ class OpStore:
         _close_quietly(self._conn)
         self._conn = duckdb.connect(str(self.path), config={"threads": self._threads})
         self._configure()
-        stored = int(self._conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM ops").fetchone()[0])
+        stored = int(_one(self._conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM ops"))[0])
         self._next_seq = max(self._next_seq, stored)
         self._invalid = False
         self.reopened += 1
         log.warning("observer store %s reopened after a fatal DuckDB error", self.path)
 
-    def _commit(self, batch: list[_Pending]) -> list[list[AppendResult]]:
+    def _commit(self, batch: list[Pending]) -> list[list[AppendResult]]:
         seen: set[str] = set()
         fresh: list[ObservedOp] = []
         for pending in batch:
@@ -789,7 +503,7 @@ class OpStore:
                     fresh.append(op)
         now = datetime.now(UTC).replace(tzinfo=None)
         first_seq = self._next_seq
-        table = _to_table(fresh, first_seq, now)
+        table = op_rows(fresh, first_seq, now)
         self._last_batch_bytes = table.nbytes
         # One INSERT statement = one auto-committed transaction: atomic and, once execute()
         # returns, durable. No explicit BEGIN/COMMIT and no register/unregister round trips:
@@ -816,7 +530,7 @@ class OpStore:
         self._next_seq += len(fresh)
         return self._answers(batch, inserted if inserted is not None else {op.id for op in fresh})
 
-    def _answers(self, batch: list[_Pending], stored_now: set[str]) -> list[list[AppendResult]]:
+    def _answers(self, batch: list[Pending], stored_now: set[str]) -> list[list[AppendResult]]:
         """Each caller's results once ``stored_now`` (the ids this commit inserted) is durable:
         any other id, or a repeat after the first, is a duplicate."""
         self.committed_batches += 1
@@ -835,7 +549,7 @@ class OpStore:
 
     def _insert(self, table: pa.Table, verb: str) -> None:
         """Insert ``table`` in one auto-committed statement."""
-        _incoming = table  # noqa: F841  (read by DuckDB's replacement scan in the statement)
+        _incoming = table  # read by DuckDB's replacement scan in the statement
         # BY NAME instead of two 35-column lists: the statement is parsed at every commit.
         self._conn.execute(f"{verb} INTO ops BY NAME SELECT * FROM _incoming")
 
@@ -910,18 +624,18 @@ class OpStore:
         where, params = self._filters(wanted)
         direction = "DESC" if wanted.order == "desc" else "ASC"
         by = f"seq {direction}" if wanted.after_seq is not None else f"ts {direction}, seq {direction}"
-        sql = f"SELECT {_SELECT} FROM ops {where} ORDER BY {by} LIMIT ? OFFSET ?"
+        sql = f"SELECT {OPS_SELECT} FROM ops {where} ORDER BY {by} LIMIT ? OFFSET ?"
         rows = self._cursor().execute(sql, [*params, wanted.limit, wanted.offset]).fetchall()
-        return [_row_to_op(row) for row in rows]
+        return [op_of_row(row) for row in rows]
 
     def count(self, wanted: OpFilter | None = None, /, **filters: Any) -> int:
         """How many committed ops match the same filters as :meth:`query`."""
         where, params = self._filters(OpFilter.of(wanted, **filters))
-        return int(self._cursor().execute(f"SELECT count(*) FROM ops {where}", params).fetchone()[0])
+        return int(_one(self._cursor().execute(f"SELECT count(*) FROM ops {where}", params))[0])
 
     def last_seq(self) -> int:
         """The highest commit sequence stored (0 for an empty log)."""
-        return int(self._cursor().execute("SELECT coalesce(max(seq), 0) FROM ops").fetchone()[0])
+        return int(_one(self._cursor().execute("SELECT coalesce(max(seq), 0) FROM ops"))[0])
 
     def _filters(self, wanted: OpFilter) -> tuple[str, list[Any]]:
         clauses: list[str] = []
@@ -946,10 +660,10 @@ class OpStore:
             params += [self._label_param(key), value]
         if wanted.since is not None:
             clauses.append("ts >= ?")
-            params.append(_naive_utc(wanted.since))
+            params.append(naive_utc(wanted.since))
         if wanted.until is not None:
             clauses.append("ts < ?")
-            params.append(_naive_utc(wanted.until))
+            params.append(naive_utc(wanted.until))
         if wanted.after_seq is not None:
             clauses.append("seq > ?")
             params.append(wanted.after_seq)
@@ -960,24 +674,24 @@ class OpStore:
         rows = (
             self._cursor()
             .execute(
-                f"SELECT {_SELECT} FROM (SELECT {_SELECT} FROM ops ORDER BY seq DESC LIMIT ?) AS last ORDER BY seq",
+                f"SELECT {OPS_SELECT} FROM (SELECT {OPS_SELECT} FROM ops ORDER BY seq DESC LIMIT ?) AS last ORDER BY seq",
                 [n],
             )
             .fetchall()
         )
-        return [_row_to_op(row) for row in rows]
+        return [op_of_row(row) for row in rows]
 
     def stats(self, *, latency_window: int = 10000, recent_scenario: int = 20) -> Stats:
         """Exact counts over the whole log; latency percentiles over the last ``latency_window`` ops."""
         cur = self._cursor()
-        total, successes = cur.execute("SELECT count(*), count(*) FILTER (WHERE success) FROM ops").fetchone()
+        total, successes = _one(cur.execute("SELECT count(*), count(*) FILTER (WHERE success) FROM ops"))
         by_source = dict(
             cur.execute("SELECT source, count(*) FROM ops GROUP BY source ORDER BY 2 DESC").fetchall()
         )
         by_endpoint = dict(
             cur.execute("SELECT endpoint, count(*) FROM ops GROUP BY endpoint ORDER BY 2 DESC").fetchall()
         )
-        p50, p95, window = cur.execute(self._LATENCY_SQL, [latency_window]).fetchone()
+        p50, p95, window = _one(cur.execute(self._LATENCY_SQL, [latency_window]))
         return Stats(
             total=total,
             successes=successes,

@@ -143,7 +143,7 @@ class DataQuestionRules:
             later = [a for a in ran if _names(a["sql"], right) and not _names(a["sql"], wrong)]
             if not later:
                 continue
-            table = right if kind == "table" else (tables_of(later[0]["sql"]) or [None])[0]
+            table = right if kind == "table" else next(iter(tables_of(later[0]["sql"])), None)
             drafts.append(_rename(kind, wrong, right, table, op.id, str(op.attributes.get("question") or "")))
         return drafts
 
@@ -157,7 +157,7 @@ class DataQuestionRules:
         if fixed is None or not _runs(context.lake, fixed[0]):
             return []
         kind, wrong, right = found
-        table = right if kind == "table" else (tables_of(fixed[0]) or [None])[0]
+        table = right if kind == "table" else next(iter(tables_of(fixed[0])), None)
         return [_rename(kind, wrong, right, table, op.id, sql)]
 
     # --- feedback --------------------------------------------------------------------------
@@ -169,7 +169,7 @@ class DataQuestionRules:
         if not question:
             return []
         datasets = [str(d) for d in said.get("datasets") or [] if d] or tables_of(sql)
-        dataset = (tables_of(sql) or datasets or [None])[0]
+        dataset = next(iter(tables_of(sql) or datasets), None)
         if said.get("right") is True:
             if not sql or (context.lake is not None and not _runs(context.lake, sql)):
                 return []
@@ -313,7 +313,7 @@ def _playbook(question: str, sql: str, dataset: str | None, op_id: str, why: str
 
 
 def _cast(column: str, cast: str, dataset: str | None, op_id: str, question: str) -> LessonDraft:
-    action = DataAction(kind="cast", column=column, cast=cast.upper())  # type: ignore[arg-type]
+    action = DataAction(kind="cast", column=column, cast=cast.upper())
     return LessonDraft(
         trigger=f"Using {column} of {dataset or 'the data'} as a number",
         action=f"{column} is text holding numbers (and markers like NA): use TRY_CAST({column} AS {cast.upper()})",

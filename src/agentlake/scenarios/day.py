@@ -382,6 +382,7 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
                 if pools is not None:
                     pools.add(order)
                 for worker_id in planned.removed:
+                    assert order.shift_start is not None  # a scenario's orders name their shift
                     schedule.remove(worker_id, order.shift_start)
                 ctx = RunContext(
                     lake=lake,

@@ -15,7 +15,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from agentlake.scenarios.metrics import (
     SCORE_FORMULA,
@@ -512,7 +512,7 @@ def _lessons_section(lessons: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
         return ""
     parts = ["<h2>What each learning arm learned</h2>"]
     for arm, items in lessons.items():
-        counts = defaultdict(int)
+        counts: dict[str, int] = defaultdict(int)
         for item in items:
             counts[str(item.get("status"))] += 1
         tally = ", ".join(f"{n} {status}" for status, n in counts.items())
@@ -579,7 +579,10 @@ def render_report(
     batches = batches_of(results)
     curve = learning_curve(results)
     points = learning_curve_points(results)
-    pinned = {p.get("staffer"): p.get("colour") for p in plan.get("staffers", []) if isinstance(p, dict)}
+    pinned = cast(
+        "dict[str, str | None]",
+        {p.get("staffer"): p.get("colour") for p in plan.get("staffers", []) if isinstance(p, dict)},
+    )
     styles = series_styles({r.arm: r.staffer for r in results}, pinned)
     interval = {(arm, p.batch): p for arm, pts in points.items() for p in pts}
     board = leaderboard(results)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Literal, overload
 
 import numpy as np
 from pydantic import BaseModel
@@ -97,6 +97,10 @@ def _arrays(results: Sequence[EventResult], extract: _Extract) -> tuple[np.ndarr
     return pairs[:, 0], pairs[:, 1]
 
 
+@overload
+def _ratio(num: np.ndarray, den: np.ndarray) -> float: ...
+@overload
+def _ratio(num: np.ndarray, den: np.ndarray, idx: np.ndarray) -> np.ndarray: ...
 def _ratio(num: np.ndarray, den: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray | float:
     if idx is None:
         total = den.sum()

@@ -21,13 +21,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agentlake.workforce.catalogue import CERTIFICATIONS, ROLES, SECTORS, Certification, Role
 from agentlake.workforce.order import FillOrder, slugify
 from agentlake.workforce.roles import (
-    CERTIFICATIONS,
-    ROLES,
-    SECTORS,
-    Certification,
-    Role,
     canonical_role,
     find_role,
     normalize_certification,

@@ -127,9 +127,10 @@ def build_city_tables(out_dir: Path, count: int = DEFAULT_CITY_COUNT) -> tuple[P
 def load_cities() -> CityTable:
     """The shipped city table as NumPy arrays (cached)."""
     package = resources.files("agentlake.workforce")
-    with (package / CITIES_FILE).open(newline="") as handle:
+    # A package's files are Paths here, whose open() takes newline (Traversable's type does not).
+    with (package / CITIES_FILE).open(newline="") as handle:  # type: ignore[call-overload]
         city_rows = list(csv.DictReader(handle))
-    with (package / ZIPS_FILE).open(newline="") as handle:
+    with (package / ZIPS_FILE).open(newline="") as handle:  # type: ignore[call-overload]
         zip_rows = list(csv.DictReader(handle))
     city_index = np.array([int(row["city_index"]) for row in zip_rows], dtype=np.int64)
     counts = np.bincount(city_index, minlength=len(city_rows))

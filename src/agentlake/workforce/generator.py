@@ -20,10 +20,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from agentlake.errors import UserError
+from agentlake.workforce.catalogue import CERTIFICATIONS, ROLES, SECTORS
 from agentlake.workforce.cities import load_cities
 from agentlake.workforce.names import load_names
 from agentlake.workforce.resumes import build_resumes, fill_templates, join_present
-from agentlake.workforce.roles import CERTIFICATIONS, ROLES, SECTORS
 
 if TYPE_CHECKING:
     from agentlake.lake import IngestResult, Lake

@@ -400,19 +400,19 @@ def induce(
             continue
         if any(r.candidate.family == family for r in result.rules):
             continue
-        candidate = by_family.get(family)
-        if candidate is None:
+        kept = by_family.get(family)
+        if kept is None:
             result.dropped.setdefault(family, "an accepted worker fails it")
             continue
-        covered = [p for p in refused if candidate.fails(p)]
+        covered = [p for p in refused if kept.fails(p)]
         if not covered:
             result.dropped[family] = "it explains no refusal"
             continue
-        if allowed(candidate, covered) is False:
+        if allowed(kept, covered) is False:
             continue
         p = hypergeometric_tail(len(refused), len(accepted), len(covered))
-        result.rules.append(Rule(candidate, covered, p, named(candidate, covered)))
-        action = action.merged(candidate.machine(covered))
+        result.rules.append(Rule(kept, covered, p, named(kept, covered)))
+        action = action.merged(kept.machine(covered))
     # A threshold is placed by the refusals only its rule explains, where there are any, and
     # of those by the ones no certification or flag every accepted item passes could explain
     # either: a worker refused at 12 miles without the card every accepted worker holds says
@@ -582,14 +582,14 @@ def reconcile(found: Induction, existing: Sequence[Lesson], project_id: str) -> 
     RETIRE what is no longer supported. One lesson per family: revised, never stacked."""
     current: dict[str, Lesson] = {}
     retired: dict[str, int] = defaultdict(int)
-    for lesson in existing:
-        family = family_of(action_of(lesson), lesson.match.get("role"))
+    for earlier in existing:
+        family = family_of(action_of(earlier), earlier.match.get("role"))
         if family is None:
             continue
-        if lesson.status == "retired":
+        if earlier.status == "retired":
             retired[family] += 1
         else:
-            current[family] = lesson
+            current[family] = earlier
     deltas: list[Delta] = []
     wanted = {w.family: w for w in _wanted(found)}
     for family, want in wanted.items():

@@ -479,6 +479,7 @@ def _rule_lesson(
     if not rule:
         return None
     value = rejection.get("value")
+    machine: StaffingAction | None
     if rule == "double_booked":
         machine = StaffingAction(exclude_double_booked=True)
         return (
@@ -493,7 +494,6 @@ def _rule_lesson(
     scoped_role = role if _role_specific(rejection, role) else None
     match = LessonMatch(fields={"role": scoped_role, "client_id": client})
     trigger = f"Filling {scoped_role} for {client}" if scoped_role else f"Filling any role for {client}"
-    machine: StaffingAction | None
     if rule == "required_certification":
         cert = _text(value)
         if not cert:

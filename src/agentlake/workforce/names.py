@@ -44,7 +44,8 @@ def build_name_table(out_dir: Path) -> Path:
 @lru_cache(maxsize=1)
 def load_names() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(first names, their weights, last names, their weights)``, each list sorted by name."""
-    with (resources.files("agentlake.workforce") / NAMES_FILE).open(newline="") as handle:
+    # A package's files are Paths here, whose open() takes newline (Traversable's type does not).
+    with (resources.files("agentlake.workforce") / NAMES_FILE).open(newline="") as handle:  # type: ignore[call-overload]
         rows = list(csv.DictReader(handle))
     columns = []
     for kind in ("first", "last"):

@@ -108,8 +108,8 @@ def verify_fill(
     floor = lake.settings.agent_min_availability
     ids = [int(w) for w in worker_ids]
     rows = fetch_workers(lake, ids, ["role", "name", "lat", "lon", "certifications", "availability"])
-    check_shift = order.shift_start is not None and order.shift_end is not None
-    if check_shift:
+    shift_start, shift_end = order.shift_start, order.shift_end
+    if shift_start is not None and shift_end is not None:
         schedule.prefetch([w for w in ids if w in rows])
     excluded = set(order.exclude_worker_ids)
     result = Verification(requested=order.count if requested is None else requested)
@@ -154,8 +154,8 @@ def verify_fill(
                     "unavailable",
                     round(float(availability), 3),
                 )
-            if check_shift:
-                for booking in schedule.conflicts(worker_id, order.shift_start, order.shift_end):
+            if shift_start is not None and shift_end is not None:
+                for booking in schedule.conflicts(worker_id, shift_start, shift_end):
                     reject(f"{who} is already booked {booking.describe()}", "double_booked", booking.window())
                     break
         seen.add(worker_id)

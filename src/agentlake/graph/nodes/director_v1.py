@@ -100,6 +100,7 @@ class DirectorV1(Node):
         uses_llm=True,
     )
     Config = DirectorConfig
+    config: DirectorConfig  # the loader validates the graph's mapping into it
 
     def run(self, packet: Packet, ctx: NodeContext) -> list[Emit]:
         text = str(packet.payload["text"])

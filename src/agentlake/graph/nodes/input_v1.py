@@ -2,7 +2,7 @@
 
 Classifies a message without a model: small talk ("hi", "thanks", "bye") is answered at once
 along the reflex edge to the output node, skipping the thinker; a staffing order ("need two
-welders near Cleveland OH tomorrow", ``workforce.order_words.reads_as_order``), or a short
+welders near Cleveland OH tomorrow", ``workforce.order_text.reads_as_order``), or a short
 answer to the order the chat last asked back about, goes straight to the thinker as an order
 (no plan: the thinker's code fills it); a complex or data request goes to the director for a
 plan when the graph has one; anything else goes to the thinker. Button
@@ -73,12 +73,13 @@ class InputV1(Node):
         emits=("data", "control"),
     )
     Config = InputConfig
+    config: InputConfig  # the loader validates the graph's mapping into it
 
     def classify(self, text: str, *, pending_order: str | None = None) -> str:
         """``social``, ``order``, ``complex`` or ``simple``. With ``pending_order`` (an order
         asked back about), a short message that is no question about the data answers it."""
         # Lazy (start-up time): the staffing domain loads with the first message.
-        from agentlake.workforce.order_words import asks_about_data, reads_as_order
+        from agentlake.workforce.order_text import asks_about_data, reads_as_order
 
         if reflex_reply(text) is not None:
             return "social"

@@ -53,6 +53,7 @@ class MemorizerV1(Node):
         emits=("context",),
     )
     Config = MemorizerConfig
+    config: MemorizerConfig  # the loader validates the graph's mapping into it
 
     def run(self, packet: Packet, ctx: NodeContext) -> list[Emit]:
         cfg = self.config

@@ -50,6 +50,7 @@ class OutputV1(Node):
         emits=("data",),
     )
     Config = OutputConfig
+    config: OutputConfig  # the loader validates the graph's mapping into it
 
     def run(self, packet: Packet, ctx: NodeContext) -> list[Emit]:
         text = str(packet.payload["text"])

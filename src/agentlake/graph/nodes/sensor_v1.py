@@ -52,6 +52,7 @@ class SensorV1(Node):
         emits=("context", "control"),
     )
     Config = SensorConfig
+    config: SensorConfig  # the loader validates the graph's mapping into it
 
     def run(self, packet: Packet, ctx: NodeContext) -> list[Emit]:
         session = ctx.session

@@ -165,22 +165,10 @@ def step_schema(call_schemas: dict[str, dict[str, Any]], *, must_call: bool = Fa
     called ``HYbrid_search`` with ``k`` running to the token limit); validation stays
     ``ThinkerStep``'s, so a reply from a provider without native schema support is judged by
     the tools (an unknown tool comes back as an error)."""
-    from agentlake.agents.actions import call_arguments
+    from agentlake.agents.actions import call_branch
 
     defs: dict[str, Any] = {}
-    calls = []
-    for name, parameters in call_schemas.items():
-        calls.append(
-            {
-                "type": "object",
-                "properties": {
-                    "tool": {"type": "string", "enum": [name]},
-                    "args": call_arguments(parameters, defs),
-                },
-                "required": ["tool", "args"],
-                "additionalProperties": False,
-            }
-        )
+    calls = [call_branch(name, parameters, defs) for name, parameters in call_schemas.items()]
     tool_calls: dict[str, Any] = {"type": "array", "items": {"anyOf": calls}, "maxItems": MAX_CALLS_PER_STEP}
     if must_call:
         tool_calls["minItems"] = 1
@@ -333,6 +321,7 @@ class ThinkerV1(Node):
         uses_llm=True,
     )
     Config = ThinkerConfig
+    config: ThinkerConfig  # the loader validates the graph's mapping into it
 
     def system_prompt(self, tools: ThinkerTools) -> str:
         """The constant part of the prompt: the role, the tools and the datasets, the rules."""

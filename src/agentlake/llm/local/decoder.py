@@ -162,7 +162,8 @@ class Decoder:
                 "(local_context_window): shorten the prompt or raise the window"
             )
         max_tokens = min(max_tokens, window - len(tokens))
-        matcher = bitmask = None
+        matcher: Any = None
+        bitmask: Any = None
         if schema is not None:
             matcher = xgrammar.GrammarMatcher(self._compiled(cap_schema(schema, STRING_CAP)))
             bitmask = xgrammar.allocate_token_bitmask(1, self.engine.vocab_size)

@@ -213,7 +213,9 @@ def growing_cache(transformers: Any, config: Any) -> Any:
             if self.buffers is None or needed > self.buffers[0].shape[-2]:
                 room = max(needed, 2 * held, 256)
                 grown = []
-                for old, new in ((self.keys, key_states), (self.values, value_states)):
+                layer: Any = self  # its keys and values are the base layer's, set by lazy_initialization
+                held_tensors = (layer.keys, layer.values)
+                for old, new in zip(held_tensors, (key_states, value_states), strict=True):
                     buffer = torch.empty(
                         *new.shape[:-2], room, new.shape[-1], dtype=new.dtype, device=new.device
                     )
