@@ -143,7 +143,7 @@ def test_bad_sources_are_refused_in_one_line(tmp_path: Path, name: str, target: 
         SourceRegistry(sources_path(tmp_path / "lake.duckdb")).add(name, target)
 
 
-def test_the_password_is_never_printed_nor_recorded(tmp_path: Path, crm_url: str, cli) -> None:  # noqa: ANN001
+def test_the_password_is_never_printed_nor_recorded(tmp_path: Path, crm_url: str, cli) -> None:
     password = urlsplit(crm_url).password or ""
     assert password  # the fixture's URL carries one
     notes = tmp_path / "notes.csv"

@@ -91,6 +91,7 @@ from agentlake.agents.linking import (
 from agentlake.errors import AgentlakeError
 from agentlake.lake.repair import column_types, rename_identifier, repaired_sql
 from agentlake.lake.rewrite import (
+    Comparison,
     add_filters,
     aggregate_instead,
     aggregated_columns,
@@ -561,7 +562,11 @@ def _looked_up(sql: str, error: str, lake: Lake) -> tuple[str, str] | None:
     if wrong is None:
         return None
     for comparison in [c for c in comparisons(sql) if c.column.casefold() == wrong.casefold()]:
-        kept = drop_filters(sql, lambda c, gone=comparison: c.sql == gone.sql)
+
+        def gone(c: Comparison, dropped: str = comparison.sql) -> bool:
+            return c.sql == dropped
+
+        kept = drop_filters(sql, gone)
         lookups = {j.right.casefold() for j in joins(lake, [i.name for i in lake.datasets()]) if j.lookup}
         for info in [i for i in lake.datasets() if i.name.casefold() in lookups]:
             for column, kind in info.columns:

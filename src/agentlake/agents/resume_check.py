@@ -139,7 +139,7 @@ def wishes_for(order: FillOrder, lessons: list[tuple[str, list[str]]]) -> list[W
 
 
 def screen_task(
-    order: FillOrder, ctx: RunContext, given: TaskLessons, model: str, tags: dict[str, str]
+    order: FillOrder, ctx: RunContext, given: TaskLessons, model: str | Provider, tags: dict[str, str]
 ) -> Screen | None:
     """The order's and the given lessons' wishes read in the candidates' resumes by ``model``,
     its calls tagged ``tags`` and as the task's ``.resumes`` agent; None when there is no wish."""
@@ -285,7 +285,7 @@ def _read_one(
         ).value  # fmt: skip
     except (StructuredOutputError, CircuitOpenError, RunError):
         return None
-    answered = {}
+    answered: dict[int, dict[str, Any]] = {}
     for check in reply.get("checks", []) if isinstance(reply, dict) else []:
         if isinstance(check, dict) and isinstance(check.get("wish"), int):
             answered.setdefault(check["wish"], check)

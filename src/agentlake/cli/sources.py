@@ -16,7 +16,7 @@ sources_app = typer.Typer(
 )
 
 
-def _registry():  # noqa: ANN202 - agentlake.lake.sources.SourceRegistry, imported lazily
+def _registry():  # agentlake.lake.sources.SourceRegistry, imported lazily
     from agentlake.lake.sources import SourceRegistry, sources_path
     from agentlake.settings import load_settings
 

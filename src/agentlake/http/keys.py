@@ -93,8 +93,10 @@ class KeyRing:
             key_id = fingerprint(key)
             name = (names or {}).get(key)
             self._by_digest[hashlib.sha256(key.encode()).digest()] = Principal(
-                scope=scope, key_id=key_id, name=name
-            )  # type: ignore[arg-type]
+                scope=scope,  # type: ignore[arg-type]
+                key_id=key_id,
+                name=name,
+            )
             self.by_id.setdefault(key_id, []).append((key, scope))
             if name:
                 self.names_by_id[key_id] = name

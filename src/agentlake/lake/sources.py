@@ -17,6 +17,7 @@ out of the URL altogether: libpq reads ``PGPASSWORD`` and ``~/.pgpass``.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import logging
@@ -158,7 +159,7 @@ class SourceRegistry:
             json.dump([asdict(source) for source in sources.values()], handle, indent=2)
         os.replace(temporary, self.path)
 
-    def list(self) -> list[Source]:
+    def list(self) -> builtins.list[Source]:
         """The registered sources, by name."""
         return sorted(self._load().values(), key=lambda source: source.name)
 
@@ -170,7 +171,7 @@ class SourceRegistry:
             raise NotFoundError(f"unknown source {name!r}; registered: {known}")
         return sources[name]
 
-    def add(self, name: str, target: str) -> tuple[Source, list[SourceTable]]:
+    def add(self, name: str, target: str) -> tuple[Source, builtins.list[SourceTable]]:
         """Register ``target`` (a ``postgresql://`` URL or a SQLite file) as ``name`` after
         listing its tables once (an unreachable source is refused: ``UnavailableError``).
         ``UserError`` for a bad name or target or a name already taken. (A dataset may share
@@ -199,7 +200,7 @@ class SourceRegistry:
     def _db(self, source: Source) -> SourceDB:
         return open_source_db(source.name, source.kind, source.target)
 
-    def tables(self, source: Source) -> list[SourceTable]:
+    def tables(self, source: Source) -> builtins.list[SourceTable]:
         """``source``'s tables, read at most once per :data:`CATALOG_TTL_S`; an unreachable
         source shows none (logged) until the next read."""
         now = time.monotonic()
@@ -209,7 +210,7 @@ class SourceRegistry:
                 return hit[1]
         try:
             found = self._db(source).tables()
-        except Exception as exc:  # noqa: BLE001 - a source down must not take the lake's catalog with it
+        except Exception as exc:  # a source down must not take the lake's catalog with it
             log.warning(
                 "source %s: its tables could not be listed (%s)", source.name, str(exc).splitlines()[0]
             )
@@ -218,7 +219,7 @@ class SourceRegistry:
             self._tables[source.name] = (now, found)
         return found
 
-    def datasets(self) -> list[DatasetInfo]:
+    def datasets(self) -> builtins.list[DatasetInfo]:
         """Every source's tables as catalog entries named ``NAME.table``."""
         infos = []
         for source in self.list():
@@ -267,7 +268,7 @@ class SourceRegistry:
         tree = statements[0]
         ctes = {cte.alias_or_name.casefold() for cte in tree.find_all(exp.CTE)}
         named: set[str] = set()
-        lake_tables: list[str] = []
+        lake_tables: builtins.list[str] = []
         for table in tree.find_all(exp.Table):
             if not isinstance(table.this, exp.Identifier):
                 continue  # a table function: generate_series(...), range(...)
@@ -300,7 +301,9 @@ class SourceRegistry:
             ) from None
         return Routed(source, native)
 
-    def run(self, routed: Routed, *, max_rows: int, timeout_s: float) -> tuple[list[str], list[Any]]:
+    def run(
+        self, routed: Routed, *, max_rows: int, timeout_s: float
+    ) -> tuple[builtins.list[str], builtins.list[Any]]:
         """Columns and at most ``max_rows`` + 1 rows of a routed query, read-only at its source."""
         return self._db(routed.source).run(routed.sql, max_rows=max_rows, timeout_s=timeout_s)
 

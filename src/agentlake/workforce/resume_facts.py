@@ -217,7 +217,7 @@ def load_resume_facts(lake: Lake, worker_ids: Sequence[int]) -> dict[int, frozen
             f"SELECT worker_id, {SEARCH_COLUMN} FROM {WORKERS} WHERE worker_id IN (SELECT unnest(?::BIGINT[]))",
             [ids],
         )
-    except Exception as exc:  # noqa: BLE001 - a lake without workers has no facts to judge by
+    except Exception as exc:  # a lake without workers has no facts to judge by
         raise UserError(f"cannot read the workers' resumes: {exc}") from None
     out = {}
     for row in table.to_pylist():
