@@ -359,3 +359,30 @@ def test_a_missing_column_compared_with_a_lookup_meaning_becomes_its_code(lake: 
     sql = "SELECT count(*) AS n FROM orders WHERE order_status = 'cancelled'"
     question = "How many orders were cancelled?"
     assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [(2,)]
+
+
+# What a small model writes that the database cannot parse, or copies from a join.
+
+
+def test_a_second_where_is_read_as_and(lake: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM orders WHERE currency = 'USD' WHERE status = 'S'"
+    question = "How many shipped orders were paid in USD?"
+    assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [(2,)]
+
+
+def test_a_type_word_after_a_column_is_dropped(lake: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM weather WHERE weather date = 'rain'"
+    question = "How many days had rain?"
+    assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [(3,)]
+
+
+def test_a_date_range_written_as_numbers_becomes_the_named_year(lake: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM weather WHERE date BETWEEN 2013-03-01 AND 2013-03-31"
+    question = "How many days were recorded in 2013?"
+    assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [(6,)]
+
+
+def test_a_join_condition_on_a_table_nothing_reads_nor_names_is_dropped(lake: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM customers WHERE customer_id = orders.customer_id AND state = 'TX'"
+    question = "How many customers are in TX?"
+    assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [(2,)]

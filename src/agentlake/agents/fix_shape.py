@@ -78,6 +78,19 @@ _NOT_A_NUMBER = re.compile(
 )
 
 
+def unheld_values(sql: str, listed: dict[tuple[str, str], list[str]]) -> str | None:
+    """The values ``sql`` compares (``=``) with a listed column that the column does not hold
+    (``island = 'biscoe'`` where it holds 'Biscoe'), with what it holds; or None."""
+    read = {table.casefold() for table in tables_read(sql)}
+    columns = {column: values for (table, column), values in listed.items() if table.casefold() in read}
+    wrong = [
+        f"{c.column} = '{c.value}' (it holds: {', '.join(columns[c.column][:8])})"
+        for c in comparisons(sql)
+        if c.op == "=" and c.column in columns and c.value not in columns[c.column]
+    ]
+    return "; ".join(wrong) or None
+
+
 def unasked_grouping(sql: str, question: str) -> bool:
     """Whether ``sql`` groups by keys it does not select for a question that asks for no value
     per group (no "which", "each", "per", "who", "most", ...): it answers for one group and
@@ -224,7 +237,19 @@ def placement_fix(sql: str, error: str, lake: Lake, question: str) -> tuple[str,
     infos = {info.name.casefold(): info for info in lake.datasets()}
     read = aliases_read(sql)
     if (match := _TABLE_MISSING.search(error)) and match.group(1).casefold() in infos:
-        return _join_fix(sql, lake, infos[match.group(1).casefold()].name, read, "the query names it")
+        table = infos[match.group(1).casefold()].name
+        if not words(table) <= words(question):  # a join condition copied from an example
+            dropped = replace_conjuncts(
+                sql,
+                lambda node: any(c.table.casefold() == table.casefold() for c in node.find_all(exp.Column)),
+                [],
+            )
+            if dropped is not None:
+                return (
+                    dropped,
+                    f"dropped the filters on {table}: the query does not read it nor the question name it",
+                )
+        return _join_fix(sql, lake, table, read, "the query names it")
     if match := _WRONG_ALIAS.search(error):
         alias, column = match.group(1).casefold(), match.group(2)
         holders = [
@@ -275,6 +300,38 @@ def placement_fix(sql: str, error: str, lake: Lake, question: str) -> tuple[str,
                     fixed,
                     f"dropped the grouping by {column}: no table has it and the question asks for no group",
                 )
+    return None
+
+
+_SYNTAX_AT = re.compile(r'syntax error at or near "([^"]+)"', re.IGNORECASE)
+_TYPE_WORDS = r"date|timestamp|int|integer|bigint|varchar|text|double|float|numeric"
+_WHERE = re.compile(r"\bWHERE\b", re.IGNORECASE)
+_STRING = re.compile(r"'(?:[^']|'')*'")
+
+
+def syntax_fix(sql: str, error: str) -> tuple[str, str] | None:
+    """``sql``, which the database could not parse, with what a small model writes wrong
+    mended as text outside its strings: a second WHERE where AND was meant (``... WHERE a = 1
+    WHERE b = 2``), a column followed by a type word (``WHERE month date = 2010``)."""
+    near = _SYNTAX_AT.search(error)
+    if near is None:
+        return None
+    word = near.group(1)
+    masked = _STRING.sub(lambda m: "_" * len(m.group(0)), sql)
+    if word.upper() == "WHERE" and "SELECT" not in masked.upper()[masked.upper().find("WHERE") :]:
+        places = [m.start() for m in _WHERE.finditer(masked)]
+        if len(places) > 1:
+            fixed = sql
+            for at in reversed(places[1:]):
+                fixed = fixed[:at] + "AND" + fixed[at + len("WHERE") :]
+            return fixed, "a second WHERE read as AND"
+    if re.fullmatch(_TYPE_WORDS, word, re.IGNORECASE):
+        typed = re.compile(
+            rf"(\b\w+)\s+(?:{_TYPE_WORDS})\b(?=\s*(?:=|<|>|!|BETWEEN\b|IN\b|LIKE\b))", re.IGNORECASE
+        )
+        found = typed.search(masked)
+        if found is not None:
+            return sql[: found.end(1)] + sql[found.end() :], f"dropped the type word after {found.group(1)}"
     return None
 
 

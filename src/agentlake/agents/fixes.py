@@ -70,10 +70,12 @@ from agentlake.agents.fix_shape import (
     order_fix,
     periods_fix,
     placement_fix,
+    syntax_fix,
     unasked_grouping,
     unaveraged,
     uncounted_periods,
     ungroup_fix,
+    unheld_values,
     unordered,
     unsaid_codes,
     unsaid_fix,
@@ -119,7 +121,8 @@ _MISSING = re.compile(
 )
 _DATE_WORDS = ("date", "day", "time", "when")
 _BAD_DATE = re.compile(
-    r"Conversion Error.*date|date field|invalid date|argument types '(?:year|month)\((?:VARCHAR|BIGINT|INTEGER|DOUBLE)",
+    r"Conversion Error.*date|date field|invalid date|argument types '(?:year|month)\((?:VARCHAR|BIGINT|INTEGER|DOUBLE)"
+    r"|Cannot mix values of type (?:DATE|TIMESTAMP)\w* and INTEGER",
     re.IGNORECASE,
 )
 _HOW_MANY_Q = re.compile(r"\bhow many\b", re.IGNORECASE)
@@ -135,19 +138,6 @@ _COMPARED_NUMBER = re.compile(
     re.IGNORECASE,
 )
 _DIFFERENT = re.compile(r"\bhow many (?:different|distinct|unique)\s+((?:[a-z]+\s*){1,3})", re.IGNORECASE)
-
-
-def unheld_values(sql: str, listed: dict[tuple[str, str], list[str]]) -> str | None:
-    """The values ``sql`` compares (``=``) with a listed column that the column does not hold
-    (``island = 'biscoe'`` where it holds 'Biscoe'), with what it holds; or None."""
-    read = {table.casefold() for table in tables_read(sql)}
-    columns = {column: values for (table, column), values in listed.items() if table.casefold() in read}
-    wrong = [
-        f"{c.column} = '{c.value}' (it holds: {', '.join(columns[c.column][:8])})"
-        for c in comparisons(sql)
-        if c.op == "=" and c.column in columns and c.value not in columns[c.column]
-    ]
-    return "; ".join(wrong) or None
 
 
 def named_tables(question: str, tables: list[str]) -> list[str]:
@@ -463,7 +453,11 @@ def fix_query(
         broken = _BAD_DATE.search(error or "") is not None or absent in ("year", "month", "day")
         if broken:  # a date written wrong, or a year/month column the table has not: the named date
             return date_fix(sql, lake, question, broken=True) or _error_fix(sql, error or "", lake, columns)
-        return _error_fix(sql, error or "", lake, columns) or placement_fix(sql, error or "", lake, question)
+        return (
+            _error_fix(sql, error or "", lake, columns)
+            or placement_fix(sql, error or "", lake, question)
+            or syntax_fix(sql, error or "")
+        )
     if kind == "ungrouped":
         return ungroup_fix(sql, question)
     if kind == "nulls":
