@@ -59,6 +59,11 @@ class Batch:
         # The largest number of replies one engine call served (the benchmark reports it).
         self.widest = 0
 
+    def under_way(self) -> int:
+        """How many replies the rounds serve now (at least 1): read by a reply's steps, which
+        run in the driving thread."""
+        return max(1, len(self._active))
+
     def run(self, steps: Generator[Pass | None, Any, Any], timeout: float | None = None) -> Any:
         """What ``steps`` returns once every pass it yields has been evaluated, beside the
         replies other threads run; ``ProviderTimeoutError`` after ``timeout`` seconds (checked

@@ -8,9 +8,12 @@ most ``STRING_CAP`` characters) so no reply runs to the token limit; what the gr
 evaluated in the pass of the token before it (jump-forward); and, on engines that verify
 drafts (transformers), prompt-lookup decoding (``lookup_draft``): a pass also evaluates the
 tokens that followed the reply's last words where those occur earlier, and keeps those the
-model picks itself (``local_draft_tokens``; agents copy much of their prompt). Usage and
-timings are in the ``Generation``. It does not own loading (``engines``), the prompt's
-template (``provider``) or the forward pass (an ``engine.Engine``).
+model picks itself (``local_draft_tokens``, shared among the replies decoding together;
+agents copy much of their prompt). Concurrent calls decode together (``batch``), each in a
+KV-cache slot of its own, a prompt another reply is evaluating waited for and its keys and
+values copied (``copy_prefix``). Usage and timings are in the ``Generation``. It does not
+own loading (``engines``), the prompt's template (``provider``), the schedule of concurrent
+replies (``batch``) or the forward pass (an ``engine.Engine``).
 """
 
 from __future__ import annotations
@@ -303,7 +306,10 @@ class Decoder:
                     if ended():
                         finish = "stop"
                         break
-                    guess = self._draft(tokens, out, matcher, min(draft, max_tokens - len(out)))
+                    # Drafts share one budget per pass among the replies under way: a batch of
+                    # eight 17-token passes is compute, no longer one read of the weights.
+                    budget = draft // self.batch.under_way()
+                    guess = self._draft(tokens, out, matcher, min(budget, max_tokens - len(out)))
                     rows = yield Pass(index, len(slot.tokens), step + guess, len(guess) + 1)
                     slot.tokens.extend(step)
                     step = []
