@@ -290,3 +290,34 @@ def test_no_held_out_truth_hides_among_what_its_question_names(lake: Lake, quest
     value = compute_truths(HELDOUT, lake, [question])[question.id].value
     named = {v for number in stated_numbers(question.text) for v in number.values}
     assert value not in named
+
+
+# --- the second held-out pack: written before any run over it -------------------------------
+
+HELDOUT_2 = load_pack(PACK_FILE.parent / "heldout2.yaml")
+
+
+def test_the_second_held_out_pack_reads_the_same_files() -> None:
+    assert HELDOUT_2.datasets == PACK.datasets
+
+
+def test_the_second_held_out_pack_asks_at_least_sixty_questions() -> None:
+    assert len(HELDOUT_2.questions) >= 60
+
+
+def test_no_second_held_out_question_is_asked_before() -> None:
+    before = set(_texts(PACK.questions)) | set(_texts(HELDOUT.questions))
+    assert set(_texts(HELDOUT_2.questions)) & before == set()
+
+
+@pytest.mark.parametrize("question", HELDOUT_2.questions, ids=lambda q: q.id)
+def test_each_second_held_out_truth_is_one_value_on_the_packs_lake(lake: Lake, question: Question) -> None:
+    value = compute_truths(HELDOUT_2, lake, [question])[question.id].value
+    assert isinstance(value, float if question.kind == "number" else str)
+
+
+@pytest.mark.parametrize("question", HELDOUT_2.questions, ids=lambda q: q.id)
+def test_no_second_held_out_truth_hides_among_what_its_question_names(lake: Lake, question: Question) -> None:
+    value = compute_truths(HELDOUT_2, lake, [question])[question.id].value
+    named = {v for number in stated_numbers(question.text) for v in number.values}
+    assert value not in named
