@@ -42,7 +42,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gateway_process import clean_env, start_gateway
+from gateway_process import start_gateway, store_env
 
 from agentlake.observe import ObservedOp
 from agentlake.observe.client import ObserverClient
@@ -52,18 +52,7 @@ MODES = ("fast", "immediate")
 
 
 def _serve(data_dir: Path, url: str, stack: ExitStack) -> tuple[str, Path]:
-    env = clean_env(
-        {
-            "AGENTLAKE_DATA_DIR": str(data_dir),
-            "AGENTLAKE_CONFIG": str(data_dir / "none.toml"),
-            "AGENTLAKE_DATABASE_URL": url,
-            "AGENTLAKE_OTLP_GRPC_PORT": "0",
-            # The store is measured here, not the gateway's rate limits.
-            "AGENTLAKE_RATE_LIMIT_PER_MINUTE": "0",
-            "AGENTLAKE_RATE_LIMIT_WRITE_PER_MINUTE": "0",
-            "HF_HUB_OFFLINE": "1",
-        }
-    )
+    env = store_env(data_dir, url)
     log_path = data_dir.parent / f"{data_dir.name}.log"
     log = log_path.open("w")
     stack.callback(log.close)

@@ -37,7 +37,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gateway_process import clean_env, start_gateway
+from gateway_process import start_gateway, store_env
 
 LESSON = {
     "trigger": "Filling any role for riverfront-steel",
@@ -49,19 +49,7 @@ LESSON = {
 
 
 def _serve(data_dir: Path, url: str, stack: ExitStack) -> tuple[str, subprocess.Popen]:
-    env = clean_env(
-        {
-            "AGENTLAKE_DATA_DIR": str(data_dir),
-            "AGENTLAKE_CONFIG": str(data_dir / "none.toml"),
-            "AGENTLAKE_DATABASE_URL": url,
-            "AGENTLAKE_OTLP_GRPC_PORT": "0",
-            # Lesson confirmations by the hundred a minute from one client: the stores are measured
-            # here, not the gateway's rate limits.
-            "AGENTLAKE_RATE_LIMIT_PER_MINUTE": "0",
-            "AGENTLAKE_RATE_LIMIT_WRITE_PER_MINUTE": "0",
-            "HF_HUB_OFFLINE": "1",
-        }
-    )
+    env = store_env(data_dir, url)
     log = (data_dir.parent / f"{data_dir.name}.log").open("w")
     stack.callback(log.close)
     base, process = start_gateway(env, log)

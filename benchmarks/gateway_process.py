@@ -32,6 +32,22 @@ def clean_env(settings: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("AGENTLAKE_")} | settings
 
 
+def store_env(data_dir: Path, database_url: str) -> dict[str, str]:
+    """The environment of a gateway storing into ``database_url`` under ``data_dir``, with no
+    rate limit (the store is measured, not the gateway's limits) and no OTLP port."""
+    return clean_env(
+        {
+            "AGENTLAKE_DATA_DIR": str(data_dir),
+            "AGENTLAKE_CONFIG": str(data_dir / "none.toml"),
+            "AGENTLAKE_DATABASE_URL": database_url,
+            "AGENTLAKE_OTLP_GRPC_PORT": "0",
+            "AGENTLAKE_RATE_LIMIT_PER_MINUTE": "0",
+            "AGENTLAKE_RATE_LIMIT_WRITE_PER_MINUTE": "0",
+            "HF_HUB_OFFLINE": "1",
+        }
+    )
+
+
 def start_gateway(env: dict[str, str], log: IO[str], wait_s: float = 90) -> tuple[str, subprocess.Popen]:
     """``agentlake serve`` on a free port with ``env``, its output into ``log``: the base URL and
     the process once ``GET /health`` answers 200; ``SystemExit`` naming the log if the process

@@ -520,3 +520,38 @@ def test_a_value_inside_a_column_name_the_question_says_is_not_named(lake: Lake)
 def test_the_same_value_outside_a_column_name_is_named(lake: Lake) -> None:
     question = "How many orders were shipped?"
     assert ("meaning", "shipped") in named_values(question, listed_values(lake), lake_columns(lake))
+
+
+# The largest or smallest value of a named column.
+
+GROUPED_COUNT = "SELECT currency, count(*) AS n FROM orders WHERE currency = 'EUR' GROUP BY currency ORDER BY n DESC LIMIT 1"
+
+
+def test_a_count_for_the_largest_amount_is_found(lake: Lake) -> None:
+    assert "extreme" in _kinds(lake, GROUPED_COUNT, "What is the largest order amount paid in euros?")
+
+
+def test_a_count_for_the_largest_amount_becomes_the_maximum(lake: Lake) -> None:
+    assert _fixed(lake, GROUPED_COUNT, "extreme", "What is the largest order amount paid in euros?") == [
+        (600.0,)
+    ]
+
+
+def test_the_maximum_of_the_named_column_is_no_problem(lake: Lake) -> None:
+    sql = "SELECT max(amount) AS n FROM orders WHERE currency = 'EUR'"
+    assert "extreme" not in _kinds(lake, sql, "What is the largest order amount paid in euros?")
+
+
+def test_the_named_column_listed_in_order_is_no_problem(lake: Lake) -> None:
+    sql = "SELECT amount FROM orders WHERE currency = 'EUR' ORDER BY amount DESC LIMIT 1"
+    assert "extreme" not in _kinds(lake, sql, "What is the largest order amount paid in euros?")
+
+
+def test_a_code_whose_meaning_is_said_only_in_a_column_name_is_unsaid(lake: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM orders WHERE status = 'S' AND shipped_date IS NULL"
+    assert "unsaid" in _kinds(lake, sql, "How many orders have no shipped date?")
+
+
+def test_a_code_whose_meaning_is_said_only_in_a_column_name_is_dropped(lake: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM orders WHERE status = 'S' AND shipped_date IS NULL"
+    assert _fixed(lake, sql, "unsaid", "How many orders have no shipped date?") == [(2,)]

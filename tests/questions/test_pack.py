@@ -279,19 +279,6 @@ def test_no_held_out_question_is_asked_in_the_pack() -> None:
     assert set(_texts(HELDOUT.questions)) & set(_texts(PACK.questions)) == set()
 
 
-@pytest.mark.parametrize("question", HELDOUT.questions, ids=lambda q: q.id)
-def test_each_held_out_truth_is_one_value_on_the_packs_lake(lake: Lake, question: Question) -> None:
-    value = compute_truths(HELDOUT, lake, [question])[question.id].value
-    assert isinstance(value, float if question.kind == "number" else str)
-
-
-@pytest.mark.parametrize("question", HELDOUT.questions, ids=lambda q: q.id)
-def test_no_held_out_truth_hides_among_what_its_question_names(lake: Lake, question: Question) -> None:
-    value = compute_truths(HELDOUT, lake, [question])[question.id].value
-    named = {v for number in stated_numbers(question.text) for v in number.values}
-    assert value not in named
-
-
 # --- the second held-out pack: written before any run over it -------------------------------
 
 HELDOUT_2 = load_pack(PACK_FILE.parent / "heldout2.yaml")
@@ -310,14 +297,22 @@ def test_no_second_held_out_question_is_asked_before() -> None:
     assert set(_texts(HELDOUT_2.questions)) & before == set()
 
 
-@pytest.mark.parametrize("question", HELDOUT_2.questions, ids=lambda q: q.id)
-def test_each_second_held_out_truth_is_one_value_on_the_packs_lake(lake: Lake, question: Question) -> None:
-    value = compute_truths(HELDOUT_2, lake, [question])[question.id].value
+HELD_OUT = [(pack, question) for pack in (HELDOUT, HELDOUT_2) for question in pack.questions]
+HELD_OUT_IDS = [f"{pack.name}-{question.id}" for pack, question in HELD_OUT]
+
+
+@pytest.mark.parametrize(("pack", "question"), HELD_OUT, ids=HELD_OUT_IDS)
+def test_each_held_out_truth_is_one_value_on_the_packs_lake(
+    lake: Lake, pack: Pack, question: Question
+) -> None:
+    value = compute_truths(pack, lake, [question])[question.id].value
     assert isinstance(value, float if question.kind == "number" else str)
 
 
-@pytest.mark.parametrize("question", HELDOUT_2.questions, ids=lambda q: q.id)
-def test_no_second_held_out_truth_hides_among_what_its_question_names(lake: Lake, question: Question) -> None:
-    value = compute_truths(HELDOUT_2, lake, [question])[question.id].value
+@pytest.mark.parametrize(("pack", "question"), HELD_OUT, ids=HELD_OUT_IDS)
+def test_no_held_out_truth_hides_among_what_its_question_names(
+    lake: Lake, pack: Pack, question: Question
+) -> None:
+    value = compute_truths(pack, lake, [question])[question.id].value
     named = {v for number in stated_numbers(question.text) for v in number.values}
     assert value not in named

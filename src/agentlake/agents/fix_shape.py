@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from agentlake.agents.fix_dates import date_column, quote
-from agentlake.agents.linking import joins, words
+from agentlake.agents.linking import joins, lake_columns, outside_column_names, words
 from agentlake.errors import AgentlakeError
 from agentlake.lake.repair import column_types
 from agentlake.lake.rewrite import (
@@ -191,7 +191,7 @@ def unsaid_codes(sql: str, question: str, lake: Lake, named: list[tuple[str, str
     gives it, the question does not say (and that the question's values do not name): a
     filter copied from an example."""
     read = {table.casefold() for table in tables_read(sql)}
-    said = words(question)
+    said = words(outside_column_names(question, lake_columns(lake)))
     unsaid = []
     for join in joins(lake, [info.name for info in lake.datasets()]):
         if not join.lookup or join.left.casefold() not in read:
@@ -609,3 +609,48 @@ def held_fix(
         if fixed is not None:
             return fixed, f"added the filter {condition}: the question names '{value}', which {column} holds"
     return None
+
+
+_EXTREME = re.compile(
+    r"\b(?:what|how \w+)\s+(?:is|was|were|are)\s+(?:the|\w+'s)\s+(?:(largest|biggest|highest|greatest|maximum|"
+    r"longest|heaviest|oldest)|(smallest|lowest|minimum|shortest|lightest|youngest|cheapest))\b",
+    re.IGNORECASE,
+)
+
+
+def unextreme(sql: str, question: str, measure: str | None) -> str | None:
+    """``max`` or ``min`` when ``question`` asks the largest (smallest) value of the column it
+    names ("What is the largest order amount ...": amount) and ``sql`` neither takes that of it
+    nor lists it ordered (``count(*)`` per currency, ``sum(amount)``); else None."""
+    match = _EXTREME.search(question)
+    tree = parse_select(sql) if match and measure else None
+    if tree is None or measure is None or match is None:
+        return None
+    function, kind = ("max", exp.Max) if match.group(1) else ("min", exp.Min)
+    folded = measure.casefold()
+
+    def reads(node: exp.Expression) -> bool:
+        return any(c.name.casefold() == folded for c in node.find_all(exp.Column))
+
+    if any(reads(node) for node in tree.find_all(kind)):
+        return None
+    order = tree.args.get("order")
+    listed = not any(s.find(exp.AggFunc) for s in tree.expressions) and any(
+        reads(s) for s in tree.expressions
+    )
+    if listed and order is not None and tree.args.get("limit") is not None and reads(order):
+        return None
+    return function
+
+
+def extreme_fix(sql: str, question: str, measure: str | None) -> tuple[str, str] | None:
+    """``sql`` answering ``unextreme``'s function of ``measure`` over the rows it filters."""
+    function = unextreme(sql, question, measure)
+    tree = parse_select(sql) if function else None
+    if tree is None or function is None or measure is None:
+        return None
+    aggregate = exp.Max if function == "max" else exp.Min
+    tree.set("expressions", [exp.alias_(aggregate(this=exp.column(measure)), "n")])
+    for part in ("group", "having", "order", "limit"):
+        tree.set(part, None)
+    return tree.sql("duckdb"), f"took the {function} of {measure}, the value the question asks for"

@@ -63,6 +63,7 @@ from agentlake.agents.fix_shape import (
     counted_filtered,
     counted_fix,
     cut_listing,
+    extreme_fix,
     held_fix,
     held_values,
     join_fix,
@@ -78,6 +79,7 @@ from agentlake.agents.fix_shape import (
     unasked_grouping,
     unaveraged,
     uncounted_periods,
+    unextreme,
     ungroup_fix,
     unheld_values,
     unordered,
@@ -419,6 +421,10 @@ def find_problems(
         found.append(("unsaid", f"filters on {', '.join(codes)}, a code the question does not describe"))
     if averaged := unaveraged(sql, question, named_measure(question, column_types(lake, sql))):
         found.append(("averaged", f"does not average {averaged}, which the question asks the average of"))
+    if extreme := unextreme(sql, question, named_measure(question, column_types(lake, sql))):
+        found.append(
+            ("extreme", f"does not take the {extreme} of the column the question asks the {extreme} of")
+        )
     if measure := unread_measure(sql, question, lake):
         found.append(("measure", f"does not aggregate {measure}, the column the question names"))
     if asked := grouped_otherwise(sql, question, lake):
@@ -482,6 +488,8 @@ def fix_query(
         return null_test_fix(sql, question)
     if kind == "averaged":
         return average_fix(sql, question, named_measure(question, column_types(lake, sql)))
+    if kind == "extreme":
+        return extreme_fix(sql, question, named_measure(question, column_types(lake, sql)))
     if kind == "unordered":
         return order_fix(sql, question)
     if kind == "missing":

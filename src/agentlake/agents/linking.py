@@ -146,6 +146,14 @@ def named_values(
     return sorted(kept, key=lambda key: (found[key], key[1]))
 
 
+def outside_column_names(question: str, columns: Iterable[str]) -> str:
+    """``question`` with the names of columns it says blanked out ("no shipped date" says no
+    value 'shipped')."""
+    for start, end in _column_spans(question, columns):
+        question = question[:start] + " " * (end - start) + question[end:]
+    return question
+
+
 def _column_spans(question: str, columns: Iterable[str]) -> list[tuple[int, int]]:
     """Where ``question`` says the name of a column of two words or more ("shipped date")."""
     spans = []
@@ -237,8 +245,16 @@ def unnamed_values(
     (``"state = 'TX'"``: a small model copies a worked example's filter), or None."""
     text = question.lower()
     extra = {(column, value) for (_, column), values in listed.items() for value in values
-             if (column, value) not in named and value.lower() not in text and compares(sql, column, value)}  # fmt: skip
+             if (column, value) not in named and not _says(text, value.lower()) and compares(sql, column, value)}  # fmt: skip
     return " and ".join(f"{column} = '{value}'" for column, value in sorted(extra)) or None
+
+
+def _says(text: str, value: str) -> bool:
+    """Whether ``text`` holds ``value``: a value of one or two characters as a word of its own
+    (the status 'S' is not in "shipped"), a longer one anywhere ("web" in "website")."""
+    if len(value) > 2:
+        return value in text
+    return re.search(rf"(?<![a-z0-9]){re.escape(value)}(?![a-z0-9])", text) is not None
 
 
 def missing_values(sql: str, named: list[tuple[str, str]]) -> str | None:
