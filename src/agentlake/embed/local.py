@@ -8,7 +8,7 @@ running it fast on a small CPU. It does not batch for progress or cache anything
 Engines: ``openvino`` (the default where it is installed) runs the model exported once to ONNX;
 ``torch`` runs it in sentence-transformers. Both run bfloat16 on CPUs that have it natively
 (AVX512-BF16/AMX: OpenVINO's CPU plugin; torch under bf16 autocast), else float32. On 2 cores
-OpenVINO makes ~2x torch bf16's docs/s, which makes ~2x float32's. Every one of them gives vectors
+OpenVINO makes ~1.9x torch bf16's docs/s, which makes ~1.8x float32's. Every one of them gives vectors
 within ~1e-4 cosine of the float32 ones, close enough to share a name and a cache: an index built
 by one engine is searched, and extended, by another.
 """
