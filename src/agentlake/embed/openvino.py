@@ -11,6 +11,11 @@ never downloads anything: the weights are the installed package's (or the user's
 
 Only models made of a transformer, mean pooling and (optionally) normalisation are exported;
 any other sentence-transformers model runs on torch.
+
+The trap: ``import openvino`` imports its model converter (ovc), which sets up OpenVINO's
+telemetry client (a client id in ``~/intel``). Only the converter's own calls send anything, and
+nothing here calls it: ONNX is read by the runtime (``Core.read_model``), never converted by ovc.
+Do not use ``openvino.convert_model`` or NNCF here: both send usage events unless opted out.
 """
 
 from __future__ import annotations
