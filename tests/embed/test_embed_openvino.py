@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +17,10 @@ from agentlake.embed.openvino import MANIFEST, ONNX_FILE, check_exportable, veri
 from agentlake.errors import UserError
 from agentlake.settings import load_settings
 
-pytest.importorskip("openvino")
+# Not importorskip: importing openvino by hand would send its usage event (import_openvino does not).
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("openvino") is None, reason="openvino is not installed"
+)
 
 TEXTS = [
     "Certified welder, AWS D1.1, MIG and TIG on structural steel.",
@@ -113,3 +119,12 @@ def test_a_model_openvino_cannot_run_says_to_use_torch(cls_pooled: Path) -> None
 
 def test_auto_runs_such_a_model_on_torch(cls_pooled: Path) -> None:
     assert LocalEmbedder(str(cls_pooled)).backend == "torch"
+
+
+def test_openvino_is_imported_without_its_usage_telemetry() -> None:
+    code = (
+        "from agentlake.embed.openvino import import_openvino; import_openvino(); "
+        "import openvino.tools.ovc.telemetry_utils as t; print(t.tm.__name__)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "openvino.tools.ovc.telemetry_stub", done.stderr[-2000:]

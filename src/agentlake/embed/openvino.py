@@ -12,10 +12,10 @@ never downloads anything: the weights are the installed package's (or the user's
 Only models made of a transformer, mean pooling and (optionally) normalisation are exported;
 any other sentence-transformers model runs on torch.
 
-The trap: ``import openvino`` imports its model converter (ovc), which sets up OpenVINO's
-telemetry client (a client id in ``~/intel``). Only the converter's own calls send anything, and
-nothing here calls it: ONNX is read by the runtime (``Core.read_model``), never converted by ovc.
-Do not use ``openvino.convert_model`` or NNCF here: both send usage events unless opted out.
+The trap: ``import openvino`` imports its model converter (ovc), which sends a usage event to
+Google Analytics on every import unless the user opted out. agentlake sends nothing anywhere, so
+:func:`import_openvino` imports it without its telemetry package, as if it were not installed:
+ovc then takes its own stub. ONNX is read by the runtime (``Core.read_model``), never by ovc.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import warnings
@@ -199,10 +200,20 @@ def _trace_to_onnx(source: Path, target: Path) -> None:
         ) from exc
 
 
+def import_openvino() -> Any:
+    """``openvino``, imported without its usage telemetry (see the module's docstring)."""
+    if "openvino" not in sys.modules and "openvino_telemetry" not in sys.modules:
+        # None in sys.modules makes the import fail: ovc falls back to its telemetry stub.
+        sys.modules["openvino_telemetry"] = None  # type: ignore[assignment]
+    import openvino
+
+    return openvino
+
+
 @functools.cache
 def bf16_supported() -> bool:
     """Whether OpenVINO's CPU plugin runs bfloat16 natively here (AMX or AVX512-BF16)."""
-    import openvino as ov
+    ov = import_openvino()
 
     return "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
 
@@ -211,9 +222,9 @@ class OpenVinoModel:
     """An exported model compiled for the CPU, one stream per core; :meth:`pooled` is thread-safe."""
 
     def __init__(self, onnx_path: Path, source: Path, *, precision: Literal["fp32", "bf16"]) -> None:
-        import openvino as ov
         from tokenizers import Tokenizer
 
+        ov = import_openvino()
         config = json.loads((source / "sentence_bert_config.json").read_text("utf-8"))
         self.tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
         padding = self.tokenizer.padding
