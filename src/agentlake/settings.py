@@ -91,6 +91,11 @@ class Settings(BaseSettings):
         description="Embedder: local:all-MiniLM-L6-v2 (offline, default), ollama:MODEL or openai:MODEL.",
     )
     embed_batch_size: int = Field(128, gt=0, description="Texts per embedding batch.")
+    embed_backend: str = Field(
+        "auto",
+        pattern="^(auto|torch|openvino)$",
+        description="Engine of the local: embedder: openvino (the model exported once to ONNX in model_cache_dir, run by OpenVINO; the embed extra installs it), torch (sentence-transformers) or auto (openvino when installed and the model is a transformer with mean pooling, else torch). Both run bf16 where the CPU has it and give vectors that share a name and a cache.",
+    )
 
     # --- llm ----------------------------------------------------------------------------
     ollama_host: str = Field(
@@ -412,6 +417,11 @@ class Settings(BaseSettings):
         return value
 
     @property
+    def model_cache_path(self) -> Path:
+        """``model_cache_dir``, else :func:`default_model_cache_dir`."""
+        return Path(self.model_cache_dir).expanduser() if self.model_cache_dir else default_model_cache_dir()
+
+    @property
     def lake_path(self) -> Path:
         return self.data_dir / self.lake_file
 
@@ -457,6 +467,12 @@ def _parse_api_keys(raw: str) -> list[tuple[str, str, str | None]]:
             )
         entries.append((head, last, name))
     return entries
+
+
+def default_model_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/agentlake/models``, else ``~/.cache/agentlake/models``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "agentlake" / "models"
 
 
 def load_settings(**overrides: Any) -> Settings:

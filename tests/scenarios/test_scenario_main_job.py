@@ -164,3 +164,35 @@ def test_demo_prints_each_step_with_its_time(tmp_path: Path, capsys: pytest.Capt
     assert "qwen-0.5b-learning on each client's first event of its first day" in out
     assert re.search(r"qwen-0\.5b-learning .*\d+% -> \d+%", out), out[-3000:]
     assert "No LLM staffer ran" not in out
+
+
+def test_a_budget_runs_the_batches_of_the_embedded_staffer_that_fit() -> None:
+    from agentlake.scenarios.main_job import EMBEDDED_BATCH_S, batches_that_fit
+
+    assert batches_that_fit(3, 10 * EMBEDDED_BATCH_S, load=1.0, cores=2) == 3
+    # At load 4.5 on 2 cores a batch takes 2.5x as long: 140 s left hold two of them.
+    assert batches_that_fit(3, 140.0, load=4.5, cores=2) == 2
+    assert batches_that_fit(3, EMBEDDED_BATCH_S / 2, load=0.0, cores=2) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not installed(PACKAGED_MODELS["qwen2.5-coder-0.5b"]),
+    reason="the 0.5B is not installed (make test installs it)",
+)
+def test_an_embedded_staffer_that_does_not_fit_the_budget_is_skipped_and_says_so(tmp_path: Path) -> None:
+    from agentlake.scenarios.main_job import Notice, run_main_job
+
+    events: list[object] = []
+    settings = load_settings(runs_dir=str(tmp_path / "runs"))
+    job = run_main_job(settings, workers=300, seed=3, batches=2, budget_s=1.0, on_event=events.append)
+    notices = [e.text for e in events if isinstance(e, Notice)]
+    assert any(
+        re.match(
+            r"qwen-0\.5b-learning is skipped: 0 s of the budget left, and a batch takes about \d+ s", text
+        )
+        for text in notices
+    ), notices
+    steps = {step.name: step.summary for step in job.steps}
+    assert steps["qwen-0.5b-learning"] == "skipped: it did not fit in the budget"
+    assert job.local is None

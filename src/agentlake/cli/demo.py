@@ -34,6 +34,13 @@ def demo(
         help="The embedded LLM staffer run on a reduced pack after the rules (qwen-0.5b-learning, "
         "qwen-1.5b-learning, their -static twins, or a profile file); none: skip it.",
     ),
+    budget_s: float = typer.Option(
+        0.0,
+        "--budget-s",
+        min=0.0,
+        help="Seconds the job may take (0: no budget); the embedded LLM staffer runs only the batches that fit, "
+        "and says so. make demo passes what is left of its 10 minutes.",
+    ),
     local_llm: bool = typer.Option(
         False,
         "--local-llm",
@@ -55,6 +62,7 @@ def demo(
             llm_staffer=staffer,
             require_llm_staffer=local_llm,
             on_event=view.show,
+            budget_s=budget_s or None,
         )
     finally:
         view.close()

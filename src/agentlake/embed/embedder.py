@@ -114,7 +114,7 @@ def _local_factory(model: str, settings: Settings) -> Embedder:
     # Lazy (start-up time): embedders (torch) load on first use.
     from agentlake.embed.local import LocalEmbedder
 
-    return LocalEmbedder(model)
+    return LocalEmbedder(model, backend=settings.embed_backend, cache_dir=settings.model_cache_path)
 
 
 def _ollama_factory(model: str, settings: Settings) -> Embedder:

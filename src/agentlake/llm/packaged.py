@@ -188,12 +188,6 @@ def packaged_model_named(choice: str) -> PackagedModel:
     raise UserError(f"unknown packaged model {choice!r}: use one of {known}")
 
 
-def default_cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/agentlake/models``, else ``~/.cache/agentlake/models``."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "agentlake" / "models"
-
-
 # Largest first: ``default_model = auto`` takes the first one installed.
 EMBEDDED_PREFERENCE = ("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b")
 
@@ -220,8 +214,10 @@ def default_model(settings: Settings, setting: str | None = None) -> str | None:
 
 def cache_dir(settings: Settings | None) -> Path:
     """The model cache of ``settings`` (the ``model_cache_dir`` setting, else the default)."""
-    configured = getattr(settings, "model_cache_dir", None) if settings is not None else None
-    return Path(configured).expanduser() if configured else default_cache_dir()
+    # Lazy (start-up time): settings (pydantic-settings) load on first use.
+    from agentlake.settings import default_model_cache_dir
+
+    return settings.model_cache_path if settings is not None else default_model_cache_dir()
 
 
 # --- finding the chunks ----------------------------------------------------------------------

@@ -9,6 +9,9 @@ process, no server) beside ``rules-learning`` on a reduced pack (each client's f
 its first day) over the same batches, with its learning curve. :func:`run_demo` is the short
 first run (dataset, index, the two examples) without the pack.
 
+With a time budget (``make demo``: 10 minutes from when make started, the install included) the
+embedded staffer, the one step that can run less, runs the batches that fit and says so.
+
 Embedding 50k resumes is most of a first run's time, so the main job builds the index in a
 background thread (``agentlake.lake.background_index``) while the rules staffers, which never
 search it, run the pack. Every step reports when it started and how long it took. It renders
@@ -17,6 +20,7 @@ nothing: events go to a callback, and the CLI draws them.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -90,6 +94,10 @@ LLM_STAFFERS = ("full", "basic", "minimal", "local", "configured")
 # seconds on a 2-core CPU, so the reduced pack over three batches fits the demo's minutes.
 EMBEDDED_STAFFER = "qwen-0.5b-learning"
 EMBEDDED_PACK = "each client's first event of its first day"
+# Seconds a batch of the embedded staffer on the reduced pack takes on 2 free cores (make demo,
+# 2026-11-28: 73 s for 3 batches); on a busier machine it takes about (load + 0.5) / cores times
+# as long (64 s at load 4.6 on 2 cores). What a budget (``budget_s``) plans with.
+EMBEDDED_BATCH_S = 25.0
 ADD_AN_LLM = (
     "No LLM staffer ran: start Ollama (`ollama serve`, then `ollama pull qwen3:4b`) or set OPENAI_BASE_URL "
     "and AGENTLAKE_EXECUTOR_MODEL=openai:MODEL, then run `make demo` again."
@@ -169,6 +177,30 @@ def reduced_pack() -> list[Any]:
     return [s.model_copy(update={"events": [e for e in s.events if e.ref is None][:1]}) for s in days]
 
 
+def batch_seconds(load: float, cores: int) -> float:
+    """About how long a batch of the embedded staffer takes at ``load`` (1-minute load average)."""
+    return EMBEDDED_BATCH_S * max(1.0, (load + 0.5) / max(1, cores))
+
+
+def batches_that_fit(batches: int, left_s: float, load: float, cores: int) -> int:
+    """How many of ``batches`` batches of the embedded staffer fit in ``left_s`` seconds (0 to ``batches``)."""
+    return max(0, min(batches, int(left_s // batch_seconds(load, cores))))
+
+
+def _budget_notice(staffer: str, batches: int, fit: int, left_s: float) -> str:
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    why = (
+        f"{max(0.0, left_s):.0f} s of the budget left, and a batch takes about "
+        f"{batch_seconds(load, cores):.0f} s here (load {load:.1f} on {cores} cores)"
+    )
+    if fit == 0:
+        return f"{staffer} is skipped: {why}; `agentlake demo --budget-s 0` runs it"
+    return (
+        f"{staffer} runs {fit} batch(es) instead of {batches}: {why}; "
+        "`agentlake demo --budget-s 0` runs them all"
+    )
+
+
 def _finish(build: BackgroundIndex, emit: Callable[[Any], None]) -> BuildResult | None:
     while not build.wait(timeout=1.0):
         emit(build.progress())
@@ -199,6 +231,7 @@ def run_main_job(
     require_llm_staffer: bool = False,
     on_event: Callable[[Any], None] | None = None,
     embedder: Any = None,
+    budget_s: float | None = None,
 ) -> MainJobResult:
     """``make demo``: the workforce, its index, the built-in pack and the leaderboard, timed.
 
@@ -215,7 +248,10 @@ def run_main_job(
     ``RunDone``, ``IndexProgress`` and the runner's per-day ``Progress``. Results go under
     ``settings.runs_dir``. A Ctrl-C while the index builds stops it after the current chunk; the
     vectors made so far stay cached. ``embedder`` (default: the ``embed_model`` setting) embeds
-    the resumes and the example question.
+    the resumes and the example question. ``budget_s`` (None or 0: none) is the seconds the job
+    may take: the embedded staffer, the one step that can run less, runs only the batches that
+    fit in what is left (``batches_that_fit``, at the load of the moment), and a ``Notice`` says
+    so; the step's summary too.
     """
     settings = settings or load_settings()
     emit = on_event or (lambda event: None)
@@ -319,19 +355,28 @@ def run_main_job(
             step("example search", started, f"{len(sources)} workers")
 
             local = None
-            if embedded:
+            fit = batches
+            if embedded and budget_s:
+                left = budget_s - clock()
+                fit = batches_that_fit(batches, left, os.getloadavg()[0], os.cpu_count() or 1)
+                if fit < batches:
+                    emit(Notice(text=_budget_notice(embedded, batches, fit, left)))
+                if fit == 0:
+                    step(embedded, clock(), "skipped: it did not fit in the budget", seconds=0.0)
+            if embedded and fit:
                 started = clock()
                 emit(
                     Notice(
                         text=f"{embedded} (an embedded model, in this process) staffs {EMBEDDED_PACK}, "
-                        f"{batches} batch(es), beside rules-learning"
+                        f"{fit} batch(es), beside rules-learning"
                     )
                 )
                 arms = [embedded, "rules-learning"]
                 local = run_scenarios(
-                    reduced_pack(), arms, batches=batches, settings=settings, lake=lake, on_progress=emit
+                    reduced_pack(), arms, batches=fit, settings=settings, lake=lake, on_progress=emit
                 )
-                step(embedded, started, _run_summary(local, arms))
+                cut = f" ({fit} of {batches} batches: the budget)" if fit < batches else ""
+                step(embedded, started, _run_summary(local, arms) + cut)
                 emit(RunDone(label=f"{embedded} on {EMBEDDED_PACK}", summary=local))
         finally:
             build.cancel()
