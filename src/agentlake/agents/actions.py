@@ -397,16 +397,3 @@ def _among(args: dict[str, Any], ids: list[int]) -> bool:
         target = properties[name] if kind == "integer" else properties[name].setdefault("items", {})
         target.update(type="integer", enum=ids)
     return True
-
-
-def action_kinds(output_type: type[RootModel]) -> list[str]:
-    """The ``kind`` values an action type accepts, for prompts."""
-    schema = json_schema(output_type)
-    kinds = []
-    for definition in schema.get("$defs", {}).values():
-        kind = definition.get("properties", {}).get("kind", {})
-        if "const" in kind:
-            kinds.append(kind["const"])
-        elif "default" in kind:
-            kinds.append(kind["default"])
-    return sorted(kinds)
