@@ -327,7 +327,9 @@ class ThinkerV1(Node):
         """The constant part of the prompt: the role, the tools and the datasets, the rules."""
         return SYSTEM.format(catalog=tools.catalog(), max_calls=MAX_CALLS_PER_STEP, data_rule=DATA_RULE)
 
-    def context_prompt(self, ctx: NodeContext, plan: dict | None, given: Any = None) -> str:
+    def context_prompt(
+        self, ctx: NodeContext, plan: dict | None, given: QuestionLessons | None = None
+    ) -> str:
         """What this turn adds (machines, the director's plan, memory, sensor notes, the data
         lessons ``given``); empty when nothing. It follows the worked examples, so they stay
         cached across turns."""
