@@ -432,7 +432,6 @@ class LearningScheduler:
         self.errors = 0
         self.ops_read = 0
         self.last_error: str | None = None
-        self.last_report: CycleReport | None = None
         self.history: deque[CycleStatus] = deque(maxlen=self.HISTORY)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -465,7 +464,6 @@ class LearningScheduler:
                 return None
             self.cycles += 1
             self.ops_read += len(ops)
-            self.last_report = report
             counts = report.counts()
             status = CycleStatus(
                 at=datetime.now(UTC),
