@@ -29,8 +29,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -42,6 +40,10 @@ from pathlib import Path
 import httpx
 import psycopg
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gateway_process import start_gateway, store_env
+
 from agentlake.observe import ObservedOp
 from agentlake.observe.client import ObserverClient
 from agentlake.postgres import LocalCluster
@@ -49,43 +51,14 @@ from agentlake.postgres import LocalCluster
 MODES = ("fast", "immediate")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _serve(data_dir: Path, url: str, stack: ExitStack) -> tuple[str, Path]:
-    port = _free_port()
-    exe = shutil.which("agentlake", path=str(Path(sys.executable).parent)) or "agentlake"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTLAKE_")} | {
-        "AGENTLAKE_DATA_DIR": str(data_dir),
-        "AGENTLAKE_CONFIG": str(data_dir / "none.toml"),
-        "AGENTLAKE_DATABASE_URL": url,
-        "AGENTLAKE_OTLP_GRPC_PORT": "0",
-        # The store is measured here, not the gateway's rate limits.
-        "AGENTLAKE_RATE_LIMIT_PER_MINUTE": "0",
-        "AGENTLAKE_RATE_LIMIT_WRITE_PER_MINUTE": "0",
-        "HF_HUB_OFFLINE": "1",
-    }
+    env = store_env(data_dir, url)
     log_path = data_dir.parent / f"{data_dir.name}.log"
     log = log_path.open("w")
     stack.callback(log.close)
-    process = subprocess.Popen(
-        [exe, "serve", "--port", str(port), "--log-level", "warning"], env=env, stdout=log, stderr=log
-    )
+    base, process = start_gateway(env, log)
     stack.callback(lambda: (process.poll() is None and process.terminate(), process.wait(30)))
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                return base, log_path
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"gateway on {base} did not start; see {log_path}")
-        time.sleep(0.2)
+    return base, log_path
 
 
 class Load:

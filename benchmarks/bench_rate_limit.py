@@ -22,9 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,44 +31,28 @@ from pathlib import Path
 
 import httpx
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gateway_process import clean_env, start_gateway
+
 BURST_KEY = "bench-burst-key-1"
 OTHER_KEY = "bench-other-key-1"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _serve(data_dir: Path, concurrent: int | None) -> tuple[str, subprocess.Popen]:
-    port = _free_port()
-    exe = shutil.which("agentlake", path=str(Path(sys.executable).parent)) or "agentlake"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTLAKE_")} | {
-        "AGENTLAKE_DATA_DIR": str(data_dir),
-        "AGENTLAKE_CONFIG": str(data_dir / "none.toml"),
-        "AGENTLAKE_API_KEYS": f"{BURST_KEY}:read,{OTHER_KEY}:read",
-        "AGENTLAKE_OTLP_GRPC_PORT": "0",
-        "HF_HUB_OFFLINE": "1",
-        "OLLAMA_HOST": "http://127.0.0.1:9",
-    }
+    env = clean_env(
+        {
+            "AGENTLAKE_DATA_DIR": str(data_dir),
+            "AGENTLAKE_CONFIG": str(data_dir / "none.toml"),
+            "AGENTLAKE_API_KEYS": f"{BURST_KEY}:read,{OTHER_KEY}:read",
+            "AGENTLAKE_OTLP_GRPC_PORT": "0",
+            "HF_HUB_OFFLINE": "1",
+            "OLLAMA_HOST": "http://127.0.0.1:9",
+        }
+    )
     if concurrent is not None:
         env["AGENTLAKE_RATE_LIMIT_CONCURRENT"] = str(concurrent)
-    log = (data_dir / "serve.log").open("w")
-    process = subprocess.Popen(
-        [exe, "serve", "--port", str(port), "--log-level", "warning"], env=env, stdout=log, stderr=log
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                return base, process
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"the gateway on {base} did not start; see {data_dir / 'serve.log'}")
-        time.sleep(0.2)
+    return start_gateway(env, (data_dir / "serve.log").open("w"))
 
 
 async def _probes(base: str, count: int) -> tuple[list[float], dict[int, int]]:

@@ -12,8 +12,10 @@ import pytest
 from agents_support import MemorySink
 
 from agentlake.agents.ask import ask
-from agentlake.agents.fix_shape import null_column, unasked_grouping
+from agentlake.agents.fix_dates import NamedDate, named_dates
+from agentlake.agents.fix_shape import held_values, null_column, unasked_grouping
 from agentlake.agents.fixes import find_problems, fix_query
+from agentlake.agents.linking import lake_columns, named_values
 from agentlake.agents.tools import listed_values
 from agentlake.lake import Lake
 from agentlake.llm import ScriptedProvider, register_scripted, unregister_scripted
@@ -139,9 +141,19 @@ def test_a_grouping_is_asked_for_by_which(lake: Lake) -> None:
     assert not unasked_grouping(sql, "Which status has the most orders?")
 
 
-def test_a_grouping_whose_key_is_selected_is_left_alone(lake: Lake) -> None:
+def test_a_grouping_whose_key_is_selected_is_left_alone_when_no_number_is_asked(lake: Lake) -> None:
     sql = "SELECT status, count(*) AS n FROM orders GROUP BY status"
-    assert not unasked_grouping(sql, "How many orders were placed?")
+    assert not unasked_grouping(sql, "What statuses do the orders have?")
+
+
+def test_a_grouping_whose_key_is_selected_is_unasked_for_how_many(lake: Lake) -> None:
+    sql = "SELECT status, count(*) AS n FROM orders GROUP BY status ORDER BY n DESC LIMIT 1"
+    assert unasked_grouping(sql, "How many orders were placed?")
+
+
+def test_a_grouping_whose_key_is_selected_is_dropped_with_the_key(lake: Lake) -> None:
+    sql = "SELECT status, count(*) AS n FROM orders WHERE amount > 50 GROUP BY status ORDER BY n DESC LIMIT 1"
+    assert _fixed(lake, sql, "ungrouped", "How many orders were over 50?") == [(3,)]
 
 
 def test_an_unasked_grouping_is_dropped(lake: Lake) -> None:
@@ -386,3 +398,160 @@ def test_a_join_condition_on_a_table_nothing_reads_nor_names_is_dropped(lake: La
     sql = "SELECT count(*) AS n FROM customers WHERE customer_id = orders.customer_id AND state = 'TX'"
     question = "How many customers are in TX?"
     assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [(2,)]
+
+
+def test_extract_without_parentheses_is_mended(lake: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM weather WHERE weather = 'rain' AND EXTRACT YEAR FROM date = 2013 AND EXTRACT MONTH FROM date = 1"
+    question = "How many days in January 2013 had rain?"
+    assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [(2,)]
+
+
+# A day the question names.
+
+
+def test_a_day_with_its_month_written_first_is_named() -> None:
+    assert named_dates("What was the low on July 4, 2013?") == [NamedDate(2013, 7, 4)]
+
+
+def test_a_day_written_before_its_month_is_named() -> None:
+    assert named_dates("How many died on the 1st of May 1992?") == [NamedDate(1992, 5, 1)]
+
+
+def test_a_day_that_does_not_exist_is_not_named() -> None:
+    assert named_dates("What happened on February 30, 2013?") == [NamedDate(2013)]
+
+
+def test_a_year_filter_for_a_named_day_is_found(lake: Lake) -> None:
+    sql = "SELECT min(temp_min) AS low FROM weather WHERE year(date) = 2013"
+    assert "dates" in _kinds(lake, sql, "What was the lowest temperature on July 4, 2013?")
+
+
+def test_a_year_filter_for_a_named_day_is_narrowed_to_the_day(lake: Lake) -> None:
+    sql = "SELECT min(temp_min) AS low FROM weather WHERE year(date) = 2013"
+    assert _fixed(lake, sql, "dates", "What was the lowest temperature on July 4, 2013?") == [(15.0,)]
+
+
+def test_the_named_day_compared_whole_is_no_problem(lake: Lake) -> None:
+    sql = "SELECT min(temp_min) AS low FROM weather WHERE date = '2013-07-04'"
+    assert _kinds(lake, sql, "What was the lowest temperature on July 4, 2013?") == []
+
+
+def test_the_named_day_in_parts_is_no_problem(lake: Lake) -> None:
+    sql = "SELECT min(temp_min) AS low FROM weather WHERE year(date) = 2013 AND month(date) = 7 AND day(date) = 4"
+    assert _kinds(lake, sql, "What was the lowest temperature on July 4, 2013?") == []
+
+
+def test_a_named_day_left_out_is_added(lake: Lake) -> None:
+    sql = "SELECT min(temp_min) AS low FROM weather"
+    assert _fixed(lake, sql, "missing", "What was the lowest temperature on January 20, 2013?") == [(-1.0,)]
+
+
+# Rows listed under a LIMIT for "how many".
+
+
+def test_rows_cut_by_a_limit_for_how_many_are_found(lake: Lake) -> None:
+    sql = "SELECT order_id, amount FROM orders WHERE amount > 50 ORDER BY amount DESC LIMIT 1"
+    assert "listed" in _kinds(lake, sql, "How many orders were over 50?")
+
+
+def test_rows_cut_by_a_limit_for_how_many_are_counted(lake: Lake) -> None:
+    sql = "SELECT order_id, amount FROM orders WHERE amount > 50 ORDER BY amount DESC LIMIT 1"
+    assert _fixed(lake, sql, "listed", "How many orders were over 50?") == [(3,)]
+
+
+def test_the_one_row_a_limit_keeps_of_one_is_no_listing(lake: Lake) -> None:
+    sql = "SELECT amount FROM orders WHERE order_id = 4 LIMIT 1"
+    assert "listed" not in _kinds(lake, sql, "How many euros was order 4?")
+
+
+# A name or code the question says that a column with too many values to list holds.
+
+CITIES = "iata,city,state,owner\n" + "".join(f"A{i:02d},Town {i},OH,Owner {i}\n" for i in range(70))
+CITIES += "HOU,Houston,TX,Houston\nIAH,Houston,TX,City\nHSV,Houston,MS,County\n"
+
+
+@pytest.fixture(scope="module")
+def places(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
+    root = tmp_path_factory.mktemp("fixes-held")
+    settings = Settings(data_dir=root, default_model="none", executor_model=None, llm_max_retries=0)
+    with Lake.open(settings, path=root / "lake.duckdb") as opened:
+        for name, text in {"airports": CITIES, "orders": ORDERS, "customers": CUSTOMERS}.items():
+            (root / f"{name}.csv").write_text(text)
+            opened.ingest(root / f"{name}.csv", name)
+        yield opened
+
+
+def test_a_city_the_question_names_is_held(places: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM airports WHERE state = 'TX'"
+    question = "How many airports are in Town 7, Ohio?"
+    assert held_values(sql, question, places, listed_values(places)) == [('"city"', "Town 7")]
+
+
+def test_a_value_two_columns_hold_is_not_taken(places: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM airports WHERE state = 'TX'"
+    assert held_values(sql, "How many airports are in Houston?", places, listed_values(places)) == []
+
+
+def test_a_value_the_query_compares_already_is_not_taken(places: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM airports WHERE owner = 'Owner 7'"
+    assert held_values(sql, "How many airports does Owner 7 own?", places, listed_values(places)) == []
+
+
+def test_a_held_value_left_out_is_filtered_on(places: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM airports WHERE state = 'OH'"
+    assert _fixed(places, sql, "held", "How many airports are in Town 7, Ohio?") == [(1,)]
+
+
+def test_a_held_id_of_two_joined_tables_is_filtered_through_one(places: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM orders o JOIN customers c ON o.customer_id = c.customer_id"
+    question = "How many orders did customer C3 place?"
+    assert held_values(sql, question, places, {}) == [('"c"."customer_id"', "C3")]
+
+
+def test_a_code_inside_an_id_is_not_named(lake: Lake) -> None:
+    assert named_values("How many orders did customer C0071 place?", listed_values(lake)) == []
+
+
+def test_a_value_inside_a_column_name_the_question_says_is_not_named(lake: Lake) -> None:
+    question = "How many orders have no shipped date?"
+    assert named_values(question, listed_values(lake), lake_columns(lake)) == []
+
+
+def test_the_same_value_outside_a_column_name_is_named(lake: Lake) -> None:
+    question = "How many orders were shipped?"
+    assert ("meaning", "shipped") in named_values(question, listed_values(lake), lake_columns(lake))
+
+
+# The largest or smallest value of a named column.
+
+GROUPED_COUNT = "SELECT currency, count(*) AS n FROM orders WHERE currency = 'EUR' GROUP BY currency ORDER BY n DESC LIMIT 1"
+
+
+def test_a_count_for_the_largest_amount_is_found(lake: Lake) -> None:
+    assert "extreme" in _kinds(lake, GROUPED_COUNT, "What is the largest order amount paid in euros?")
+
+
+def test_a_count_for_the_largest_amount_becomes_the_maximum(lake: Lake) -> None:
+    assert _fixed(lake, GROUPED_COUNT, "extreme", "What is the largest order amount paid in euros?") == [
+        (600.0,)
+    ]
+
+
+def test_the_maximum_of_the_named_column_is_no_problem(lake: Lake) -> None:
+    sql = "SELECT max(amount) AS n FROM orders WHERE currency = 'EUR'"
+    assert "extreme" not in _kinds(lake, sql, "What is the largest order amount paid in euros?")
+
+
+def test_the_named_column_listed_in_order_is_no_problem(lake: Lake) -> None:
+    sql = "SELECT amount FROM orders WHERE currency = 'EUR' ORDER BY amount DESC LIMIT 1"
+    assert "extreme" not in _kinds(lake, sql, "What is the largest order amount paid in euros?")
+
+
+def test_a_code_whose_meaning_is_said_only_in_a_column_name_is_unsaid(lake: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM orders WHERE status = 'S' AND shipped_date IS NULL"
+    assert "unsaid" in _kinds(lake, sql, "How many orders have no shipped date?")
+
+
+def test_a_code_whose_meaning_is_said_only_in_a_column_name_is_dropped(lake: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM orders WHERE status = 'S' AND shipped_date IS NULL"
+    assert _fixed(lake, sql, "unsaid", "How many orders have no shipped date?") == [(2,)]

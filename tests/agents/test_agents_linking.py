@@ -14,6 +14,7 @@ from agentlake.agents.linking import (
     missing_values,
     named_values,
     named_values_hint,
+    unnamed_values,
     words,
 )
 from agentlake.lake import Lake
@@ -143,3 +144,20 @@ def test_a_company_name_names_the_ticker_it_abbreviates() -> None:
 def test_the_first_word_of_a_question_abbreviates_nothing() -> None:
     listed = {("stocks", "symbol"): ["AAPL", "WHC"]}
     assert named_values("Which stock rose most?", listed) == []
+
+
+def test_a_one_letter_value_inside_a_word_is_not_said() -> None:
+    listed = {("orders", "status"): ["S", "C"]}
+    assert unnamed_values(
+        "SELECT count(*) FROM orders WHERE status = 'S'", "How many were shipped?", [], listed
+    ) == ("status = 'S'")
+
+
+def test_a_one_letter_value_as_a_word_is_said() -> None:
+    listed = {("orders", "status"): ["S", "C"]}
+    assert (
+        unnamed_values(
+            "SELECT count(*) FROM orders WHERE status = 'S'", "How many have status S?", [], listed
+        )
+        is None
+    )

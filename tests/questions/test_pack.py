@@ -279,14 +279,40 @@ def test_no_held_out_question_is_asked_in_the_pack() -> None:
     assert set(_texts(HELDOUT.questions)) & set(_texts(PACK.questions)) == set()
 
 
-@pytest.mark.parametrize("question", HELDOUT.questions, ids=lambda q: q.id)
-def test_each_held_out_truth_is_one_value_on_the_packs_lake(lake: Lake, question: Question) -> None:
-    value = compute_truths(HELDOUT, lake, [question])[question.id].value
+# --- the second held-out pack: written before any run over it -------------------------------
+
+HELDOUT_2 = load_pack(PACK_FILE.parent / "heldout2.yaml")
+
+
+def test_the_second_held_out_pack_reads_the_same_files() -> None:
+    assert HELDOUT_2.datasets == PACK.datasets
+
+
+def test_the_second_held_out_pack_asks_at_least_sixty_questions() -> None:
+    assert len(HELDOUT_2.questions) >= 60
+
+
+def test_no_second_held_out_question_is_asked_before() -> None:
+    before = set(_texts(PACK.questions)) | set(_texts(HELDOUT.questions))
+    assert set(_texts(HELDOUT_2.questions)) & before == set()
+
+
+HELD_OUT = [(pack, question) for pack in (HELDOUT, HELDOUT_2) for question in pack.questions]
+HELD_OUT_IDS = [f"{pack.name}-{question.id}" for pack, question in HELD_OUT]
+
+
+@pytest.mark.parametrize(("pack", "question"), HELD_OUT, ids=HELD_OUT_IDS)
+def test_each_held_out_truth_is_one_value_on_the_packs_lake(
+    lake: Lake, pack: Pack, question: Question
+) -> None:
+    value = compute_truths(pack, lake, [question])[question.id].value
     assert isinstance(value, float if question.kind == "number" else str)
 
 
-@pytest.mark.parametrize("question", HELDOUT.questions, ids=lambda q: q.id)
-def test_no_held_out_truth_hides_among_what_its_question_names(lake: Lake, question: Question) -> None:
-    value = compute_truths(HELDOUT, lake, [question])[question.id].value
+@pytest.mark.parametrize(("pack", "question"), HELD_OUT, ids=HELD_OUT_IDS)
+def test_no_held_out_truth_hides_among_what_its_question_names(
+    lake: Lake, pack: Pack, question: Question
+) -> None:
+    value = compute_truths(pack, lake, [question])[question.id].value
     named = {v for number in stated_numbers(question.text) for v in number.values}
     assert value not in named

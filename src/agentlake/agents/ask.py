@@ -40,6 +40,7 @@ from agentlake.agents.examples import WorkedCount, worked_count, worked_ranking,
 from agentlake.agents.fixes import find_problems, fix_query
 from agentlake.agents.linking import (
     join_hints,
+    lake_columns,
     link_datasets,
     named_values,
     named_values_hint,
@@ -298,7 +299,7 @@ def ask(
     context = _Asking(
         question,
         lake,
-        named_values(question, listed),
+        named_values(question, listed, lake_columns(lake)),
         link_datasets(question, lake),
         k,
         embedder,

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from agentlake.agents.tools import listed_values
 from agentlake.errors import AgentlakeError
+from agentlake.lake.rewrite import sql_literal
 from agentlake.lake.versioned import PerLakeCache, dataset_versions
 
 if TYPE_CHECKING:
@@ -63,10 +64,6 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"' if not re.fullmatch(r"[a-z_][a-z0-9_]*", name) else name
 
 
-def _literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 _counts: PerLakeCache[WorkedCount | None] = PerLakeCache()
 
 
@@ -98,7 +95,7 @@ def _build_count(lake: Lake, avoid: frozenset[str] = frozenset()) -> WorkedCount
         if found is None:
             continue
         named, count = found
-        where = " AND ".join(f"{_quote(column)} = {_literal(value)}" for column, value in named)
+        where = " AND ".join(f"{_quote(column)} = {sql_literal(value)}" for column, value in named)
         question = (
             f"How many rows of {table} have "
             + " and ".join(f"{column} {value}" for column, value in named)

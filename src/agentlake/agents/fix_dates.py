@@ -32,25 +32,52 @@ _YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)\b")
 _MONTH_YEAR = re.compile(
     rf"\b({'|'.join(sorted(_MONTHS, key=len, reverse=True))})\.?\s+(1[89]\d\d|20\d\d)\b", re.I
 )
+_MONTH_NAMES = "|".join(sorted(_MONTHS, key=len, reverse=True))
+# "July 4, 2015", "May 1st 1992", "4 July 2015", "the 4th of July, 2015".
+_DAY_MONTH_YEAR = re.compile(
+    rf"\b(?:({_MONTH_NAMES})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?|(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_NAMES})\.?)"
+    r",?\s+(1[89]\d\d|20\d\d)\b",
+    re.I,
+)
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 @dataclass(frozen=True)
 class NamedDate:
-    """A year (and month) a question names: "in 2005", "in March 2016"."""
+    """A year (and month, and day) a question names: "in 2005", "in March 2016", "on July 4,
+    2015"."""
 
     year: int
     month: int | None = None
+    day: int | None = None
 
     def describe(self) -> str:
+        if self.month and self.day:
+            return f"{calendar.month_name[self.month]} {self.day}, {self.year}"
         return f"{calendar.month_name[self.month]} {self.year}" if self.month else str(self.year)
+
+    def conditions(self, column: str) -> list[str]:
+        """The filters of date ``column`` on this date: its year, month and day."""
+        parts = [("year", self.year), ("month", self.month), ("day", self.day)]
+        return [f"{part}({quote(column)}) = {value}" for part, value in parts if value]
 
 
 def named_dates(question: str) -> list[NamedDate]:
     """The years, with their months where named, that ``question`` names, in order."""
     found: list[NamedDate] = []
     taken: set[int] = set()
+    for match in _DAY_MONTH_YEAR.finditer(question):
+        month = _MONTHS[(match.group(1) or match.group(4)).casefold()]
+        day = int(match.group(2) or match.group(3))
+        try:
+            datetime.date(int(match.group(5)), month, day)
+        except ValueError:
+            continue
+        found.append(NamedDate(int(match.group(5)), month, day))
+        taken.add(match.start(5))
     for match in _MONTH_YEAR.finditer(question):
+        if match.start(2) in taken:
+            continue
         found.append(NamedDate(int(match.group(2)), _MONTHS[match.group(1).casefold()]))
         taken.add(match.start(2))
     for match in _YEAR.finditer(question):
@@ -100,9 +127,15 @@ def _date_filters(
     dated = {name.casefold(): name for name, kind in column_types(lake, sql).items() if is_date(kind)}
     target = date_column(lake, sql, question)
 
+    wide = (
+        {node.sql() for node in _too_wide(conjuncts_of(sql), date, target)} if target is not None else set()
+    )
+
     def wrong(node: exp.Expression) -> bool:
-        if _text_date(node, date, dated) or (
-            broken and (_on_year(node, date, dated) or _date_part(node) or _part_of_other(node, dated))
+        if (
+            node.sql() in wide
+            or _text_date(node, date, dated)
+            or (broken and (_on_year(node, date, dated) or _date_part(node) or _part_of_other(node, dated)))
         ):
             return True
         return target is not None and (
@@ -163,7 +196,10 @@ def _other_date(node: exp.Expression, date: NamedDate, dated: dict[str, str], ta
 
 
 def period(date: NamedDate) -> tuple[datetime.date, datetime.date]:
-    """The first and last day of ``date``: its month, or its whole year."""
+    """The first and last day of ``date``: its day, its month, or its whole year."""
+    if date.month and date.day:
+        named = datetime.date(date.year, date.month, date.day)
+        return named, named
     if date.month:
         last = calendar.monthrange(date.year, date.month)[1]
         return datetime.date(date.year, date.month, 1), datetime.date(date.year, date.month, last)
@@ -196,7 +232,7 @@ def _wrong_period(node: exp.Expression, date: NamedDate, target: str) -> bool:
         low, high = _day(node.args.get("low")), _day(node.args.get("high"))
         return low is not None and high is not None and (low, high) != (first, last)
     bounds: dict[type, datetime.date | None] = {
-        exp.EQ: None,
+        exp.EQ: first if date.day else None,
         exp.GTE: first,
         exp.GT: first - day,
         exp.LTE: last,
@@ -205,10 +241,32 @@ def _wrong_period(node: exp.Expression, date: NamedDate, target: str) -> bool:
     if type(node) in bounds and _on(node.this, target):
         value = _day(node.expression)
         return value is not None and value != bounds[type(node)]
-    if isinstance(node, exp.EQ) and isinstance(node.this, exp.Month) and _on(node.this.this, target):
-        literal = node.expression
-        return isinstance(literal, exp.Literal) and not literal.is_string and int(literal.this) != date.month
+    for part, named in ((exp.Month, date.month), (exp.Day, date.day)):
+        if isinstance(node, exp.EQ) and isinstance(node.this, part) and _on(node.this.this, target):
+            literal = node.expression
+            return isinstance(literal, exp.Literal) and not literal.is_string and int(literal.this) != named
     return False
+
+
+def _too_wide(conjuncts: list[exp.Expression], date: NamedDate, target: str) -> list[exp.Expression]:
+    """The year (or month) filters of ``target`` in ``conjuncts`` when the question names a
+    finer date that no other conjunct filters on (``year(date) = 2015`` for "on July 4,
+    2015"): they select more than the named date."""
+    parts = {
+        kind
+        for node in conjuncts
+        for kind in (exp.Year, exp.Month, exp.Day)
+        if isinstance(node, exp.EQ) and isinstance(node.this, kind) and _on(node.this.this, target)
+    }
+    finer = (date.month and exp.Month not in parts) or (date.day and exp.Day not in parts)
+    return [
+        node
+        for node in conjuncts
+        if finer
+        and isinstance(node, exp.EQ)
+        and isinstance(node.this, (exp.Year, exp.Month))
+        and _on(node.this.this, target)
+    ]
 
 
 def date_fix(sql: str, lake: Lake, question: str, *, broken: bool = False) -> tuple[str, str] | None:
@@ -216,9 +274,7 @@ def date_fix(sql: str, lake: Lake, question: str, *, broken: bool = False) -> tu
     if found is None:
         return None
     date, column, wrong = found
-    conditions = [f"year({quote(column)}) = {date.year}"]
-    if date.month:
-        conditions.append(f"month({quote(column)}) = {date.month}")
+    conditions = date.conditions(column)
     fixed = replace_conjuncts(sql, wrong, conditions)
     return (
         (fixed, f"filtered {' AND '.join(conditions)}: the question names {date.describe()}")

@@ -19,14 +19,14 @@ grouping by a column no table has. It does not run queries nor decide when to fi
 
 from __future__ import annotations
 
+import calendar
 import re
 from typing import TYPE_CHECKING
 
-import sqlglot
 from sqlglot import exp
 
 from agentlake.agents.fix_dates import date_column, quote
-from agentlake.agents.linking import joins, words
+from agentlake.agents.linking import joins, lake_columns, outside_column_names, words
 from agentlake.errors import AgentlakeError
 from agentlake.lake.repair import column_types
 from agentlake.lake.rewrite import (
@@ -37,14 +37,18 @@ from agentlake.lake.rewrite import (
     conjuncts_of,
     count_all,
     count_distinct_of,
+    count_rows,
     counted_distinct,
     drop_filters,
     group_keys_selected,
+    grouped_by,
     join_table,
     order_by_aggregate,
+    parse_select,
     replace_conjuncts,
     requalify,
     settle_ungrouped,
+    sql_literal,
     tables_read,
     ungroup,
 )
@@ -52,6 +56,8 @@ from agentlake.lake.rewrite import (
 if TYPE_CHECKING:
     from agentlake.lake import Lake
 
+# Words by which a question asks for one number over its rows.
+_ONE_NUMBER = re.compile(r"\bhow (?:many|much|old|long)\b|\b(?:average|mean|total|sum)\b", re.IGNORECASE)
 # Words by which a question asks for a value per group: "which city", "each year", "who".
 _GROUP_WORDS = re.compile(
     r"\b(?:which|each|per|every|who|whose|most|least|fewest|top|by|rank\w*|yearly|monthly|weekly|daily|annual\w*"
@@ -92,10 +98,14 @@ def unheld_values(sql: str, listed: dict[tuple[str, str], list[str]]) -> str | N
 
 
 def unasked_grouping(sql: str, question: str) -> bool:
-    """Whether ``sql`` groups by keys it does not select for a question that asks for no value
-    per group (no "which", "each", "per", "who", "most", ...): it answers for one group and
-    never says which."""
-    return group_keys_selected(sql) is False and not _GROUP_WORDS.search(question)
+    """Whether ``sql`` groups for a question that asks for no value per group (no "which",
+    "each", "per", "who", "most", ...): by keys it does not select (it answers for one group
+    and never says which), or by one key it selects when the question asks for one number
+    ("How many penguins weighed more than 5000 grams?" is not answered by the largest sex)."""
+    selected = group_keys_selected(sql)
+    if selected is None or _GROUP_WORDS.search(question):
+        return False
+    return not selected or (len(grouped_by(sql)) == 1 and _ONE_NUMBER.search(question) is not None)
 
 
 def null_column(question: str, columns: list[str]) -> str | None:
@@ -130,9 +140,8 @@ def nulls_not_counted(sql: str, question: str, lake: Lake) -> str | None:
     column = null_column(question, list(column_types(lake, sql)))
     if column is None:
         return None
-    try:
-        tree = sqlglot.parse_one(sql, read="duckdb")
-    except sqlglot.errors.ParseError:
+    tree = parse_select(sql)
+    if tree is None:
         return None
     return None if any(_is_null_of(node, column) for node in tree.find_all(exp.Is)) else column
 
@@ -182,7 +191,7 @@ def unsaid_codes(sql: str, question: str, lake: Lake, named: list[tuple[str, str
     gives it, the question does not say (and that the question's values do not name): a
     filter copied from an example."""
     read = {table.casefold() for table in tables_read(sql)}
-    said = words(question)
+    said = words(outside_column_names(question, lake_columns(lake)))
     unsaid = []
     for join in joins(lake, [info.name for info in lake.datasets()]):
         if not join.lookup or join.left.casefold() not in read:
@@ -202,7 +211,7 @@ def _lookup_row(lake: Lake, table: str, code: str, value: str) -> list[str]:
     """The short texts (three words at most) of lookup ``table``'s row for ``value``."""
     try:
         result = lake.query(
-            f"SELECT * FROM {quote(table)} WHERE CAST({quote(code)} AS VARCHAR) = '{value.replace(chr(39), chr(39) * 2)}'",
+            f"SELECT * FROM {quote(table)} WHERE CAST({quote(code)} AS VARCHAR) = {sql_literal(value)}",
             max_rows=2,
         )
     except AgentlakeError:
@@ -222,7 +231,10 @@ def unsaid_fix(sql: str, question: str, lake: Lake, named: list[tuple[str, str]]
 
 def ungroup_fix(sql: str, question: str) -> tuple[str, str] | None:
     """``sql`` over all its rows when it groups for a question that asks for no group."""
-    fixed = ungroup(sql) if unasked_grouping(sql, question) else None
+    if not unasked_grouping(sql, question):
+        return None
+    keys = grouped_by(sql)
+    fixed = ungroup(sql, keys[0]) if group_keys_selected(sql) and keys else ungroup(sql)
     return (
         (fixed, "dropped the grouping: the question asks for one value over all the rows") if fixed else None
     )
@@ -309,15 +321,29 @@ _WHERE = re.compile(r"\bWHERE\b", re.IGNORECASE)
 _STRING = re.compile(r"'(?:[^']|'')*'")
 
 
+_BARE_EXTRACT = re.compile(
+    r"\bEXTRACT\s+(YEAR|MONTH|DAY|QUARTER|WEEK|HOUR|MINUTE)\s+FROM\s+((?:\w+\.)?(?:\w+|\"[^\"]+\"))",
+    re.IGNORECASE,
+)
+
+
 def syntax_fix(sql: str, error: str) -> tuple[str, str] | None:
     """``sql``, which the database could not parse, with what a small model writes wrong
     mended as text outside its strings: a second WHERE where AND was meant (``... WHERE a = 1
-    WHERE b = 2``), a column followed by a type word (``WHERE month date = 2010``)."""
+    WHERE b = 2``), a column followed by a type word (``WHERE month date = 2010``), EXTRACT
+    without its parentheses (``EXTRACT YEAR FROM date = 2014``)."""
     near = _SYNTAX_AT.search(error)
     if near is None:
         return None
     word = near.group(1)
     masked = _STRING.sub(lambda m: "_" * len(m.group(0)), sql)
+    bare = list(_BARE_EXTRACT.finditer(masked))
+    if bare:
+        fixed = sql
+        for extract in reversed(bare):
+            part, column = extract.group(1), sql[extract.start(2) : extract.end(2)]
+            fixed = fixed[: extract.start()] + f"EXTRACT({part} FROM {column})" + fixed[extract.end() :]
+        return fixed, "EXTRACT written with its parentheses"
     if word.upper() == "WHERE" and "SELECT" not in masked.upper()[masked.upper().find("WHERE") :]:
         places = [m.start() for m in _WHERE.finditer(masked)]
         if len(places) > 1:
@@ -329,16 +355,18 @@ def syntax_fix(sql: str, error: str) -> tuple[str, str] | None:
         typed = re.compile(
             rf"(\b\w+)\s+(?:{_TYPE_WORDS})\b(?=\s*(?:=|<|>|!|BETWEEN\b|IN\b|LIKE\b))", re.IGNORECASE
         )
-        found = typed.search(masked)
-        if found is not None:
-            return sql[: found.end(1)] + sql[found.end() :], f"dropped the type word after {found.group(1)}"
+        typed_at = typed.search(masked)
+        if typed_at is not None:
+            return (
+                sql[: typed_at.end(1)] + sql[typed_at.end() :],
+                f"dropped the type word after {typed_at.group(1)}",
+            )
     return None
 
 
-def _join_fix(sql: str, lake: Lake, table: str, read: dict[str, str], why: str) -> tuple[str, str] | None:
-    if len(read) != 1:
-        return None
-    other = next(iter(read.values()))
+def join_fix(sql: str, lake: Lake, table: str, other: str, why: str) -> tuple[str, str] | None:
+    """``sql``, which reads ``other``, with ``table`` joined to it on the join the lake's
+    catalog knows between them (``why``: the reason given), or None without one."""
     join = next((j for j in joins(lake, [table, other]) if j.joins(table, other)), None)
     if join is None:
         return None
@@ -347,6 +375,10 @@ def _join_fix(sql: str, lake: Lake, table: str, read: dict[str, str], why: str) 
     theirs = {c for c, _ in infos[other.casefold()].columns}
     fixed = join_table(sql, table, (join.column_of(table), join.column_of(other)), mine & theirs)
     return (fixed, f"joined {table} ({join.hint()}): {why}") if fixed else None
+
+
+def _join_fix(sql: str, lake: Lake, table: str, read: dict[str, str], why: str) -> tuple[str, str] | None:
+    return join_fix(sql, lake, table, next(iter(read.values())), why) if len(read) == 1 else None
 
 
 _AVERAGE = re.compile(r"\b(?:average|mean)\b", re.IGNORECASE)
@@ -368,9 +400,8 @@ def unaveraged(sql: str, question: str, measure: str | None) -> str | None:
     ``sql`` aggregates it otherwise (``min(price)``), else None."""
     if measure is None or not _AVERAGE.search(question):
         return None
-    try:
-        tree = sqlglot.parse_one(sql, read="duckdb")
-    except sqlglot.errors.ParseError:
+    tree = parse_select(sql)
+    if tree is None:
         return None
     folded = measure.casefold()
     aggregated = [
@@ -425,9 +456,8 @@ def uncounted_periods(sql: str, question: str, lake: Lake) -> tuple[str, str] | 
     column = date_column(lake, sql, question) if match else None
     if match is None or column is None:
         return None
-    try:
-        tree = sqlglot.parse_one(sql, read="duckdb")
-    except sqlglot.errors.ParseError:
+    tree = parse_select(sql)
+    if tree is None:
         return None
     for count in tree.find_all(exp.Count):
         if isinstance(count.this, exp.Distinct) and count.this.find(
@@ -496,3 +526,131 @@ def one_distinct_fix(sql: str) -> tuple[str, str] | None:
         if fixed
         else None
     )
+
+
+def cut_listing(sql: str, rows: list[object], lake: Lake) -> bool:
+    """Whether ``sql`` lists rows (no aggregate) under a LIMIT that cuts off more of them than
+    it returned (``ORDER BY precipitation DESC LIMIT 1`` for "On how many days ..."): the
+    count of what it lists is not the number of rows it returned."""
+    tree = parse_select(sql)
+    counted = count_rows(sql)
+    if tree is None or tree.args.get("limit") is None or counted is None:
+        return False
+    try:
+        total = lake.query(counted, max_rows=1).rows
+    except AgentlakeError:
+        return False
+    return bool(total) and isinstance(total[0][0], int) and total[0][0] > len(rows)
+
+
+# A name or a code a question may name as a value: capitalised words, with the numbers among
+# them ("Houston", "John F Kennedy", "Terminal 2"), or a token of letters and digits ("C0071").
+_CANDIDATE = re.compile(r"\b(?:[A-Z][A-Za-z-]*(?:[ ]+(?:[A-Z][A-Za-z-]*|\d+\b))*|[A-Za-z]+\d[A-Za-z0-9-]*)\b")
+_NOT_VALUES = frozenset(
+    "how what which who whom whose when where why is was are were did do does in on at of for the a an i"
+    " and or by from to with".split()
+) | frozenset(name.casefold() for name in calendar.month_name if name)
+
+
+def held_values(
+    sql: str, question: str, lake: Lake, listed: dict[tuple[str, str], list[str]]
+) -> list[tuple[str, str]]:
+    """``(column, value)`` (the column as ``sql`` must write it) for each name or code ``question`` says ("Houston", "C0071") that
+    exactly one text column of the tables ``sql`` reads holds as written, among the columns
+    with too many values to be listed (those are ``linking.named_values``'); empty when none."""
+    said = {m.group(0) for m in _CANDIDATE.finditer(question) if m.group(0).casefold() not in _NOT_VALUES}
+    said = {value for value in said if f"'{value}'".casefold() not in sql.casefold()}
+    if not said:
+        return []
+    read = {table.casefold() for table in tables_read(sql)}
+    holders: dict[str, list[tuple[str, str]]] = {}
+    values = ", ".join(sql_literal(value) for value in sorted(said))
+    for info in lake.datasets():
+        if info.name.casefold() not in read:
+            continue
+        for column, kind in info.columns:
+            if kind.upper() != "VARCHAR" or (info.name, column) in listed:
+                continue
+            try:
+                found = lake.query(
+                    f"SELECT DISTINCT {quote(column)} FROM {quote(info.name)} WHERE {quote(column)} IN ({values})",
+                    max_rows=len(said),
+                ).rows
+            except AgentlakeError:
+                continue
+            for (value,) in found:
+                holders.setdefault(str(value), []).append((info.name, column))
+    return sorted(
+        (_qualified(sql, *places[0]), value)
+        for value, places in holders.items()
+        if len({column.casefold() for _, column in places}) == 1
+    )
+
+
+def _qualified(sql: str, table: str, column: str) -> str:
+    """``column`` as ``sql`` must write it: through its table's alias (or name) when ``sql``
+    reads several tables, else bare."""
+    read = aliases_read(sql)
+    if len({of.casefold() for of in read.values()}) <= 1:
+        return quote(column)
+    alias = min(
+        (name for name, of in read.items() if of.casefold() == table.casefold()), key=len, default=table
+    )
+    return f"{quote(alias)}.{quote(column)}"
+
+
+def held_fix(
+    sql: str, question: str, lake: Lake, listed: dict[tuple[str, str], list[str]]
+) -> tuple[str, str] | None:
+    """``sql`` filtering on the first value ``held_values`` finds."""
+    for column, value in held_values(sql, question, lake, listed):
+        condition = f"{column} = {sql_literal(value)}"
+        fixed = add_filters(sql, [condition])
+        if fixed is not None:
+            return fixed, f"added the filter {condition}: the question names '{value}', which {column} holds"
+    return None
+
+
+_EXTREME = re.compile(
+    r"\b(?:what|how \w+)\s+(?:is|was|were|are)\s+(?:the|\w+'s)\s+(?:(largest|biggest|highest|greatest|maximum|"
+    r"longest|heaviest|oldest)|(smallest|lowest|minimum|shortest|lightest|youngest|cheapest))\b",
+    re.IGNORECASE,
+)
+
+
+def unextreme(sql: str, question: str, measure: str | None) -> str | None:
+    """``max`` or ``min`` when ``question`` asks the largest (smallest) value of the column it
+    names ("What is the largest order amount ...": amount) and ``sql`` neither takes that of it
+    nor lists it ordered (``count(*)`` per currency, ``sum(amount)``); else None."""
+    match = _EXTREME.search(question)
+    tree = parse_select(sql) if match and measure else None
+    if tree is None or measure is None or match is None:
+        return None
+    function, kind = ("max", exp.Max) if match.group(1) else ("min", exp.Min)
+    folded = measure.casefold()
+
+    def reads(node: exp.Expression) -> bool:
+        return any(c.name.casefold() == folded for c in node.find_all(exp.Column))
+
+    if any(reads(node) for node in tree.find_all(kind)):
+        return None
+    order = tree.args.get("order")
+    listed = not any(s.find(exp.AggFunc) for s in tree.expressions) and any(
+        reads(s) for s in tree.expressions
+    )
+    if listed and order is not None and tree.args.get("limit") is not None and reads(order):
+        return None
+    return function
+
+
+def extreme_fix(sql: str, question: str, measure: str | None) -> tuple[str, str] | None:
+    """``sql`` answering ``unextreme``'s function of ``measure`` over the rows it filters."""
+    function = unextreme(sql, question, measure)
+    tree = parse_select(sql) if function else None
+    if tree is None or function is None or measure is None:
+        return None
+    aggregate = exp.Max if function == "max" else exp.Min
+    tree.set("expressions", [exp.alias_(aggregate(this=exp.column(measure)), "n")])
+    for part in ("group", "having", "order", "limit"):
+        tree.set(part, None)
+    return tree.sql("duckdb"), f"took the {function} of {measure}, the value the question asks for"

@@ -62,6 +62,11 @@ from agentlake.agents.fix_shape import (
     average_fix,
     counted_filtered,
     counted_fix,
+    cut_listing,
+    extreme_fix,
+    held_fix,
+    held_values,
+    join_fix,
     null_fix,
     null_test_fix,
     nulls_not_counted,
@@ -74,6 +79,7 @@ from agentlake.agents.fix_shape import (
     unasked_grouping,
     unaveraged,
     uncounted_periods,
+    unextreme,
     ungroup_fix,
     unheld_values,
     unordered,
@@ -108,6 +114,7 @@ from agentlake.lake.rewrite import (
     join_table,
     regroup,
     replace_value,
+    sql_literal,
     tables_read,
     unused_joins,
 )
@@ -296,9 +303,9 @@ def _conflict_fix(sql: str, question: str, named: list[tuple[str, str]]) -> tupl
     if len(same) == 1:
         held = {value for c, value in named if c.casefold() == column and value.casefold() in same}
         condition = (
-            f"{quote(column)} = {_literal(held.pop())}"
+            f"{quote(column)} = {sql_literal(held.pop())}"
             if len(held) == 1
-            else f"lower({quote(column)}) = {_literal(values[0].casefold())}"
+            else f"lower({quote(column)}) = {sql_literal(values[0].casefold())}"
         )
         kept = drop_filters(sql, lambda c: c.op == "=" and c.column.casefold() == column)
         fixed = add_filters(kept, [condition]) if kept else None
@@ -389,6 +396,9 @@ def find_problems(
         )
     if left:
         found.append(("missing", f"leaves out {left}, which the question names"))
+    if said_values := held_values(sql, question, lake, listed):
+        said = " and ".join(f"{column} = '{value}'" for column, value in said_values)
+        found.append(("held", f"leaves out {said}, a value the question names"))
     if extra := unnamed_values(sql, question, named, listed):
         found.append(("unnamed", f"filters on {extra}, which the question does not name"))
     if tests := unsaid_null_tests(sql, question):
@@ -397,6 +407,10 @@ def find_problems(
         found.append(("unsaid", f"filters on {', '.join(codes)}, a code the question does not describe"))
     if averaged := unaveraged(sql, question, named_measure(question, column_types(lake, sql))):
         found.append(("averaged", f"does not average {averaged}, which the question asks the average of"))
+    if extreme := unextreme(sql, question, named_measure(question, column_types(lake, sql))):
+        found.append(
+            ("extreme", f"does not take the {extreme} of the column the question asks the {extreme} of")
+        )
     if measure := unread_measure(sql, question, lake):
         found.append(("measure", f"does not aggregate {measure}, the column the question names"))
     if asked := grouped_otherwise(sql, question, lake):
@@ -407,7 +421,7 @@ def find_problems(
         )
     if different := counts_not_different(sql, question, lake):
         found.append(("different", f"counts rows, but the question counts different {different} values"))
-    if _HOW_MANY_Q.search(question) and len(rows) > 1 and count_rows(sql):
+    if _HOW_MANY_Q.search(question) and count_rows(sql) and (len(rows) > 1 or cut_listing(sql, rows, lake)):
         found.append(("listed", f"lists {len(rows)} rows, but the question asks how many"))
     if unheld := unheld_values(sql, listed):
         found.append(("unheld", f"compares {unheld}, a value the column does not hold"))
@@ -460,12 +474,16 @@ def fix_query(
         return null_test_fix(sql, question)
     if kind == "averaged":
         return average_fix(sql, question, named_measure(question, column_types(lake, sql)))
+    if kind == "extreme":
+        return extreme_fix(sql, question, named_measure(question, column_types(lake, sql)))
     if kind == "unordered":
         return order_fix(sql, question)
     if kind == "missing":
         counted = different_column(question, list(column_types(lake, sql)))
         kept = [(c, v) for c, v in named if counted is None or c.casefold() != counted.casefold()]
         return _missing_fix(sql, lake, question, kept, columns)
+    if kind == "held":
+        return held_fix(sql, question, lake, listed)
     if kind == "unnamed":
         return _unnamed_fix(sql, question, named, columns)
     if kind in ("empty", "unheld"):
@@ -578,9 +596,9 @@ def _missing_fix(
         if hit:
             continue
         condition = (
-            f"lower({quote(column)}) = {_literal(value)}"
+            f"lower({quote(column)}) = {sql_literal(value)}"
             if len(variants) > 1
-            else f"{quote(column)} = {_literal(variants[0])}"
+            else f"{quote(column)} = {sql_literal(variants[0])}"
         )
         added = add_filters(sql, [condition])
         if added is not None:
@@ -589,9 +607,7 @@ def _missing_fix(
     if dates:
         dated = date_column(lake, sql, question)
         if dated is not None:
-            conditions = [f"year({quote(dated)}) = {dates[0].year}"]
-            if dates[0].month:
-                conditions.append(f"month({quote(dated)}) = {dates[0].month}")
+            conditions = dates[0].conditions(dated)
             added = add_filters(sql, conditions)
             if added is not None:
                 return added, f"added {' AND '.join(conditions)}: the question names {dates[0].describe()}"
@@ -622,20 +638,14 @@ def _subject_fix(sql: str, lake: Lake, question: str) -> tuple[str, str] | None:
     if subject is None or len(read) != 1 or read[0].casefold() not in infos:
         return None
     other = infos[read[0].casefold()].name
-    mine = {column for column, _ in infos[subject.casefold()].columns}
-    theirs = {column for column, _ in infos[other.casefold()].columns}
-    join = next((j for j in joins(lake, [subject, other]) if j.joins(subject, other)), None)
-    if join is not None:
-        fixed = join_table(sql, subject, (join.column_of(subject), join.column_of(other)), mine & theirs)
-        what = f"joined {subject} ({join.hint()}): the question names it"
-    elif subject == subject_table(question, [i.name for i in infos.values()]) and columns_named(sql) <= {
-        c.casefold() for c in mine
-    }:
-        fixed = join_table(sql, subject, None, set())
-        what = f"read {subject} in place of {other}: the question is about {subject}"
-    else:
+    joined = join_fix(sql, lake, subject, other, "the question names it")
+    mine = {column.casefold() for column, _ in infos[subject.casefold()].columns}
+    if joined is not None or subject != subject_table(question, [i.name for i in infos.values()]):
+        return joined
+    if not columns_named(sql) <= mine:
         return None
-    return (fixed, what) if fixed is not None else None
+    fixed = join_table(sql, subject, None, set())
+    return (fixed, f"read {subject} in place of {other}: the question is about {subject}") if fixed else None
 
 
 def _empty_fix(
@@ -719,7 +729,7 @@ def _code_filter(sql: str, lake: Lake, column: str, value: str) -> tuple[str, st
         if compared:
             fixed = replace_value(sql, join.left_column, compared[0].value, code)
         else:
-            fixed = add_filters(sql, [f"{quote(join.left_column)} = {_literal(code)}"])
+            fixed = add_filters(sql, [f"{quote(join.left_column)} = {sql_literal(code)}"])
         if fixed is not None:
             return fixed, f"{join.left_column} = '{code}': {join.right} says '{code}' means '{value}'"
     return None
@@ -730,7 +740,7 @@ def _lookup_code(lake: Lake, table: str, code: str, column: str, value: str) -> 
     try:
         result = lake.query(
             f"SELECT {quote(code)} FROM {quote(table)} WHERE lower(CAST({quote(column)} AS VARCHAR)) = "
-            f"{_literal(value.casefold())}",
+            f"{sql_literal(value.casefold())}",
             max_rows=2,
         )
     except AgentlakeError:
@@ -772,7 +782,3 @@ def _qualified(lake: Lake, sql: str, column: str) -> str:
 def _rename_column(sql: str, wrong: str, right: str) -> str | None:
     fixed = rename_identifier(sql, wrong, right)
     return fixed if fixed != sql else None
-
-
-def _literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"

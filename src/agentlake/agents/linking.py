@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentlake.agents.tools import listed_values
+from agentlake.lake.rewrite import sql_literal
 from agentlake.workforce.cities import US_STATES
 
 if TYPE_CHECKING:
@@ -59,12 +60,17 @@ def words(text: str) -> set[str]:
     return out
 
 
+def lake_columns(lake: Lake) -> list[str]:
+    """The names of every column of the lake's datasets."""
+    return [column for info in lake.datasets() for column, _ in info.columns]
+
+
 def link_datasets(question: str, lake: Lake, *, keep: int = KEEP) -> list[str]:
     """The datasets ``question`` is most likely about, best first (at most ``keep``); every
     dataset, by name, when no word of the question names any."""
     said = words(question)
     listed = listed_values(lake)
-    named = set(named_values(question, listed))
+    named = set(named_values(question, listed, lake_columns(lake)))
     scores: dict[str, float] = {}
     for info in lake.datasets():
         score = NAME_WEIGHT * len(said & words(info.name))
@@ -85,12 +91,16 @@ def _union(sets: Iterable[set[str]]) -> set[str]:
     return out
 
 
-def named_values(question: str, listed: dict[tuple[str, str], list[str]]) -> list[tuple[str, str]]:
+def named_values(
+    question: str, listed: dict[tuple[str, str], list[str]], columns: Iterable[str] = ()
+) -> list[tuple[str, str]]:
     """``(column, value)`` for each listed column value the question names, in the question's
     order: "welders" names role 'Welder'; a short code names it only written as listed ("OH",
-    not "in" for IN), and not where it is part of a table's name the question says ("LA riots"
-    for la_riots); a US state's name names its code in a column of state codes ("Texas": 'TX');
-    a value inside a longer named one ("Truck Driver" in "CDL-A Truck Driver") is left out."""
+    not "in" for IN, not the C of "C0071"), and not where it is part of a table's name the
+    question says ("LA riots" for la_riots) nor of a column's name of ``columns`` ("shipped" in
+    "no shipped date" for shipped_date, "retail" in "retail trade jobs" for retail_trade); a US
+    state's name names its code in a column of state codes ("Texas": 'TX'); a value inside a
+    longer named one ("Truck Driver" in "CDL-A Truck Driver") is left out."""
     found: dict[tuple[str, str], int] = {}
     said = words(question)
     named_tables = {table for table, _ in listed if len(words(table)) > 1 and words(table) <= said}
@@ -100,7 +110,7 @@ def named_values(question: str, listed: dict[tuple[str, str], list[str]]) -> lis
             if value.isupper() and len(value) <= 3:
                 if value.casefold() in in_table_names:
                     continue
-                match = re.search(rf"(?<![A-Za-z]){re.escape(value)}(?![A-Za-z])", question)
+                match = re.search(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", question)
             else:
                 # "welders" names 'Welder', "foggy" and "rainy" name 'fog' and 'rain'.
                 match = re.search(rf"\b{re.escape(value)}(?:s|es|y|[a-z]y)?\b", question, re.IGNORECASE)
@@ -123,6 +133,7 @@ def named_values(question: str, listed: dict[tuple[str, str], list[str]]) -> lis
             )
             if twin is not None and (column, value) not in found:
                 found[(column, value)] = twin
+    spans = _column_spans(question, columns)
     kept = [
         key
         for key in found
@@ -130,8 +141,28 @@ def named_values(question: str, listed: dict[tuple[str, str], list[str]]) -> lis
             key[0] == other[0] and len(other[1]) > len(key[1]) and key[1].casefold() in other[1].casefold()
             for other in found
         )
+        and not any(start <= found[key] < end for start, end in spans)
     ]
     return sorted(kept, key=lambda key: (found[key], key[1]))
+
+
+def outside_column_names(question: str, columns: Iterable[str]) -> str:
+    """``question`` with the names of columns it says blanked out ("no shipped date" says no
+    value 'shipped')."""
+    for start, end in _column_spans(question, columns):
+        question = question[:start] + " " * (end - start) + question[end:]
+    return question
+
+
+def _column_spans(question: str, columns: Iterable[str]) -> list[tuple[int, int]]:
+    """Where ``question`` says the name of a column of two words or more ("shipped date")."""
+    spans = []
+    for name in set(columns):
+        parts = [part for part in re.split(r"[\W_]+", name) if part]
+        if len(parts) >= 2:
+            pattern = r"\b" + r"[\s_-]+".join(re.escape(part) for part in parts) + r"\b"
+            spans += [(m.start(), m.end()) for m in re.finditer(pattern, question, re.IGNORECASE)]
+    return spans
 
 
 def _name_codes(
@@ -214,8 +245,16 @@ def unnamed_values(
     (``"state = 'TX'"``: a small model copies a worked example's filter), or None."""
     text = question.lower()
     extra = {(column, value) for (_, column), values in listed.items() for value in values
-             if (column, value) not in named and value.lower() not in text and compares(sql, column, value)}  # fmt: skip
+             if (column, value) not in named and not _says(text, value.lower()) and compares(sql, column, value)}  # fmt: skip
     return " and ".join(f"{column} = '{value}'" for column, value in sorted(extra)) or None
+
+
+def _says(text: str, value: str) -> bool:
+    """Whether ``text`` holds ``value``: a value of one or two characters as a word of its own
+    (the status 'S' is not in "shipped"), a longer one anywhere ("web" in "website")."""
+    if len(value) > 2:
+        return value in text
+    return re.search(rf"(?<![a-z0-9]){re.escape(value)}(?![a-z0-9])", text) is not None
 
 
 def missing_values(sql: str, named: list[tuple[str, str]]) -> str | None:
@@ -235,17 +274,17 @@ def compares_folded(sql: str, column: str, value: str) -> bool:
     """``sql`` compares ``column`` with ``value`` ignoring case: ``lower(channel) = 'web'``,
     ``upper(channel) = 'WEB'``, ``channel ILIKE 'web'``."""
     for fold, text in (("lower", value.casefold()), ("upper", value.upper())):
-        quoted = "'" + text.replace("'", "''") + "'"
+        quoted = sql_literal(text)
         if re.search(rf"\b{fold}\s*\(\s*\"?{re.escape(column)}\"?\s*\)\s*=\s*{re.escape(quoted)}", sql, re.I):
             return True
-    quoted = "'" + value.replace("'", "''") + "'"
+    quoted = sql_literal(value)
     return re.search(rf"\b{re.escape(column)}\"?\s+ilike\s+{re.escape(quoted)}", sql, re.I) is not None
 
 
 def compares(sql: str, column: str, value: str) -> bool:
     """``sql`` compares ``column`` with ``value``: ``state = 'OH'``, ``w."state" IN ('IN', 'OH')``,
     ``role LIKE 'Welder'`` (not ``city = 'OH'``)."""
-    quoted = "'" + value.replace("'", "''") + "'"
+    quoted = sql_literal(value)
     pattern = rf"\b{re.escape(column)}\"?\s*(?:=|==|i?like|in\s*\([^)]*?)\s*{re.escape(quoted)}"
     return re.search(pattern, sql, re.IGNORECASE) is not None
 

@@ -24,6 +24,7 @@ import time
 from typing import Any
 
 from agentlake.errors import UserError
+from agentlake.lake.rewrite import sql_literal
 from agentlake.llm.fence import DATA_CLOSE, DATA_OPEN
 from agentlake.workforce.roles import role_in_text
 
@@ -78,15 +79,11 @@ def find_state(text: str) -> str | None:
     return None
 
 
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def count_sql(text: str) -> str:
     role, state = find_role(text), find_state(text)
-    where = [f"role = {_quote(role)}"] if role else []
+    where = [f"role = {sql_literal(role)}"] if role else []
     if state:
-        where.append(f"state = {_quote(state)}")
+        where.append(f"state = {sql_literal(state)}")
     clause = f" WHERE {' AND '.join(where)}" if where else ""
     if role and state:
         return f"SELECT count(*) AS workers FROM workers{clause}"
@@ -142,12 +139,12 @@ def _calls(text: str) -> list[dict[str, Any]]:
     if intent == "search":
         role, state = find_role(text), find_state(text)
         where = " AND ".join(
-            f"{col} = {_quote(val)}" for col, val in (("role", role), ("state", state)) if val
+            f"{col} = {sql_literal(val)}" for col, val in (("role", role), ("state", state)) if val
         )
         return [{"tool": "hybrid_search", "args": {"question": text, "where": where or None, "k": 5}}]
     if intent == "list":
         role = find_role(text)
-        clause = f" WHERE role = {_quote(role)}" if role else ""
+        clause = f" WHERE role = {sql_literal(role)}" if role else ""
         return [
             {
                 "tool": "sql",

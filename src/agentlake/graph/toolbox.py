@@ -144,10 +144,14 @@ def question_values(resources: NodeResources, question: str) -> tuple[list[tuple
     """The lake's listed column values ``question`` names, and the hint line that passes them
     to a model with the question (``agents.ask.named_values_hint``); none without a lake."""
     # Lazy (start-up time): the agents load on first use.
-    from agentlake.agents.linking import named_values, named_values_hint
+    from agentlake.agents.linking import lake_columns, named_values, named_values_hint
 
     listed = _listed_values(resources)
-    named = named_values(question, listed)
+    try:
+        columns = lake_columns(resources.lake) if listed else []
+    except AgentlakeError:
+        columns = []
+    named = named_values(question, listed, columns)
     return named, named_values_hint(named, listed, question)
 
 

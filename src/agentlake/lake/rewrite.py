@@ -31,7 +31,13 @@ class Comparison:
     op: str = "="  # "=", "LIKE" or "ILIKE"
 
 
-def _parse(sql: str) -> exp.Select | None:
+def sql_literal(value: str) -> str:
+    """``value`` as a quoted SQL string literal."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def parse_select(sql: str) -> exp.Select | None:
+    """``sql`` as a SELECT tree, or None where it does not parse or is not one SELECT."""
     try:
         tree = sqlglot.parse_one(sql, read=DIALECT)
     except sqlglot.errors.ParseError:
@@ -51,7 +57,7 @@ def _conjuncts(where: exp.Expression) -> list[exp.Expression]:
 def comparisons(sql: str) -> list[Comparison]:
     """The conjuncts of ``sql``'s WHERE that compare a column with a text literal (``=``,
     ``LIKE``, ``ILIKE``), in order; empty when it has none or does not parse."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     where = tree.args.get("where") if tree is not None else None
     if where is None:
         return []
@@ -72,7 +78,7 @@ def comparisons(sql: str) -> list[Comparison]:
 def drop_filters(sql: str, drop: Callable[[Comparison], bool]) -> str | None:
     """``sql`` without the WHERE conjuncts ``drop`` picks (of those ``comparisons`` returns);
     ``None`` when it drops none or the query does not parse."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     where = tree.args.get("where") if tree is not None else None
     if tree is None or where is None:
         return None
@@ -90,7 +96,7 @@ def drop_filters(sql: str, drop: Callable[[Comparison], bool]) -> str | None:
 def add_filters(sql: str, conditions: list[str]) -> str | None:
     """``sql`` with each of ``conditions`` (SQL boolean expressions) ANDed to its WHERE;
     ``None`` when there are none or the query does not parse."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     if tree is None or not conditions:
         return None
     try:
@@ -106,7 +112,7 @@ def add_filters(sql: str, conditions: list[str]) -> str | None:
 def _rewrite(sql: str, change: Callable[[exp.Expression], bool]) -> str | None:
     """``sql`` after ``change`` ran on each conjunct of its WHERE (in place; it says whether it
     changed one); ``None`` when none changed or there is no WHERE."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     where = tree.args.get("where") if tree is not None else None
     if tree is None or where is None:
         return None
@@ -162,7 +168,7 @@ def join_table(sql: str, table: str, on: tuple[str, str] | None, shared: set[str
     table.a = read.b`` for ``on=(a, b)``, its unqualified columns named in ``shared`` (both
     tables have them) qualified with the table it read; with ``on`` None, ``table`` read in
     place of the one it read. ``None`` when ``sql`` does not read exactly one table."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     source = tree.args.get("from") if tree is not None else None
     if tree is None or source is None or tree.args.get("joins") or not isinstance(source.this, exp.Table):
         return None
@@ -183,7 +189,7 @@ def count_distinct(sql: str, column: str) -> str | None:
     """``sql`` with its selected ``count(*)`` (``count(x)``, or ``count(DISTINCT other)``)
     written ``count(DISTINCT column)`` (``column`` may be qualified: ``customers.customer_id``);
     ``None`` when it selects no such count."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     if tree is None:
         return None
     table, _, name = column.rpartition(".")
@@ -201,7 +207,7 @@ def count_distinct(sql: str, column: str) -> str | None:
 def count_rows(sql: str) -> str | None:
     """``SELECT count(*) AS n`` over the rows ``sql`` lists (its ORDER BY and LIMIT dropped);
     ``None`` when it aggregates or groups already, or does not parse."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     if (
         tree is None
         or tree.args.get("group")
@@ -216,7 +222,7 @@ def count_rows(sql: str) -> str | None:
 def aggregated_columns(sql: str) -> list[str]:
     """The columns the selected aggregates other than ``count`` read (``avg(price)``: price),
     in order; empty when there are none or it does not parse."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     if tree is None:
         return []
     found = []
@@ -231,7 +237,7 @@ def aggregate_instead(sql: str, column: str) -> str | None:
     """``sql`` with its selected aggregate of one other column (``avg(private)``) reading
     ``column``, or its selected ``count(*)`` written ``sum(column)`` with any ``column =
     number`` filter dropped; ``None`` when it has neither."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     if tree is None:
         return None
     for selected in tree.expressions:
@@ -264,7 +270,7 @@ def _equals_number(node: exp.Expression, column: str) -> bool:
 
 def grouped_by(sql: str) -> list[str]:
     """The columns ``sql`` groups by, in order; empty when it does not group or parse."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     group = tree.args.get("group") if tree is not None else None
     if group is None:
         return []
@@ -275,7 +281,7 @@ def regroup(sql: str, old: str, new: str) -> str | None:
     """``sql`` grouping by ``new`` (a column's name or an expression: ``year("date")``) where
     it grouped by ``old``, and selecting and ordering by ``new`` where it did by ``old`` (outside
     aggregates); ``None`` when it does not group by ``old``."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     group = tree.args.get("group") if tree is not None else None
     if tree is None or group is None:
         return None
@@ -306,7 +312,7 @@ def columns_named(sql: str) -> set[str]:
 def replace_conjuncts(sql: str, pick: Callable[[exp.Expression], bool], conditions: list[str]) -> str | None:
     """``sql`` with the conjuncts of its WHERE that ``pick`` picks replaced by ``conditions``
     (SQL boolean expressions, ANDed); ``None`` when it picks none or anything fails to parse."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     where = tree.args.get("where") if tree is not None else None
     if tree is None or where is None:
         return None
@@ -325,7 +331,7 @@ def replace_conjuncts(sql: str, pick: Callable[[exp.Expression], bool], conditio
 
 def conjuncts_of(sql: str) -> list[exp.Expression]:
     """The conjuncts of ``sql``'s top-level WHERE as trees; empty when none or no parse."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     where = tree.args.get("where") if tree is not None else None
     return _conjuncts(where) if where is not None else []
 
@@ -334,7 +340,7 @@ def unused_joins(sql: str, columns: dict[str, set[str]]) -> list[str]:
     """The tables ``sql`` inner-joins but reads nothing of outside the join's own condition
     (``columns``: each table's column names, lower-cased, to tell whose an unqualified column
     is); empty when none or it does not parse."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     if tree is None:
         return []
     found = []
@@ -363,7 +369,7 @@ def unused_joins(sql: str, columns: dict[str, set[str]]) -> list[str]:
 
 def drop_join(sql: str, table: str) -> str | None:
     """``sql`` without its join of ``table``; ``None`` when it does not join it."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     if tree is None:
         return None
     joins = tree.args.get("joins") or []
@@ -393,7 +399,7 @@ def group_keys_selected(sql: str) -> bool | None:
     """Whether ``sql`` selects one of the keys it groups by outside an aggregate (``None``
     when it does not group or parse): a grouping whose keys are not selected answers for
     one group the result never names."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     group = tree.args.get("group") if tree is not None else None
     if tree is None or group is None:
         return None
@@ -418,7 +424,7 @@ def ungroup(sql: str, column: str | None = None) -> str | None:
     """``sql`` over all its rows: its GROUP BY, HAVING, ORDER BY and LIMIT dropped, and, with
     ``column``, the selected expressions that read ``column`` outside an aggregate; ``None``
     when it does not group, nothing would be left to select, or it does not parse."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     if tree is None or tree.args.get("group") is None:
         return None
     if column is not None:
@@ -441,7 +447,7 @@ def ungroup(sql: str, column: str | None = None) -> str | None:
 def requalify(sql: str, column: str, wrong: str, right: str) -> str | None:
     """``sql`` reading ``column`` through the table or alias ``right`` where it read it
     through ``wrong`` (``T2.name`` -> ``T1.name``); ``None`` when it never does."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     if tree is None:
         return None
     changed = False
@@ -455,7 +461,7 @@ def requalify(sql: str, column: str, wrong: str, right: str) -> str | None:
 def aliases_read(sql: str) -> dict[str, str]:
     """The tables ``sql`` reads in its FROM and JOINs, by the name or alias it reads them
     through (lower-cased): ``{"t1": "customers", "t2": "orders"}``; empty when no parse."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     if tree is None:
         return {}
     tables = [tree.args["from"].this] if tree.args.get("from") else []
@@ -467,7 +473,7 @@ def aggregate_with(sql: str, column: str, function: str) -> str | None:
     """``sql`` with its aggregates of ``column`` other than ``function`` (``min(price)`` for
     ``avg``) written ``function(column)``, in the selection and the ordering alike; ``None``
     when it has none or does not parse."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     if tree is None:
         return None
     wanted = sqlglot.parse_one(f"{function}(x)", read=DIALECT)
@@ -486,7 +492,7 @@ def order_by_aggregate(sql: str, descending: bool) -> str | None:
     """``sql``, which groups and does not order, ordered by its first selected aggregate
     (``DESC`` or ``ASC``) and limited to the top row; ``None`` when it does not group, orders
     already, selects no aggregate or does not parse."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     if tree is None or tree.args.get("group") is None or tree.args.get("order") is not None:
         return None
     for selected in tree.expressions:
@@ -501,7 +507,7 @@ def count_distinct_of(sql: str, expression: str) -> str | None:
     """``sql`` with its selected count written ``count(DISTINCT expression)`` (an expression
     such as ``date_trunc('month', "date")``); ``None`` when it selects no count or anything
     fails to parse."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     if tree is None:
         return None
     try:
@@ -518,7 +524,7 @@ def count_distinct_of(sql: str, expression: str) -> str | None:
 def count_all(sql: str) -> str | None:
     """``sql`` with its selected ``count(DISTINCT ...)`` written ``count(*)``; ``None`` when
     it selects none or does not parse."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     if tree is None:
         return None
     for selected in tree.expressions:
@@ -531,7 +537,7 @@ def count_all(sql: str) -> str | None:
 
 def counted_distinct(sql: str) -> list[str]:
     """The columns ``sql`` selects ``count(DISTINCT column)`` of, in order; empty when none."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     if tree is None:
         return []
     return [
@@ -548,7 +554,7 @@ def settle_ungrouped(sql: str, column: str, function: str | None) -> str | None:
     """``sql``, whose ``column`` is read outside an aggregate and outside its GROUP BY, with that
     column aggregated by ``function`` (``avg``) wherever it is read so, or, with ``function``
     None, grouped by too; ``None`` when it does not group or parse, or never reads it so."""
-    tree = _parse(sql)
+    tree = parse_select(sql)
     group = tree.args.get("group") if tree is not None else None
     if tree is None or group is None:
         return None
