@@ -12,7 +12,7 @@ from agentlake.agents.fixes import (
     conflicting,
     counts_not_different,
     different_column,
-    find_problem,
+    find_problems,
     fix_query,
     grouped_otherwise,
     missing_numbers,
@@ -322,11 +322,11 @@ def test_a_named_value_of_a_lookup_table_is_filtered_as_its_code(lake: Lake) -> 
 
 
 def test_a_code_compared_for_a_named_lookup_value_leaves_nothing_out(lake: Lake) -> None:
-    problem = find_problem(
+    problems = find_problems(
         "SELECT count(*) FROM orders WHERE status = 'X'", [(2,)], lake=lake,
         question="How many orders were cancelled?", named=[("meaning", "cancelled")], listed=listed_values(lake),
     )  # fmt: skip
-    assert problem is None
+    assert problems == []
 
 
 def test_a_date_the_database_refuses_is_filtered_on_its_year_and_month(lake: Lake) -> None:

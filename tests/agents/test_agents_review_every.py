@@ -9,6 +9,7 @@ from agents_support import action
 
 from agentlake.agents import LLMPolicy, TurnRecord
 from agentlake.errors import UserError
+from agentlake.llm import ScriptedProvider
 
 FIND = {"role": "Warehouse Associate", "city": "New York", "state": "NY"}
 WRONG_CITY = {"role": "Warehouse Associate", "city": "Newark", "state": "NJ"}
@@ -104,7 +105,7 @@ def test_the_executors_tool_results_reach_the_course_review_fenced(
 def test_drift_the_reviewer_sees_reaches_the_executors_next_turn(make_ctx, order, qualified, models) -> None:
     executor, _ = models
     _fill(make_ctx, order, qualified, models, 1, drift=["the order asks for 3, keep to 3"])
-    assert "reviewer (drift): the order asks for 3, keep to 3" in _prompt(executor, 1)
+    assert "the order asks for 3, keep to 3" in _prompt(executor, 1)
 
 
 def test_drift_is_noted_in_the_transcript(make_ctx, order, qualified, models) -> None:
@@ -117,7 +118,13 @@ def test_drift_is_noted_in_the_transcript(make_ctx, order, qualified, models) ->
 def test_a_course_on_course_sends_nothing_back(make_ctx, order, qualified, models) -> None:
     executor, _ = models
     _fill(make_ctx, order, qualified, models, 1)
-    assert "reviewer (drift)" not in _prompt(executor, 1)
+    on_course = _prompt(executor, 1).splitlines()
+    drifting = (ScriptedProvider("executor"), ScriptedProvider("reviewer"))
+    _fill(make_ctx, order, qualified, drifting, 1, drift=["keep to 3"])
+    # What drift adds to the executor's next prompt is the drift alone: on course, nothing.
+    added = [line for line in _prompt(drifting[0], 1).splitlines() if line not in on_course]
+    assert added != []
+    assert [line for line in added if "keep to 3" not in line] == []
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, True])

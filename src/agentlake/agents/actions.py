@@ -38,7 +38,9 @@ def _listed(value: Any) -> Any:
     return [value] if isinstance(value, (str, int)) and not isinstance(value, bool) else value
 
 
-class _ActionBase(BaseModel):
+class ActionBase(BaseModel):
+    """What every action has: the lessons it cites."""
+
     # Models add stray keys ("thought", "confidence"); ignoring them keeps a usable action usable.
     model_config = ConfigDict(extra="ignore")
 
@@ -52,7 +54,7 @@ class _ActionBase(BaseModel):
         return [] if value is None else _listed(value)
 
 
-class PlanAction(_ActionBase):
+class PlanAction(ActionBase):
     """State the steps you intend to take. Costs a turn; use it once, at the start."""
 
     kind: Literal["plan"] = "plan"
@@ -64,7 +66,7 @@ class PlanAction(_ActionBase):
         return _cut(_listed(value))
 
 
-class ToolCallAction(_ActionBase):
+class ToolCallAction(ActionBase):
     """Call one tool from the catalog with its arguments."""
 
     kind: Literal["tool_call"] = "tool_call"
@@ -83,7 +85,7 @@ class ToolCallAction(_ActionBase):
         return {} if value is None else value
 
 
-class ProposeDoneAction(_ActionBase):
+class ProposeDoneAction(ActionBase):
     """Propose the final fill: exactly the order's count of worker ids, plus optional spares."""
 
     kind: Literal["propose_done"] = "propose_done"
@@ -113,7 +115,7 @@ class ProposeDoneAction(_ActionBase):
         return value
 
 
-class CritiqueAction(_ActionBase):
+class CritiqueAction(ActionBase):
     """The reviewer's verdict on the executor's latest step."""
 
     kind: Literal["critique"] = "critique"
@@ -145,7 +147,7 @@ class CritiqueAction(_ActionBase):
         return [] if value is None else _cut(_listed(value))
 
 
-class CourseAction(_ActionBase):
+class CourseAction(ActionBase):
     """The reviewer's look at the executor's course so far (no proposal to judge yet)."""
 
     kind: Literal["course"] = "course"
@@ -397,16 +399,3 @@ def _among(args: dict[str, Any], ids: list[int]) -> bool:
         target = properties[name] if kind == "integer" else properties[name].setdefault("items", {})
         target.update(type="integer", enum=ids)
     return True
-
-
-def action_kinds(output_type: type[RootModel]) -> list[str]:
-    """The ``kind`` values an action type accepts, for prompts."""
-    schema = json_schema(output_type)
-    kinds = []
-    for definition in schema.get("$defs", {}).values():
-        kind = definition.get("properties", {}).get("kind", {})
-        if "const" in kind:
-            kinds.append(kind["const"])
-        elif "default" in kind:
-            kinds.append(kind["default"])
-    return sorted(kinds)

@@ -61,7 +61,8 @@ from agentlake.questions.retrieval import (
 from agentlake.settings import Settings
 
 if TYPE_CHECKING:
-    from agentlake.lake import Lake
+    from agentlake.embed import Embedder
+    from agentlake.lake import Lake, QueryResult
     from agentlake.learn import LessonStore
     from agentlake.observe import Observer
 
@@ -188,7 +189,7 @@ class _Run:
     """One plan and what running it gave."""
 
     plan: Plan
-    result: Any = None  # QueryResult for sql
+    result: QueryResult | None = None  # for sql
     sources: list[AskSource] = field(default_factory=list)
     where: str | None = None
     error: str | None = None  # it did not run
@@ -233,8 +234,8 @@ class _Asking:
     named: list[tuple[str, str]]
     linked: list[str]
     k: int
-    embedder: Any
-    observer: Any
+    embedder: Embedder | None
+    observer: Observer | None
     given: QuestionLessons = field(default_factory=QuestionLessons)
     listed: dict[tuple[str, str], list[str]] = field(default_factory=dict)
 
@@ -247,7 +248,7 @@ def ask(
     dataset: str | None = None,
     k: int = 8,
     settings: Settings | None = None,
-    embedder: Any = None,
+    embedder: Embedder | None = None,
     observer: Observer | None = None,
     lessons: LessonStore | bool | None = True,
 ) -> Answer:
@@ -359,6 +360,7 @@ def ask(
         if chosen is not first:
             answer.fallback_reason = f"the first {first.noun} {first.problem}"
         if isinstance(chosen.plan, SqlPlan):
+            assert chosen.result is not None, "a chosen query ran"
             answer.route, answer.sql, answer.sources = "sql", chosen.plan.sql, [_sql_source(chosen.result)]
             answer.lessons_cited = context.given.cited(chosen.plan.sql, chosen.renamed)
         else:
@@ -713,7 +715,7 @@ def answer_shots(example: WorkedCount | None) -> list[dict[str, str]]:
     ]  # fmt: skip
 
 
-def _sql_source(result: Any) -> AskSource:
+def _sql_source(result: QueryResult) -> AskSource:
     one = render.one_value_text(result.to_dicts())
     if one is not None:
         return AskSource(id="SQL", kind="sql", text=one[:4000])
@@ -725,7 +727,7 @@ def _sql_source(result: Any) -> AskSource:
 
 
 def _search(
-    lake: Lake, dataset: str, text: str, where: str | None, k: int, embedder: Any
+    lake: Lake, dataset: str, text: str, where: str | None, k: int, embedder: Embedder | None
 ) -> tuple[list[AskSource], str | None]:
     # Lazy (start-up time): search and its embedder load on the first search.
     from agentlake.lake.search import hybrid_search

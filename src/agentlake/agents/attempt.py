@@ -34,7 +34,7 @@ from agentlake.agents import prompts
 from agentlake.agents.actions import ProposeDoneAction, ToolCallAction
 
 if TYPE_CHECKING:
-    from agentlake.agents.actions import CourseAction, CritiqueAction
+    from agentlake.agents.actions import ActionBase, CourseAction, CritiqueAction
     from agentlake.agents.outcome import TurnRecord
     from agentlake.llm import Provider
     from agentlake.workforce.learning import StaffingAction
@@ -211,7 +211,7 @@ def cite_lessons(state: AttemptState, lessons: list[str]) -> AttemptState:
     return replace(state, cited=state.cited + tuple(lessons)) if lessons else state
 
 
-def is_repeat(state: AttemptState, key: str, action: Any) -> bool:
+def is_repeat(state: AttemptState, key: str, action: ActionBase) -> bool:
     """Whether the action was taken before. A proposal the reviewer rejected once may be
     insisted on (``REVIEWS_PER_PROPOSAL``)."""
     insisting = isinstance(action, ProposeDoneAction) and 0 < state.reviews.get(key, 0) < REVIEWS_PER_PROPOSAL
@@ -394,7 +394,7 @@ def rescue(
 # --- words and keys ------------------------------------------------------------------------------
 
 
-def action_key(action: Any) -> str:
+def action_key(action: ActionBase) -> str:
     """What makes two actions the same: the tool and its arguments, or the proposed ids."""
     if isinstance(action, ToolCallAction):
         return json.dumps({"tool": action.tool, "args": action.args}, sort_keys=True, default=str)
@@ -403,7 +403,7 @@ def action_key(action: Any) -> str:
     return "plan"
 
 
-def action_text(action: Any) -> str:
+def action_text(action: ActionBase) -> str:
     if isinstance(action, ToolCallAction):
         return f"{action.tool}({args_text(action.args)})"
     if isinstance(action, ProposeDoneAction):

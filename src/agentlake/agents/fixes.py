@@ -331,20 +331,6 @@ def missing_numbers(sql: str, question: str) -> str | None:
     return " and ".join(left) or None
 
 
-def find_problem(
-    sql: str,
-    rows: list[Any],
-    *,
-    lake: Lake,
-    question: str,
-    named: list[tuple[str, str]],
-    listed: dict[tuple[str, str], list[str]],
-) -> tuple[str, str] | None:
-    """The first of ``find_problems``, or None when nothing is wrong."""
-    found = find_problems(sql, rows, lake=lake, question=question, named=named, listed=listed)
-    return found[0] if found else None
-
-
 def find_problems(
     sql: str,
     rows: list[Any],

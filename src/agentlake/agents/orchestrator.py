@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agentlake.agents import prompts
 from agentlake.agents.actions import (
+    ActionBase,
     CourseAction,
     CritiqueAction,
     ExecutorAction,
@@ -404,7 +405,7 @@ class LLMPolicy:
         return state if state.pending_review else self._progress(state, task)
 
     def _repeat(
-        self, state: AttemptState, task: _Task, action: Any, reply: TurnReply, key: str
+        self, state: AttemptState, task: _Task, action: ActionBase, reply: TurnReply, key: str
     ) -> AttemptState:
         """The executor repeated an earlier action: answer from the first one's result and say so."""
         first_turn, came = state.done[key]
@@ -581,7 +582,7 @@ class LLMPolicy:
         agent: str,
         model: str | Provider,
         messages: list[dict[str, str]],
-        output_type: Any,
+        output_type: type[ExecutorAction | CritiqueAction | CourseAction],
         schema: dict[str, Any],
     ) -> tuple[AttemptState, TurnReply | None]:
         """One model call for one action (``agents.turn``); no reply (turn spent, error noted)
@@ -669,7 +670,7 @@ class LLMPolicy:
         kind: str,
         text: str,
         reply: TurnReply,
-        action: Any,
+        action: ActionBase,
         *,
         detail: str = "",
         ok: bool = True,

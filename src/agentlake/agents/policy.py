@@ -20,6 +20,7 @@ from agentlake.workforce.schedule import ScheduleBook
 if TYPE_CHECKING:
     from agentlake.agents.outcome import TaskOutcome, TurnRecord
     from agentlake.agents.tools import ToolRegistry
+    from agentlake.embed import Embedder
     from agentlake.lake import Lake
     from agentlake.learn.store import LessonStore
     from agentlake.observe import Observer
@@ -68,7 +69,7 @@ class RunContext:
     tools: ToolRegistry = None  # type: ignore[assignment]
     agent_id: str = "agent"
     project_id: str | None = None
-    embedder: Any = None  # an agentlake.embed Embedder for hybrid_search; None = the default one
+    embedder: Embedder | None = None  # for hybrid_search; None = the default one
     buffer: list[int] = field(default_factory=list)
     # The task's playbook (``agents.lessons.playbook_for``): workers the client accepted before ->
     # the lessons behind ranking them first; set when the task's lessons are retrieved.

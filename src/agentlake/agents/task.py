@@ -36,7 +36,7 @@ def fill(
     policy: str | Policy = "rules",
     settings: Settings | None = None,
     lake: Lake | None = None,
-    lessons: LessonStore | bool = True,
+    lessons: LessonStore | bool | None = True,
     observer: Observer | None = None,
     on_turn: Callable[[TurnRecord], None] | None = None,
     client_id: str | None = None,
@@ -63,7 +63,7 @@ def fill(
     ``reviewer_model``, ``turn_budget``, ``escalation_model``) or a ``Policy`` object.
     ``lake``: an open lake to use; otherwise ``settings.lake_path`` is opened read-only.
     ``lessons``: ``True`` uses the lesson store in ``data_dir`` if one exists (structured
-    retrieval, no embedding model), ``False`` none, or a store object. ``observer``: default the
+    retrieval, no embedding model), ``False``/``None`` none, or a store object. ``observer``: default the
     process-wide one; model calls made for this fill are recorded into it.
 
     Raises ``OrderQuestion`` (a ``UserError``: the question back, with the reading) for an
@@ -205,8 +205,10 @@ def _order(
         raise UserError(f"invalid order: {problems}") from None
 
 
-def _lesson_store(lessons: LessonStore | bool, settings: Settings, opened: list[Any]) -> LessonStore | None:
-    if lessons is False:
+def _lesson_store(
+    lessons: LessonStore | bool | None, settings: Settings, opened: list[Any]
+) -> LessonStore | None:
+    if lessons is False or lessons is None:
         return None
     if lessons is not True:
         return lessons

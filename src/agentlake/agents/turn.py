@@ -28,7 +28,7 @@ from agentlake.observe import observe_context
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from agentlake.llm import Provider
+    from agentlake.llm import CallRecord, Provider
     from agentlake.settings import Settings
 
 
@@ -165,13 +165,13 @@ class UsageMeter:
         self.output_tokens = 0
         self.cost_usd = 0.0
         self.calls = 0
-        self._unsubscribe: Any = None
+        self._unsubscribe: Callable[[], None] | None = None
 
     def tags(self) -> dict[str, str]:
         """The call tags that make a turn's calls this meter's."""
         return {_METER_TAG: self.token}
 
-    def _record(self, record: Any) -> None:
+    def _record(self, record: CallRecord) -> None:
         if record.tags.get(_METER_TAG) == self.token:
             self.calls += 1
             self.input_tokens += record.input_tokens

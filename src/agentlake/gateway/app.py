@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 from starlette.middleware import Middleware
@@ -32,6 +32,9 @@ from agentlake.gateway.services import Services
 from agentlake.http.errors import CatchUnexpected, install_error_handlers
 from agentlake.http.methods import MethodFallbacks
 from agentlake.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from agentlake.lake import Lake
 
 RECORDING_THREADS = 64
 
@@ -249,7 +252,7 @@ def _route_mcp(app: FastAPI, mcp_server: Any) -> None:
     )
 
 
-def _lake_or_none(services: Any) -> Any:
+def _lake_or_none(services: Services) -> Lake | None:
     """The lake the learner checks lessons on, or ``None`` before there is one."""
     try:
         return services.lake

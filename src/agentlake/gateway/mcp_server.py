@@ -62,7 +62,7 @@ from agentlake.gateway.services import Services
 from agentlake.http.keys import OPEN, Principal, Scope, forbid
 from agentlake.observe import observe, observe_context
 from agentlake.questions.feedback import Feedback, FeedbackRecorded
-from agentlake.settings import load_settings
+from agentlake.settings import Settings, load_settings
 from agentlake.workforce.profile import WorkerProfile
 
 log = logging.getLogger(__name__)
@@ -424,7 +424,7 @@ def build_mcp_server(services: Services) -> MCPServer:
     return server
 
 
-def run_stdio(settings: Any = None) -> None:
+def run_stdio(settings: Settings | None = None) -> None:
     """Serve the MCP tools over stdin/stdout until the client closes the pipe.
 
     Opens the lake, the lesson store and the observer of ``settings`` in this process, so it

@@ -44,6 +44,7 @@ from agentlake.questions.feedback import Feedback, FeedbackRecorded, give_feedba
 if TYPE_CHECKING:
     from agentlake.agents import TaskOutcome
     from agentlake.agents.ask import Answer
+    from agentlake.agents.tools import ToolResult
     from agentlake.gateway.services import Services
     from agentlake.learn import Lesson
     from agentlake.workforce.profile import WorkerProfile
@@ -139,7 +140,7 @@ def fill_order(services: Services, request: FillRequest) -> TaskOutcome:
     )
 
 
-def call_tool(services: Services, name: str, arguments: dict[str, Any], *, agent_id: str) -> Any:
+def call_tool(services: Services, name: str, arguments: dict[str, Any], *, agent_id: str) -> ToolResult:
     """Run one of the agents' tools as an agent would (recorded as ``tool.<name>``);
     ``NotFoundError`` for an unknown tool. A failure of the input or the data is the result's
     ``ok: false``, not an exception."""

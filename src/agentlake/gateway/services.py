@@ -15,15 +15,19 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentlake.errors import AgentlakeError
 from agentlake.gateway.limits import RateLimits
 from agentlake.settings import Settings
 
 if TYPE_CHECKING:
+    from agentlake.agents.policy import RunContext
+    from agentlake.agents.tools import ToolRegistry
     from agentlake.gateway.worker_cache import WorkerCache
     from agentlake.lake import Lake
+    from agentlake.learn import LearningScheduler, LessonStore
+    from agentlake.observe import Observer
 
 
 class Services:
@@ -34,9 +38,9 @@ class Services:
         settings: Settings,
         *,
         lake: Lake | None = None,
-        lessons: Any = None,
-        tools: Any = None,
-        observer: Any = None,
+        lessons: LessonStore | None = None,
+        tools: ToolRegistry | None = None,
+        observer: Observer | None = None,
     ) -> None:
         self.settings = settings
         self.started = time.monotonic()
@@ -45,12 +49,12 @@ class Services:
         self._lessons = lessons
         self._tools = tools
         self._observer = observer
-        self._workers: Any = None
+        self._workers: WorkerCache | None = None
         self.rate_limits = RateLimits.from_settings(settings)  # per process, shared by every door
         # The scheduled learner, once the app has started it (learn_schedule).
-        self.learning: Any = None
+        self.learning: LearningScheduler | None = None
         # Only what we opened is ours to close; handles passed in belong to the caller.
-        self._owned: list[Any] = []
+        self._owned: list[Lake | LessonStore] = []
 
     @property
     def lake(self) -> Lake:
@@ -79,7 +83,7 @@ class Services:
         return self._workers
 
     @property
-    def lessons(self) -> Any:
+    def lessons(self) -> LessonStore:
         """The lesson store (``agentlake.learn.LessonStore``)."""
         if self._lessons is None:
             with self._lock:
@@ -93,7 +97,7 @@ class Services:
         return self._lessons
 
     @property
-    def tools(self) -> Any:
+    def tools(self) -> ToolRegistry:
         """The agents' tool registry for this lake (``agentlake.agents.tools.tools_for``)."""
         if self._tools is None:
             # The lake first, outside the lock (it takes the lock itself to open the lake).
@@ -110,7 +114,7 @@ class Services:
         return self._tools
 
     @property
-    def observer(self) -> Any:
+    def observer(self) -> Observer:
         """The observer every call is recorded to (the process default unless one was given)."""
         if self._observer is None:
             with self._lock:
@@ -121,7 +125,7 @@ class Services:
                     self._observer = get_observer(self.settings)
         return self._observer
 
-    def run_context(self, *, agent_id: str) -> Any:
+    def run_context(self, *, agent_id: str) -> RunContext:
         """A fresh ``agents.RunContext`` for one tool call: this process's lake, observer and tools.
 
         Fresh per call because its schedule book caches bookings it has read; a long-lived one

@@ -20,7 +20,7 @@ from typing import Any
 from agentlake.errors import RunError
 from agentlake.graph.definition import GraphDef
 from agentlake.graph.modelcalls import NodeModels
-from agentlake.graph.node import EdgeType, Packet
+from agentlake.graph.node import EdgeType, NodeResources, Packet
 from agentlake.graph.session import SessionState
 from agentlake.graph.trace import TraceLog
 
@@ -34,7 +34,7 @@ class Turn:
     session: SessionState
     send: Any  # Callable[[dict], None]
     trace_log: TraceLog
-    resources: Any
+    resources: NodeResources
     number: int
     tag: str
     trace_id: str

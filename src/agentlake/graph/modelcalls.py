@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from agentlake.observe import event, observe_context
 
 if TYPE_CHECKING:
+    from agentlake.llm import CallRecord
     from agentlake.observe import Observer
     from agentlake.settings import Settings
 
@@ -67,7 +68,7 @@ def record_turn_calls(observer: Observer, turn_tag: str) -> Callable[[], None]:
     from agentlake.llm import add_recorder
     from agentlake.observe.llm_calls import op_from_call
 
-    def record(call: Any) -> None:
+    def record(call: CallRecord) -> None:
         if call.tags.get("graph_turn") == turn_tag:
             event(observer=observer, **op_from_call(call))  # never raises into the conversation
 

@@ -30,7 +30,12 @@ from agentlake.errors import UserError
 from agentlake.registry import Registry
 
 if TYPE_CHECKING:
+    from agentlake.agents.tools import ToolRegistry
+    from agentlake.graph.modelcalls import NodeModels
     from agentlake.graph.session import SessionState
+    from agentlake.lake import Lake
+    from agentlake.learn import LessonStore
+    from agentlake.observe import Observer
     from agentlake.settings import Settings
 
 EdgeType = Literal["data", "context", "control"]
@@ -74,6 +79,26 @@ class Emit:
     to: str | None = None
 
 
+class NodeResources(Protocol):
+    """The lake, tools, observer and lessons nodes reach: ``runtime.Resources`` (the CLI, tests)
+    or the gateway's ``Services``, each opening them on first use."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def lake(self) -> Lake: ...
+
+    @property
+    def tools(self) -> ToolRegistry: ...
+
+    @property
+    def observer(self) -> Observer: ...
+
+    @property
+    def lessons(self) -> LessonStore | None: ...
+
+
 class NodeContext(Protocol):
     """What the engine gives a running node (see ``engine.TurnContext``)."""
 
@@ -97,11 +122,11 @@ class NodeContext(Protocol):
         """Whether this node has an outgoing ``edge`` to a node with ``role`` in this graph."""
 
     @property
-    def resources(self) -> Any:
+    def resources(self) -> NodeResources:
         """Lake, tools, observer (``runtime.Resources``)."""
 
     @property
-    def models(self) -> Any:
+    def models(self) -> NodeModels:
         """Observed model calls for this node (``modelcalls.NodeModels``)."""
 
 

@@ -17,7 +17,7 @@ import re
 import secrets
 import threading
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -25,11 +25,17 @@ from agentlake.errors import AgentlakeError, NotFoundError, UserError
 from agentlake.graph.definition import GraphDef, builtin_graphs
 from agentlake.graph.engine import Turn, run_turn
 from agentlake.graph.modelcalls import record_turn_calls
-from agentlake.graph.node import Packet
+from agentlake.graph.node import NodeResources, Packet
 from agentlake.graph.session import Sessions, SessionState
 from agentlake.graph.trace import TRACE_FILE, TraceLog
 from agentlake.observe import get_observer, observe, observe_context
 from agentlake.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from agentlake.agents.tools import ToolRegistry
+    from agentlake.lake import Lake
+    from agentlake.learn import LessonStore
+    from agentlake.observe import Observer
 
 SESSION_ID = re.compile(r"^s-[0-9a-f]{12}$")
 MAX_MESSAGE_CHARS = 4000
@@ -116,16 +122,21 @@ class Resources:
     (same attributes) instead; this one is for the CLI and tests, and opens the lake read-only."""
 
     def __init__(
-        self, settings: Settings, *, lake: Any = None, tools: Any = None, observer: Any = None
+        self,
+        settings: Settings,
+        *,
+        lake: Lake | None = None,
+        tools: ToolRegistry | None = None,
+        observer: Observer | None = None,
     ) -> None:
         self.settings = settings
         self._lake, self._tools, self._observer = lake, tools, observer
-        self._lessons: Any = None
-        self._owned: list[Any] = []
+        self._lessons: LessonStore | None = None
+        self._owned: list[Lake | LessonStore] = []
         self._lock = threading.Lock()
 
     @property
-    def lake(self) -> Any:
+    def lake(self) -> Lake:
         with self._lock:
             if self._lake is None:
                 # Lazy (start-up time): the lake (DuckDB) loads on first use.
@@ -136,7 +147,7 @@ class Resources:
             return self._lake
 
     @property
-    def tools(self) -> Any:
+    def tools(self) -> ToolRegistry:
         with self._lock:
             if self._tools is None:
                 # Lazy (start-up time): the agents load on first use.
@@ -146,14 +157,14 @@ class Resources:
             return self._tools
 
     @property
-    def observer(self) -> Any:
+    def observer(self) -> Observer:
         with self._lock:
             if self._observer is None:
                 self._observer = get_observer(self.settings)
             return self._observer
 
     @property
-    def lessons(self) -> Any:
+    def lessons(self) -> LessonStore | None:
         """The project's lesson store, read-only (``None`` until there is one, or with
         ``ask_lessons`` off): the data lessons the thinker is given."""
         with self._lock:
@@ -179,11 +190,18 @@ class GraphRuntime:
     """The active graph, the sessions, the trace; :meth:`handle` runs one browser event."""
 
     def __init__(
-        self, settings: Settings | None = None, *, resources: Any = None, graph: str | GraphDef = "default"
+        self,
+        settings: Settings | None = None,
+        *,
+        resources: NodeResources | None = None,
+        graph: str | GraphDef = "default",
     ) -> None:
         self.settings = settings or (resources.settings if resources is not None else load_settings())
-        self._owns_resources = resources is None
-        self.resources = resources if resources is not None else Resources(self.settings)
+        # Only a Resources opened here is closed here; one passed in belongs to the caller.
+        self._own_resources: Resources | None = None
+        if resources is None:
+            resources = self._own_resources = Resources(self.settings)
+        self.resources = resources
         self.sessions = Sessions()
         self.trace = TraceLog(self.settings.data_dir / TRACE_FILE, self.settings.graph_trace_max_bytes)
         self._graphs: dict[str, GraphDef] | None = None
@@ -346,5 +364,5 @@ class GraphRuntime:
 
     def close(self) -> None:
         """Close what the runtime opened (its own ``Resources``; a passed-in one stays open)."""
-        if self._owns_resources:
-            self.resources.close()
+        if self._own_resources is not None:
+            self._own_resources.close()

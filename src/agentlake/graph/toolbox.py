@@ -27,6 +27,7 @@ from agentlake.llm.fence import data_block
 from agentlake.observe import observe
 
 if TYPE_CHECKING:
+    from agentlake.graph.node import NodeResources
     from agentlake.graph.session import SessionState
 
 MAX_RESULT_CHARS = 3000
@@ -129,7 +130,7 @@ class ToolOutcome:
         }
 
 
-def _listed_values(resources: Any) -> dict[tuple[str, str], list[str]]:
+def _listed_values(resources: NodeResources) -> dict[tuple[str, str], list[str]]:
     # Lazy (start-up time): the agents load on first use.
     from agentlake.agents.tools import listed_values
 
@@ -139,7 +140,7 @@ def _listed_values(resources: Any) -> dict[tuple[str, str], list[str]]:
         return {}
 
 
-def question_values(resources: Any, question: str) -> tuple[list[tuple[str, str]], str]:
+def question_values(resources: NodeResources, question: str) -> tuple[list[tuple[str, str]], str]:
     """The lake's listed column values ``question`` names, and the hint line that passes them
     to a model with the question (``agents.ask.named_values_hint``); none without a lake."""
     # Lazy (start-up time): the agents load on first use.
@@ -158,7 +159,7 @@ class ThinkerTools:
     """The tools one thinker may call: ``lake_tools`` from the agents' registry plus the workspace."""
 
     def __init__(
-        self, resources: Any, session: SessionState, *, lake_tools: tuple[str, ...], agent_id: str
+        self, resources: NodeResources, session: SessionState, *, lake_tools: tuple[str, ...], agent_id: str
     ) -> None:
         self.resources = resources
         self.session = session

@@ -22,6 +22,7 @@ from agentlake.lake.catalog import quote_ident
 from agentlake.lake.index import BuildResult, ensure_index
 
 if TYPE_CHECKING:
+    from agentlake.embed import Embedder
     from agentlake.lake import Lake
 
 
@@ -63,7 +64,13 @@ class BackgroundIndex:
     """
 
     def __init__(
-        self, lake: Lake, dataset: str, column: str, *, embedder: Any = None, chunk: int = EMBED_CHUNK
+        self,
+        lake: Lake,
+        dataset: str,
+        column: str,
+        *,
+        embedder: Embedder | None = None,
+        chunk: int = EMBED_CHUNK,
     ) -> None:
         self.lake, self.dataset, self.column = lake, dataset, column
         self._embedder = embedder

@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import duckdb
 from pydantic import BaseModel, Field
@@ -39,7 +39,6 @@ from agentlake.lake.column_types import examine_text_columns
 if TYPE_CHECKING:
     import pyarrow as pa
 
-Mode = Literal["append", "replace", "upsert"]
 MODES: tuple[str, ...] = ("append", "replace", "upsert")
 
 CSV_SUFFIXES = (".csv", ".tsv", ".txt")

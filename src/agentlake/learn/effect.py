@@ -21,7 +21,6 @@ lifecycle rules (``curation``) or the tables themselves (``db``, ``schema``).
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -248,9 +247,3 @@ def effect_rows(store: LessonTables, lesson_id: str) -> list[dict[str, object]]:
         [lesson_id],
     )
     return [dict(zip(("run_id", "delta", "verdict", "measured_at"), row, strict=True)) for row in rows]
-
-
-def outcome_task(store: LessonTables, run_id: str) -> TaskKey | None:
-    """The task signature recorded with a run's outcome, if any."""
-    rows = store.query("SELECT task FROM outcomes WHERE run_id = ?", [run_id])
-    return TaskKey.model_validate(json.loads(rows[0][0])) if rows else None

@@ -19,6 +19,7 @@ from agentlake.registry import Registry
 from agentlake.settings import load_settings
 
 if TYPE_CHECKING:
+    from agentlake.lake import Lake
     from agentlake.learn.evidence import EvidenceItem
     from agentlake.observe.model import ObservedOp
     from agentlake.settings import Settings
@@ -63,7 +64,7 @@ class ExtractContext:
     notes: dict[str, Any] = field(default_factory=dict)  # diagnostics an extractor may fill in
     store: LessonReader | None = None
     pool_check: PoolChecker | None = None
-    lake: Any = None
+    lake: Lake | None = None
 
 
 @runtime_checkable

@@ -47,6 +47,8 @@ from agentlake.learn.store import LessonStore, PgSchema
 from agentlake.observe import open_reader
 
 if TYPE_CHECKING:
+    from agentlake.lake import Lake
+    from agentlake.observe import OpReader
     from agentlake.observe.model import ObservedOp
     from agentlake.settings import Settings
 
@@ -201,7 +203,7 @@ def learn_cycle(
     maintain: bool = True,
     promote: bool = True,
     pool_check: PoolChecker | None = None,
-    lake: Any = None,
+    lake: Lake | None = None,
 ) -> CycleReport:
     """One full cycle over ``ops``: record the outcomes, citations and judged evidence they
     state, extract and curate lessons, apply ``proposals`` (deltas proposed directly, e.g. by
@@ -244,36 +246,35 @@ def read_recent_ops(
     *,
     since: datetime | None = None,
     limit: int = DEFAULT_OPS_LIMIT,
-    source: Any = None,
+    source: OpReader | None = None,
 ) -> list[ObservedOp]:
     """The newest ``limit`` ops (since ``since``), oldest first, from ``source``.
 
-    ``source``: anything with ``query(**filters)`` (an ``Observer``, ``OpStore``, remote sink);
+    ``source``: an ``OpReader`` (an ``Observer``, ``OpStore``, remote sink);
     by default ``agentlake.observe.open_reader`` (the store file read-only, or the running
     observer service when another process holds the file), closed afterwards.
     """
     if limit < 1:
         raise UserError(f"limit must be >= 1, got {limit}")
     owned = source is None
-    if owned:
-        source = open_reader(settings)
+    reader = open_reader(settings) if source is None else source
     try:
         filters: dict[str, Any] = {"since": since} if since is not None else {}
         ops: list[ObservedOp] = []
         # A page at a time: the observer service answers at most READ_PAGE ops a request.
         while len(ops) < limit:
             want = min(READ_PAGE, limit - len(ops))
-            page = list(source.query(**filters, limit=want, offset=len(ops)))
+            page = list(reader.query(**filters, limit=want, offset=len(ops)))
             ops += page
             if len(page) < want:
                 break
     finally:
-        if owned and hasattr(source, "close"):
-            source.close()
+        if owned and hasattr(reader, "close"):
+            reader.close()
     return sorted(ops, key=lambda op: (op.ts, op.id))
 
 
-def read_ops(source: Any, **filters: Any) -> list[ObservedOp]:
+def read_ops(source: OpReader, **filters: Any) -> list[ObservedOp]:
     """Every op ``source`` (an ``Observer``, ``OpStore`` or sink) holds that matches ``filters``
     (those of ``OpStore.query``), oldest first, read a page at a time."""
     ops: list[ObservedOp] = []
@@ -286,7 +287,7 @@ def read_ops(source: Any, **filters: Any) -> list[ObservedOp]:
 
 def learn_recorded(
     store: LessonStore,
-    source: Any,
+    source: OpReader,
     *,
     proposals: Sequence[Delta] = (),
     extractor: str | Extractor | None = None,
@@ -315,7 +316,7 @@ def learn_recorded(
 
 def learn_between_batches(
     path: Path | PgSchema,
-    source: Any,
+    source: OpReader,
     *,
     run_id: str,
     settings: Settings,
@@ -373,7 +374,7 @@ class CycleStatus(BaseModel):
 
 
 def read_after(
-    source: Any, seq: int, *, page: int = READ_PAGE, pages: int = MAX_PAGES
+    source: OpReader, seq: int, *, page: int = READ_PAGE, pages: int = MAX_PAGES
 ) -> tuple[list[ObservedOp], int]:
     """The ops ``source`` committed after ``seq``, oldest first, at most ``pages`` pages of
     ``page``; and the sequence read up to (``seq`` when there are none)."""
@@ -408,14 +409,14 @@ class LearningScheduler:
     def __init__(
         self,
         store: LessonStore,
-        ops_source: Any,
+        ops_source: OpReader,
         *,
         interval_s: float | None = None,
         extractor: str | Extractor | None = None,
         project_id: str | None = None,
         page: int = READ_PAGE,
         max_pages: int = MAX_PAGES,
-        lake: Any = None,
+        lake: Lake | None = None,
         source_name: str = "observer",
     ) -> None:
         self.store = store
@@ -431,7 +432,6 @@ class LearningScheduler:
         self.errors = 0
         self.ops_read = 0
         self.last_error: str | None = None
-        self.last_report: CycleReport | None = None
         self.history: deque[CycleStatus] = deque(maxlen=self.HISTORY)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -464,7 +464,6 @@ class LearningScheduler:
                 return None
             self.cycles += 1
             self.ops_read += len(ops)
-            self.last_report = report
             counts = report.counts()
             status = CycleStatus(
                 at=datetime.now(UTC),

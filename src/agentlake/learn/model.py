@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agentlake.learn.domain import KEY_SLOTS, find_domain, generic_identity
+from agentlake.learn.domain import KEY_SLOTS, Domain, find_domain, generic_identity
 from agentlake.observe.model import cap
 from agentlake.observe.scrub import scrub
 
@@ -185,7 +185,7 @@ def _action_data(value: Any) -> Any:
     return value.model_dump() if hasattr(value, "model_dump") else value
 
 
-def _accepts(domain: Any, machine: dict[str, Any]) -> bool:
+def _accepts(domain: Domain, machine: dict[str, Any]) -> bool:
     try:
         domain.validate_action(machine)
     except ValueError:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 import numpy as np
 
@@ -42,6 +42,7 @@ from agentlake.learn.model import (
     LessonDraft,
     LessonEvent,
     LessonMatch,
+    LessonSource,
     Scope,
     Status,
     TaskKey,
@@ -461,5 +462,5 @@ def _partition(domain: str, fields: dict[str, str]) -> str | None:
     return value.casefold() if value else None
 
 
-def _actor(actor: str) -> Any:
-    return actor if actor in ("heuristic", "induction", "llm", "overseer", "human") else "human"
+def _actor(actor: str) -> LessonSource:
+    return cast(LessonSource, actor) if actor in get_args(LessonSource) else "human"

@@ -220,11 +220,6 @@ class Tally:
 _active: contextvars.ContextVar[Tally | None] = contextvars.ContextVar("agentlake_llm_tally", default=None)
 
 
-def current_tally() -> Tally | None:
-    """The tally of the public call in progress in this context, if any."""
-    return _active.get()
-
-
 @contextmanager
 def accounting_scope(function: str) -> Iterator[Tally]:
     """Open the tally of a public call. Nested scopes share the outer tally; only the outermost

@@ -99,10 +99,6 @@ def calibrate(key: str, messages: list[Message], reported_input_tokens: int) -> 
         _calibration[key] = ratio if previous is None else previous + CALIBRATION_WEIGHT * (ratio - previous)
 
 
-def calibration_factor(key: str) -> float:
-    return _calibration.get(key, 1.0)
-
-
 def reset_calibration() -> None:
     with _calibration_lock:
         _calibration.clear()

@@ -44,10 +44,6 @@ class ModelInfo(BaseModel):
     known: bool = False
     source: Literal["registry", "config", "default", "server"] = "default"
 
-    @property
-    def qualified(self) -> str:
-        return f"{self.provider}:{self.model}"
-
 
 _cache_lock = threading.Lock()
 _cache: dict[tuple[str | None, int | None], tuple[dict, dict, set[str]]] = {}

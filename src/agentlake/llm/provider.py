@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -259,11 +259,6 @@ def register_provider(prefix: str, factory: ProviderFactory, *, replace: bool = 
     providers.register(prefix, factory, replace=replace)
 
 
-def registered_prefixes() -> list[str]:
-    """The provider prefixes known right now, built-ins included."""
-    return providers.names()
-
-
 def split_model(model: str) -> tuple[str, str]:
     """``"ollama:qwen3:4b"`` -> ``("ollama", "qwen3:4b")``; raises ``UserError`` naming the
     known prefixes when there is no prefix or an unknown one."""
@@ -392,9 +387,6 @@ def clear_provider_cache() -> None:
         close = getattr(provider, "close", None)
         if callable(close):
             close()
-
-
-MessagesLike = str | Sequence[Message | dict | tuple[str, str]]
 
 
 def coerce_messages(messages: object) -> list[Message]:

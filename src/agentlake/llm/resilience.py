@@ -19,7 +19,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
 
 from agentlake.errors import UserError
@@ -70,10 +69,6 @@ class ManualClock:
 _clock: Clock = SystemClock()
 
 
-def get_clock() -> Clock:
-    return _clock
-
-
 @contextmanager
 def use_clock(clock: Clock) -> Iterator[Clock]:
     """Use ``clock`` for breakers and backoff inside the block (tests)."""
@@ -83,14 +78,6 @@ def use_clock(clock: Clock) -> Iterator[Clock]:
         yield clock
     finally:
         _clock = previous
-
-
-@dataclass
-class BreakerSnapshot:
-    key: str
-    state: BreakerState
-    consecutive_failures: int
-    retry_in_s: float
 
 
 class CircuitBreaker:
@@ -156,14 +143,6 @@ class CircuitBreaker:
         with self._lock:
             self._probe_in_flight = False
 
-    def snapshot(self) -> BreakerSnapshot:
-        with self._lock:
-            state = self._current_state()
-            retry_in = (
-                max(0.0, self.cooldown_s - (_clock.monotonic() - self._opened_at)) if state == "open" else 0.0
-            )
-            return BreakerSnapshot(self.key, state, self.consecutive_failures, retry_in)
-
 
 _breakers: dict[str, CircuitBreaker] = {}
 _breakers_lock = threading.Lock()
@@ -178,12 +157,6 @@ def breaker_for(key: str, *, failures: int, cooldown_s: float) -> CircuitBreaker
         else:
             breaker.failures, breaker.cooldown_s = failures, cooldown_s
         return breaker
-
-
-def breaker_snapshots() -> list[BreakerSnapshot]:
-    with _breakers_lock:
-        breakers = list(_breakers.values())
-    return [breaker.snapshot() for breaker in breakers]
 
 
 def reset_breakers() -> None:

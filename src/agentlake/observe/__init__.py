@@ -39,7 +39,7 @@ from agentlake.observe.recording import (
     summarize,
     wrap_tool,
 )
-from agentlake.observe.sink import MemorySink, OpSink
+from agentlake.observe.sink import MemorySink, OpReader, OpSink
 from agentlake.observe.store import OpStore, Stats
 
 if TYPE_CHECKING:
@@ -73,6 +73,7 @@ __all__ = [
     "Observer",
     "ObserverClient",
     "OpHandle",
+    "OpReader",
     "OpSink",
     "OpStore",
     "OpFilter",

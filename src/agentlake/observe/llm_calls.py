@@ -12,17 +12,20 @@ import logging
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentlake.llm.accounting import add_recorder
 from agentlake.observe.model import LLMUsage
 from agentlake.observe.observer import Observer
 from agentlake.observe.recording import current_scope, event, observe
 
+if TYPE_CHECKING:
+    from agentlake.llm import CallRecord, Completion, GenerateOptions, Message, Provider
+
 log = logging.getLogger(__name__)
 
 
-def op_from_call(record: Any) -> dict[str, Any]:
+def op_from_call(record: CallRecord) -> dict[str, Any]:
     """The fields of the op for one ``CallRecord``, with the current observe context (trace,
     parent span, agent, run id, labels) applied. Returned as fields so the caller builds the op."""
     scope = current_scope()
@@ -122,7 +125,9 @@ class ObservedProvider:
     each call is recorded twice.
     """
 
-    def __init__(self, inner: Any, *, agent_id: str | None = None, observer: Observer | None = None) -> None:
+    def __init__(
+        self, inner: Provider, *, agent_id: str | None = None, observer: Observer | None = None
+    ) -> None:
         self.inner = inner
         self.name = inner.name
         self.model = inner.model
@@ -130,7 +135,7 @@ class ObservedProvider:
         self._agent_id = agent_id
         self._observer = observer
 
-    def complete(self, messages: Any, options: Any) -> Any:
+    def complete(self, messages: list[Message], options: GenerateOptions) -> Completion:
         last = messages[-1].content if messages else ""
         with observe(
             "llm.chat", source="llm", agent_id=self._agent_id, input=last, observer=self._observer
@@ -152,7 +157,7 @@ class ObservedProvider:
 
 
 def wrap_provider(
-    provider: Any, *, agent_id: str | None = None, observer: Observer | None = None
+    provider: Provider, *, agent_id: str | None = None, observer: Observer | None = None
 ) -> ObservedProvider:
     """``provider`` with every ``complete`` call recorded (see :class:`ObservedProvider`)."""
     return ObservedProvider(provider, agent_id=agent_id, observer=observer)

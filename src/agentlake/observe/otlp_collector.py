@@ -132,7 +132,3 @@ class OtlpCollector:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
-
-    def by_name(self) -> dict[str, ReceivedSpan]:
-        with self._lock:
-            return {span.name: span for span in self.spans}

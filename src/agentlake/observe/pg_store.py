@@ -142,7 +142,6 @@ class PgOpStore(OpStore):
         self.read_only = read_only
         self.checkpoint_mb = None
         self.checkpoints = 0
-        self.checkpoint_seconds = 0.0
         # The writer thread keeps a connection of its own (made again after an outage);
         # readers (the gateway's /ops, stats) share the pool's.
         self._conn = Database(url, name="the observer store", max_size=4)

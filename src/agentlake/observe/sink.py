@@ -1,4 +1,5 @@
-"""``OpSink``: the one contract behind an ``Observer`` (where its ops go), and ``MemorySink``.
+"""``OpSink``: the one contract behind an ``Observer`` (where its ops go), ``OpReader`` (what ops are
+read back from), and ``MemorySink``.
 
 Implementations: ``store.OpStore`` (the embedded DuckDB log, the truth), ``client.RemoteSink``
 (an ``ObserverClient`` to a running observer service, for processes that must not open the
@@ -18,6 +19,15 @@ from agentlake.observe.append import AppendResult
 from agentlake.observe.filters import OpFilter, aware, label_text
 from agentlake.observe.model import ObservedOp
 from agentlake.observe.store import Stats
+
+
+class OpReader(Protocol):
+    """What recorded ops are read back from: an ``Observer``, an ``OpStore`` or any ``OpSink``."""
+
+    def query(self, wanted: OpFilter | None = None, /, **filters: Any) -> list[ObservedOp]:
+        """Stored ops matching ``wanted`` (or an ``OpFilter`` of ``filters``), as ``OpStore.query``
+        reads them."""
+        ...
 
 
 @runtime_checkable

@@ -173,7 +173,6 @@ class OpStore:
         self.read_only = read_only
         self.checkpoint_mb = None if read_only else checkpoint_mb
         self.checkpoints = 0  # made by the checkpoint thread
-        self.checkpoint_seconds = 0.0
         if read_only and not self.path.exists():
             raise UserError(
                 f"no observer store at {self.path}: record some ops first or check AGENTLAKE_DATA_DIR"
@@ -213,7 +212,6 @@ class OpStore:
         self._closing = False
         self._closed = False
         self.committed_batches = 0
-        self.last_commit_at: float | None = None
         # Set by the writer while the database cannot commit (see the module docstring).
         self._unavailable: StoreUnavailableError | None = None
         self._retry_after = RECOVER_FIRST_S
@@ -534,7 +532,6 @@ class OpStore:
         """Each caller's results once ``stored_now`` (the ids this commit inserted) is durable:
         any other id, or a repeat after the first, is a duplicate."""
         self.committed_batches += 1
-        self.last_commit_at = time.time()
         results: list[list[AppendResult]] = []
         for pending in batch:
             per: list[AppendResult] = []
@@ -577,7 +574,6 @@ class OpStore:
                 if conn is not self._conn:  # reopened by the writer
                     _close_quietly(cursor)
                     conn, cursor = self._conn, self._conn.cursor()
-                started = time.perf_counter()
                 try:
                     cursor.execute("CHECKPOINT")
                 except duckdb.Error as exc:
@@ -590,7 +586,6 @@ class OpStore:
                     continue
                 failures = 0
                 self.checkpoints += 1
-                self.checkpoint_seconds += time.perf_counter() - started
         finally:
             _close_quietly(cursor)
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -41,6 +41,8 @@ from agentlake.questions.domain import DOMAIN, TASK_KIND, DataAction
 from agentlake.questions.judge import Tolerance
 
 if TYPE_CHECKING:
+    from agentlake.lake import DatasetInfo, Lake
+    from agentlake.learn import Lesson
     from agentlake.learn.extractor import Op
     from agentlake.settings import Settings
 
@@ -176,7 +178,7 @@ class DataQuestionRules:
             return [_playbook(question, sql, dataset, op.id, "a person said the answer was right")]
         expected = said.get("expected")
         if expected is not None and sql and context.lake is not None:
-            corrected = self._correct(question, sql, str(expected), context)
+            corrected = self._correct(question, sql, str(expected), context.lake, context)
             if corrected is not None:
                 fixed, how = corrected
                 drafts = [
@@ -197,18 +199,17 @@ class DataQuestionRules:
         return [_note(words, dataset, op.id, question)]
 
     def _correct(
-        self, question: str, sql: str, expected: str, context: ExtractContext
+        self, question: str, sql: str, expected: str, lake: Lake, context: ExtractContext
     ) -> tuple[str, str] | None:
         """A query that gives ``expected`` for ``question``: rewrites of ``sql`` by rules, then
         the model's; ``(query, how)`` or ``None``."""
-        lake = context.lake
         for candidate, how in list(_rewrites(sql, lake))[:MAX_CORRECTIONS]:
             if _gives(lake, candidate, expected):
                 return candidate, how
         return self._model_correction(question, sql, expected, lake, context)
 
     def _model_correction(
-        self, question: str, sql: str, expected: str, lake: Any, context: ExtractContext
+        self, question: str, sql: str, expected: str, lake: Lake, context: ExtractContext
     ) -> tuple[str, str] | None:
         """The model's corrected query, told what the wrong one returned and what is expected
         (``learn_model``, else the default model; none configured: no correction)."""
@@ -252,7 +253,7 @@ class DataQuestionRules:
         return None
 
 
-def _no_longer(lesson: Any, table: Any, lake: Any) -> str | None:
+def _no_longer(lesson: Lesson, table: DatasetInfo | None, lake: Lake) -> str | None:
     """Why ``lesson`` no longer holds on ``lake`` (``table``: its dataset's info, ``None`` when
     the table is gone), or ``None``."""
     dataset = lesson.match.fields.get("dataset")
@@ -373,7 +374,7 @@ def _sql_of(op: Op) -> str | None:
     return None
 
 
-def _runs(lake: Any, sql: str) -> bool:
+def _runs(lake: Lake, sql: str) -> bool:
     try:
         lake.query(sql, max_rows=1)
     except AgentlakeError:
@@ -381,7 +382,7 @@ def _runs(lake: Any, sql: str) -> bool:
     return True
 
 
-def _single(lake: Any, sql: str) -> Any:
+def _single(lake: Lake, sql: str) -> Any:
     """The one value ``sql`` returns (first column of the first row), or ``None``."""
     try:
         result = lake.query(sql, max_rows=2)
@@ -390,7 +391,7 @@ def _single(lake: Any, sql: str) -> Any:
     return result.rows[0][0] if result.rows and result.rows[0] else None
 
 
-def _value_text(lake: Any, sql: str) -> str:
+def _value_text(lake: Lake, sql: str) -> str:
     try:
         result = lake.query(sql, max_rows=5)
     except AgentlakeError as exc:
@@ -400,7 +401,7 @@ def _value_text(lake: Any, sql: str) -> str:
     return ", ".join(str(row[0]) for row in result.rows[:5])
 
 
-def _gives(lake: Any, sql: str, expected: str) -> bool:
+def _gives(lake: Lake, sql: str, expected: str) -> bool:
     """Whether ``sql``'s one value is ``expected``: a number within half a unit of the last
     digit it is written to (5076 -> 0.5, 23.85 -> 0.005), else the same text."""
     value = _single(lake, sql)
@@ -419,7 +420,7 @@ def _gives(lake: Any, sql: str, expected: str) -> bool:
     return Tolerance(abs=0.5 * 10**-decimals).allows(got, wanted)
 
 
-def _table_lines(lake: Any, tables: list[str]) -> list[str]:
+def _table_lines(lake: Lake, tables: list[str]) -> list[str]:
     known = {info.name: info for info in lake.datasets()}
     return [
         f"- {name}: " + ", ".join(f"{column} {kind.lower()}" for column, kind in known[name].columns)
@@ -428,7 +429,7 @@ def _table_lines(lake: Any, tables: list[str]) -> list[str]:
     ]
 
 
-def _text_columns(lake: Any, sql: str) -> list[tuple[str, str]]:
+def _text_columns(lake: Lake, sql: str) -> list[tuple[str, str]]:
     """(table, column) of the VARCHAR columns of the tables ``sql`` reads."""
     known = {info.name: info for info in lake.datasets()}
     return [
@@ -440,7 +441,7 @@ def _text_columns(lake: Any, sql: str) -> list[tuple[str, str]]:
     ]
 
 
-def _rewrites(sql: str, lake: Any) -> Any:
+def _rewrites(sql: str, lake: Lake) -> Iterator[tuple[str, str]]:
     """Candidate corrections of ``sql`` by rules, each with what it changed."""
     text = _text_columns(lake, sql)
     for _, column in text:

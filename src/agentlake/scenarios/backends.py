@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentlake.errors import RunError, UserError, require_extra
 from agentlake.scenarios.day import DayResult, DayTask, run_day
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from agentlake.lake import Lake
     from agentlake.scenarios.judge import Matching
 
-BackendName = Literal["inline", "process", "ray"]
 BACKENDS: tuple[str, ...] = ("inline", "process", "ray")
 
 

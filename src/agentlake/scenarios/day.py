@@ -51,8 +51,9 @@ from agentlake.workforce.schedule import Booking, ScheduleBook
 from agentlake.workforce.verify import verify_fill
 
 if TYPE_CHECKING:
-    from agentlake.agents import TaskOutcome
+    from agentlake.agents import Policy, TaskOutcome
     from agentlake.lake import Lake
+    from agentlake.learn import LessonStore
     from agentlake.observe import MemorySink, Observer
     from agentlake.workforce.schedule import ScheduleBook
 
@@ -322,7 +323,7 @@ def collecting_observer() -> Iterator[tuple[Observer, MemorySink]]:
         set_observer(previous)
 
 
-def build_policy(profile: StafferProfile, settings: Settings, scenario: Scenario | None = None) -> Any:
+def build_policy(profile: StafferProfile, settings: Settings, scenario: Scenario | None = None) -> Policy:
     """The policy a profile names, with its models per tier (the oracle needs the scenario)."""
     if profile.policy == "oracle":
         if scenario is None:
@@ -375,7 +376,7 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
             schedule = ScheduleBook(lake)
             ledger = DayLedger()
             results: list[EventResult] = []
-            last_ctx: Any = None
+            last_ctx: RunContext | None = None
             for event in scenario.events:
                 planned = plan_event(scenario, event, ledger)
                 order = planned.order
@@ -455,7 +456,9 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
     )
 
 
-def learn_event(task: DayTask, event_id: str, lessons: Any, observer: Observer, pools: ClientPools) -> None:
+def learn_event(
+    task: DayTask, event_id: str, lessons: LessonStore, observer: Observer, pools: ClientPools
+) -> None:
     """Learning within the day: the one loop (``learn.learn_recorded``) over this event's ops in
     the day's observer, into the day's private copy of the staffer's lessons, so the next
     event retrieves what this one taught. The parent learns the same ops into the real store
@@ -527,7 +530,7 @@ def _overseer_end_of_day(task: DayTask, schedule: ScheduleBook, ctx: Any) -> lis
     return collector.deltas
 
 
-def _attempt(policy: Any, order: FillOrder, ctx: Any) -> tuple[TaskOutcome | None, str | None]:
+def _attempt(policy: Policy, order: FillOrder, ctx: RunContext) -> tuple[TaskOutcome | None, str | None]:
     try:
         return policy.run(order, ctx), None
     except AgentlakeError as exc:

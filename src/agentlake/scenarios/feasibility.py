@@ -82,23 +82,3 @@ def lake_pools(scenarios: Sequence[Scenario], settings: Settings | None = None) 
     """``event_pools`` on the settings' lake, opened read-only for the call."""
     with Lake.open(settings, read_only=True) as lake:
         return event_pools(lake, scenarios)
-
-
-POOL_COLUMNS = ["scenario", "event", "kind", "role", "place", "count", "stated pool", "acceptable pool"]
-
-
-def pool_rows(pools: Sequence[EventPool]) -> list[list[object]]:
-    """Table cells for ``POOL_COLUMNS``; an unsolvable event is marked."""
-    return [
-        [
-            p.scenario,
-            p.event_id,
-            p.kind,
-            p.role,
-            p.place,
-            p.count,
-            p.stated,
-            f"{p.acceptable}{'' if p.solvable else ' (short)'}",
-        ]
-        for p in pools
-    ]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -35,7 +35,7 @@ from agentlake.lake.lakehouse import QueryResult
 from agentlake.lake.search import Source, hybrid_search
 from agentlake.scenarios import load_scenarios
 from agentlake.scenarios.profile import load_profile, unreachable_models
-from agentlake.scenarios.runner import run_scenarios
+from agentlake.scenarios.runner import RunSummary, run_scenarios
 from agentlake.settings import Settings, load_settings
 from agentlake.workforce.generator import ensure_workforce
 from agentlake.workforce.tables import (
@@ -45,6 +45,9 @@ from agentlake.workforce.tables import (
     SEARCH_COLUMN,
     SEARCH_DATASET,
 )
+
+if TYPE_CHECKING:
+    from agentlake.embed import Embedder
 
 DEMO_SQL, DEMO_QUESTION, DEMO_WHERE = EXAMPLE_SQL, EXAMPLE_QUESTION, EXAMPLE_WHERE
 
@@ -136,7 +139,7 @@ class RunDone(BaseModel):
     model_config = {"arbitrary_types_allowed": True}
 
     label: str
-    summary: Any  # a runner.RunSummary
+    summary: RunSummary
 
 
 class MainJobResult(BaseModel):
@@ -145,10 +148,10 @@ class MainJobResult(BaseModel):
     model_config = {"arbitrary_types_allowed": True}
 
     demo: DemoResult
-    run: Any
+    run: RunSummary
     llm_staffers: list[str]
     skipped: dict[str, list[str]]
-    local: Any = None
+    local: RunSummary | None = None
     steps: list[StepDone] = Field(default_factory=list)
     seconds: float = 0.0
 
@@ -215,7 +218,7 @@ def _index_summary(built: BuildResult | None, dataset: str, column: str) -> str:
     return f"indexed {dataset}.{column}: {built.embedded:,} embedded, {built.cached:,} cached{graph}"
 
 
-def _run_summary(summary: Any, staffers: Sequence[str]) -> str:
+def _run_summary(summary: RunSummary, staffers: Sequence[str]) -> str:
     return f"{', '.join(staffers)}: {summary.results} judged events; fill rate per batch: " + "; ".join(
         f"{name} {' -> '.join(f'{v:.0%}' for v in curve)}" for name, curve in summary.learning_curve.items()
     )
@@ -230,7 +233,7 @@ def run_main_job(
     llm_staffer: str | None = EMBEDDED_STAFFER,
     require_llm_staffer: bool = False,
     on_event: Callable[[Any], None] | None = None,
-    embedder: Any = None,
+    embedder: Embedder | None = None,
     budget_s: float | None = None,
 ) -> MainJobResult:
     """``make demo``: the workforce, its index, the built-in pack and the leaderboard, timed.

@@ -169,10 +169,6 @@ class EventResult(TaskEffort):
     def day_key(self) -> tuple[str, int, str, int]:
         return (self.arm, self.batch, self.scenario, self.repetition)
 
-    @property
-    def event_key(self) -> tuple[str, str]:
-        return (self.scenario, self.event_id)
-
 
 def stamped(payload: dict[str, Any]) -> dict[str, Any]:
     """``payload`` with the run directory's ``format_version`` first."""

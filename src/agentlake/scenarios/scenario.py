@@ -25,7 +25,6 @@ PACK_DIR = Path(__file__).parent / "pack"
 BUILTIN = "builtin"
 
 EventKind = Literal["baseline_fill", "recurring", "expansion", "emergency", "misplacement"]
-EVENT_KINDS: tuple[str, ...] = ("baseline_fill", "recurring", "expansion", "emergency", "misplacement")
 # What a client says when it refuses someone (docs/scenarios.md, "Feedback modes").
 FeedbackMode = Literal["explicit", "vague", "silent"]
 FEEDBACK_MODES: tuple[str, ...] = ("explicit", "vague", "silent")

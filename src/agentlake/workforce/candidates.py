@@ -12,7 +12,6 @@ fill passes (``verify``).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +34,6 @@ from agentlake.workforce.tables import PLACEMENTS, SCORE_COLUMNS, trusted_read
 if TYPE_CHECKING:
     from agentlake.lake import Lake
 
-SCORE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 # Scores a lesson's min_scores may name; anything else is refused rather than spliced into SQL.
 KNOWN_SCORES = SCORE_COLUMNS
 

@@ -208,14 +208,14 @@ def generate_workforce(workers: int = 50_000, seed: int = 7, clients: int = 300)
     cities = load_cities()
     states = np.unique(cities.state)
     city_state = np.searchsorted(states, cities.state)
-    client_table, client_state, client_sector = _generate_clients(rng, clients, cities, states, city_state)
+    client_table, client_state, client_sector = _generate_clients(rng, clients, cities, city_state)
     worker_table, worker_meta = _generate_workers(rng, workers, cities, city_state)
     placements = _generate_placements(rng, worker_meta, client_state, client_sector)
     return Workforce(workers=worker_table, clients=client_table, placements=placements, seed=seed)
 
 
 def _generate_clients(
-    rng: np.random.Generator, count: int, cities, states: np.ndarray, city_state: np.ndarray
+    rng: np.random.Generator, count: int, cities, city_state: np.ndarray
 ) -> tuple[pa.Table, np.ndarray, np.ndarray]:
     city_weights = np.sqrt(cities.population.astype(np.float64))
     sector_share = np.array([sum(r.weight for r in ROLES.values() if r.sector == s) for s in SECTORS])

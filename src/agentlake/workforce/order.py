@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentlake.errors import UserError
-from agentlake.workforce.roles import canonical_role, find_role, known_certification
+from agentlake.workforce.roles import canonical_role, known_certification
 
 if TYPE_CHECKING:
     from agentlake.learn import TaskKey
@@ -259,11 +259,6 @@ def read_whole(text: str, *, now: datetime | None = None) -> FillOrder | None:
     if any(known_certification(req) is None for req in order.requirements):
         return None
     return order
-
-
-def known_role(role: str) -> bool:
-    """Whether ``role`` is a catalogue role or one of its spellings."""
-    return find_role(role) is not None
 
 
 def _clock(value: str, text: str) -> time:

@@ -22,8 +22,6 @@ from agentlake.workforce.tables import PLACEMENTS, client_labels
 if TYPE_CHECKING:
     from agentlake.lake import Lake
 
-BOOKED_STATUSES = ("scheduled", "completed")
-
 
 class Booking(BaseModel):
     """One worker booked for one shift."""

@@ -31,7 +31,6 @@ WORKERS, PLACEMENTS, CLIENTS = "workers", "placements", "clients"
 TABLES = (WORKERS, PLACEMENTS, CLIENTS)
 # What hybrid search ranks: the workers, by their resumes.
 SEARCH_DATASET, SEARCH_COLUMN = WORKERS, "resume_text"
-WORKER_COLUMNS = ("worker_id", "name", "role", "city", "state", "lat", "lon", "certifications")
 # The workers' score columns (0-1, higher is better): what a lesson's min_scores may name.
 SCORE_COLUMNS = (
     "reliability",

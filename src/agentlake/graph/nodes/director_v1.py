@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentlake.errors import AgentlakeError
-from agentlake.graph.node import Emit, Node, NodeContext, NodeInfo, Packet, register_node
+from agentlake.graph.node import Emit, Node, NodeContext, NodeInfo, NodeResources, Packet, register_node
 from agentlake.graph.toolbox import WORKSPACE_TOOLS, question_values
 from agentlake.llm import Message
 
@@ -52,7 +52,7 @@ def plan_schema(max_steps: int) -> dict[str, Any]:
     return schema
 
 
-def plan_example(resources: Any) -> tuple[Message, ...]:
+def plan_example(resources: NodeResources) -> tuple[Message, ...]:
     """One worked plan, over the user's own lake (``ask``'s worked count, with the values it
     names): constant while the lake is unchanged, so it stays in the prefix cache. Its steps
     name no value: the 0.5B copies what an example says. None without a lake."""

@@ -60,7 +60,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentlake.errors import AgentlakeError
 from agentlake.graph.controls import value_text
-from agentlake.graph.node import Emit, Node, NodeContext, NodeInfo, Packet, register_node
+from agentlake.graph.node import Emit, Node, NodeContext, NodeInfo, NodeResources, Packet, register_node
 from agentlake.graph.toolbox import ThinkerTools, ToolOutcome
 from agentlake.llm import Message
 from agentlake.llm.fence import DATA_RULE, data_block
@@ -196,7 +196,7 @@ def _result(tool: str, args: dict[str, Any], text: str, rows: int) -> Message:
 
 
 def worked_examples(
-    resources: Any, call_schemas: dict[str, dict[str, Any]]
+    resources: NodeResources, call_schemas: dict[str, dict[str, Any]]
 ) -> dict[str, tuple[Message, ...]]:
     """One worked exchange per kind of tool, by the tool it calls, made from the user's own lake
     (``agents.examples``): a count through ``sql`` (the same example as ``ask``'s, with the named
@@ -247,7 +247,7 @@ def worked_examples(
     return shots
 
 
-def _lake_call(fn: Any, resources: Any, *args: Any) -> Any:
+def _lake_call(fn: Any, resources: NodeResources, *args: Any) -> Any:
     """``fn(resources.lake, *args)``, or None when there is no lake to build it from."""
     try:
         return fn(resources.lake, *args)
@@ -261,7 +261,7 @@ class FinalAnswer(BaseModel):
     say: str
 
 
-def answer_example(resources: Any) -> tuple[Message, ...]:
+def answer_example(resources: NodeResources) -> tuple[Message, ...]:
     """The worked count's answer from its result alone: shown one, a small model answers in a
     sentence that quotes the value ("1" was the 0.5B's whole answer without it)."""
     # Lazy (start-up time): the agents load on first use.
@@ -327,7 +327,9 @@ class ThinkerV1(Node):
         """The constant part of the prompt: the role, the tools and the datasets, the rules."""
         return SYSTEM.format(catalog=tools.catalog(), max_calls=MAX_CALLS_PER_STEP, data_rule=DATA_RULE)
 
-    def context_prompt(self, ctx: NodeContext, plan: dict | None, given: Any = None) -> str:
+    def context_prompt(
+        self, ctx: NodeContext, plan: dict | None, given: QuestionLessons | None = None
+    ) -> str:
         """What this turn adds (machines, the director's plan, memory, sensor notes, the data
         lessons ``given``); empty when nothing. It follows the worked examples, so they stay
         cached across turns."""
