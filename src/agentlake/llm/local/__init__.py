@@ -12,8 +12,9 @@ two engines, both driven by the one decoding loop:
   explicit choice (it loads in seconds, where transformers' first load builds a cache).
 
 In layers, each importing only those before it: ``engine`` (the ``Engine`` contract; the memory
-check, the tokenizer and the threads every engine loads with), ``decoder`` (the decoding loop:
-prefix-cache slots, the grammar, jump-forward, prompt-lookup drafts), ``engines/torch.py`` and
+check, the tokenizer and the threads every engine loads with), ``batch`` (the replies of
+concurrent calls driven together, their passes one engine call), ``decoder`` (the decoding
+loop: prefix-cache slots, the grammar, jump-forward, prompt-lookup drafts), ``engines/torch.py`` and
 ``engines/llamacpp.py`` (loading and the forward pass), ``engines`` (which engine runs a model,
 the engines loaded in this process), ``provider`` (``LocalProvider``: the chat template, the
 ``Completion``). The names below are the package's public face, the one other packages and

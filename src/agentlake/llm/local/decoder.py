@@ -8,9 +8,12 @@ most ``STRING_CAP`` characters) so no reply runs to the token limit; what the gr
 evaluated in the pass of the token before it (jump-forward); and, on engines that verify
 drafts (transformers), prompt-lookup decoding (``lookup_draft``): a pass also evaluates the
 tokens that followed the reply's last words where those occur earlier, and keeps those the
-model picks itself (``local_draft_tokens``; agents copy much of their prompt). Usage and
-timings are in the ``Generation``. It does not own loading (``engines``), the prompt's
-template (``provider``) or the forward pass (an ``engine.Engine``).
+model picks itself (``local_draft_tokens``, shared among the replies decoding together;
+agents copy much of their prompt). Concurrent calls decode together (``batch``), each in a
+KV-cache slot of its own, a prompt another reply is evaluating waited for and its keys and
+values copied (``copy_prefix``). Usage and timings are in the ``Generation``. It does not
+own loading (``engines``), the prompt's template (``provider``), the schedule of concurrent
+replies (``batch``) or the forward pass (an ``engine.Engine``).
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentlake.errors import RunError, UserError
+from agentlake.llm.local.batch import Batch
+from agentlake.llm.local.engine import Pass
 from agentlake.llm.structured import STRING_CAP, cap_schema
 
 if TYPE_CHECKING:
@@ -95,13 +100,16 @@ class Generation:
 class Decoder:
     """The decoding loop over one loaded engine: prefix-cache slots, grammar, stop handling.
 
-    One call at a time per engine (a KV cache is not shareable); calls for other models run
-    beside it."""
+    Concurrent calls decode together, each in a slot of its own (``Batch``); calls for other
+    models run beside them."""
 
     def __init__(self, engine: Engine, slots: int = CACHE_SLOTS) -> None:
         self.engine = engine
         self.slots = [Slot() for _ in range(slots)]
+        self._busy: set[int] = set()
+        self._filling: dict[int, Sequence[int]] = {}  # slot -> the prompt its first pass evaluates
         self.lock = threading.Lock()
+        self.batch = Batch(engine)
         self._grammars: dict[str, Any] = {}
         self._compiler: Any = None
         eos = {engine.tokenizer.eos_token_id, *self._special_ids("<|im_end|>", "<|endoftext|>")}
@@ -143,6 +151,7 @@ class Decoder:
         stop: list[str] | None,
         window: int,
         draft: int = 0,
+        timeout: float | None = None,
     ) -> Generation:
         """One reply to ``prompt``. ``draft`` > 0 turns on prompt-lookup decoding where the
         engine verifies drafts and the reply is greedy (no ``temperature``): each pass also
@@ -151,8 +160,11 @@ class Decoder:
         model picks itself at their places, with what the grammar forces after them written as
         after a sampled token: the same greedy reply in fewer passes. (Same in exact arithmetic:
         int8 layers quantise a pass's activations with one scale, so a near tie between two
-        tokens can go the other way, as it can with or without a cached prefix.)"""
-        import torch
+        tokens can go the other way, as it can with or without a cached prefix.)
+
+        Calls from several threads decode together (``Batch``): their passes run as one
+        engine call, each reply the one it would be alone. ``timeout`` (seconds) fails this
+        call alone with ``ProviderTimeoutError`` at the first pass boundary after it."""
         import xgrammar
 
         tokens = self.engine.tokenize(prompt)
@@ -161,17 +173,86 @@ class Decoder:
                 f"prompt of {len(tokens):,} tokens does not fit the context window of {window:,} tokens "
                 "(local_context_window): shorten the prompt or raise the window"
             )
-        max_tokens = min(max_tokens, window - len(tokens))
         matcher: Any = None
-        bitmask: Any = None
         if schema is not None:
-            matcher = xgrammar.GrammarMatcher(self._compiled(cap_schema(schema, STRING_CAP)))
+            with self.lock:  # the grammar cache and compiler are shared by the calling threads
+                compiled = self._compiled(cap_schema(schema, STRING_CAP))
+            matcher = xgrammar.GrammarMatcher(compiled)
+        steps = self._steps(
+            tokens,
+            matcher,
+            max_tokens=min(max_tokens, window - len(tokens)),
+            temperature=temperature,
+            stop=stop,
+            draft=draft if self.engine.verifies_drafts and not temperature else 0,
+        )
+        return self.batch.run(steps, timeout)
+
+    def _claim_slot(self, tokens: Sequence[int]) -> tuple[int, int]:
+        """``(slot, tokens of it to keep)``: ``choose_slot`` among the slots no other reply is
+        decoding in, a new slot when every one is (each sequence decoding at the same time
+        keeps its own KV cache)."""
+        free = [i for i in range(len(self.slots)) if i not in self._busy]
+        if free:
+            chosen, keep = choose_slot([self.slots[i] for i in free], tokens)
+            index = free[chosen]
+        else:
+            index, keep = self.engine.add_slot(), 0
+            self.slots.append(Slot())
+        # What the slot's cache holds for sure until this reply's first pass is done.
+        self.slots[index].tokens = list(tokens[:keep])
+        self._busy.add(index)
+        return index, keep
+
+    def _awaited(self, tokens: Sequence[int], keep: int) -> bool:
+        """Whether another reply is evaluating a prompt that shares at least
+        ``MIN_REUSE_TOKENS`` more of ``tokens`` than the ``keep`` this reply has: it waits for
+        that prompt's pass and copies the shared part (replies to one agent's prompt arriving
+        together evaluate it once)."""
+        limit = len(tokens) - 1
+        return any(
+            min(common_prefix(other, tokens), limit) >= keep + MIN_REUSE_TOKENS
+            for other in self._filling.values()
+        )
+
+    def _copy_shared(self, index: int, tokens: Sequence[int], keep: int) -> int:
+        """The tokens slot ``index`` keeps of ``tokens``: ``keep``, or more where another slot
+        (one in use included) shares a longer prefix by ``MIN_REUSE_TOKENS`` and the engine
+        copies its keys and values into this one (megabytes, where evaluating is seconds)."""
+        limit = len(tokens) - 1
+        shared = {i: min(common_prefix(slot.tokens, tokens), limit) for i, slot in enumerate(self.slots)}
+        source = max((i for i in shared if i != index), key=shared.__getitem__, default=None)
+        if (
+            source is not None
+            and shared[source] >= keep + MIN_REUSE_TOKENS
+            and self.engine.copy_prefix(source, index, shared[source])
+        ):
+            keep = shared[source]
+            self.slots[index].tokens = list(tokens[:keep])
+        return keep
+
+    def _steps(
+        self,
+        tokens: list[int],
+        matcher: Any,
+        *,
+        max_tokens: int,
+        temperature: float | None,
+        stop: list[str] | None,
+        draft: int,
+    ) -> Generator[Pass | None, Any, Generation]:
+        """One reply as a sequence of forward passes: yields each ``Pass`` it needs and is sent
+        that pass's logits (None: it waits a round); returns the ``Generation``. Runs in whichever thread drives the
+        batch, so it touches nothing another reply does but under the batch's turn."""
+        import torch
+        import xgrammar
+
+        bitmask: Any = None
+        if matcher is not None:
             bitmask = xgrammar.allocate_token_bitmask(1, self.engine.vocab_size)
         generator = None
         if temperature:
             generator = torch.Generator().manual_seed(0)
-        if temperature or not self.engine.verifies_drafts:
-            draft = 0
 
         def choose(logits: Any) -> int:
             if matcher is not None:
@@ -192,11 +273,17 @@ class Decoder:
                 return [token]
             return [token, *self._forced(matcher, max_tokens - len(out) - 1)]
 
-        with self.lock:
-            index, keep = choose_slot(self.slots, tokens)
-            slot = self.slots[index]
-            started = time.perf_counter()
-            logits = self.engine.evaluate(index, keep, tokens[keep:])
+        started = time.perf_counter()
+        index, keep = self._claim_slot(tokens)
+        slot = self.slots[index]
+        finished = False
+        try:
+            while self._awaited(tokens, keep):
+                yield None  # no pass this round: another reply is evaluating our prefix
+            keep = self._copy_shared(index, tokens, keep)
+            self._filling[index] = tokens
+            logits = yield Pass(index, keep, tokens[keep:])
+            del self._filling[index]
             slot.tokens = list(tokens)
             prompt_done = time.perf_counter()
             out: list[int] = []
@@ -219,8 +306,11 @@ class Decoder:
                     if ended():
                         finish = "stop"
                         break
-                    guess = self._draft(tokens, out, matcher, min(draft, max_tokens - len(out)))
-                    rows = self.engine.evaluate(index, len(slot.tokens), step + guess, len(guess) + 1)
+                    # Drafts share one budget per pass among the replies under way: a batch of
+                    # eight 17-token passes is compute, no longer one read of the weights.
+                    budget = draft // self.batch.under_way()
+                    guess = self._draft(tokens, out, matcher, min(budget, max_tokens - len(out)))
+                    rows = yield Pass(index, len(slot.tokens), step + guess, len(guess) + 1)
                     slot.tokens.extend(step)
                     step = []
                     if not guess:
@@ -252,7 +342,13 @@ class Decoder:
                 if stop and (cut := _stop_cut(self.engine.tokenizer, out, stop)) is not None:
                     text, finish = cut, "stop"
                     break
+            finished = True
+        finally:
+            if not finished:
+                slot.tokens = []  # a pass may have failed half done: the cache is not trusted
             slot.last_used = time.perf_counter()
+            self._filling.pop(index, None)
+            self._busy.discard(index)
         if text is None:
             text = self.engine.tokenizer.decode(out, skip_special_tokens=True)
         return Generation(

@@ -1,7 +1,8 @@
 """What an engine of ``local:`` models is, and what every engine uses while it loads.
 
 Owns the ``Engine`` contract (one loaded model: tokenize, evaluate tokens into a KV-cache slot
-and return logits), the memory check made before loading (``check_memory``, the KV cache's
+and return logits, evaluate the passes of several sequences at once (``Pass``), add a slot),
+the memory check made before loading (``check_memory``, the KV cache's
 size per token), the model's tokenizer converted from the GGUF once and kept in the model cache
 (``load_tokenizer``), the engines' thread count and the progress line of a long load. It does
 not own an engine (``engines/``), which engine runs a model (``engines``) nor decoding
@@ -13,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from agentlake.errors import UserError
 from agentlake.llm.packaged import (
@@ -34,11 +35,27 @@ if TYPE_CHECKING:
 GIB = 1024**3
 
 
+class Pass(NamedTuple):
+    """One forward pass of one sequence: ``tokens`` appended to KV-cache slot ``slot`` after
+    cutting it to ``keep`` tokens, the logits of the last ``rows`` of them wanted."""
+
+    slot: int
+    keep: int
+    tokens: Sequence[int]
+    rows: int = 1
+
+
 class Engine(Protocol):
     """One loaded model. Slots are independent KV caches; ``evaluate`` appends ``tokens`` to
     slot ``slot`` after cutting it to ``keep`` tokens, and returns the logits of the last one
     (a 1-D float32 torch tensor over the vocabulary), or of the last ``rows`` ones (a
-    ``[rows, vocabulary]`` tensor) where the engine ``verifies_drafts``."""
+    ``[rows, vocabulary]`` tensor) where the engine ``verifies_drafts``. ``evaluate_batch``
+    does the passes of several sequences, each into its own slot, and returns what
+    ``evaluate`` would for each (an engine that cannot batch runs them one after another);
+    ``add_slot`` makes one more empty slot and returns its index (each sequence decoding at
+    the same time needs its own); ``copy_prefix`` makes slot ``target`` hold the first
+    ``length`` tokens of slot ``source`` and returns True, or False where it cannot (then the
+    tokens are evaluated again)."""
 
     name: str
     vocab_size: int
@@ -49,6 +66,12 @@ class Engine(Protocol):
     def tokenize(self, text: str) -> list[int]: ...
 
     def evaluate(self, slot: int, keep: int, tokens: Sequence[int], rows: int = 1) -> Any: ...
+
+    def evaluate_batch(self, passes: Sequence[Pass]) -> list[Any]: ...
+
+    def add_slot(self) -> int: ...
+
+    def copy_prefix(self, source: int, target: int, length: int) -> bool: ...
 
 
 # --- memory --------------------------------------------------------------------------------------

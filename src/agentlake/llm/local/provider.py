@@ -78,7 +78,8 @@ class LocalProvider:
 
     Resolving it assembles and verifies the GGUF (once; later only size and mtime are checked)
     and reads its context length; the model itself loads on the first call. ``options.timeout``
-    is not enforced: an in-process call cannot be cut short.
+    is checked between forward passes (a pass itself cannot be cut short); concurrent calls
+    decode together over the one loaded model (``decoder.Decoder``).
     """
 
     name = "local"
@@ -121,6 +122,7 @@ class LocalProvider:
             stop=options.stop,
             window=self._capabilities.context_window,
             draft=self.settings.local_draft_tokens,
+            timeout=options.timeout,
         )
         return Completion(
             text=generation.text,

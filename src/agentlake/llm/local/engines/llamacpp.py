@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agentlake.errors import RunError
 from agentlake.llm.llama_cpp import import_llama_cpp, quiet_stderr
 from agentlake.llm.local.decoder import Decoder
-from agentlake.llm.local.engine import check_memory, kv_bytes_per_token, load_tokenizer, threads
+from agentlake.llm.local.engine import Pass, check_memory, kv_bytes_per_token, load_tokenizer, threads
 from agentlake.llm.packaged import GGUFInfo, PackagedModel
 
 if TYPE_CHECKING:
@@ -88,3 +88,16 @@ class LlamaCppEngine:
             ) from exc
         logits = np.ctypeslib.as_array(llama._ctx.get_logits_ith(-1), shape=(self.vocab_size,))
         return torch.from_numpy(logits.copy())
+
+    def evaluate_batch(self, passes: Sequence[Pass]) -> list[Any]:
+        # One context per slot: llama-cpp-python's Llama evaluates one sequence, so the passes
+        # of concurrent sequences run one after another (llama.cpp's own batching of several
+        # sequences is its server's, not this binding's).
+        return [self.evaluate(*one) for one in passes]
+
+    def add_slot(self) -> int:
+        self.contexts.append(None)  # made on first use
+        return len(self.contexts) - 1
+
+    def copy_prefix(self, source: int, target: int, length: int) -> bool:
+        return False  # a KV cache is copied only between sequences of one llama.cpp context

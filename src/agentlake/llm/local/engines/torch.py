@@ -9,7 +9,11 @@ default): decoding on this CPU is bound by reading the weights, and int8 reads h
 bfloat16 does (docs/benchmarks.md has the figures for both). The forward pass keeps each KV
 cache in a buffer that grows in place (``growing_cache``) and, for several new tokens, folds
 the query heads of grouped-query attention onto their shared key/value heads
-(``grouped_sdpa``) instead of copying the cache per head. This module owns loading and the
+(``grouped_sdpa``) instead of copying the cache per head. The passes of several sequences
+decoding at once run as one ragged pass (``evaluate_batch``): their tokens are concatenated
+into one row of the batch, so every linear layer (the projections, the MLP, the head) reads
+its weights once for all of them, while rotary positions and attention stay per sequence,
+each against its own KV-cache slot (``ragged_attention``). This module owns loading and the
 forward pass; the decoding loop is ``decoder.Decoder``.
 """
 
@@ -27,8 +31,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentlake.errors import RunError, UserError, require_extra
-from agentlake.llm.local.decoder import Decoder
+from agentlake.llm.local.decoder import CACHE_SLOTS, Decoder
 from agentlake.llm.local.engine import (
+    Pass,
     check_memory,
     kv_bytes_per_token,
     load_tokenizer,
@@ -146,10 +151,14 @@ def grouped_sdpa(
     are folded into one longer query, with the mask repeated for each, where transformers
     copies the keys and values of the whole cache once per query head (``repeat_kv``): for the
     0.5B over a 2k-token cache, 7 copies of every layer's cache on each pass. One new token,
-    or no mask, is transformers' own path (it folds a single token the same way)."""
+    or no mask, is transformers' own path (it folds a single token the same way). A ragged
+    pass (``TorchEngine.evaluate_batch``) hands its sequences' places as ``ragged``."""
     import torch
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
+    ragged = kwargs.pop("ragged", None)
+    if ragged is not None:
+        return ragged_attention(module, query, key, value, ragged, dropout=dropout, scaling=scaling)
     groups = getattr(module, "num_key_value_groups", 1)
     batch, heads, length, dim = query.shape
     if (
@@ -182,6 +191,29 @@ def grouped_sdpa(
         scale=scaling,
     )
     return out.reshape(batch, heads, length, dim).transpose(1, 2).contiguous(), None
+
+
+def ragged_attention(
+    module: Any, query: Any, key: Any, value: Any, ragged: Sequence[tuple[Any, int, int]], **kwargs: Any
+) -> tuple[Any, None]:
+    """Attention of a ragged pass: for each sequence, given as ``(cache, start, length)`` (its
+    KV cache and its place among the pass's tokens), its new keys and values are appended to
+    its cache and its queries attend to that cache, causally among themselves; the outputs
+    are concatenated in the pass's order, as transformers' attention returns them."""
+    import torch
+
+    outputs = []
+    for cache, start, length in ragged:
+        end = start + length
+        keys, values = cache.layers[module.layer_idx].update(key[:, :, start:end], value[:, :, start:end])
+        mask = None
+        if length > 1:
+            held = keys.shape[-2] - length
+            mask = torch.arange(held + length)[None, :] <= (held + torch.arange(length))[:, None]
+            mask = mask[None, None]
+        out, _ = grouped_sdpa(module, query[:, :, start:end], keys, values, mask, **kwargs)
+        outputs.append(out)
+    return torch.cat(outputs, dim=1), None
 
 
 def register_attention(transformers: Any) -> None:
@@ -306,8 +338,14 @@ class TorchEngine:
         model.eval()
         if self.mode == "int8":
             _to_int8(model, torch)
+        self._start(model, self.tokenizer, slots)
+
+    def _start(self, model: Any, tokenizer: Any, slots: int) -> None:
+        _, transformers = _import_torch()
         self.model = model
+        self.tokenizer = tokenizer
         self.vocab_size = int(model.config.vocab_size)
+        self._transformers = transformers
         self.caches = [growing_cache(transformers, model.config) for _ in range(slots)]
         # transformers 5.24 renamed forward's ``past_key_values`` to ``cache`` (the old name warns
         # and goes in 5.40); the range in pyproject.toml admits both, so ask the signature.
@@ -315,6 +353,30 @@ class TorchEngine:
             "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
         )
         self.decoder = Decoder(self, slots)
+
+    @classmethod
+    def from_model(cls, model: Any, tokenizer: Any, slots: int = CACHE_SLOTS) -> TorchEngine:
+        """An engine over a model already built (loaded with ``attn_implementation=ATTENTION``
+        after ``register_attention``): what tests run on a small random-weights Qwen2."""
+        engine = cls.__new__(cls)
+        engine.mode = "given"
+        engine._start(model, tokenizer, slots)
+        return engine
+
+    def add_slot(self) -> int:
+        self.caches.append(growing_cache(self._transformers, self.model.config))
+        return len(self.caches) - 1
+
+    def copy_prefix(self, source: int, target: int, length: int) -> bool:
+        """Slot ``target`` holds slot ``source``'s first ``length`` tokens: their keys and
+        values copied (megabytes), where evaluating them again takes seconds."""
+        origin, cache = self.caches[source], self.caches[target]
+        held = cache.get_seq_length()
+        if held:
+            cache.crop(-held)
+        for theirs, ours in zip(origin.layers, cache.layers, strict=True):
+            ours.update(theirs.keys[..., :length, :], theirs.values[..., :length, :])
+        return True
 
     def tokenize(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -334,3 +396,46 @@ class TorchEngine:
                 logits_to_keep=rows,
             )
         return out.logits[0, -1].float() if rows == 1 else out.logits[0, -rows:].float()
+
+    def evaluate_batch(self, passes: Sequence[Pass]) -> list[Any]:
+        """The passes of several sequences as one ragged forward pass (the module docstring):
+        the model's own layers, embeddings and head, its attention per sequence. What each
+        sequence gets equals ``evaluate`` in exact arithmetic; under int8 the activations of a
+        pass share one quantisation scale, so a near tie can go the other way, as it can
+        between a cached prefix and none."""
+        import torch
+
+        ids: list[int] = []
+        positions: list[int] = []
+        ragged = []
+        picked: list[int] = []
+        for one in passes:
+            cache = self.caches[one.slot]
+            held = cache.get_seq_length()
+            if held > one.keep:
+                cache.crop(one.keep - held)
+            start, length = len(ids), len(one.tokens)
+            ids.extend(one.tokens)
+            positions.extend(range(one.keep, one.keep + length))
+            ragged.append((cache, start, length))
+            picked.extend(range(start + length - one.rows, start + length))
+        inner = self.model.model
+        with torch.inference_mode():
+            hidden = inner.embed_tokens(torch.tensor([ids]))
+            position_ids = torch.tensor([positions])
+            rotary = inner.rotary_emb(hidden, position_ids)
+            for layer in inner.layers[: self.model.config.num_hidden_layers]:
+                hidden = layer(
+                    hidden,
+                    attention_mask=None,
+                    position_ids=position_ids,
+                    position_embeddings=rotary,
+                    ragged=ragged,
+                )
+            logits = self.model.lm_head(inner.norm(hidden[:, picked]))[0].float()
+        out, at = [], 0
+        for one in passes:
+            rows = logits[at : at + one.rows]
+            out.append(rows[0] if one.rows == 1 else rows)
+            at += one.rows
+        return out
