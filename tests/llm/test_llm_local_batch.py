@@ -114,6 +114,17 @@ def test_a_copied_prefix_gives_the_logits_of_evaluating_it() -> None:
     torch.testing.assert_close(copied, evaluated)
 
 
+def test_a_prefix_is_copied_into_a_slot_a_pass_has_filled() -> None:
+    model = _tiny_qwen2(500)
+    engine = TorchEngine.from_model(model, _NoText(), slots=2)
+    prompt = _ids(40, 4)
+    engine.evaluate(0, 0, prompt)
+    engine.evaluate(1, 0, _ids(12, 5))  # slot 1's buffers now made by a pass (inference tensors)
+    engine.copy_prefix(0, 1, 30)
+    copied = engine.evaluate(1, 30, prompt[30:])
+    torch.testing.assert_close(copied, engine.evaluate(0, 0, prompt))
+
+
 @pytest.fixture(scope="module")
 def tokenizer():
     if not installed(packaged_model(MODEL)):

@@ -369,13 +369,18 @@ class TorchEngine:
 
     def copy_prefix(self, source: int, target: int, length: int) -> bool:
         """Slot ``target`` holds slot ``source``'s first ``length`` tokens: their keys and
-        values copied (megabytes), where evaluating them again takes seconds."""
+        values copied (megabytes), where evaluating them again takes seconds. Under inference
+        mode, as the passes that made the target's buffers: torch refuses to write into those
+        tensors outside it (inference mode is per thread, and any thread may copy)."""
+        import torch
+
         origin, cache = self.caches[source], self.caches[target]
         held = cache.get_seq_length()
         if held:
             cache.crop(-held)
-        for theirs, ours in zip(origin.layers, cache.layers, strict=True):
-            ours.update(theirs.keys[..., :length, :], theirs.values[..., :length, :])
+        with torch.inference_mode():
+            for theirs, ours in zip(origin.layers, cache.layers, strict=True):
+                ours.update(theirs.keys[..., :length, :], theirs.values[..., :length, :])
         return True
 
     def tokenize(self, text: str) -> list[int]:
