@@ -33,9 +33,7 @@ import os
 import platform
 import resource
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -46,6 +44,7 @@ from pathlib import Path
 
 # Run as a script, this directory is on the path: the tasks are bench_local_llm's turns.
 from bench_local_llm import ACTION_SCHEMA, MODELS, ORDER, system_prompt, tool_result
+from gateway_process import clean_env, start_gateway
 
 from agentlake.llm import Message, generate, reset_llm_state
 from agentlake.llm.local import LocalProvider, unload_engines
@@ -106,12 +105,6 @@ QUESTIONS = [
 KEY = "bench-batch-key"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def gateway(model: str, tasks: int, workers: int) -> None:
     """The /ask figures through ``agentlake serve`` (module docstring)."""
     import httpx
@@ -123,25 +116,18 @@ def gateway(model: str, tasks: int, workers: int) -> None:
     try:
         with Lake.open(load_settings(data_dir=root)) as lake:
             load_workforce(lake, generate_workforce(workers, seed=7))
-        port = _free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTLAKE_")}
-        env |= {
-            "AGENTLAKE_DATA_DIR": str(root),
-            "AGENTLAKE_CONFIG": str(root / "none.toml"),
-            "AGENTLAKE_API_KEYS": f"{KEY}:read",
-            "AGENTLAKE_LEARN_SCHEDULE": "false",
-            "AGENTLAKE_RATE_LIMIT_PER_MINUTE": "1000000000",
-        }
-        command = [sys.executable, "-m", "agentlake.cli.main", "serve", "--port", str(port)]
-        server = subprocess.Popen([*command, "--log-level", "warning"], env=env)
+        env = clean_env(
+            {
+                "AGENTLAKE_DATA_DIR": str(root),
+                "AGENTLAKE_CONFIG": str(root / "none.toml"),
+                "AGENTLAKE_API_KEYS": f"{KEY}:read",
+                "AGENTLAKE_LEARN_SCHEDULE": "false",
+                "AGENTLAKE_RATE_LIMIT_PER_MINUTE": "1000000000",
+            }
+        )
+        # The server's log (its request failures among them) goes to stderr, beside the figures.
+        base, server = start_gateway(env, sys.stderr, wait_s=120)
         try:
-            base = f"http://127.0.0.1:{port}"
-            for _ in range(600):
-                try:
-                    httpx.get(f"{base}/health", timeout=1)
-                    break
-                except httpx.TransportError:
-                    time.sleep(0.2)
             questions = [QUESTIONS[i % len(QUESTIONS)] for i in range(tasks)]
 
             def ask(question: str) -> tuple[float, str]:
