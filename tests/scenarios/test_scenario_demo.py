@@ -75,3 +75,13 @@ def test_local_llm_refuses_an_embedded_staffer_whose_model_is_missing(
     assert "qwen-9b: its model cannot run" in err
     assert "qwen2.5-coder-0.5b" in err  # the message names the packaged models there are
     assert not (tmp_path / "data" / "lake.duckdb").exists(), "nothing was generated"
+
+
+def test_the_index_writing_line_is_printed_once(capsys: pytest.CaptureFixture[str]) -> None:
+    from agentlake.cli.demo import _JobView
+    from agentlake.lake.background_index import IndexProgress
+
+    view = _JobView()
+    for _ in range(3):  # the index reports each part of its writing alike
+        view.show(IndexProgress(phase="indexing", total=100, done=100))
+    assert capsys.readouterr().out.count("writing the index") == 1

@@ -78,6 +78,7 @@ class _JobView:
         self.bar: Any = None
         self.task: Any = None
         self.last_line = 0.0
+        self.last_text = ""
 
     def show(self, event: Any) -> None:  # one branch per event type
         from agentlake.cli.output import console, render_rows
@@ -143,8 +144,11 @@ class _JobView:
                 self.task = self.bar.add_task("", total=p.total)
                 self.bar.start()
             self.bar.update(self.task, completed=p.done, total=p.total, description=text)
-        elif time.monotonic() - self.last_line >= PLAIN_PROGRESS_EVERY_S or p.phase == "indexing":
-            self.last_line = time.monotonic()
+        elif text != self.last_text and (
+            time.monotonic() - self.last_line >= PLAIN_PROGRESS_EVERY_S or p.phase == "indexing"
+        ):
+            # Once a line: the index reports each part of its writing, all with the same words.
+            self.last_line, self.last_text = time.monotonic(), text
             console.print(text, highlight=False, markup=False)
 
     def _leaderboard(self, event: Any) -> None:
