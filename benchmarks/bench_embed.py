@@ -41,27 +41,14 @@ from typing import Any
 
 import numpy as np
 
+# Run as a script, this directory is on the path: the held queries are bench_search's.
+from bench_search import RECALL_QUESTIONS
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 AGREEMENT_BAR = 0.99
 HELD_OUT = 200
-QUESTIONS = [
-    f"{a} {b}"
-    for a in ("certified", "experienced", "reliable", "new")
-    for b in (
-        "welder",
-        "nurse",
-        "forklift",
-        "cook",
-        "electrician",
-        "driver",
-        "warehouse",
-        "hospital",
-        "CNA",
-        "machinist",
-    )
-]
 
 
 class OnnxInt8:
@@ -92,18 +79,11 @@ class OnnxInt8:
 
 def _batched(model: Any, texts: list[str], run: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
     """``OpenVinoModel.pooled``'s batching (length-sorted, padded to the longest) over ``run``."""
+    from agentlake.embed.openvino import padded_batches
+
     encodings = model.tokenizer.encode_batch(texts)
-    lengths = np.array([len(e.ids) for e in encodings])
-    order = np.argsort(-lengths, kind="stable")
     out = np.empty((len(texts), model.dimension), dtype=np.float32)
-    for start in range(0, len(order), 32):
-        rows = order[start : start + 32]
-        width = int(lengths[rows[0]])
-        ids = np.full((len(rows), width), model.pad_id, dtype=np.int64)
-        mask = np.zeros((len(rows), width), dtype=np.int64)
-        for i, row in enumerate(rows):
-            ids[i, : lengths[row]] = encodings[row].ids
-            mask[i, : lengths[row]] = 1
+    for rows, ids, mask in padded_batches(encodings, model.pad_id, 32):
         out[rows] = run(ids, mask)
     return out
 
@@ -227,7 +207,7 @@ def main() -> None:
     if args.corpus:
         workforce = generate_workforce(args.corpus + HELD_OUT, seed=9, clients=20).workers
         corpus = workforce.slice(0, args.corpus).column("resume_text").to_pylist()
-        queries = workforce.slice(args.corpus).column("resume_text").to_pylist() + QUESTIONS
+        queries = workforce.slice(args.corpus).column("resume_text").to_pylist() + RECALL_QUESTIONS
         tops = {}
         for label, embedder in configs.items():
             tops[label], rate = top10(embedder, corpus, queries)

@@ -58,6 +58,24 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 DIM = 384
+# The short questions of the real-recall searches (with 200 held-out resumes); bench_embed's
+# agreement check asks the same.
+RECALL_QUESTIONS = [
+    f"{a} {b}"
+    for a in ("certified", "experienced", "reliable", "new")
+    for b in (
+        "welder",
+        "nurse",
+        "forklift",
+        "cook",
+        "electrician",
+        "driver",
+        "warehouse",
+        "hospital",
+        "CNA",
+        "machinist",
+    )
+]
 ROLES = [f"role_{i:02d}" for i in range(40)]
 STATES = [f"S{i:02d}" for i in range(25)]
 WARMUP = 5  # unmeasured searches with other queries before each block
@@ -138,22 +156,6 @@ def real_recall(workers: int, data_dir: Path) -> None:
     workforce = generate_workforce(workers + 200, seed=9, clients=20).workers
     held_out = workforce.slice(workers).column("resume_text").to_pylist()
     embedder = get_embedder()
-    questions = [
-        f"{a} {b}"
-        for a in ("certified", "experienced", "reliable", "new")
-        for b in (
-            "welder",
-            "nurse",
-            "forklift",
-            "cook",
-            "electrician",
-            "driver",
-            "warehouse",
-            "hospital",
-            "CNA",
-            "machinist",
-        )
-    ]
     with Lake.open(load_settings(data_dir=data_dir / "real")) as lake:
         if "workers" not in {d.name for d in lake.datasets()}:
             lake.write_table("workers", workforce.slice(0, workers), key="worker_id")
@@ -164,7 +166,7 @@ def real_recall(workers: int, data_dir: Path) -> None:
         )
         index = fresh_index(lake, "workers")
         times, recall = [], []
-        for vec in embedder.embed(held_out + questions):
+        for vec in embedder.embed(held_out + RECALL_QUESTIONS):
             exact = index.keys[np.argsort(-(index.vectors @ vec), kind="stable")[:10]]
             t = time.perf_counter()
             found = search_vector(lake, "workers", vec, k=10)

@@ -31,7 +31,7 @@ import tempfile
 import threading
 import warnings
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -60,6 +60,25 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 22), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def padded_batches(
+    encodings: Sequence[Any], pad_id: int, batch_size: int
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """``(rows, input_ids, attention_mask)`` of tokenizer ``encodings``, a batch at a time,
+    longest first and each batch padded to its longest (little padding); ``rows`` are the
+    encodings' indexes, so a caller puts each batch's vectors back in order."""
+    lengths = np.array([len(e.ids) for e in encodings])
+    order = np.argsort(-lengths, kind="stable")
+    for start in range(0, len(order), batch_size):
+        rows = order[start : start + batch_size]
+        width = int(lengths[rows[0]])
+        ids = np.full((len(rows), width), pad_id, dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        for i, row in enumerate(rows):
+            ids[i, : lengths[row]] = encodings[row].ids
+            mask[i, : lengths[row]] = 1
+        yield rows, ids, mask
 
 
 def _weights(source: Path) -> Path:
@@ -257,8 +276,6 @@ class OpenVinoModel:
         Batches go to the streams as they free up: one request per stream is in flight at a time.
         """
         encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=True)
-        lengths = np.array([len(e.ids) for e in encodings])
-        order = np.argsort(-lengths, kind="stable")
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         free = self._take()
         in_flight: deque[tuple[Any, np.ndarray]] = deque()
@@ -272,14 +289,7 @@ class OpenVinoModel:
                 free.append(request)
 
         try:
-            for start in range(0, len(order), batch_size):
-                rows = order[start : start + batch_size]
-                width = int(lengths[rows[0]])
-                ids = np.full((len(rows), width), self.pad_id, dtype=np.int64)
-                mask = np.zeros((len(rows), width), dtype=np.int64)
-                for i, row in enumerate(rows):
-                    ids[i, : lengths[row]] = encodings[row].ids
-                    mask[i, : lengths[row]] = 1
+            for rows, ids, mask in padded_batches(encodings, self.pad_id, batch_size):
                 if not free:
                     land()
                 request = free.pop()
