@@ -297,7 +297,25 @@ def test_no_second_held_out_question_is_asked_before() -> None:
     assert set(_texts(HELDOUT_2.questions)) & before == set()
 
 
-HELD_OUT = [(pack, question) for pack in (HELDOUT, HELDOUT_2) for question in pack.questions]
+# --- the third held-out pack: written before any run over it and before stop 40's changes -----
+
+HELDOUT_3 = load_pack(PACK_FILE.parent / "heldout3.yaml")
+
+
+def test_the_third_held_out_pack_reads_the_same_files() -> None:
+    assert HELDOUT_3.datasets == PACK.datasets
+
+
+def test_the_third_held_out_pack_asks_at_least_sixty_questions() -> None:
+    assert len(HELDOUT_3.questions) >= 60
+
+
+def test_no_third_held_out_question_is_asked_before() -> None:
+    before = set(_texts(PACK.questions)) | set(_texts(HELDOUT.questions)) | set(_texts(HELDOUT_2.questions))
+    assert set(_texts(HELDOUT_3.questions)) & before == set()
+
+
+HELD_OUT = [(pack, question) for pack in (HELDOUT, HELDOUT_2, HELDOUT_3) for question in pack.questions]
 HELD_OUT_IDS = [f"{pack.name}-{question.id}" for pack, question in HELD_OUT]
 
 
