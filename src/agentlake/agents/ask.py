@@ -27,6 +27,7 @@ it (``agentlake feedback ID``) is learned from. It does not own model calls
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
 import re
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from agentlake.agents import render
+from agentlake.agents.answer_check import code_answer, one_value, shown, states
 from agentlake.agents.examples import WorkedCount, worked_count, worked_ranking, worked_search
 from agentlake.agents.fixes import find_problems, fix_query
 from agentlake.agents.linking import (
@@ -361,7 +363,8 @@ def ask(
             answer.fallback_reason = f"the first {first.noun} {first.problem}"
         if isinstance(chosen.plan, SqlPlan):
             assert chosen.result is not None, "a chosen query ran"
-            answer.route, answer.sql, answer.sources = "sql", chosen.plan.sql, [_sql_source(chosen.result)]
+            answer.route, answer.sql = "sql", chosen.plan.sql
+            answer.sources = [_sql_source(chosen.result, question)]
             answer.lessons_cited = context.given.cited(chosen.plan.sql, chosen.renamed)
         else:
             answer.route, answer.dataset, answer.where = "search", chosen.plan.dataset, chosen.where
@@ -386,6 +389,10 @@ def ask(
             think=False,
         )
         answer.answer, answer.cited = _with_citations(completion.text.strip(), answer.sources)
+        value = one_value(chosen.result.rows) if chosen.result is not None else None
+        if answer.route == "sql" and not states(answer.answer, value, question):
+            # A model that misreads its one value ("12" for 15): code writes the answer from it.
+            answer.answer, answer.cited = code_answer(value, question, "SQL"), ["SQL"]
     _record(answer, runs, context)
     return answer
 
@@ -590,6 +597,7 @@ def _repairs(run: _Run, context: _Asking) -> list[_Run]:
                         question=context.question,
                         named=context.named,
                         listed=context.listed,
+                        rows=current.result.rows if current.result is not None else None,
                     )
                 )
                 is not None
@@ -715,8 +723,13 @@ def answer_shots(example: WorkedCount | None) -> list[dict[str, str]]:
     ]  # fmt: skip
 
 
-def _sql_source(result: QueryResult) -> AskSource:
-    one = render.one_value_text(result.to_dicts())
+def _sql_source(result: QueryResult, question: str = "") -> AskSource:
+    value = one_value(result.rows)
+    one = (
+        f"one value: {result.columns[0]} = {shown(value, question)}"
+        if isinstance(value, datetime.date)
+        else render.one_value_text(result.to_dicts())
+    )
     if one is not None:
         return AskSource(id="SQL", kind="sql", text=one[:4000])
     header = " | ".join(result.columns)

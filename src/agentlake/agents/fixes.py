@@ -49,6 +49,7 @@ import difflib
 import re
 from typing import TYPE_CHECKING, Any
 
+from agentlake.agents.fix_compare import COMPARE_KINDS, compare_problems, fix_compared, named_measure
 from agentlake.agents.fix_dates import (
     date_column,
     date_fix,
@@ -88,7 +89,6 @@ from agentlake.agents.fix_shape import (
     unsaid_null_tests,
 )
 from agentlake.agents.linking import (
-    KEYISH,
     compares,
     compares_folded,
     joins,
@@ -134,7 +134,6 @@ _BAD_DATE = re.compile(
 )
 _HOW_MANY_Q = re.compile(r"\bhow many\b", re.IGNORECASE)
 _HOW_MANY = re.compile(r"\bhow many\s+((?:[a-z]+\s*){1,3})", re.IGNORECASE)
-_NUMERIC = re.compile(r"INT|DOUBLE|FLOAT|DECIMAL|REAL|NUMERIC", re.IGNORECASE)
 _COUNT_ROWS = re.compile(r"\bcount\s*\(\s*\*\s*\)", re.IGNORECASE)
 _WHICH_YEAR = re.compile(r"\b(?:which|what) year\b", re.IGNORECASE)
 _WHICH = re.compile(r"\bwhich\s+((?:[a-z]+\s*){1,2})", re.IGNORECASE)
@@ -225,19 +224,6 @@ def counts_not_different(sql: str, question: str, lake: Lake) -> str | None:
     cities ..."), else None."""
     column = different_column(question, list(column_types(lake, sql)))
     return column if column is not None and count_distinct(sql, column) is not None else None
-
-
-def named_measure(question: str, types: dict[str, str]) -> str | None:
-    """The one numeric column (not a key) all of whose name's words ``question`` says
-    ("the average number of manufacturing jobs": manufacturing; "body mass": body_mass_g), or
-    None when it names none or several."""
-    said = words(question)
-    named = [
-        column
-        for column, kind in types.items()
-        if _NUMERIC.search(kind) and not KEYISH.search(column) and words(column) and words(column) <= said
-    ]
-    return named[0] if len(named) == 1 else None
 
 
 def unread_measure(sql: str, question: str, lake: Lake) -> str | None:
@@ -423,6 +409,7 @@ def find_problems(
         found.append(("different", f"counts rows, but the question counts different {different} values"))
     if _HOW_MANY_Q.search(question) and count_rows(sql) and (len(rows) > 1 or cut_listing(sql, rows, lake)):
         found.append(("listed", f"lists {len(rows)} rows, but the question asks how many"))
+    found += compare_problems(sql, question, lake, rows, listed)
     if unheld := unheld_values(sql, listed):
         found.append(("unheld", f"compares {unheld}, a value the column does not hold"))
     if not rows or all(value is None for row in rows for value in row):
@@ -439,8 +426,10 @@ def fix_query(
     question: str,
     named: list[tuple[str, str]],
     listed: dict[tuple[str, str], list[str]],
+    rows: list[Any] | None = None,
 ) -> tuple[str, str] | None:
-    """``sql`` with one fix for its problem ``kind`` (``error``, ``subject``, ``joined``,
+    """``sql`` (which returned ``rows``, when it ran) with one fix for its problem ``kind``
+    (``error``, ``subject``, ``joined``, ``unsaidfilter``, ``bound``, ``unstated``, ``columnvalue``,
     ``dates``, ``conflict``, ``ungrouped``, ``nulls``, ``onedistinct``, ``counted``, ``periods``, ``missing``,
     ``unnamed``, ``nulltests``, ``unsaid``, ``averaged``, ``measure``, ``grouped``,
     ``unordered``, ``different``, ``listed``, ``unheld``, ``empty``) and
@@ -506,6 +495,8 @@ def fix_query(
         asked = grouped_otherwise(sql, question, lake)
         fixed = regroup(sql, grouped_by(sql)[0], asked) if asked else None
         return (fixed, f"grouped by {asked}, which the question asks for") if fixed else None
+    if kind in COMPARE_KINDS:
+        return fix_compared(sql, kind, question, lake, rows, listed)
     if kind == "listed":
         counted = count_rows(sql)
         return (counted, "counted the rows it lists: the question asks how many") if counted else None

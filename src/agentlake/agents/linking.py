@@ -13,6 +13,7 @@ a query compares each (``missing_values``, ``unnamed_values``). It does not own 
 
 from __future__ import annotations
 
+import calendar
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ CURRENCIES = {
 }  # fmt: skip
 # A column of currency codes: at least this many of its listed values are codes of CURRENCIES.
 CURRENCY_CODES_MIN = 2
+_CALENDAR = frozenset(name.casefold() for name in (*calendar.month_name, *calendar.day_name) if name)
 _STOP = frozenset(
     "a an the of in on at to for by with from and or is are was were be been what which who whom how many "
     "much did do does there their this that these those as it its per each any all than most least".split()
@@ -171,7 +173,8 @@ def _name_codes(
     """Into ``found``: the codes of a column of currency codes the question names by name
     ("euros": 'EUR', "US dollars": 'USD'), and in a column of short upper-case codes (not state
     codes) the one code a capitalised word abbreviates, its letters in order from the first
-    ("Apple's": 'AAPL', "Microsoft": 'MSFT'); a word at the question's start is no name."""
+    ("Apple's": 'AAPL', "Microsoft": 'MSFT'); a word at the question's start, or the name of a
+    month or a weekday, is no name."""
     codes = set(values)
     if len(codes & set(CURRENCIES.values())) >= CURRENCY_CODES_MIN:
         for name, code in sorted(CURRENCIES.items(), key=lambda item: -len(item[0])):
@@ -185,8 +188,8 @@ def _name_codes(
         return
     for match in re.finditer(r"\b[A-Z][a-z]{2,}\b", question):
         word = match.group(0)
-        if match.start() == 0 or word.casefold() in in_table_names:
-            continue
+        if match.start() == 0 or word.casefold() in in_table_names or word.casefold() in _CALENDAR:
+            continue  # "April" is a month, not AAPL
         hits = [
             code
             for code in values
