@@ -68,10 +68,9 @@ def test_a_pass_judges_the_real_asks_answers(
     gentoo, texas = (question.truth for question in ASKED)
     model.enqueue(json.dumps({"route": "sql", "sql": gentoo}))
     model.enqueue("Gentoo penguins weigh 5,076 grams on average [SQL].")
-    # Sent back once for a state the question does not name, it writes the same query again.
-    model.enqueue(json.dumps({"route": "sql", "sql": texas.replace("'TX'", "'CA'")}))
-    model.enqueue(json.dumps({"route": "sql", "sql": texas.replace("'TX'", "'CA'")}))
-    model.enqueue("There are 205 airports in Texas [SQL].")
+    # A filter of its own that code has no ground to mend: the answer states what it found.
+    model.enqueue(json.dumps({"route": "sql", "sql": texas + " AND latitude > 30"}))
+    model.enqueue("There are 154 airports in Texas [SQL].")
     results = bench.run_pass(ASKED, truths, lambda text: ask(text, lake=lake, model="scripted:bench-ask"))
     assert [(r.id, r.right, r.error) for r in results] == [
         ("penguins-gentoo-mass", True, None),

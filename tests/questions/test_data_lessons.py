@@ -164,13 +164,34 @@ def test_a_name_the_database_corrected_becomes_a_rename(lake, store, observer, m
 
 def test_the_next_alike_question_gets_the_playbook_as_a_worked_example(lake, store, observer, model) -> None:
     _gentoo_confirmed(lake, store, observer, model)
-    model.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE species = 'Adelie'"))
+    model.enqueue(_plan("SELECT count(*) AS n FROM penguins WHERE species = 'Adelie' AND island = 'Dream'"))
+    model.enqueue("0 [SQL].")
+
+    # Not of the playbook's shape (it names an island too): the model plans, shown the playbook.
+    _ask("How many Adelie penguins are there on Dream island?", lake, observer, store)
+
+    shown = [m.content for m in model.history[-2][0]]
+    assert "How many Gentoo penguins are there?" in shown
+
+
+def test_a_question_of_the_playbook_s_shape_runs_its_query_with_the_question_s_values(
+    lake, store, observer, model
+) -> None:
+    _gentoo_confirmed(lake, store, observer, model)
+    model.enqueue("2 [SQL].")
+
+    answer = _ask("How many Adelie penguins are there?", lake, observer, store)
+
+    assert answer.sql == "SELECT COUNT(*) AS n FROM penguins WHERE species = 'Adelie'"
+
+
+def test_a_question_of_the_playbook_s_shape_asks_the_model_for_no_plan(lake, store, observer, model) -> None:
+    _gentoo_confirmed(lake, store, observer, model)
     model.enqueue("2 [SQL].")
 
     _ask("How many Adelie penguins are there?", lake, observer, store)
 
-    shown = [m.content for m in model.history[-2][0]]
-    assert "How many Gentoo penguins are there?" in shown
+    assert len(model.history) == 3  # the first question's plan and answer, then this answer only
 
 
 def test_an_answer_following_a_playbook_cites_it(lake, store, observer, model) -> None:

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from agentlake.agents import render
+from agentlake.agents.adapt import adapted
 from agentlake.agents.answer_check import code_answer, one_value, shown, states
 from agentlake.agents.examples import WorkedCount, worked_count, worked_ranking, worked_search
 from agentlake.agents.fixes import find_problems, fix_query
@@ -315,6 +316,7 @@ def ask(
     finally:
         if opened:
             store.close()  # type: ignore[union-attr]
+    adapting = (context.given.examples, question, lake, listed)
     # Over another table than the question's when the lake has one: a small model copies an
     # example's filter on the same column ("state = 'AK'" for a question about Hawaii).
     example = worked_count(lake, avoid=frozenset(context.linked))
@@ -327,7 +329,13 @@ def ask(
             content=plan_question(lake, question, context.linked, context.named, listed, context.given),
         ),
     ]
-    first = _run_plan(_plan(model, messages, indexed, settings), context)
+    # A confirmed query of this question's shape, with its values: code's plan, no model call.
+    tried = [_run_plan(SqlPlan(route="sql", sql=sql), context) for sql, _ in adapted(*adapting)]
+    first = next((run for run in tried if not run.problem), None)
+    if first is not None:
+        first.repair = "a confirmed query of an alike question, with this question's values"
+    else:
+        first = _run_plan(_plan(model, messages, indexed, settings), context)
     runs = [first]
     revision = None
     if first.problem:

@@ -138,7 +138,7 @@ _FLIPPED = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "=": "="}
 def numeric_filters(sql: str) -> list[tuple[exp.Expression, str, str, str]]:
     """The conjuncts of ``sql``'s WHERE that compare a plain column with a number: each as the
     conjunct, the column's name, the comparison (``>``, ``BETWEEN``, ...) and the number(s)."""
-    found = []
+    found: list[tuple[exp.Expression, str, str, str]] = []
     for node in conjuncts_of(sql):
         if isinstance(node, exp.Between):
             column, low, high = (

@@ -193,13 +193,13 @@ def _name_codes(
         hits = [
             code
             for code in values
-            if code[0] == word[0] and len(word) > len(code) and _abbreviates(code, word)
+            if code[0] == word[0] and len(word) > len(code) and abbreviates(code, word)
         ]
         if len(hits) == 1 and (column, hits[0]) not in found:
             found[(column, hits[0])] = match.start()
 
 
-def _abbreviates(code: str, word: str) -> bool:
+def abbreviates(code: str, word: str) -> bool:
     """``code``'s letters, a doubled one once ('AAPL': A, P, L), are ``word``'s in order."""
     letters = iter(word.upper())
     collapsed = [letter for i, letter in enumerate(code) if i == 0 or letter != code[i - 1]]
