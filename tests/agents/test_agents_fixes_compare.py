@@ -40,6 +40,12 @@ JOBS = """month,nonfarm,nonfarm_change
 2009-02-01,90,-20
 2010-01-01,95,5
 """
+POWER = """year,source,net_generation
+2001,Renewables,100
+2002,Renewables,300
+2001,Nuclear,50
+2002,Nuclear,40
+"""
 STOCKS = """symbol,date,price
 AMZN,2008-01-01,40.0
 AMZN,2009-01-01,60.0
@@ -50,7 +56,14 @@ AMZN,2010-01-01,45.0
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
     root = tmp_path_factory.mktemp("fixes-compare")
-    files = {"weather": WEATHER, "customers": CUSTOMERS, "orders": ORDERS, "jobs": JOBS, "stocks": STOCKS}
+    files = {
+        "weather": WEATHER,
+        "customers": CUSTOMERS,
+        "orders": ORDERS,
+        "jobs": JOBS,
+        "stocks": STOCKS,
+        "power": POWER,
+    }
     settings = Settings(data_dir=root, default_model="none", executor_model=None, llm_max_retries=0)
     with Lake.open(settings, path=root / "lake.duckdb") as opened:
         for name, text in files.items():
@@ -228,3 +241,28 @@ def test_a_date_answering_which_year_is_shown_as_its_year() -> None:
 def test_code_s_answer_states_the_value() -> None:
     answer = code_answer(15, "How old was the youngest?", "SQL")
     assert states(answer, 15, "How old was the youngest?")
+
+
+# Groups ranked by their rows where the question ranks them by an amount.
+
+
+def test_a_ranking_by_rows_for_an_amount_is_found(lake: Lake) -> None:
+    sql = "SELECT year FROM power WHERE source = 'Nuclear' GROUP BY year ORDER BY count(*) DESC LIMIT 1"
+    assert "amount" in _kinds(lake, sql, "In which year was the most electricity made from nuclear?")
+
+
+def test_a_ranking_by_rows_for_an_amount_ranks_by_its_sum(lake: Lake) -> None:
+    sql = "SELECT year FROM power WHERE source = 'Nuclear' GROUP BY year ORDER BY count(*) DESC LIMIT 1"
+    assert _fixed(lake, sql, "amount", "In which year was the most electricity made from nuclear?") == [
+        (2001,)
+    ]
+
+
+def test_a_ranking_by_rows_of_the_table_s_own_name_is_no_problem(lake: Lake) -> None:
+    sql = "SELECT state, count(*) AS n FROM customers GROUP BY state ORDER BY n DESC LIMIT 1"
+    assert "amount" not in _kinds(lake, sql, "Which state has the most wholesale customers?")
+
+
+def test_the_most_common_value_is_ranked_by_rows(lake: Lake) -> None:
+    sql = "SELECT weather, count(*) AS n FROM weather GROUP BY weather ORDER BY n DESC LIMIT 1"
+    assert "amount" not in _kinds(lake, sql, "Which weather was the most common?")

@@ -12,6 +12,9 @@ Owns the column a question names as its measure and three kinds of failure aroun
   the column, or when the query found nothing with it;
 - a column compared with the name of another column as a text value (``weather = 'wind'`` for
   "the wind speed"), a value it does not hold: dropped;
+- groups ranked by their number of rows where the question ranks them by an amount ("In which
+  year did Iowa generate the most electricity?": ``ORDER BY count(*)``): ranked by the sum of
+  the measure (the column the question names, else the one numeric column the table has);
 - a date filter where the question names no date at all ("In how many months was Amazon's
   price below 50?" filtered on 2008), or a filter ``col IN (SELECT ...)`` reading only tables
   the question does not name: dropped.
@@ -37,6 +40,7 @@ from agentlake.lake.rewrite import (
     comparisons,
     conjuncts_of,
     drop_filters,
+    parse_select,
     replace_conjuncts,
     tables_read,
 )
@@ -319,7 +323,63 @@ def unsaid_filter_fix(sql: str, question: str, lake: Lake) -> tuple[str, str] | 
     return (fixed, f"dropped {', '.join(dropped)}: the question says nothing of it") if fixed else None
 
 
-COMPARE_KINDS = frozenset({"unsaidfilter", "bound", "unstated", "columnvalue"})
+_RANKED = re.compile(
+    r"\b(?:most|least|fewest|highest|lowest|largest|smallest)\s+((?:[a-z]+\s*){1,3})", re.IGNORECASE
+)
+# What is ranked by its number of rows: "the most common weather", "the most rows".
+_COUNTED = frozenset(
+    w
+    for word in "common frequent frequently often popular times rows records entries".split()
+    for w in words(word)
+)
+
+
+def counted_amount(sql: str, question: str, lake: Lake) -> str | None:
+    """The measure ``question`` ranks groups by when ``sql`` ranks them by their number of rows
+    instead (``ORDER BY count(*)`` for "the most electricity"), else None: not when the ranked
+    noun is what the rows are (a table's name: "the most airports") or a frequency ("most
+    common")."""
+    match = _RANKED.search(question)
+    tree = parse_select(sql)
+    if match is None or tree is None or not tree.args.get("order"):
+        return None
+    # "the most wholesale customers": the phrase's words, any of which may be the rows' name.
+    phrase = [words(word) for word in match.group(1).split()]
+    tables = [words(info.name) for info in lake.datasets()]
+    if any(said & _COUNTED or said in tables for said in phrase):
+        return None
+    if not any(isinstance(count.this, exp.Star) for count in tree.find_all(exp.Count)):
+        return None
+    # Not what the groups are ("In which year": year).
+    grouped = {
+        column.name.casefold() for group in tree.find_all(exp.Group) for column in group.find_all(exp.Column)
+    }
+    types = {
+        column: kind for column, kind in column_types(lake, sql).items() if column.casefold() not in grouped
+    }
+    measure = named_measure(question, types)
+    if measure is None:
+        numeric = [
+            column for column, kind in types.items() if NUMERIC.search(kind) and not KEYISH.search(column)
+        ]
+        measure = numeric[0] if len(numeric) == 1 else None
+    return measure
+
+
+def amount_fix(sql: str, question: str, lake: Lake) -> tuple[str, str] | None:
+    """``sql`` ranking by the sum of the measure ``counted_amount`` finds in place of the number
+    of rows; with what was done."""
+    measure = counted_amount(sql, question, lake)
+    tree = parse_select(sql)
+    if measure is None or tree is None:
+        return None
+    for count in list(tree.find_all(exp.Count)):
+        if isinstance(count.this, exp.Star):
+            count.replace(exp.Sum(this=exp.column(measure, quoted=True)))
+    return tree.sql("duckdb"), f"ranked by the sum of {measure}, the amount the question ranks by"
+
+
+COMPARE_KINDS = frozenset({"unsaidfilter", "bound", "unstated", "columnvalue", "amount"})
 
 
 def compare_problems(
@@ -336,6 +396,8 @@ def compare_problems(
         found.append(("unstated", f"filters {', '.join(unstated)}, a number the question does not state"))
     if as_values := column_values(sql, lake, listed):
         found.append(("columnvalue", f"compares {', '.join(as_values)}, the name of a column, as a value"))
+    if amount := counted_amount(sql, question, lake):
+        found.append(("amount", f"ranks by the number of rows, but the question ranks by {amount}"))
     return found
 
 
@@ -355,4 +417,6 @@ def fix_compared(
         return compare_fix(sql, question, lake)
     if kind == "unstated":
         return unstated_fix(sql, question, rows or [(1,)])
+    if kind == "amount":
+        return amount_fix(sql, question, lake)
     return column_value_fix(sql, lake, listed) if kind == "columnvalue" else None
