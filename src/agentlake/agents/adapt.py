@@ -22,6 +22,7 @@ model as before. The adapted query still runs through code's checks (``agents.as
 
 from __future__ import annotations
 
+import calendar
 import difflib
 import re
 from typing import TYPE_CHECKING
@@ -43,42 +44,15 @@ _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
 # Words whose change carries no meaning for the query.
 _IDLE = frozenset(
     "a an the of in on at to for by with from is are was were be been did do does has have had "
-    "there their which what who how and or its it than as".split()
+    "there their which what who how its it than as".split()
 )
 _OPPOSITES = [
-    {
-        "most",
-        "highest",
-        "largest",
-        "maximum",
-        "max",
-        "heaviest",
-        "longest",
-        "oldest",
-        "latest",
-        "biggest",
-        "greatest",
-    },
-    {
-        "least",
-        "fewest",
-        "lowest",
-        "smallest",
-        "minimum",
-        "min",
-        "lightest",
-        "shortest",
-        "youngest",
-        "earliest",
-    },
+    set("most highest largest maximum max heaviest longest oldest latest biggest greatest".split()),
+    set("least fewest lowest smallest minimum min lightest shortest youngest earliest".split()),
 ]
-_ABOVE = {"more", "greater", "above", "over", "higher", "larger", "north", "east", "after"}
-_BELOW = {"less", "fewer", "below", "under", "lower", "smaller", "south", "west", "before"}
-_MONTHS = {
-    "january", "february", "march", "april", "may", "june", "july", "august", "september",
-    "october", "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep",
-    "sept", "oct", "nov", "dec",
-}  # fmt: skip
+_ABOVE = set("more greater above over higher larger north east after".split())
+_BELOW = set("less fewer below under lower smaller south west before".split())
+_MONTHS = {name.casefold() for name in (*calendar.month_name, *calendar.month_abbr) if name} | {"sept"}
 _ENDS = _OPPOSITES[0] | _OPPOSITES[1] | _ABOVE | _BELOW
 _TURNED: dict[type[exp.Expression], type[exp.Expression]] = {
     exp.GT: exp.LT,
