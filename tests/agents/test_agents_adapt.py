@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from agents_support import csv_lake
 
 from agentlake.agents.adapt import adapt
 from agentlake.agents.tools import listed_values
 from agentlake.lake import Lake
-from agentlake.settings import Settings
 
 PENGUINS = """species,island,sex,flipper_length_mm,bill_length_mm
 Adelie,Torgersen,male,181,39.1
@@ -41,11 +41,7 @@ ORDERS = """order_id,customer_id,items
 def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
     root = tmp_path_factory.mktemp("adapt")
     files = {"penguins": PENGUINS, "weather": WEATHER, "stocks": STOCKS, "orders": ORDERS}
-    settings = Settings(data_dir=root, default_model="none", executor_model=None, llm_max_retries=0)
-    with Lake.open(settings, path=root / "lake.duckdb") as opened:
-        for name, text in files.items():
-            (root / f"{name}.csv").write_text(text)
-            opened.ingest(root / f"{name}.csv", name)
+    with csv_lake(root, files) as opened:
         yield opened
 
 

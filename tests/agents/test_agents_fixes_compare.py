@@ -10,14 +10,13 @@ import datetime
 from collections.abc import Iterator
 
 import pytest
+from agents_support import csv_lake, fixed_rows, problem_kinds
 
 from agentlake.agents.answer_check import code_answer, shown, states
 from agentlake.agents.fix_compare import bound, named_measure
-from agentlake.agents.fixes import find_problems, fix_query
 from agentlake.agents.linking import lake_columns, named_values
 from agentlake.agents.tools import listed_values
 from agentlake.lake import Lake
-from agentlake.settings import Settings
 
 WEATHER = """date,weather,temp_max,wind
 2013-01-01,rain,5.0,8.1
@@ -64,27 +63,8 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
         "stocks": STOCKS,
         "power": POWER,
     }
-    settings = Settings(data_dir=root, default_model="none", executor_model=None, llm_max_retries=0)
-    with Lake.open(settings, path=root / "lake.duckdb") as opened:
-        for name, text in files.items():
-            (root / f"{name}.csv").write_text(text)
-            opened.ingest(root / f"{name}.csv", name)
+    with csv_lake(root, files) as opened:
         yield opened
-
-
-def _kinds(lake: Lake, sql: str, question: str) -> list[str]:
-    rows = lake.query(sql, max_rows=100).rows
-    found = find_problems(sql, rows, lake=lake, question=question, named=[], listed=listed_values(lake))
-    return [kind for kind, _ in found]
-
-
-def _fixed(lake: Lake, sql: str, kind: str, question: str) -> list[tuple[object, ...]]:
-    rows = lake.query(sql, max_rows=100).rows
-    found = fix_query(
-        sql, kind, None, lake=lake, question=question, named=[], listed=listed_values(lake), rows=rows
-    )
-    assert found is not None, f"no {kind} fix for {sql}"
-    return [tuple(row) for row in lake.query(found[0], max_rows=100).rows]
 
 
 # The bound a question puts on a number.
@@ -121,27 +101,27 @@ def test_the_widest_named_column_is_the_measure() -> None:
 
 def test_a_bound_on_another_column_is_found(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM weather WHERE temp_max > 7"
-    assert "bound" in _kinds(lake, sql, "On how many days was the wind speed above 7?")
+    assert "bound" in problem_kinds(lake, sql, "On how many days was the wind speed above 7?")
 
 
 def test_a_bound_on_another_column_is_moved_to_the_measure(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM weather WHERE temp_max > 7"
-    assert _fixed(lake, sql, "bound", "On how many days was the wind speed above 7?") == [(2,)]
+    assert fixed_rows(lake, sql, "bound", "On how many days was the wind speed above 7?") == [(2,)]
 
 
 def test_a_bound_left_out_is_added(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM customers"
-    assert _fixed(lake, sql, "bound", "How many customers have more than 4000 loyalty points?") == [(2,)]
+    assert fixed_rows(lake, sql, "bound", "How many customers have more than 4000 loyalty points?") == [(2,)]
 
 
 def test_a_bound_written_with_another_comparison_is_rewritten(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM customers WHERE loyalty_points <= 4500"
-    assert _fixed(lake, sql, "bound", "How many customers have fewer than 4500 loyalty points?") == [(1,)]
+    assert fixed_rows(lake, sql, "bound", "How many customers have fewer than 4500 loyalty points?") == [(1,)]
 
 
 def test_the_bound_as_the_question_says_is_no_problem(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM customers WHERE loyalty_points > 4000"
-    assert "bound" not in _kinds(lake, sql, "How many customers have more than 4000 loyalty points?")
+    assert "bound" not in problem_kinds(lake, sql, "How many customers have more than 4000 loyalty points?")
 
 
 # A number the question never states.
@@ -149,17 +129,19 @@ def test_the_bound_as_the_question_says_is_no_problem(lake: Lake) -> None:
 
 def test_an_unstated_number_on_an_unnamed_column_is_dropped(lake: Lake) -> None:
     sql = "SELECT weather, count(*) AS n FROM weather WHERE year(date) = 2013 AND wind = 0 GROUP BY weather ORDER BY n DESC LIMIT 1"
-    assert _fixed(lake, sql, "unstated", "Which weather was most common in 2013?") == [("rain", 1)]
+    assert fixed_rows(lake, sql, "unstated", "Which weather was most common in 2013?") == [("rain", 1)]
 
 
 def test_an_unstated_number_that_finds_nothing_is_dropped(lake: Lake) -> None:
     sql = "SELECT avg(nonfarm_change) AS n FROM jobs WHERE nonfarm = 1 AND year(month) = 2009"
-    assert _fixed(lake, sql, "unstated", "What was the average change in nonfarm jobs in 2009?") == [(-15.0,)]
+    assert fixed_rows(lake, sql, "unstated", "What was the average change in nonfarm jobs in 2009?") == [
+        (-15.0,)
+    ]
 
 
 def test_a_number_stated_in_words_is_kept(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM orders WHERE items = 1"
-    assert "unstated" not in _kinds(lake, sql, "How many orders had exactly one item?")
+    assert "unstated" not in problem_kinds(lake, sql, "How many orders had exactly one item?")
 
 
 # A column's name compared as a value.
@@ -167,12 +149,12 @@ def test_a_number_stated_in_words_is_kept(lake: Lake) -> None:
 
 def test_a_column_name_as_a_value_is_found(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM weather WHERE weather = 'wind' AND wind > 7"
-    assert "columnvalue" in _kinds(lake, sql, "On how many days was the wind speed above 7?")
+    assert "columnvalue" in problem_kinds(lake, sql, "On how many days was the wind speed above 7?")
 
 
 def test_a_column_name_as_a_value_is_dropped(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM weather WHERE weather = 'wind' AND wind > 7"
-    assert _fixed(lake, sql, "columnvalue", "On how many days was the wind speed above 7?") == [(2,)]
+    assert fixed_rows(lake, sql, "columnvalue", "On how many days was the wind speed above 7?") == [(2,)]
 
 
 # Filters the question gives no ground for.
@@ -180,24 +162,24 @@ def test_a_column_name_as_a_value_is_dropped(lake: Lake) -> None:
 
 def test_a_date_filter_for_a_question_that_says_no_time_is_dropped(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM stocks WHERE symbol = 'AMZN' AND price < 50 AND date BETWEEN '2008-01-01' AND '2008-12-31'"
-    assert _fixed(lake, sql, "unsaidfilter", "In how many months was Amazon's stock price below 50?") == [
+    assert fixed_rows(lake, sql, "unsaidfilter", "In how many months was Amazon's stock price below 50?") == [
         (2,)
     ]
 
 
 def test_a_date_filter_for_a_question_that_names_a_year_is_kept(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM stocks WHERE year(date) = 2008"
-    assert "unsaidfilter" not in _kinds(lake, sql, "How many prices were recorded in 2008?")
+    assert "unsaidfilter" not in problem_kinds(lake, sql, "How many prices were recorded in 2008?")
 
 
 def test_a_subquery_over_a_table_the_question_does_not_name_is_dropped(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM customers WHERE customer_id IN (SELECT customer_id FROM orders WHERE status = 'S')"
-    assert _fixed(lake, sql, "unsaidfilter", "How many customers live in TX or OH?") == [(3,)]
+    assert fixed_rows(lake, sql, "unsaidfilter", "How many customers live in TX or OH?") == [(3,)]
 
 
 def test_a_subquery_over_a_table_the_question_names_is_kept(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM customers WHERE customer_id IN (SELECT customer_id FROM orders)"
-    assert "unsaidfilter" not in _kinds(lake, sql, "How many customers placed orders?")
+    assert "unsaidfilter" not in problem_kinds(lake, sql, "How many customers placed orders?")
 
 
 # A month is no company's name.
@@ -248,21 +230,21 @@ def test_code_s_answer_states_the_value() -> None:
 
 def test_a_ranking_by_rows_for_an_amount_is_found(lake: Lake) -> None:
     sql = "SELECT year FROM power WHERE source = 'Nuclear' GROUP BY year ORDER BY count(*) DESC LIMIT 1"
-    assert "amount" in _kinds(lake, sql, "In which year was the most electricity made from nuclear?")
+    assert "amount" in problem_kinds(lake, sql, "In which year was the most electricity made from nuclear?")
 
 
 def test_a_ranking_by_rows_for_an_amount_ranks_by_its_sum(lake: Lake) -> None:
     sql = "SELECT year FROM power WHERE source = 'Nuclear' GROUP BY year ORDER BY count(*) DESC LIMIT 1"
-    assert _fixed(lake, sql, "amount", "In which year was the most electricity made from nuclear?") == [
+    assert fixed_rows(lake, sql, "amount", "In which year was the most electricity made from nuclear?") == [
         (2001,)
     ]
 
 
 def test_a_ranking_by_rows_of_the_table_s_own_name_is_no_problem(lake: Lake) -> None:
     sql = "SELECT state, count(*) AS n FROM customers GROUP BY state ORDER BY n DESC LIMIT 1"
-    assert "amount" not in _kinds(lake, sql, "Which state has the most wholesale customers?")
+    assert "amount" not in problem_kinds(lake, sql, "Which state has the most wholesale customers?")
 
 
 def test_the_most_common_value_is_ranked_by_rows(lake: Lake) -> None:
     sql = "SELECT weather, count(*) AS n FROM weather GROUP BY weather ORDER BY n DESC LIMIT 1"
-    assert "amount" not in _kinds(lake, sql, "Which weather was the most common?")
+    assert "amount" not in problem_kinds(lake, sql, "Which weather was the most common?")

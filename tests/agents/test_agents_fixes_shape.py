@@ -9,12 +9,11 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from agents_support import MemorySink
+from agents_support import MemorySink, csv_lake, fixed_rows, problem_kinds
 
 from agentlake.agents.ask import ask
 from agentlake.agents.fix_dates import NamedDate, named_dates
 from agentlake.agents.fix_shape import held_values, null_column, unasked_grouping
-from agentlake.agents.fixes import find_problems, fix_query
 from agentlake.agents.linking import lake_columns, named_values
 from agentlake.agents.tools import listed_values
 from agentlake.lake import Lake
@@ -72,26 +71,8 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
         "penguins": PENGUINS,
         "riots": RIOTS,
     }
-    settings = Settings(data_dir=root, default_model="none", executor_model=None, llm_max_retries=0)
-    with Lake.open(settings, path=root / "lake.duckdb") as opened:
-        for name, text in files.items():
-            (root / f"{name}.csv").write_text(text)
-            opened.ingest(root / f"{name}.csv", name)
+    with csv_lake(root, files) as opened:
         yield opened
-
-
-def _kinds(lake: Lake, sql: str, question: str) -> list[str]:
-    rows = lake.query(sql, max_rows=100).rows
-    found = find_problems(sql, rows, lake=lake, question=question, named=[], listed=listed_values(lake))
-    return [kind for kind, _ in found]
-
-
-def _fixed(
-    lake: Lake, sql: str, kind: str, question: str, error: str | None = None
-) -> list[tuple[object, ...]]:
-    found = fix_query(sql, kind, error, lake=lake, question=question, named=[], listed=listed_values(lake))
-    assert found is not None, f"no {kind} fix for {sql}"
-    return [tuple(row) for row in lake.query(found[0], max_rows=100).rows]
 
 
 def _refused(lake: Lake, sql: str) -> str:
@@ -105,27 +86,27 @@ def _refused(lake: Lake, sql: str) -> str:
 
 def test_a_month_range_for_a_year_is_found(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM weather WHERE weather = 'rain' AND date BETWEEN '2013-03-01' AND '2013-03-31'"
-    assert "dates" in _kinds(lake, sql, "How many days in 2013 had rain?")
+    assert "dates" in problem_kinds(lake, sql, "How many days in 2013 had rain?")
 
 
 def test_a_month_range_for_a_year_is_widened_to_the_year(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM weather WHERE weather = 'rain' AND date BETWEEN '2013-03-01' AND '2013-03-31'"
-    assert _fixed(lake, sql, "dates", "How many days in 2013 had rain?") == [(3,)]
+    assert fixed_rows(lake, sql, "dates", "How many days in 2013 had rain?") == [(3,)]
 
 
 def test_one_day_for_a_month_is_widened_to_the_month(lake: Lake) -> None:
     sql = "SELECT min(temp_min) AS low FROM weather WHERE date = '2013-01-01'"
-    assert _fixed(lake, sql, "dates", "What was the lowest temperature in January 2013?") == [(-4.4,)]
+    assert fixed_rows(lake, sql, "dates", "What was the lowest temperature in January 2013?") == [(-4.4,)]
 
 
 def test_a_month_the_question_does_not_name_is_dropped_for_its_year(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM weather WHERE year(date) = 2013 AND month(date) = 3"
-    assert _fixed(lake, sql, "dates", "How many days were recorded in 2013?") == [(6,)]
+    assert fixed_rows(lake, sql, "dates", "How many days were recorded in 2013?") == [(6,)]
 
 
 def test_the_range_of_the_named_year_is_no_problem(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM weather WHERE date BETWEEN '2013-01-01' AND '2013-12-31'"
-    assert _kinds(lake, sql, "How many days were recorded in 2013?") == []
+    assert problem_kinds(lake, sql, "How many days were recorded in 2013?") == []
 
 
 # A grouping the question never asks for.
@@ -153,12 +134,12 @@ def test_a_grouping_whose_key_is_selected_is_unasked_for_how_many(lake: Lake) ->
 
 def test_a_grouping_whose_key_is_selected_is_dropped_with_the_key(lake: Lake) -> None:
     sql = "SELECT status, count(*) AS n FROM orders WHERE amount > 50 GROUP BY status ORDER BY n DESC LIMIT 1"
-    assert _fixed(lake, sql, "ungrouped", "How many orders were over 50?") == [(3,)]
+    assert fixed_rows(lake, sql, "ungrouped", "How many orders were over 50?") == [(3,)]
 
 
 def test_an_unasked_grouping_is_dropped(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM orders WHERE year(order_date) = 2016 GROUP BY status ORDER BY n DESC LIMIT 1"
-    assert _fixed(lake, sql, "ungrouped", "How many orders were placed in 2016?") == [(4,)]
+    assert fixed_rows(lake, sql, "ungrouped", "How many orders were placed in 2016?") == [(4,)]
 
 
 # Missing values, counted.
@@ -173,17 +154,17 @@ def test_the_column_with_no_recorded_value_is_named(lake: Lake) -> None:
 
 def test_a_count_of_missing_values_that_never_asks_for_them_is_found(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM penguins WHERE bill_length_mm = 0"
-    assert "nulls" in _kinds(lake, sql, "How many penguins have no recorded body mass?")
+    assert "nulls" in problem_kinds(lake, sql, "How many penguins have no recorded body mass?")
 
 
 def test_a_zero_standing_for_missing_becomes_is_null(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM penguins WHERE bill_length_mm = 0"
-    assert _fixed(lake, sql, "nulls", "How many penguins have no recorded body mass?") == [(2,)]
+    assert fixed_rows(lake, sql, "nulls", "How many penguins have no recorded body mass?") == [(2,)]
 
 
 def test_is_null_is_added_when_nothing_stands_for_missing(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM penguins WHERE species = 'Gentoo'"
-    assert _fixed(lake, sql, "nulls", "How many Gentoo penguins have no recorded body mass?") == [(1,)]
+    assert fixed_rows(lake, sql, "nulls", "How many Gentoo penguins have no recorded body mass?") == [(1,)]
 
 
 # Different values counted, one kept by a filter.
@@ -191,12 +172,12 @@ def test_is_null_is_added_when_nothing_stands_for_missing(lake: Lake) -> None:
 
 def test_a_filter_on_the_counted_column_is_found(lake: Lake) -> None:
     sql = "SELECT count(DISTINCT type) AS n FROM riots WHERE type = 'Death'"
-    assert "counted" in _kinds(lake, sql, "How many different types of death are listed?")
+    assert "counted" in problem_kinds(lake, sql, "How many different types of death are listed?")
 
 
 def test_a_filter_on_the_counted_column_is_dropped(lake: Lake) -> None:
     sql = "SELECT count(DISTINCT type) AS n FROM riots WHERE type = 'Death'"
-    assert _fixed(lake, sql, "counted", "How many different types of death are listed?") == [(3,)]
+    assert fixed_rows(lake, sql, "counted", "How many different types of death are listed?") == [(3,)]
 
 
 # A lookup code the question does not describe.
@@ -204,17 +185,17 @@ def test_a_filter_on_the_counted_column_is_dropped(lake: Lake) -> None:
 
 def test_a_code_whose_meaning_the_question_does_not_say_is_found(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM orders WHERE status = 'C' AND currency = 'EUR'"
-    assert "unsaid" in _kinds(lake, sql, "How many orders were paid in EUR?")
+    assert "unsaid" in problem_kinds(lake, sql, "How many orders were paid in EUR?")
 
 
 def test_a_code_whose_meaning_the_question_says_is_no_problem(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM orders WHERE status = 'C'"
-    assert "unsaid" not in _kinds(lake, sql, "How many orders were cancelled?")
+    assert "unsaid" not in problem_kinds(lake, sql, "How many orders were cancelled?")
 
 
 def test_a_code_the_question_does_not_describe_is_dropped(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM orders WHERE status = 'C' AND currency = 'EUR'"
-    assert _fixed(lake, sql, "unsaid", "How many orders were paid in EUR?") == [(2,)]
+    assert fixed_rows(lake, sql, "unsaid", "How many orders were paid in EUR?") == [(2,)]
 
 
 # What the database refused: a table or column out of place.
@@ -223,7 +204,7 @@ def test_a_code_the_question_does_not_describe_is_dropped(lake: Lake) -> None:
 def test_a_table_the_where_names_and_nothing_joins_is_joined(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM customers WHERE customer_id = orders.customer_id AND state = 'TX'"
     error = _refused(lake, sql)
-    assert _fixed(lake, sql, "error", "How many orders came from customers in TX?", error) == [(4,)]
+    assert fixed_rows(lake, sql, "error", "How many orders came from customers in TX?", error) == [(4,)]
 
 
 def test_a_column_read_through_the_wrong_alias_is_read_through_its_table(lake: Lake) -> None:
@@ -232,19 +213,19 @@ def test_a_column_read_through_the_wrong_alias_is_read_through_its_table(lake: L
         "WHERE T2.order_id = 6"
     )
     error = _refused(lake, sql)
-    assert _fixed(lake, sql, "error", "Who placed order 6?", error) == [("Bob",)]
+    assert fixed_rows(lake, sql, "error", "Who placed order 6?", error) == [("Bob",)]
 
 
 def test_a_column_of_a_table_not_read_joins_that_table(lake: Lake) -> None:
     sql = "SELECT count(shipped_date) AS n FROM order_statuses WHERE meaning = 'shipped'"
     error = _refused(lake, sql)
-    assert _fixed(lake, sql, "error", "How many shipped orders have a shipped date?", error) == [(3,)]
+    assert fixed_rows(lake, sql, "error", "How many shipped orders have a shipped date?", error) == [(3,)]
 
 
 def test_a_grouping_by_a_column_no_table_has_is_dropped(lake: Lake) -> None:
     sql = "SELECT sum(amount) AS total FROM orders WHERE currency = 'EUR' GROUP BY country ORDER BY total DESC LIMIT 1"
     error = _refused(lake, sql)
-    assert _fixed(lake, sql, "error", "What is the total amount paid in EUR?", error) == [(630.0,)]
+    assert fixed_rows(lake, sql, "error", "What is the total amount paid in EUR?", error) == [(630.0,)]
 
 
 # Through ask: a problem code cannot mend does not keep the others from being mended.
@@ -287,42 +268,44 @@ STOCKS_QUESTION = "In which year did orders have their lowest average amount?"
 
 def test_a_minimum_for_the_lowest_average_is_found(lake: Lake) -> None:
     sql = "SELECT year(order_date) AS year, min(amount) AS low FROM orders GROUP BY ALL ORDER BY low LIMIT 1"
-    assert "averaged" in _kinds(lake, sql, STOCKS_QUESTION)
+    assert "averaged" in problem_kinds(lake, sql, STOCKS_QUESTION)
 
 
 def test_a_minimum_for_the_lowest_average_is_averaged(lake: Lake) -> None:
     sql = "SELECT year(order_date) AS year, min(amount) AS low FROM orders GROUP BY ALL ORDER BY low LIMIT 1"
-    assert _fixed(lake, sql, "averaged", STOCKS_QUESTION) == [(2016, 165.0)]
+    assert fixed_rows(lake, sql, "averaged", STOCKS_QUESTION) == [(2016, 165.0)]
 
 
 def test_groups_left_unordered_for_the_lowest_are_found(lake: Lake) -> None:
     sql = "SELECT year(order_date) AS year, avg(amount) AS mean FROM orders GROUP BY ALL"
-    assert "unordered" in _kinds(lake, sql, STOCKS_QUESTION)
+    assert "unordered" in problem_kinds(lake, sql, STOCKS_QUESTION)
 
 
 def test_groups_left_unordered_for_the_lowest_keep_the_lowest(lake: Lake) -> None:
     sql = "SELECT year(order_date) AS year, avg(amount) AS mean FROM orders GROUP BY ALL"
-    assert _fixed(lake, sql, "unordered", STOCKS_QUESTION) == [(2016, 165.0)]
+    assert fixed_rows(lake, sql, "unordered", STOCKS_QUESTION) == [(2016, 165.0)]
 
 
 def test_different_months_are_counted_by_month(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM weather"
-    assert _fixed(lake, sql, "periods", "How many different months does the weather data cover?") == [(3,)]
+    assert fixed_rows(lake, sql, "periods", "How many different months does the weather data cover?") == [
+        (3,)
+    ]
 
 
 def test_a_null_test_on_a_column_the_question_never_names_is_found(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM orders WHERE NOT shipped_date IS NULL AND currency = 'USD'"
-    assert "nulltests" in _kinds(lake, sql, "How many orders were paid in USD?")
+    assert "nulltests" in problem_kinds(lake, sql, "How many orders were paid in USD?")
 
 
 def test_a_null_test_on_a_column_the_question_never_names_is_dropped(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM orders WHERE NOT shipped_date IS NULL AND currency = 'USD'"
-    assert _fixed(lake, sql, "nulltests", "How many orders were paid in USD?") == [(4,)]
+    assert fixed_rows(lake, sql, "nulltests", "How many orders were paid in USD?") == [(4,)]
 
 
 def test_a_null_test_the_question_asks_for_is_no_problem(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM orders WHERE shipped_date IS NULL"
-    assert "nulltests" not in _kinds(lake, sql, "How many orders have no shipped date?")
+    assert "nulltests" not in problem_kinds(lake, sql, "How many orders have no shipped date?")
 
 
 # A count of the different values of a column held to one value.
@@ -330,12 +313,12 @@ def test_a_null_test_the_question_asks_for_is_no_problem(lake: Lake) -> None:
 
 def test_different_values_of_a_column_held_to_one_are_found(lake: Lake) -> None:
     sql = "SELECT count(DISTINCT neighborhood) AS n FROM riots WHERE neighborhood = 'Koreatown'"
-    assert "onedistinct" in _kinds(lake, sql, "How many people died in Koreatown?")
+    assert "onedistinct" in problem_kinds(lake, sql, "How many people died in Koreatown?")
 
 
 def test_different_values_of_a_column_held_to_one_become_rows(lake: Lake) -> None:
     sql = "SELECT count(DISTINCT neighborhood) AS n FROM riots WHERE neighborhood = 'Koreatown'"
-    assert _fixed(lake, sql, "onedistinct", "How many people died in Koreatown?") == [(2,)]
+    assert fixed_rows(lake, sql, "onedistinct", "How many people died in Koreatown?") == [(2,)]
 
 
 # More of what the database refuses.
@@ -344,7 +327,7 @@ def test_different_values_of_a_column_held_to_one_become_rows(lake: Lake) -> Non
 def test_a_measure_read_outside_the_grouping_is_averaged_for_an_average(lake: Lake) -> None:
     sql = "SELECT species, bill_length_mm FROM penguins GROUP BY species ORDER BY bill_length_mm DESC LIMIT 1"
     question = "Which species has the longest bills on average?"
-    assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [("Gentoo", 48.05)]
+    assert fixed_rows(lake, sql, "error", question, _refused(lake, sql)) == [("Gentoo", 48.05)]
 
 
 def test_a_column_read_outside_the_grouping_is_grouped_by_too(lake: Lake) -> None:
@@ -352,25 +335,25 @@ def test_a_column_read_outside_the_grouping_is_grouped_by_too(lake: Lake) -> Non
         "SELECT customer_id, name FROM customers WHERE state = 'TX' GROUP BY customer_id ORDER BY customer_id"
     )
     question = "Which customers are in TX?"
-    assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [("C1", "Ann"), ("C3", "Cy")]
+    assert fixed_rows(lake, sql, "error", question, _refused(lake, sql)) == [("C1", "Ann"), ("C3", "Cy")]
 
 
 def test_a_text_the_question_does_not_name_compared_with_a_number_is_dropped(lake: Lake) -> None:
     sql = "SELECT max(bill_length_mm) AS longest FROM penguins WHERE body_mass_g = 'Biscoe'"
     question = "What is the longest bill length of any penguin?"
-    assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [(50.0,)]
+    assert fixed_rows(lake, sql, "error", question, _refused(lake, sql)) == [(50.0,)]
 
 
 def test_the_year_of_a_text_column_becomes_the_year_of_the_date(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM weather WHERE YEAR(lower(weather)) = 2013"
     question = "How many days were recorded in 2013?"
-    assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [(6,)]
+    assert fixed_rows(lake, sql, "error", question, _refused(lake, sql)) == [(6,)]
 
 
 def test_a_missing_column_compared_with_a_lookup_meaning_becomes_its_code(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM orders WHERE order_status = 'cancelled'"
     question = "How many orders were cancelled?"
-    assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [(2,)]
+    assert fixed_rows(lake, sql, "error", question, _refused(lake, sql)) == [(2,)]
 
 
 # What a small model writes that the database cannot parse, or copies from a join.
@@ -379,31 +362,31 @@ def test_a_missing_column_compared_with_a_lookup_meaning_becomes_its_code(lake: 
 def test_a_second_where_is_read_as_and(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM orders WHERE currency = 'USD' WHERE status = 'S'"
     question = "How many shipped orders were paid in USD?"
-    assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [(2,)]
+    assert fixed_rows(lake, sql, "error", question, _refused(lake, sql)) == [(2,)]
 
 
 def test_a_type_word_after_a_column_is_dropped(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM weather WHERE weather date = 'rain'"
     question = "How many days had rain?"
-    assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [(3,)]
+    assert fixed_rows(lake, sql, "error", question, _refused(lake, sql)) == [(3,)]
 
 
 def test_a_date_range_written_as_numbers_becomes_the_named_year(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM weather WHERE date BETWEEN 2013-03-01 AND 2013-03-31"
     question = "How many days were recorded in 2013?"
-    assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [(6,)]
+    assert fixed_rows(lake, sql, "error", question, _refused(lake, sql)) == [(6,)]
 
 
 def test_a_join_condition_on_a_table_nothing_reads_nor_names_is_dropped(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM customers WHERE customer_id = orders.customer_id AND state = 'TX'"
     question = "How many customers are in TX?"
-    assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [(2,)]
+    assert fixed_rows(lake, sql, "error", question, _refused(lake, sql)) == [(2,)]
 
 
 def test_extract_without_parentheses_is_mended(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM weather WHERE weather = 'rain' AND EXTRACT YEAR FROM date = 2013 AND EXTRACT MONTH FROM date = 1"
     question = "How many days in January 2013 had rain?"
-    assert _fixed(lake, sql, "error", question, _refused(lake, sql)) == [(2,)]
+    assert fixed_rows(lake, sql, "error", question, _refused(lake, sql)) == [(2,)]
 
 
 # A day the question names.
@@ -423,27 +406,29 @@ def test_a_day_that_does_not_exist_is_not_named() -> None:
 
 def test_a_year_filter_for_a_named_day_is_found(lake: Lake) -> None:
     sql = "SELECT min(temp_min) AS low FROM weather WHERE year(date) = 2013"
-    assert "dates" in _kinds(lake, sql, "What was the lowest temperature on July 4, 2013?")
+    assert "dates" in problem_kinds(lake, sql, "What was the lowest temperature on July 4, 2013?")
 
 
 def test_a_year_filter_for_a_named_day_is_narrowed_to_the_day(lake: Lake) -> None:
     sql = "SELECT min(temp_min) AS low FROM weather WHERE year(date) = 2013"
-    assert _fixed(lake, sql, "dates", "What was the lowest temperature on July 4, 2013?") == [(15.0,)]
+    assert fixed_rows(lake, sql, "dates", "What was the lowest temperature on July 4, 2013?") == [(15.0,)]
 
 
 def test_the_named_day_compared_whole_is_no_problem(lake: Lake) -> None:
     sql = "SELECT min(temp_min) AS low FROM weather WHERE date = '2013-07-04'"
-    assert _kinds(lake, sql, "What was the lowest temperature on July 4, 2013?") == []
+    assert problem_kinds(lake, sql, "What was the lowest temperature on July 4, 2013?") == []
 
 
 def test_the_named_day_in_parts_is_no_problem(lake: Lake) -> None:
     sql = "SELECT min(temp_min) AS low FROM weather WHERE year(date) = 2013 AND month(date) = 7 AND day(date) = 4"
-    assert _kinds(lake, sql, "What was the lowest temperature on July 4, 2013?") == []
+    assert problem_kinds(lake, sql, "What was the lowest temperature on July 4, 2013?") == []
 
 
 def test_a_named_day_left_out_is_added(lake: Lake) -> None:
     sql = "SELECT min(temp_min) AS low FROM weather"
-    assert _fixed(lake, sql, "missing", "What was the lowest temperature on January 20, 2013?") == [(-1.0,)]
+    assert fixed_rows(lake, sql, "missing", "What was the lowest temperature on January 20, 2013?") == [
+        (-1.0,)
+    ]
 
 
 # Rows listed under a LIMIT for "how many".
@@ -451,17 +436,17 @@ def test_a_named_day_left_out_is_added(lake: Lake) -> None:
 
 def test_rows_cut_by_a_limit_for_how_many_are_found(lake: Lake) -> None:
     sql = "SELECT order_id, amount FROM orders WHERE amount > 50 ORDER BY amount DESC LIMIT 1"
-    assert "listed" in _kinds(lake, sql, "How many orders were over 50?")
+    assert "listed" in problem_kinds(lake, sql, "How many orders were over 50?")
 
 
 def test_rows_cut_by_a_limit_for_how_many_are_counted(lake: Lake) -> None:
     sql = "SELECT order_id, amount FROM orders WHERE amount > 50 ORDER BY amount DESC LIMIT 1"
-    assert _fixed(lake, sql, "listed", "How many orders were over 50?") == [(3,)]
+    assert fixed_rows(lake, sql, "listed", "How many orders were over 50?") == [(3,)]
 
 
 def test_the_one_row_a_limit_keeps_of_one_is_no_listing(lake: Lake) -> None:
     sql = "SELECT amount FROM orders WHERE order_id = 4 LIMIT 1"
-    assert "listed" not in _kinds(lake, sql, "How many euros was order 4?")
+    assert "listed" not in problem_kinds(lake, sql, "How many euros was order 4?")
 
 
 # A name or code the question says that a column with too many values to list holds.
@@ -499,7 +484,7 @@ def test_a_value_the_query_compares_already_is_not_taken(places: Lake) -> None:
 
 def test_a_held_value_left_out_is_filtered_on(places: Lake) -> None:
     sql = "SELECT count(*) AS n FROM airports WHERE state = 'OH'"
-    assert _fixed(places, sql, "held", "How many airports are in Town 7, Ohio?") == [(1,)]
+    assert fixed_rows(places, sql, "held", "How many airports are in Town 7, Ohio?") == [(1,)]
 
 
 def test_a_held_id_of_two_joined_tables_is_filtered_through_one(places: Lake) -> None:
@@ -528,30 +513,30 @@ GROUPED_COUNT = "SELECT currency, count(*) AS n FROM orders WHERE currency = 'EU
 
 
 def test_a_count_for_the_largest_amount_is_found(lake: Lake) -> None:
-    assert "extreme" in _kinds(lake, GROUPED_COUNT, "What is the largest order amount paid in euros?")
+    assert "extreme" in problem_kinds(lake, GROUPED_COUNT, "What is the largest order amount paid in euros?")
 
 
 def test_a_count_for_the_largest_amount_becomes_the_maximum(lake: Lake) -> None:
-    assert _fixed(lake, GROUPED_COUNT, "extreme", "What is the largest order amount paid in euros?") == [
+    assert fixed_rows(lake, GROUPED_COUNT, "extreme", "What is the largest order amount paid in euros?") == [
         (600.0,)
     ]
 
 
 def test_the_maximum_of_the_named_column_is_no_problem(lake: Lake) -> None:
     sql = "SELECT max(amount) AS n FROM orders WHERE currency = 'EUR'"
-    assert "extreme" not in _kinds(lake, sql, "What is the largest order amount paid in euros?")
+    assert "extreme" not in problem_kinds(lake, sql, "What is the largest order amount paid in euros?")
 
 
 def test_the_named_column_listed_in_order_is_no_problem(lake: Lake) -> None:
     sql = "SELECT amount FROM orders WHERE currency = 'EUR' ORDER BY amount DESC LIMIT 1"
-    assert "extreme" not in _kinds(lake, sql, "What is the largest order amount paid in euros?")
+    assert "extreme" not in problem_kinds(lake, sql, "What is the largest order amount paid in euros?")
 
 
 def test_a_code_whose_meaning_is_said_only_in_a_column_name_is_unsaid(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM orders WHERE status = 'S' AND shipped_date IS NULL"
-    assert "unsaid" in _kinds(lake, sql, "How many orders have no shipped date?")
+    assert "unsaid" in problem_kinds(lake, sql, "How many orders have no shipped date?")
 
 
 def test_a_code_whose_meaning_is_said_only_in_a_column_name_is_dropped(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM orders WHERE status = 'S' AND shipped_date IS NULL"
-    assert _fixed(lake, sql, "unsaid", "How many orders have no shipped date?") == [(2,)]
+    assert fixed_rows(lake, sql, "unsaid", "How many orders have no shipped date?") == [(2,)]

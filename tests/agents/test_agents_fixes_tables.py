@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from agents_support import csv_lake, fixed_rows
 
 from agentlake.agents.fixes import (
     asked_group,
@@ -26,7 +27,6 @@ from agentlake.agents.fixes import (
 )
 from agentlake.agents.tools import listed_values
 from agentlake.lake import Lake
-from agentlake.settings import Settings
 
 ORDERS = """order_id,customer_id,status,amount
 1,C1,S,10.0
@@ -69,17 +69,8 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
         "airports": AIRPORTS,
         "employment": EMPLOYMENT,
     }
-    with Lake.open(Settings(data_dir=root), path=root / "lake.duckdb") as opened:
-        for name, text in files.items():
-            (root / f"{name}.csv").write_text(text)
-            opened.ingest(root / f"{name}.csv", name)
+    with csv_lake(root, files) as opened:
         yield opened
-
-
-def _fixed(lake: Lake, sql: str, kind: str, question: str) -> list[tuple[object, ...]]:
-    found = fix_query(sql, kind, None, lake=lake, question=question, named=[], listed=listed_values(lake))
-    assert found is not None, f"no {kind} fix for {sql}"
-    return [tuple(row) for row in lake.query(found[0]).rows]
 
 
 def test_the_table_a_question_says_first_is_its_subject() -> None:
@@ -110,22 +101,22 @@ def test_another_table_the_question_names_that_joins_is_unread(lake: Lake) -> No
 
 def test_the_table_a_ranking_counts_is_joined_by_code(lake: Lake) -> None:
     sql = "SELECT name FROM customers WHERE state = 'TX' GROUP BY ALL ORDER BY count(*) DESC, name LIMIT 1"
-    assert _fixed(lake, sql, "subject", "Which customer in Texas placed the most orders?") == [("Cy",)]
+    assert fixed_rows(lake, sql, "subject", "Which customer in Texas placed the most orders?") == [("Cy",)]
 
 
 def test_the_subject_is_joined_through_the_lookup_of_its_codes(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM order_statuses WHERE meaning = 'cancelled'"
-    assert _fixed(lake, sql, "subject", "How many orders were cancelled?") == [(2,)]
+    assert fixed_rows(lake, sql, "subject", "How many orders were cancelled?") == [(2,)]
 
 
 def test_the_subject_is_joined_on_the_key_both_tables_share(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM customers WHERE state = 'TX'"
-    assert _fixed(lake, sql, "subject", "How many orders came from customers in Texas?") == [(4,)]
+    assert fixed_rows(lake, sql, "subject", "How many orders came from customers in Texas?") == [(4,)]
 
 
 def test_a_table_with_no_join_is_replaced_by_the_subject_holding_its_columns(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM airports WHERE amount > 25"
-    assert _fixed(lake, sql, "subject", "How many orders were over 25?") == [(4,)]
+    assert fixed_rows(lake, sql, "subject", "How many orders were over 25?") == [(4,)]
 
 
 def test_a_table_with_no_join_and_other_columns_is_not_replaced(lake: Lake) -> None:
@@ -168,12 +159,14 @@ def test_counting_different_values_is_not_a_problem(lake: Lake) -> None:
 
 def test_a_count_of_rows_is_fixed_to_count_different_values(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM airports WHERE state = 'FL'"
-    assert _fixed(lake, sql, "different", "How many different cities in Florida have an airport?") == [(2,)]
+    assert fixed_rows(lake, sql, "different", "How many different cities in Florida have an airport?") == [
+        (2,)
+    ]
 
 
 def test_rows_listed_for_how_many_are_counted(lake: Lake) -> None:
     sql = "SELECT DISTINCT city FROM airports WHERE state = 'FL'"
-    assert _fixed(lake, sql, "listed", "How many different cities in Florida have an airport?") == [(2,)]
+    assert fixed_rows(lake, sql, "listed", "How many different cities in Florida have an airport?") == [(2,)]
 
 
 def test_the_one_numeric_column_a_question_names_is_its_measure() -> None:
@@ -208,14 +201,14 @@ def test_a_count_of_rows_for_how_many_of_a_measure_misses_it(lake: Lake) -> None
 
 def test_the_measure_is_aggregated_in_place_of_the_other_column(lake: Lake) -> None:
     sql = "SELECT avg(private) AS a FROM employment WHERE year(month) = 2009"
-    assert _fixed(lake, sql, "measure", "What was the average number of manufacturing jobs in 2009?") == [
+    assert fixed_rows(lake, sql, "measure", "What was the average number of manufacturing jobs in 2009?") == [
         (11.0,)
     ]
 
 
 def test_a_count_of_rows_becomes_the_sum_of_the_measure_without_its_filter(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM employment WHERE month = '2010-01-01' AND nonfarm = 1"
-    assert _fixed(lake, sql, "measure", "How many nonfarm jobs were there in January 2010?") == [(120,)]
+    assert fixed_rows(lake, sql, "measure", "How many nonfarm jobs were there in January 2010?") == [(120,)]
 
 
 def test_the_column_a_which_question_asks_for_is_named_after_which() -> None:
@@ -240,7 +233,7 @@ def test_grouping_by_the_column_asked_for_is_no_problem(lake: Lake) -> None:
 
 def test_the_query_is_grouped_by_the_column_asked_for(lake: Lake) -> None:
     sql = "SELECT state, count(*) AS n FROM airports GROUP BY state ORDER BY n DESC, state LIMIT 1"
-    assert _fixed(lake, sql, "grouped", "Which city has the most airports?") == [("Miami", 2)]
+    assert fixed_rows(lake, sql, "grouped", "Which city has the most airports?") == [("Miami", 2)]
 
 
 def test_the_tables_a_question_names_are_in_its_order() -> None:
@@ -258,22 +251,22 @@ def test_one_column_equal_to_one_value_does_not_conflict() -> None:
 
 def test_a_conflict_of_one_value_in_two_cases_is_compared_once(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM customers WHERE state = 'Tx' AND state = 'tx'"
-    assert _fixed(lake, sql, "conflict", "How many customers live in tx?") == [(2,)]
+    assert fixed_rows(lake, sql, "conflict", "How many customers live in tx?") == [(2,)]
 
 
 def test_a_conflict_keeps_the_value_the_question_names(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM customers WHERE state = 'OH' AND state = 'TX'"
-    assert _fixed(lake, sql, "conflict", "How many customers live in TX?") == [(2,)]
+    assert fixed_rows(lake, sql, "conflict", "How many customers live in TX?") == [(2,)]
 
 
 def test_a_value_the_column_does_not_hold_is_written_as_its_lookup_code(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM orders WHERE status = 'cancelled'"
-    assert _fixed(lake, sql, "unheld", "How many orders were cancelled?") == [(2,)]
+    assert fixed_rows(lake, sql, "unheld", "How many orders were cancelled?") == [(2,)]
 
 
 def test_a_value_the_column_does_not_hold_nor_the_question_names_is_dropped(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM orders WHERE status = 'SHIPPED'"
-    assert _fixed(lake, sql, "unheld", "How many orders are there?") == [(6,)]
+    assert fixed_rows(lake, sql, "unheld", "How many orders are there?") == [(6,)]
 
 
 def test_a_date_filtered_as_text_is_found(lake: Lake) -> None:
@@ -288,12 +281,14 @@ def test_a_range_of_whole_days_is_no_text_date(lake: Lake) -> None:
 
 def test_a_date_filtered_as_text_is_filtered_on_its_year_and_month(lake: Lake) -> None:
     sql = "SELECT sum(nonfarm) AS n FROM employment WHERE month = '2009-02'"
-    assert _fixed(lake, sql, "dates", "How many nonfarm jobs were there in February 2009?") == [(110,)]
+    assert fixed_rows(lake, sql, "dates", "How many nonfarm jobs were there in February 2009?") == [(110,)]
 
 
 def test_a_year_asked_for_regroups_a_date_by_its_year(lake: Lake) -> None:
     sql = "SELECT month, avg(nonfarm) AS a FROM employment GROUP BY month ORDER BY a DESC LIMIT 1"
-    assert _fixed(lake, sql, "grouped", "In which year were there the most nonfarm jobs?") == [(2010, 120.0)]
+    assert fixed_rows(lake, sql, "grouped", "In which year were there the most nonfarm jobs?") == [
+        (2010, 120.0)
+    ]
 
 
 def test_a_join_read_only_in_its_condition_is_unneeded(lake: Lake) -> None:
@@ -308,7 +303,7 @@ def test_a_join_of_a_table_the_question_names_is_needed(lake: Lake) -> None:
 
 def test_an_unneeded_join_is_dropped_so_each_row_counts_once(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM customers AS c JOIN orders AS o ON c.customer_id = o.customer_id WHERE c.state = 'TX'"
-    assert _fixed(lake, sql, "joined", "How many customers live in Texas?") == [(2,)]
+    assert fixed_rows(lake, sql, "joined", "How many customers live in Texas?") == [(2,)]
 
 
 def test_a_named_value_of_a_lookup_table_is_filtered_as_its_code(lake: Lake) -> None:
