@@ -248,3 +248,12 @@ def test_a_ranking_by_rows_of_the_table_s_own_name_is_no_problem(lake: Lake) -> 
 def test_the_most_common_value_is_ranked_by_rows(lake: Lake) -> None:
     sql = "SELECT weather, count(*) AS n FROM weather GROUP BY weather ORDER BY n DESC LIMIT 1"
     assert "amount" not in problem_kinds(lake, sql, "Which weather was the most common?")
+
+
+# A year (month, day) column the table has not: the part of its one date column.
+
+
+def test_a_year_column_the_table_has_not_is_the_year_of_its_date(lake: Lake) -> None:
+    sql = "SELECT year FROM weather WHERE weather = 'rain' GROUP BY year ORDER BY count(*) DESC LIMIT 1"
+    error = 'Binder Error: Referenced column "year" not found in FROM clause!'
+    assert fixed_rows(lake, sql, "error", "In which year did it rain most often?", error) == [(2013,)]

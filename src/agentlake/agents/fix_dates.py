@@ -21,7 +21,7 @@ from sqlglot import exp
 
 from agentlake.agents.linking import words
 from agentlake.lake.repair import column_types
-from agentlake.lake.rewrite import conjuncts_of, replace_conjuncts
+from agentlake.lake.rewrite import conjuncts_of, parse_select, replace_conjuncts
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
@@ -280,6 +280,39 @@ def date_fix(sql: str, lake: Lake, question: str, *, broken: bool = False) -> tu
         (fixed, f"filtered {' AND '.join(conditions)}: the question names {date.describe()}")
         if fixed
         else None
+    )
+
+
+_PARTS: dict[str, type[exp.Func]] = {"year": exp.Year, "month": exp.Month, "day": exp.Day}
+
+
+def part_fix(sql: str, part: str, lake: Lake) -> tuple[str, str] | None:
+    """``sql`` reading ``year(<date>)`` where it read a column ``year`` the tables do not have
+    (``month``, ``day`` alike), when they have one date column; with what was done."""
+    dated = [name for name, kind in column_types(lake, sql).items() if is_date(kind)]
+    tree = parse_select(sql)
+    if part not in _PARTS or len(dated) != 1 or tree is None:
+        return None
+    columns = [c for c in tree.find_all(exp.Column) if c.name.casefold() == part and not c.table]
+    if any(_whole_date(column) for column in columns):
+        return None  # "day = DATE '2012-01-01'" names the date itself (``fixes._error_fix``)
+    for column in columns:
+        column.replace(_PARTS[part](this=exp.column(dated[0], quoted=True)))
+    fixed = f"{part}({quote(dated[0])})"
+    return (
+        (tree.sql("duckdb"), f"read {fixed} for the {part} the table has no column of") if columns else None
+    )
+
+
+def _whole_date(column: exp.Column) -> bool:
+    """``column`` is compared with a text or a date (not a number, as a part is)."""
+    compared = column.parent
+    if not isinstance(compared, (exp.EQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between)):
+        return False
+    others = [node for node in compared.iter_expressions() if node is not column]
+    return any(
+        (isinstance(other, exp.Literal) and other.is_string) or isinstance(other, (exp.Cast, exp.Date))
+        for other in others
     )
 
 

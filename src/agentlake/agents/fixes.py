@@ -56,6 +56,7 @@ from agentlake.agents.fix_dates import (
     is_date,
     missing_dates,
     named_dates,
+    part_fix,
     quote,
     text_dates,
 )
@@ -441,7 +442,11 @@ def fix_query(
         absent = (missing.group(1) or missing.group(2)).casefold() if missing else ""
         broken = _BAD_DATE.search(error or "") is not None or absent in ("year", "month", "day")
         if broken:  # a date written wrong, or a year/month column the table has not: the named date
-            return date_fix(sql, lake, question, broken=True) or _error_fix(sql, error or "", lake, columns)
+            return (
+                date_fix(sql, lake, question, broken=True)
+                or part_fix(sql, absent, lake)
+                or _error_fix(sql, error or "", lake, columns)
+            )
         return (
             _error_fix(sql, error or "", lake, columns)
             or placement_fix(sql, error or "", lake, question)
