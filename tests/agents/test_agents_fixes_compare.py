@@ -257,3 +257,8 @@ def test_a_year_column_the_table_has_not_is_the_year_of_its_date(lake: Lake) -> 
     sql = "SELECT year FROM weather WHERE weather = 'rain' GROUP BY year ORDER BY count(*) DESC LIMIT 1"
     error = 'Binder Error: Referenced column "year" not found in FROM clause!'
     assert fixed_rows(lake, sql, "error", "In which year did it rain most often?", error) == [(2013,)]
+
+
+def test_a_range_of_numbers_says_no_time(lake: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM stocks WHERE price BETWEEN 40 AND 50 AND date BETWEEN '2020-01-01' AND '2020-12-31'"
+    assert "unsaidfilter" in problem_kinds(lake, sql, "In how many months was the price between 40 and 50?")

@@ -280,7 +280,7 @@ def column_value_fix(
 # What a question says of a time: a year, a month or weekday name, or a relative time.
 _SAYS_TIME = re.compile(
     r"\b(?:1[89]\d\d|20\d\d|today|yesterday|tomorrow|ago|recent\w*|last|this|since|before|after|current"
-    r"|latest|earliest|first|between|during|"
+    r"|latest|earliest|first|during|"
     + "|".join(
         name.casefold() for name in (*calendar.month_name, *calendar.month_abbr, *calendar.day_name) if name
     )
