@@ -10,7 +10,8 @@ one scenario run with three arms of ``rules-learning`` over ``--batches`` batche
 
 It prints each arm's fill rate and precision per batch, what T3 drafted and what T5 did with
 every lesson (passed, refused, waiting) per batch, the lessons each arm ended with by status,
-T3's model calls and their mean seconds, and the load average before and after.
+the model calls (T3's, and T5's with ``--t5-model``) and their mean seconds, and the load
+average before and after.
 ``--pack``: ``day1`` (each client's first day: 19 events a batch, the default), ``reduced``
 (``make demo``'s pack for the embedded model: each client's first event) or ``builtin`` (all).
 Run: ``.venv/bin/python benchmarks/bench_tiers.py [--pack day1] [--batches 3] [--feedback explicit]``.
@@ -33,6 +34,11 @@ def main() -> None:
     parser.add_argument("--pack", choices=("day1", "reduced", "builtin"), default="day1")
     parser.add_argument("--model", default="local:qwen2.5-coder-0.5b", help="T3's model")
     parser.add_argument("--feedback", default="explicit", help="explicit, vague or silent")
+    parser.add_argument(
+        "--t5-model",
+        default=None,
+        help="the gatekeeper's model for lessons in words (default none: they wait)",
+    )
     args = parser.parse_args()
 
     from agentlake.lake import Lake
@@ -55,9 +61,13 @@ def main() -> None:
     base = {"policy": "rules", "lessons": True, "learning": True, "learn_within_day": True}
     arms = [
         StafferProfile(staffer="rules-learning", **base),
-        StafferProfile(staffer="rules-t5", t5_gate=True, **base),
+        StafferProfile(staffer="rules-t5", t5_gate=True, models={"t5": args.t5_model}, **base),
         StafferProfile(
-            staffer="rules-t3-t5", t3_review=True, t5_gate=True, models={"t3": args.model}, **base
+            staffer="rules-t3-t5",
+            t3_review=True,
+            t5_gate=True,
+            models={"t3": args.model, "t5": args.t5_model},
+            **base,
         ),
     ]
     root = Path(tempfile.mkdtemp(prefix="bench-tiers-"))
@@ -114,7 +124,7 @@ def main() -> None:
                 print(f"    {reason[:220]}")
         seconds = [op.duration_ms / 1000 for op in calls if op.duration_ms]
         if seconds:
-            print(f"T3 model calls {len(seconds)}, mean {sum(seconds) / len(seconds):.1f} s a call")
+            print(f"model calls {len(seconds)}, mean {sum(seconds) / len(seconds):.1f} s a call")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
