@@ -228,6 +228,58 @@ def test_the_overseer_model_thinks(workforce: Lake) -> None:
     assert thinks(overseer) == [True]
 
 
+def test_the_overseers_t3_and_t4_think() -> None:
+    from datetime import UTC, datetime
+
+    from agentlake.agents.overseer_tiers import review_event, synthesise_days
+    from agentlake.observe.model import ObservedOp
+
+    op = ObservedOp(
+        id="op-1",
+        ts=datetime(2026, 4, 22, tzinfo=UTC),
+        endpoint="fill.judged",
+        source="scenario",
+        attributes={"client_id": "c", "requested": 3, "filled": 3, "batch": 1, "scenario": "s"},
+    )
+    tiers = scripted("tiers", json.dumps({"lessons": []}), json.dumps({"lessons": []}))
+    review_event("scripted:tiers", FillOrder.parse(ORDER), op, [])
+    synthesise_days("scripted:tiers", [op])
+    assert thinks(tiers) == [True, True]
+
+
+def test_the_gatekeepers_model_thinks(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from agentlake.learn import Delta, LessonDraft, LessonMatch, LessonStore, learn_cycle
+    from agentlake.learn.gate import Gatekeeper
+    from agentlake.observe.model import ObservedOp
+
+    judged = {
+        "scope": "c",
+        "shape": "Welder in Akron, OH",
+        "items": [{"id": 1, "accepted": True, "values": {}}],
+    }
+    op = ObservedOp(
+        id="op-1",
+        ts=datetime(2026, 4, 22, tzinfo=UTC),
+        endpoint="fill.judged",
+        source="scenario",
+        attributes={"judged": judged},
+    )
+    draft = LessonDraft(
+        trigger="welders for c",
+        action="be careful",
+        match=LessonMatch(fields={"client_id": "c"}),
+        domain="staffing",
+    )
+    gate = scripted("gate", json.dumps({"refused": []}))
+    with LessonStore.open(path=tmp_path / "lessons.duckdb", embedder=False) as store:
+        learn_cycle(
+            store, [op], proposals=[Delta(op="ADD", lesson=draft)], gate=Gatekeeper(model="scripted:gate")
+        )
+    assert thinks(gate) == [True]
+
+
 def _unstated_think(source: str, where: str) -> list[str]:
     """``where:line`` of each call of the LLM layer's model calls in ``source`` that does not
     pass ``think``."""

@@ -274,7 +274,7 @@ def test_final_schema(store: LessonStore, duckdb_only: None) -> None:
         "effects": ["lesson_id", "run_id", "delta", "verdict", "measured_at"],
         "learn_cursor": ["source", "seq", "updated_at"],
         "evidence": ["op_id", "item_id", "accepted", "explained", "said", "item_values"],
-        "evidence_ops": ["op_id", "project_id", "scope", "shape", "features", "recorded_at"],
+        "evidence_ops": ["op_id", "project_id", "scope", "shape", "features", "recorded_at", "rules_stated"],
         "learned_ops": ["op_id", "learned_at"],
         "lesson_events": [
             "seq",

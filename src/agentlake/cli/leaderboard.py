@@ -18,7 +18,7 @@ _FORMAT = typer.Option(Format.table, "--format", "-f", help="table (Rich), json 
 
 
 # The columns that fit an 80-column terminal; --wide shows all of them.
-_NARROW = ("#", "staffer", "score", "fill", "by batch", "pass^k", "prec", "cites/run")
+_NARROW = ("#", "staffer", "score", "fill", "by batch", "pass^k", "prec", "cites/run", "tiers")
 
 
 def print_board(rows: list[list[object]], title: str, *, wide: bool = False) -> None:

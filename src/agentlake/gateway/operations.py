@@ -31,6 +31,9 @@ from agentlake.gateway.schemas import (
     SearchHit,
     SearchRequest,
     SearchResponse,
+    SourceAdd,
+    SourceInfo,
+    SourceList,
     SQLRequest,
     SQLResponse,
     VramResponse,
@@ -260,3 +263,25 @@ def retire_lesson(services: Services, lesson_id: str, reason: str) -> Lesson:
 def rollback_lesson(services: Services, lesson_id: str, version: int, reason: str) -> Lesson:
     """Restore an earlier version's content as a new version (admin)."""
     return services.lessons.rollback(lesson_id, version, reason=reason, actor="human")
+
+
+def list_sources(services: Services) -> SourceList:
+    """The lake's external sources, passwords shown as ``***``."""
+    return SourceList(sources=[_source_info(source) for source in services.lake.sources.list()])
+
+
+def add_source(services: Services, request: SourceAdd) -> SourceInfo:
+    """Register a read-only source after listing its tables once (``SourceRegistry.add``)."""
+    source, tables = services.lake.sources.add(request.name, request.target)
+    return _source_info(source, [f"{source.name}.{table.name}" for table in tables])
+
+
+def remove_source(services: Services, name: str) -> SourceInfo:
+    """Forget a source (its database is not touched); ``NotFoundError`` for an unknown one."""
+    return _source_info(services.lake.sources.remove(name))
+
+
+def _source_info(source: Any, tables: list[str] | None = None) -> SourceInfo:
+    return SourceInfo(
+        name=source.name, kind=source.kind, target=source.shown, added_at=source.added_at, tables=tables
+    )

@@ -36,8 +36,9 @@ log = logging.getLogger(__name__)
 _EXCERPT_BYTES = 600
 # Not recorded as gateway ops: see the module docstring.
 _UNRECORDED_PREFIXES = ("/observer", "/mcp")
-# Request bodies that carry a secret (the dashboard's sign-in sends an API key): never recorded.
-_SECRET_BODY_PATHS = frozenset({"/api/session"})
+# Request bodies that carry a secret (the dashboard's sign-in sends an API key, a source's URL
+# may hold its password): never recorded.
+_SECRET_BODY_PATHS = frozenset({"/api/session", "/sources"})
 # Standard methods get a wrapped recorder each, made once; any other method string a client
 # invents is recorded through a fresh one, so the table cannot grow without bound.
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})

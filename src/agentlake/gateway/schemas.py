@@ -498,3 +498,35 @@ class ToolCallResult(BaseModel):
     error: str | None = None
     duration_ms: float = 0.0
     op_id: str | None = Field(None, description="The observed op of this call.")
+
+
+class SourceAdd(BaseModel):
+    """An external read-only source to register: a ``postgresql://`` URL or a SQLite file's path
+    on the server. The target is never echoed back with its password."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(
+        ..., min_length=1, max_length=31, description="Its tables read as NAME.table.", examples=["crm"]
+    )
+    target: str = Field(
+        ...,
+        min_length=1,
+        max_length=2000,
+        description="A postgresql:// URL (a read-only role) or a SQLite file's path on the server.",
+        examples=["postgresql://reader@db.internal/crm"],
+    )
+
+
+class SourceInfo(BaseModel):
+    """A registered source; ``target`` shows a URL's password as ``***``."""
+
+    name: str
+    kind: str = Field(..., description="postgresql or sqlite.")
+    target: str = Field(..., description="The URL (password as ***) or the file's path.")
+    added_at: str = Field(..., description="When it was registered (UTC, ISO 8601).")
+    tables: list[str] | None = Field(None, description="Its tables as NAME.table, when just listed.")
+
+
+class SourceList(BaseModel):
+    sources: list[SourceInfo]

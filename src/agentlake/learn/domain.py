@@ -11,6 +11,8 @@ action means belongs to a domain (each lives in its own package and registers th
 - its machine action (what a policy without a model applies): validating one, whether it is
   empty, its identity (what makes two actions the same lesson), merging two, their conflict,
   and describing one in words;
+- optionally (``ReplaysJudged``), what its machine action would have done to judged items, so
+  the gatekeeper can replay a lesson over recent judged events before it activates;
 - its extractors: rule extractors (run by every built-in extractor) and inducers (run by
   ``induction``), and the words of a lesson about a tool failing in its tasks (the ops of a
   domain's task carry the label ``domain``).
@@ -88,6 +90,24 @@ class Domain(Protocol):
 
     def inducers(self, settings: Settings) -> Sequence[Extractor]:
         """The domain's inducers (run after every rule extractor by ``induction``)."""
+        ...
+
+
+@runtime_checkable
+class ReplaysJudged(Protocol):
+    """A domain that can say what its machine actions would have done to judged items: the
+    gatekeeper's replay (``gate``). Optional: a domain without it has its lessons replayed only
+    by the gatekeeper's model, as lessons in words."""
+
+    def replay_applies(self, fields: Mapping[str, str], shape: str) -> bool:
+        """Whether a lesson matching ``fields`` applies to a judged op of ``shape`` (its scope
+        already agrees)."""
+        ...
+
+    def replay_refusal(
+        self, action: Mapping[str, Any], item_id: int, values: Mapping[str, Any]
+    ) -> str | None:
+        """Why ``action`` would leave out the item (id and features), or ``None``."""
         ...
 
 

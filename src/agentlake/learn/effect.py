@@ -22,14 +22,14 @@ lifecycle rules (``curation``) or the tables themselves (``db``, ``schema``).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentlake.errors import NotFoundError, UserError
 from agentlake.learn.curation import CONFIRM_STEP, FAIL_STEP, with_confidence
 from agentlake.learn.db import naive
 from agentlake.learn.domain import min_runs_for
-from agentlake.learn.model import EffectReport, TaskKey
+from agentlake.learn.model import EffectReport, Lesson, TaskKey
 
 if TYPE_CHECKING:
     from agentlake.learn.db import LessonTables, Transaction
@@ -114,10 +114,14 @@ def _value(success: bool, score: float | None) -> float:
     return float(score) if score is not None else (1.0 if success else 0.0)
 
 
-def measure_effects(store: LessonTables, *, min_runs: int | None = None) -> list[EffectReport]:
+def measure_effects(
+    store: LessonTables, *, min_runs: int | None = None, may_activate: Callable[[Lesson], bool] | None = None
+) -> list[EffectReport]:
     """Measure every lesson given to runs with recorded outcomes; update counts and status.
 
-    Returns one report per lesson with at least one measured run, sorted by lesson id.
+    ``may_activate``: whether a pending lesson may become active (the gatekeeper's: only one
+    that passed its replay); ``None``: any. Returns one report per lesson with at least one
+    measured run, sorted by lesson id.
     """
     min_runs = store.settings.learn_min_runs_for_retire if min_runs is None else min_runs
     if min_runs < 1:
@@ -179,6 +183,9 @@ def measure_effects(store: LessonTables, *, min_runs: int | None = None) -> list
                     updated = with_confidence(
                         updated, lesson.confidence + CONFIRM_STEP * new_helpful - FAIL_STEP * new_harmful
                     )
+                    held = may_activate is not None and not may_activate(lesson)
+                    if held and lesson.status == "pending" and updated.status == "active":
+                        updated = updated.model_copy(update={"status": "pending"})
                 lesson = txn.record(
                     "measure",
                     updated,
@@ -214,7 +221,12 @@ def measure_effects(store: LessonTables, *, min_runs: int | None = None) -> list
                     data=evidence,
                 )
                 action = "retired"
-            elif lesson.status == "pending" and n >= runs_needed and effect > EPSILON:
+            elif (
+                lesson.status == "pending"
+                and n >= runs_needed
+                and effect > EPSILON
+                and (may_activate is None or may_activate(lesson))
+            ):
                 txn.record(
                     "activate",
                     lesson.model_copy(update={"status": "active"}),

@@ -10,7 +10,9 @@ its item by the field ``judged.item_key`` says (ops recorded before it: by its o
 field holding an item's id).
 
 An op whose rejections name their rule (``rule``: the judge said why, explicit feedback) does
-not count as evidence to induce from: a rule extractor copies what was said.
+not count as evidence to induce from: a rule extractor copies what was said. Its items are
+kept all the same, flagged ``rules_stated``: the gatekeeper (``gate``) replays every judged
+event (``read_judged_events``), induction reads only the others (``read_evidence``).
 
 ``record_evidence`` keeps the items in the lesson store's evidence tables (idempotent by op and
 item) and ``read_evidence`` reads them back, so rules can be induced from everything judged so
@@ -63,6 +65,7 @@ class JudgedOp:
     shape: str
     features: dict[str, dict[str, str]]
     items: list[EvidenceItem] = field(default_factory=list)
+    rules_stated: bool = False
 
 
 def states_rules(op: ObservedOp) -> bool:
@@ -71,10 +74,12 @@ def states_rules(op: ObservedOp) -> bool:
     return isinstance(rejections, list) and any(isinstance(r, dict) and r.get("rule") for r in rejections)
 
 
-def read_judged(op: ObservedOp) -> JudgedOp | None:
-    """The evidence ``op`` states, or ``None`` (no evidence, rules stated, or unreadable)."""
+def read_judged(op: ObservedOp, *, stated: bool = False) -> JudgedOp | None:
+    """The evidence ``op`` states, or ``None`` (no evidence, unreadable, or rules stated unless
+    ``stated``: then it is read and flagged ``rules_stated``)."""
     judged = op.attributes.get(JUDGED)
-    if not isinstance(judged, dict) or states_rules(op):
+    rules_stated = states_rules(op)
+    if not isinstance(judged, dict) or (rules_stated and not stated):
         return None
     scope = judged.get("scope")
     items = judged.get("items")
@@ -94,7 +99,13 @@ def read_judged(op: ObservedOp) -> JudgedOp | None:
             item_id = _item_of(rejection, key, ids)
             if item_id is not None:
                 said.setdefault(item_id, []).append(rejection["said"][:300])
-    out = JudgedOp(op_id=op.id, scope=scope.strip(), shape=str(judged.get("shape") or ""), features=schema)
+    out = JudgedOp(
+        op_id=op.id,
+        scope=scope.strip(),
+        shape=str(judged.get("shape") or ""),
+        features=schema,
+        rules_stated=rules_stated,
+    )
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("values"), dict):
             continue
@@ -132,9 +143,10 @@ def _item_of(rejection: Mapping[str, Any], key: str | None, ids: set[Any]) -> in
 def record_evidence(store: LessonTables, ops: Sequence[ObservedOp], project_id: str | None) -> int:
     """Keep the evidence ``ops`` state in ``store``; returns how many items were read.
 
-    Recording the same op again adds nothing (keyed by op and item).
+    Recording the same op again adds nothing (keyed by op and item). Ops whose rejections name
+    their rule are kept too, flagged (see the module docstring).
     """
-    judged = [found for op in ops if (found := read_judged(op)) is not None]
+    judged = [found for op in ops if (found := read_judged(op, stated=True)) is not None]
     if judged:
         with store.transaction() as txn:
             write_judged(txn, judged, project_id=project_id)
@@ -154,6 +166,7 @@ def write_judged(txn: Transaction, judged: Sequence[JudgedOp], *, project_id: st
                 "shape": op.shape,
                 "features": dumps(op.features),
                 "recorded_at": at,
+                "rules_stated": op.rules_stated,
             },
             conflict="ON CONFLICT DO NOTHING",
         )
@@ -177,7 +190,9 @@ def read_evidence(
 ) -> tuple[dict[str, dict[str, str]], list[EvidenceItem]]:
     """The features (the newest op's) and the newest ``limit`` items judged for ``scope``,
     oldest first."""
-    where = "o.scope = ?" + (" AND o.project_id IS NOT DISTINCT FROM ?" if project_id is not None else "")
+    where = "o.scope = ? AND NOT coalesce(o.rules_stated, false)" + (
+        " AND o.project_id IS NOT DISTINCT FROM ?" if project_id is not None else ""
+    )
     params: list[Any] = [scope] + ([project_id] if project_id is not None else [])
     rows = store.query(
         "SELECT * FROM (SELECT o.op_id, o.shape, o.features, o.recorded_at, e.item_id, e.accepted, "
@@ -203,6 +218,54 @@ def read_evidence(
             )
         )
     return features, items
+
+
+def read_judged_events(
+    store: LessonTables, *, scope: str | None = None, project_id: str | None = None, limit: int = 50
+) -> list[JudgedOp]:
+    """The newest ``limit`` judged ops (every one, rules stated or not), of ``scope`` when given,
+    oldest first, each with its items: what the gatekeeper replays."""
+    where, params = [], []
+    if scope is not None:
+        where.append("scope = ?")
+        params.append(scope)
+    if project_id is not None:
+        where.append("project_id IS NOT DISTINCT FROM ?")
+        params.append(project_id)
+    clause = ("WHERE " + " AND ".join(where)) if where else ""
+    heads = store.query(
+        "SELECT op_id, scope, shape, features, coalesce(rules_stated, false) FROM evidence_ops "
+        f"{clause} ORDER BY recorded_at DESC, op_id DESC LIMIT ?",
+        [*params, limit],
+    )
+    out = [
+        JudgedOp(op_id=op_id, scope=s, shape=shape, features=json.loads(schema) or {}, rules_stated=bool(rs))
+        for op_id, s, shape, schema, rs in reversed(heads)
+    ]
+    if not out:
+        return out
+    by_id = {op.op_id: op for op in out}
+    marks = ", ".join("?" for _ in by_id)
+    rows = store.query(
+        "SELECT op_id, item_id, accepted, explained, said, item_values FROM evidence "
+        f"WHERE op_id IN ({marks}) ORDER BY op_id, item_id",
+        list(by_id),
+    )
+    for op_id, item_id, accepted, explained, said, values in rows:
+        op = by_id[op_id]
+        op.items.append(
+            EvidenceItem(
+                op_id=op_id,
+                item_id=int(item_id),
+                scope=op.scope,
+                shape=op.shape,
+                accepted=bool(accepted),
+                explained=bool(explained),
+                values=json.loads(values),
+                said=tuple(json.loads(said)),
+            )
+        )
+    return out
 
 
 def _int(value: Any) -> int | None:

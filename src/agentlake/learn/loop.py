@@ -3,7 +3,8 @@
 There is one loop, and it reads what the witness recorded. ``learn_cycle`` is one turn of it
 over given ops: the outcomes and citations the ops state (``record_outcomes``, the op
 convention below), the judged evidence they state (``evidence.record_evidence``), extraction (``learn_from_ops``, idempotent by op id), deltas proposed
-directly (the overseer's), measured effects, decay/expiry and promotion. ``learn_recorded``
+directly (the overseer's), the gatekeeper's replay when the cycle is gated (``gate``), measured
+effects, decay/expiry and promotion. ``learn_recorded``
 is "learn now from these recorded ops": it reads them from the observer (``read_ops``, by
 filters such as a run-id prefix) and runs the cycle; ``learn_between_batches``
 is that over one arm's batch of a scenario run, into the arm's own store. The
@@ -35,6 +36,7 @@ from agentlake.errors import UserError
 from agentlake.learn.effect import measure_effects, record_outcome
 from agentlake.learn.evidence import record_evidence
 from agentlake.learn.extractor import ExtractContext, Extractor, PoolChecker, get_extractor
+from agentlake.learn.gate import Gatekeeper, Verdict
 from agentlake.learn.model import (
     DEFAULT_PROJECT,
     AppliedDelta,
@@ -119,13 +121,15 @@ def learn_from_ops(
     settings: Settings | None = None,
     project_id: str | None = None,
     context: ExtractContext | None = None,
+    hold: bool = False,
 ) -> list[AppliedDelta]:
     """Extract deltas from the ops not learned from before and apply them by curation.
 
     ``extractor``: a registered name (default ``settings.learn_extractor``) or an instance
     (keep one instance across calls so the LLM extractor's breaker remembers). Ops already
     learned from are skipped, so feeding overlapping windows never double-counts. The ops'
-    ids are marked learned in the same transaction as the deltas.
+    ids are marked learned in the same transaction as the deltas. ``hold``: no lesson they
+    add or change may activate (a gated cycle: the gatekeeper decides).
     """
     settings = settings or store.settings
     fresh = store.unlearned([op.id for op in ops])
@@ -134,7 +138,12 @@ def learn_from_ops(
         return []
     context = context or ExtractContext(project_id=project_id or DEFAULT_PROJECT)
     deltas = _resolve(extractor, settings).extract(new_ops, context)
-    return store.propose(deltas, learned_op_ids=[op.id for op in new_ops])
+    return store.propose(held(deltas) if hold else deltas, learned_op_ids=[op.id for op in new_ops])
+
+
+def held(deltas: Sequence[Delta]) -> list[Delta]:
+    """``deltas`` that may not activate a lesson (``Delta.activate`` false)."""
+    return [delta.model_copy(update={"activate": False}) for delta in deltas]
 
 
 def outcome_attributes(task: TaskKey, success: bool, score: float | None = None) -> dict[str, Any]:
@@ -179,6 +188,11 @@ class CycleReport(BaseModel):
     effects: list[EffectReport] = Field(default_factory=list)
     maintenance: list[LessonEvent] = Field(default_factory=list)
     promotions: list[LessonEvent] = Field(default_factory=list)
+    gate: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="The gatekeeper's verdicts of a gated cycle: lesson_id, outcome (passed, refused, "
+        "waiting) and reason.",
+    )
     lessons: dict[str, int] = Field(
         default_factory=dict, description="Lessons by status after the cycle, when counted."
     )
@@ -204,10 +218,13 @@ def learn_cycle(
     promote: bool = True,
     pool_check: PoolChecker | None = None,
     lake: Lake | None = None,
+    gate: Gatekeeper | None = None,
 ) -> CycleReport:
     """One full cycle over ``ops``: record the outcomes, citations and judged evidence they
     state, extract and curate lessons, apply ``proposals`` (deltas proposed directly, e.g. by
-    the overseer), then measure effects, decay/expire and promote (each switchable).
+    the overseer), then, when ``gate`` is given, hold what changed pending and let the
+    gatekeeper replay it (``gate.Gatekeeper``), then measure effects (activating only what
+    passed, when gated), decay/expire and promote (each switchable).
     ``pool_check`` is the domain's count of what a filter leaves of a scope's candidates
     (``ExtractContext.pool_check``); ``lake`` the data lessons are about, for extractors that
     check what they learn (``ExtractContext.lake``). Only the ops :func:`learnable_ops` admits
@@ -224,21 +241,27 @@ def learn_cycle(
     report.outcomes = record_outcomes(store, ops)
     record_evidence(store, ops, project)
     report.ops_new = len(store.unlearned([op.id for op in ops]))
-    report.applied = learn_from_ops(store, ops, extractor=instance, context=context)
+    report.applied = learn_from_ops(store, ops, extractor=instance, context=context, hold=gate is not None)
     if proposals:
-        report.applied += store.propose(proposals)
+        report.applied += store.propose(held(proposals) if gate is not None else proposals)
     # A lesson these ops taught may have been given to later runs among them before this store
     # knew it (an arm that learns within the day, in its own copy): cite it now, or those
     # runs would count as the baseline without it when its effect is measured.
     record_outcomes(store, ops)
+    if gate is not None:
+        report.gate = [_verdict_row(v) for v in gate.review(store)]
     if measure:
-        report.effects = measure_effects(store)
+        report.effects = measure_effects(store, may_activate=gate.may_activate if gate is not None else None)
     if maintain:
         report.maintenance = store.maintain()
     if promote:
         report.promotions = store.promote()
     report.notes = dict(context.notes)
     return report
+
+
+def _verdict_row(verdict: Verdict) -> dict[str, Any]:
+    return {"lesson_id": verdict.lesson_id, "outcome": verdict.outcome, "reason": verdict.reason}
 
 
 def read_recent_ops(
@@ -296,10 +319,11 @@ def learn_recorded(
     maintain: bool = True,
     promote: bool = True,
     pool_check: PoolChecker | None = None,
+    gate: Gatekeeper | None = None,
     **filters: Any,
 ) -> CycleReport:
     """Learn now from what the witness recorded: the ops of ``source`` matching ``filters``
-    (e.g. ``run_id="<run>:<arm>:b2:*"``), through one :func:`learn_cycle`."""
+    (e.g. ``run_id="<run>:<arm>:b2:*"``), through one :func:`learn_cycle` (gated by ``gate``)."""
     ops = read_ops(source, **filters)
     return learn_cycle(
         store,
@@ -311,6 +335,7 @@ def learn_recorded(
         maintain=maintain,
         promote=promote,
         pool_check=pool_check,
+        gate=gate,
     )
 
 
@@ -323,6 +348,7 @@ def learn_between_batches(
     proposals: Sequence[Delta] = (),
     semantic: bool = False,
     pool_check: PoolChecker | None = None,
+    gate: Gatekeeper | None = None,
 ) -> CycleReport:
     """Learn an arm's batch into its own lesson store at ``path`` (a file, or a schema in
     PostgreSQL; opened and closed here).
@@ -331,7 +357,8 @@ def learn_between_batches(
     ``"<run>:<arm>:b2:*"``); ``proposals`` are the overseer's deltas of the batch. The
     cycle measures effects but neither decays nor promotes (a batch is minutes, not weeks).
     ``semantic=False`` curates by lesson identity only (no embedding model), like retrieval.
-    The report counts the store's lessons by status afterwards.
+    ``gate``: the arm's gatekeeper (its T5 tier), or none. The report counts the store's lessons
+    by status afterwards.
     """
     with LessonStore.open(settings, path=path, embedder=None if semantic else False) as store:
         report = learn_recorded(
@@ -341,6 +368,7 @@ def learn_between_batches(
             maintain=False,
             promote=False,
             pool_check=pool_check,
+            gate=gate,
             run_id=run_id,
         )
         counts: dict[str, int] = {}

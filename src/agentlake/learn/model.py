@@ -38,6 +38,7 @@ EventKind = Literal[
     "promote",
     "rollback",
     "measure",
+    "replay",
 ]
 
 MAX_TRIGGER_CHARS = 300
@@ -268,6 +269,11 @@ class Lesson(BaseModel):
         None, description="Unused weeks before this instant have been decayed."
     )
     merged_into: str | None = Field(None, description="Set when retired by folding into another lesson.")
+    replayed: str | None = Field(
+        None,
+        description="The content (``gate.replay_key``) that last passed the gatekeeper's replay of "
+        "judged events; a gated store activates a lesson only while it still holds.",
+    )
     version: int = Field(1, ge=1)
 
     @field_validator("trigger", "action", "domain")

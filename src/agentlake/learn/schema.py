@@ -134,6 +134,17 @@ MIGRATIONS.append(
     )
 )
 
+# 005: every judged op's evidence is kept, those whose rejections name their rule too (flagged
+# ``rules_stated``): induction reads only the others; the gatekeeper replays them all.
+MIGRATIONS.append(
+    Migration(
+        "005_evidence_rules_stated",
+        """
+        ALTER TABLE evidence_ops ADD COLUMN rules_stated BOOLEAN DEFAULT false;
+        """,
+    )
+)
+
 
 # The same schema in PostgreSQL (named, add-only, recorded per store in agentlake_migrations),
 # plus the head row every writing transaction locks (see db.LessonDB.transaction).
@@ -156,4 +167,5 @@ PG_MIGRATIONS = [
         .replace(") AS VARCHAR)", ")) AS VARCHAR)"),
     ),
     Migration("004_learn_cursor", MIGRATIONS[3].sql),
+    Migration("005_evidence_rules_stated", MIGRATIONS[4].sql),
 ]

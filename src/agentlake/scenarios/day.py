@@ -41,6 +41,7 @@ from agentlake.scenarios.pools import ClientPools, PoolChecks
 from agentlake.scenarios.profile import StafferProfile
 from agentlake.scenarios.results import EventResult, arm_name, event_run_key
 from agentlake.scenarios.scenario import DEFAULT_SHIFT_HOURS, Client, Event, FeedbackMode, Scenario
+from agentlake.scenarios.tiers import gatekeeper, t3_deltas
 from agentlake.scenarios.voice import client_says, summary
 from agentlake.settings import Settings
 from agentlake.workforce.evidence import judged_evidence
@@ -377,6 +378,7 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
             ledger = DayLedger()
             results: list[EventResult] = []
             last_ctx: RunContext | None = None
+            tier_deltas: list[Any] = []  # T3's drafts, for the learner with the overseer's
             for event in scenario.events:
                 planned = plan_event(scenario, event, ledger)
                 order = planned.order
@@ -442,11 +444,13 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
                 op_id = record_judged(
                     task, planned, judgement, outcome, error=error, observer=observer, evidence=evidence
                 )
+                tier_deltas += t3_deltas(task.profile, settings, order, op_id, sink.ops, outcome)
                 results.append(_event_result(task, planned, judgement, outcome, error, op_id))
                 if within and lessons is not None and pools is not None:
                     learn_event(task, event.id, lessons, observer, pools)
                 last_ctx = ctx
             deltas = _overseer_end_of_day(task, schedule, last_ctx) if task.profile.overseer else []
+            deltas += tier_deltas
             ops = list(sink.ops)
     finally:
         if own_lake:
@@ -470,6 +474,7 @@ def learn_event(
         maintain=False,
         promote=False,
         pool_check=PoolChecks([pools]),
+        gate=gatekeeper(task.profile, task.settings),
         run_id=event_run_id(task, event_id),
     )
 
@@ -578,6 +583,7 @@ def _event_result(
         shift_end=order.shift_end,
         op_id=op_id,
         sig_hash=order.signature().sig_hash(),
+        tiers=task.profile.tiers(),
     )
 
 

@@ -26,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from agentlake.scenarios.results import EventResult
 from agentlake.scenarios.scorecard import wilson_interval
@@ -66,6 +66,7 @@ class Metrics(BaseModel):
     latency_ms_p95: float
     rescues_attempted: int
     rescues_succeeded: int
+    tiers: str = Field("", description="The overseer tiers the staffer ran, e.g. 'T3 T5' (empty: none).")
     double_bookings_caught: int
     double_bookings_submitted: int
     errors: int
@@ -119,6 +120,7 @@ def compute_metrics(results: Sequence[EventResult], *, staffer: str, batch: int 
     input_tokens = sum(r.input_tokens for r in results)
     output_tokens = sum(r.output_tokens for r in results)
     return Metrics(
+        tiers=" ".join(sorted({tier for r in results for tier in r.tiers})),
         staffer=staffer,
         feedback=results[0].feedback if results else "explicit",
         batch=batch,
@@ -322,6 +324,7 @@ LEADERBOARD_COLUMNS = [
     "ms/ev",
     "rescued",
     "dbl-bk caught/sent",
+    "tiers",
 ]
 
 
@@ -352,6 +355,7 @@ def leaderboard_rows(
                 f"{m.latency_ms_mean:.0f}",
                 f"{m.rescues_succeeded}/{m.rescues_attempted}",
                 f"{m.double_bookings_caught}/{m.double_bookings_submitted}",
+                m.tiers or "-",
             ]
         )
     return out

@@ -29,6 +29,17 @@ class TierModels(BaseModel):
     reviewer: str | None = None
     overseer: str | None = None
     escalation: str | None = None
+    t3: str | None = Field(None, description="T3's model (reviews each judged event); empty: the overseer's.")
+    t4: str | None = Field(None, description="T4's model (synthesises across days); empty: the overseer's.")
+    t5: str | None = Field(
+        None,
+        description="T5's model (predicts what a lesson in words leaves out); empty: the profile's overseer "
+        "model, else none (lessons in words wait).",
+    )
+
+
+# The overseer's model tiers: allowed on any policy (they watch and propose; they do not staff).
+TIER_KEYS = ("t3", "t4", "t5")
 
 
 class StafferProfile(BaseModel):
@@ -58,6 +69,22 @@ class StafferProfile(BaseModel):
         "course every N executor turns and may say drift (each review costs a turn of the budget).",
     )
     overseer: bool = False
+    t3_review: bool = Field(
+        False,
+        description="T3: a model (thinking on) reviews each judged event beside the overseer's code checks "
+        "and proposes lessons to the learner (models.t3, else the overseer's model).",
+    )
+    t4_synthesis: bool = Field(
+        False,
+        description="T4: between batches a model (thinking on) reads the days so far and proposes cross-day "
+        "lessons to the learner (models.t4, else the overseer's model).",
+    )
+    t5_gate: bool = Field(
+        False,
+        description="T5, the gatekeeper: no lesson activates before a replay of recent judged events; one that "
+        "would have left out workers the client accepted is retired with the reason (machine actions by "
+        "code, lessons in words by models.t5 when set, else they wait).",
+    )
     rescue: bool = False
     lessons: bool = Field(True, description="Retrieve lessons for each task.")
     learning: bool = Field(
@@ -86,26 +113,43 @@ class StafferProfile(BaseModel):
             raise ValueError("learning: true needs lessons: true (learned lessons would never be used)")
         if self.learn_within_day and not self.learning:
             raise ValueError("learn_within_day: true needs learning: true")
-        if self.policy != "llm" and any(self.models.model_dump().values()):
-            raise ValueError(f"a {self.policy} staffer uses no models; remove 'models' or use policy: llm")
+        staffing = {k: v for k, v in self.models.model_dump().items() if k not in TIER_KEYS}
+        if self.policy != "llm" and any(staffing.values()):
+            raise ValueError(
+                f"a {self.policy} staffer uses no models but its overseer tiers' (t3, t4, t5); "
+                "remove the others or use policy: llm"
+            )
+        for switch in ("t3_review", "t4_synthesis", "t5_gate"):
+            if getattr(self, switch) and not self.learning:
+                raise ValueError(f"{switch}: true needs learning: true (the tiers propose to the learner)")
         return self
+
+    def tiers(self) -> list[str]:
+        """The overseer tiers this staffer runs, e.g. ['T3', 'T5'] (the leaderboard shows them)."""
+        switches = (("T3", self.t3_review), ("T4", self.t4_synthesis), ("T5", self.t5_gate))
+        return [name for name, on in switches if on]
 
     def resolved_models(self, settings: Settings) -> TierModels:
         """Models per tier after falling back to the settings table."""
         executor = self.models.executor or settings.executor_model
+        above = self.models.overseer or settings.overseer_model
         return TierModels(
             executor=executor,
             reviewer=self.models.reviewer or settings.reviewer_model or None,
-            overseer=(self.models.overseer or settings.overseer_model) if self.overseer else None,
+            overseer=above if self.overseer else None,
             escalation=self.models.escalation,
+            t3=(self.models.t3 or above or None) if self.t3_review else None,
+            t4=(self.models.t4 or above or None) if self.t4_synthesis else None,
+            t5=(self.models.t5 or self.models.overseer or None) if self.t5_gate else None,
         )
 
     def model_list(self, settings: Settings) -> list[str]:
-        """Every model this staffer would call, deduplicated, in tier order."""
+        """Every model this staffer would call, deduplicated, in tier order (a rules staffer's:
+        its overseer tiers' only)."""
+        resolved = self.resolved_models(settings).model_dump()
         if self.policy != "llm":
-            return []
-        tiers = self.resolved_models(settings).model_dump().values()
-        return list(dict.fromkeys(model for model in tiers if model))
+            resolved = {k: v for k, v in resolved.items() if k in TIER_KEYS}
+        return list(dict.fromkeys(model for model in resolved.values() if model))
 
 
 def builtin_staffers() -> list[str]:
@@ -176,8 +220,14 @@ def unreachable_models(profile: StafferProfile, settings: Settings, *, timeout_s
         reason = _model_problem(model, settings, timeout_s)
         if reason:
             problems.append(f"{model}: {reason}")
-    if profile.policy == "llm" and not profile.model_list(settings):
+    if profile.policy == "llm" and not profile.resolved_models(settings).executor:
         problems.append("no executor model: set models.executor in the profile or AGENTLAKE_EXECUTOR_MODEL")
+    resolved = profile.resolved_models(settings)
+    for switch, tier in (("t3_review", resolved.t3), ("t4_synthesis", resolved.t4)):
+        if getattr(profile, switch) and not tier:
+            problems.append(
+                f"{switch}: no model: set models.{switch[:2]} (or models.overseer) in the profile, or AGENTLAKE_OVERSEER_MODEL"
+            )
     return problems
 
 

@@ -606,6 +606,7 @@ def render_report(
             f"{row.metrics.latency_ms_mean:.0f}",
             f"{row.metrics.rescues_succeeded}/{row.metrics.rescues_attempted}",
             f"{row.metrics.double_bookings_caught}/{row.metrics.double_bookings_submitted}",
+            row.metrics.tiers or "-",
         ]
         for row in board
     ]
@@ -646,7 +647,7 @@ def render_report(
 <h1>{escape(title)}</h1>
 <p class="meta">{meta}</p>
 <h2>Leaderboard</h2>
-<div class="wide">{_table(["#", "staffer", "score", "fill rate", "fill rate by batch", "gain (pts)", "pass^k", "precision", "citations / run", "turns / event", "tokens / event", "cost $", "latency ms / event", "rescues ok / tried", "double-bookings caught / sent"], board_rows, left=2, highlight_first=True)}</div>
+<div class="wide">{_table(["#", "staffer", "score", "fill rate", "fill rate by batch", "gain (pts)", "pass^k", "precision", "citations / run", "turns / event", "tokens / event", "cost $", "latency ms / event", "rescues ok / tried", "double-bookings caught / sent", "overseer tiers"], board_rows, left=2, highlight_first=True)}</div>
 <p class="note">{escape(SCORE_FORMULA)}. Fill rate = workers accepted by the client / workers requested. pass^k = share of events solved in all k repetitions. Precision = accepted / submitted workers.</p>
 <h2>Learning curve</h2>
 <div class="chart">{learning_curve_svg(points, batches, styles)}</div>

@@ -154,6 +154,9 @@ class EventResult(TaskEffort):
     shift_end: datetime | None = None
     op_id: str | None = None
     sig_hash: str | None = None
+    tiers: list[str] = Field(
+        default_factory=list, description="The overseer tiers the staffer ran (T3, T4, T5)."
+    )
 
     @property
     def arm(self) -> str:
@@ -281,3 +284,23 @@ def read_json(path: Path) -> dict[str, Any]:
 
 def read_plan(run_dir: Path) -> dict[str, Any]:
     return read_json(run_dir / PLAN_FILE)
+
+
+def resumed_header(before: dict[str, Any], now: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """The run's recorded plan, after checking the resumed one asks for the same days; how
+    they run (backend, workers) may change. ``UserError`` names what differs."""
+    same = ("scenarios", "staffers", "batches", "repeat", "feedback", "semantic_lessons")
+    for key in same:
+        if what_runs(key, json.loads(json.dumps(now[key], default=str))) != what_runs(key, before.get(key)):
+            raise UserError(
+                f"{run_dir.name} was started with other {key.replace('_', ' ')}: "
+                "resume it with the options it was started with"
+            )
+    return {**before, "resumed_at": [*before.get("resumed_at", []), now["created_at"]]}
+
+
+def what_runs(key: str, value: Any) -> Any:
+    """A plan entry without what does not change the days (a staffer's colour in reports)."""
+    if key == "staffers" and isinstance(value, list):
+        return [{k: v for k, v in p.items() if k != "colour"} if isinstance(p, dict) else p for p in value]
+    return value

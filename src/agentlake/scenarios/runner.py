@@ -17,7 +17,6 @@ It does not own a day (``day``) nor where days run (``backends``).
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 import time
@@ -60,9 +59,11 @@ from agentlake.scenarios.results import (
     read_lines,
     read_plan,
     read_results,
+    resumed_header,
     write_json,
 )
 from agentlake.scenarios.scenario import BUILTIN, FeedbackMode, Scenario, load_scenarios, parse_feedback
+from agentlake.scenarios.tiers import gatekeeper, t4_deltas, tier_counts
 from agentlake.settings import Settings, load_settings
 from agentlake.workforce.facts import site_of
 from agentlake.workforce.tables import missing_tables
@@ -101,6 +102,11 @@ class BatchLearning(BaseModel):
     active: int
     pending: int
     measured: int = Field(description="Lessons with a measured effect so far.")
+    tiers: dict[str, int] = Field(
+        default_factory=dict,
+        description="What the overseer tiers did: t3_proposed, t4_proposed, and the gatekeeper's t5_passed, "
+        "t5_refused, t5_waiting.",
+    )
     notes: list[str] = Field(
         default_factory=list,
         description="What learning set aside and why (contradictory evidence, rules withheld).",
@@ -456,7 +462,7 @@ def execute_run(
         done: set[tuple[str, int, str, int]] = set()
         learned: set[tuple[str, int]] = set()
         if resume:
-            header = _resumed_header(read_plan(run_dir), header, run_dir)
+            header = resumed_header(read_plan(run_dir), header, run_dir)
             done, learned = _finished(run_dir, plan)
         for arm in plan.arms:
             where = _lessons_path(run_dir, arm, settings)
@@ -622,6 +628,7 @@ def _learn(
         if line["arm"] == arm.name and line["batch"] == batch
         for delta in line["deltas"]
     ]
+    proposals += t4_deltas(arm.profile, settings, observer, f"{run_dir.name}:{arm.name}:*")
     report = learn_between_batches(
         _lessons_path(run_dir, arm, settings),
         observer,
@@ -630,6 +637,7 @@ def _learn(
         proposals=proposals,
         semantic=plan.semantic_lessons,
         pool_check=pools,
+        gate=gatekeeper(arm.profile, settings),
     )
     return BatchLearning(
         staffer=arm.name,
@@ -638,29 +646,10 @@ def _learn(
         active=report.lessons.get("active", 0),
         pending=report.lessons.get("pending", 0),
         measured=len(report.effects),
+        tiers=tier_counts(proposals, report.gate),
         notes=list(report.notes.get("induction_notes", [])),
         finished_at=datetime.now(UTC),
     )
-
-
-def _resumed_header(before: dict[str, Any], now: dict[str, Any], run_dir: Path) -> dict[str, Any]:
-    """The run's recorded plan, after checking the resumed one asks for the same days; how
-    they run (backend, workers) may change. ``UserError`` names what differs."""
-    same = ("scenarios", "staffers", "batches", "repeat", "feedback", "semantic_lessons")
-    for key in same:
-        if _what_runs(key, json.loads(json.dumps(now[key], default=str))) != _what_runs(key, before.get(key)):
-            raise UserError(
-                f"{run_dir.name} was started with other {key.replace('_', ' ')}: "
-                "resume it with the options it was started with"
-            )
-    return {**before, "resumed_at": [*before.get("resumed_at", []), now["created_at"]]}
-
-
-def _what_runs(key: str, value: Any) -> Any:
-    """A plan entry without what does not change the days (a staffer's colour in reports)."""
-    if key == "staffers" and isinstance(value, list):
-        return [{k: v for k, v in p.items() if k != "colour"} if isinstance(p, dict) else p for p in value]
-    return value
 
 
 def _finished(run_dir: Path, plan: RunPlan) -> tuple[set[tuple[str, int, str, int]], set[tuple[str, int]]]:

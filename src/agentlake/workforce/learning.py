@@ -26,7 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from agentlake.errors import AgentlakeError
 from agentlake.learn.extractor import ExtractContext
 from agentlake.learn.model import MAX_EVIDENCE_IDS, MAX_EXCLUDE_IDS, Delta, Lesson, LessonDraft, LessonMatch
+from agentlake.workforce.evidence import CERTIFICATIONS, DISTANCE, PRIOR_NO_SHOW
 from agentlake.workforce.resume_wishes import search_phrase
+from agentlake.workforce.roles import normalize_certification, same_role
+from agentlake.workforce.tables import SCORE_COLUMNS
 
 if TYPE_CHECKING:
     from agentlake.learn.extractor import Extractor, Op
@@ -229,6 +232,45 @@ def check_where_fragment(fragment: str) -> None:
         raise ValueError(f"extra_where rejected by the SQL guard: {exc.message}") from None
 
 
+# The filters a model may name for a lesson (the overseer's tiers): a score column, the
+# distance, a certification, prior no-shows, spares, double-bookings.
+MODEL_FILTERS = (
+    *SCORE_COLUMNS,
+    DISTANCE,
+    "certification",
+    PRIOR_NO_SHOW,
+    "spare_buffer",
+    "double_booking",
+)
+
+
+def action_from_filter(name: str | None, value: Any) -> dict[str, Any] | None:
+    """The machine action a model's (filter, value) names, or ``None`` when it names none or
+    its value does not fit (a score in [0, 1], miles > 0, a certification's name, spares 1..20)."""
+    try:
+        if name in SCORE_COLUMNS:
+            score = float(value)
+            action = StaffingAction(min_scores={name: score}) if 0 < score <= 1 else None
+        elif name == DISTANCE:
+            miles = float(value)
+            action = StaffingAction(max_distance_miles=miles) if 0 < miles <= 500 else None
+        elif name == "certification":
+            text = str(value or "").strip()
+            action = StaffingAction(require_certifications=[normalize_certification(text)]) if text else None
+        elif name == PRIOR_NO_SHOW:
+            action = StaffingAction(exclude_prior_no_show_at_client=True)
+        elif name == "spare_buffer":
+            spares = int(float(value))
+            action = StaffingAction(min_candidate_buffer=spares) if 1 <= spares <= 20 else None
+        elif name == "double_booking":
+            action = StaffingAction(exclude_double_booked=True)
+        else:
+            action = None
+    except (TypeError, ValueError):
+        return None
+    return action.model_dump() if action is not None else None
+
+
 def action_of(lesson: Lesson) -> StaffingAction | None:
     """``lesson``'s machine action as a ``StaffingAction``, or ``None`` when it has none or is
     not a staffing lesson."""
@@ -292,6 +334,40 @@ class StaffingDomain:
                 "Widen before concluding nobody fits: check the role's spelling against the catalogue, widen the "
                 "radius, drop optional filters one at a time",
             )
+        return None
+
+    def replay_applies(self, fields: Mapping[str, str], shape: str) -> bool:
+        """A judged op's shape is "<role> in <city>, <state>" (``scenarios.day``'s evidence)."""
+        role, _, place = shape.partition(" in ")
+        wanted = fields.get("role")
+        if wanted and not (same_role(role, wanted) or role.casefold() == wanted.casefold()):
+            return False
+        return all(
+            not fields.get(name) or fields[name].casefold() in place.casefold() for name in ("city", "state")
+        )
+
+    def replay_refusal(
+        self, action: Mapping[str, Any], item_id: int, values: Mapping[str, Any]
+    ) -> str | None:
+        """The first filter of ``action`` that leaves the worker out, in words (the features of
+        ``workforce.evidence``); widening and knobs leave nobody out."""
+        parsed = StaffingAction.model_validate(dict(action))
+        if item_id in parsed.exclude_ids:
+            return "left out by id"
+        held = {normalize_certification(str(c)) for c in values.get(CERTIFICATIONS) or []}
+        for cert in parsed.require_certifications:
+            if normalize_certification(cert) not in held:
+                return f"no {cert} on file"
+        for name, floor in parsed.min_scores.items():
+            score = values.get(name)
+            if isinstance(score, (int, float)) and score < floor - 1e-9:
+                return f"{name} {score:g} below {floor:g}"
+        distance = values.get(DISTANCE)
+        limit = parsed.max_distance_miles
+        if limit is not None and isinstance(distance, (int, float)) and distance > limit + 1e-9:
+            return f"{distance:g} miles away, beyond {limit:g}"
+        if parsed.exclude_prior_no_show_at_client and values.get(PRIOR_NO_SHOW) is True:
+            return "a prior no-show at this client"
         return None
 
     def rules(self, settings: Settings) -> Sequence[Extractor]:
