@@ -262,3 +262,23 @@ def test_a_year_column_the_table_has_not_is_the_year_of_its_date(lake: Lake) -> 
 def test_a_range_of_numbers_says_no_time(lake: Lake) -> None:
     sql = "SELECT count(*) AS n FROM stocks WHERE price BETWEEN 40 AND 50 AND date BETWEEN '2020-01-01' AND '2020-12-31'"
     assert "unsaidfilter" in problem_kinds(lake, sql, "In how many months was the price between 40 and 50?")
+
+
+# "How many months": rows counted, not a column summed.
+
+
+def test_a_sum_for_how_many_months_is_found(lake: Lake) -> None:
+    sql = "SELECT sum(price) AS n FROM stocks WHERE price BETWEEN 40 AND 50"
+    assert "periodcount" in problem_kinds(lake, sql, "In how many months was the price between 40 and 50?")
+
+
+def test_a_sum_for_how_many_months_counts_the_rows(lake: Lake) -> None:
+    sql = "SELECT sum(price) AS n FROM stocks WHERE price BETWEEN 40 AND 50"
+    assert fixed_rows(lake, sql, "periodcount", "In how many months was the price between 40 and 50?") == [
+        (2,)
+    ]
+
+
+def test_a_sum_of_the_named_column_is_no_period_count(lake: Lake) -> None:
+    sql = "SELECT sum(nonfarm) AS n FROM jobs"
+    assert "periodcount" not in problem_kinds(lake, sql, "How many nonfarm jobs were there?")

@@ -379,7 +379,39 @@ def amount_fix(sql: str, question: str, lake: Lake) -> tuple[str, str] | None:
     return tree.sql("duckdb"), f"ranked by the sum of {measure}, the amount the question ranks by"
 
 
-COMPARE_KINDS = frozenset({"unsaidfilter", "bound", "unstated", "columnvalue", "amount"})
+# "On average, how many days did it take": an average of days, not a count of them.
+_AVERAGE = re.compile(r"\b(?:average|mean|median|typical)\b", re.IGNORECASE)
+_HOW_MANY_PERIODS = re.compile(
+    r"\bhow many (?:different )?(days|weeks|months|years|times|rows|records)\b", re.IGNORECASE
+)
+
+
+def summed_count(sql: str, question: str, lake: Lake) -> str | None:
+    """The periods (or rows) "how many days/months/..." counts when ``sql`` sums or averages a
+    column instead ("In how many months was the price between 20 and 30?": ``sum(price)``), and
+    the tables have no column of that name; else None."""
+    match = None if _AVERAGE.search(question) else _HOW_MANY_PERIODS.search(question)
+    tree = parse_select(sql)
+    if match is None or tree is None or any(isinstance(c.this, exp.Star) for c in tree.find_all(exp.Count)):
+        return None
+    said = words(match.group(1))
+    if any(words(column) & said for column in column_types(lake, sql)):
+        return None
+    return match.group(1) if list(tree.find_all(exp.Sum, exp.Avg)) else None
+
+
+def count_fix(sql: str, question: str, lake: Lake) -> tuple[str, str] | None:
+    """``sql`` counting rows where it summed or averaged, for "how many <periods>"."""
+    periods = summed_count(sql, question, lake)
+    tree = parse_select(sql)
+    if periods is None or tree is None:
+        return None
+    for node in list(tree.find_all(exp.Sum, exp.Avg)):
+        node.replace(exp.Count(this=exp.Star()))
+    return tree.sql("duckdb"), f"counted the rows: the question asks how many {periods}"
+
+
+COMPARE_KINDS = frozenset({"unsaidfilter", "bound", "unstated", "columnvalue", "amount", "periodcount"})
 
 
 def compare_problems(
@@ -396,6 +428,8 @@ def compare_problems(
         found.append(("unstated", f"filters {', '.join(unstated)}, a number the question does not state"))
     if as_values := column_values(sql, lake, listed):
         found.append(("columnvalue", f"compares {', '.join(as_values)}, the name of a column, as a value"))
+    if periods := summed_count(sql, question, lake):
+        found.append(("periodcount", f"sums or averages, but the question asks how many {periods}"))
     if amount := counted_amount(sql, question, lake):
         found.append(("amount", f"ranks by the number of rows, but the question ranks by {amount}"))
     return found
@@ -419,4 +453,6 @@ def fix_compared(
         return unstated_fix(sql, question, rows or [(1,)])
     if kind == "amount":
         return amount_fix(sql, question, lake)
+    if kind == "periodcount":
+        return count_fix(sql, question, lake)
     return column_value_fix(sql, lake, listed) if kind == "columnvalue" else None
