@@ -296,11 +296,15 @@ def learn_recorded(
     maintain: bool = True,
     promote: bool = True,
     pool_check: PoolChecker | None = None,
+    order: Callable[[ObservedOp], Any] | None = None,
     **filters: Any,
 ) -> CycleReport:
     """Learn now from what the witness recorded: the ops of ``source`` matching ``filters``
-    (e.g. ``run_id="<run>:<arm>:b2:*"``), through one :func:`learn_cycle`."""
+    (e.g. ``run_id="<run>:<arm>:b2:*"``), through one :func:`learn_cycle`; oldest first, or
+    sorted stably by ``order`` (work that ran at once, learned in the order it was planned)."""
     ops = read_ops(source, **filters)
+    if order is not None:
+        ops.sort(key=order)
     return learn_cycle(
         store,
         ops,
@@ -323,12 +327,14 @@ def learn_between_batches(
     proposals: Sequence[Delta] = (),
     semantic: bool = False,
     pool_check: PoolChecker | None = None,
+    order: Callable[[ObservedOp], Any] | None = None,
 ) -> CycleReport:
     """Learn an arm's batch into its own lesson store at ``path`` (a file, or a schema in
     PostgreSQL; opened and closed here).
 
     ``run_id`` selects the batch's ops in ``source`` (a run-id prefix such as
-    ``"<run>:<arm>:b2:*"``); ``proposals`` are the overseer's deltas of the batch. The
+    ``"<run>:<arm>:b2:*"``), read in ``order`` (see :func:`learn_recorded`); ``proposals``
+    are the overseer's deltas of the batch. The
     cycle measures effects but neither decays nor promotes (a batch is minutes, not weeks).
     ``semantic=False`` curates by lesson identity only (no embedding model), like retrieval.
     The report counts the store's lessons by status afterwards.
@@ -341,6 +347,7 @@ def learn_between_batches(
             maintain=False,
             promote=False,
             pool_check=pool_check,
+            order=order,
             run_id=run_id,
         )
         counts: dict[str, int] = {}
