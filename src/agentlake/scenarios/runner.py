@@ -1,18 +1,19 @@
 """The runner: staffers x scenarios x repetitions, in batches, learning between batches.
 
-Owns a run from start to finish: validating everything before anything runs (scenarios,
-profiles, models reachable, the lake and every event's place), the run directory, dispatching
-each batch's days to a backend, recording every op in the observer (the parent is the only
-writer), and, between batches, learning: for each staffer with learning on,
+Owns a run from start to finish once it is planned (``plan``: everything validated before
+anything runs): the run directory, dispatching each batch's days to a backend (on the inline
+backend several at once, ``concurrency``, handed back in the order planned), recording every
+op in the observer (the parent is the only writer), and, between batches, once the whole
+batch has landed, learning: for each staffer with learning on,
 ``learn.learn_between_batches`` reads the staffer's ops of the batch back from the observer
-(by run-id prefix: their rejections, outcomes and citations) into its OWN lesson store under
+(by run-id prefix, day by day as planned: their rejections, outcomes and citations) into its OWN lesson store under
 ``runs/<run_id>/lessons/<staffer>.duckdb`` (with ``database_url`` set: its own schema in
 PostgreSQL, ``arm_schema``, which the workers read too), so the next batch retrieves what was learned. Staffers never share a store, so arms cannot
 leak into each other. Metrics and the report are computed from the results file at the end,
 with the lessons each learning arm ended with (``arm_lessons``, read back from its store).
 A day's results, ops and overseer proposals are written as it lands and each arm's learning
 when it is done, so an interrupted run resumes (``resume``) without running a day twice.
-It does not own a day (``day``) nor where days run (``backends``).
+It does not own a day (``day``), where days run (``backends``) nor the plan (``plan``).
 """
 
 from __future__ import annotations
