@@ -353,8 +353,9 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
     """Staff one scenario day with one staffer; judge every event; return results and ops.
 
     ``lake`` lets an inline caller reuse its open lake; otherwise the lake is opened read-only
-    from ``task.lake_path``. A policy that raises ``AgentlakeError`` for one event is recorded as
-    an unfilled event with the error, and the day goes on (one bad turn is not a lost day).
+    from ``task.lake_path``. A policy that raises for one event (``AgentlakeError`` or anything
+    else) is recorded as an unfilled event with the error, and the day goes on (one bad turn
+    is not a lost day).
     """
     started = time.perf_counter()
     settings = task.settings
