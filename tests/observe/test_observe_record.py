@@ -18,6 +18,7 @@ from agentlake.observe import (
     install_llm_recording,
     observe,
     observe_context,
+    observing,
     set_observer,
     wrap_provider,
     wrap_tool,
@@ -172,6 +173,45 @@ def test_llm_calls_are_recorded_through_the_accounting_hook(observer: Observer) 
     assert call.parent_span_id == observer.query(endpoint="task.fill")[0].span_id
     assert call.attributes["gen_ai.request.model"] == call.usage.model
     assert task.op is not None
+
+
+def test_observing_gives_each_thread_its_own_observer_and_model_calls(observer: Observer) -> None:
+    """Scenario days running at once: each thread's ops and model calls go to its own observer,
+    the process-wide one sees none of them, and work outside any ``observing`` block is its."""
+    import threading
+
+    from agentlake.llm import FunctionProvider, generate
+    from agentlake.observe import MemorySink
+
+    provider = FunctionProvider(lambda messages, options: "ok", "echo")
+    sinks = {name: MemorySink() for name in ("a", "b")}
+    both_inside = threading.Barrier(2)
+
+    def day(name: str) -> None:
+        with observing(Observer(sinks[name])) as own:
+            assert get_observer() is own
+            stop = install_llm_recording(None)
+            try:
+                both_inside.wait(timeout=10)  # the two hooks are held at once
+                with observe_context(run_id=f"day-{name}"):
+                    event("fill.judged", source="scenario")
+                    generate(provider, [{"role": "user", "content": f"day {name}"}])
+                both_inside.wait(timeout=10)
+            finally:
+                stop()
+
+    threads = [threading.Thread(target=day, args=(name,)) for name in sinks]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for name, sink in sinks.items():
+        assert sorted((op.endpoint, op.run_id) for op in sink.ops) == [
+            ("fill.judged", f"day-{name}"),
+            ("llm.chat", f"day-{name}"),
+        ]
+    assert observer.query() == []
+    assert get_observer() is observer
 
 
 def test_wrap_provider_records_direct_calls(observer: Observer) -> None:

@@ -25,9 +25,10 @@ def cli_env(scenario_settings: Settings, monkeypatch: pytest.MonkeyPatch):
 
 @pytest.mark.slow
 def test_run_then_read_the_numbers(cli_env: Settings, cli) -> None:
-    code, out, err = cli("run", "--check")
+    code, out, err = cli("run", "--check", "--concurrency", "3")
     assert code == 0, err
     assert "ok: 8 scenarios" in out
+    assert "backend inline, 3 days at once" in " ".join(out.split())
     assert "rules-learning (rules, learning on)" in out
     assert "rules-static" in out
 
@@ -101,6 +102,12 @@ def test_cli_refuses_bad_input_with_one_line(cli_env: Settings, cli, tmp_path: P
     code, _, err = cli("run", "--resume")
     assert code == 2
     assert "--resume needs the --run-id of the run to continue" in err
+    code, _, err = cli("run", "--concurrency", "0", "--check")
+    assert code == 2
+    assert err.strip().splitlines()[-1].endswith("--concurrency must be at least 1")
+    code, _, err = cli("run", "--concurrency", "4", "--backend", "process", "--check")
+    assert code == 2
+    assert "the process backend runs --workers days at once" in err
     code, _, err = cli("leaderboard", str(tmp_path))
     assert code == 2
     assert "not a run directory" in err

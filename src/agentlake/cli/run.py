@@ -51,6 +51,14 @@ def run(
     workers: int | None = typer.Option(
         None, "--workers", "-w", min=1, help="Worker processes / Ray CPUs (default: all cores)."
     ),
+    concurrency: int | None = typer.Option(
+        None,
+        "--concurrency",
+        "-j",
+        help="Days run at once in this process (backend inline), sharing one copy of each embedded "
+        "model; results and learning are the same as one at a time. Default: two a core (at most 8) "
+        "for model staffers, one a core for rules staffers; capped by free memory.",
+    ),
     run_id: str | None = typer.Option(
         None, "--run-id", help="Name of the run directory under runs_dir (default: a timestamp)."
     ),
@@ -94,9 +102,10 @@ def run(
         leaderboard_rows,
         learning_curve,
     )
+    from agentlake.scenarios.plan import RunRequest, prepare_run
     from agentlake.scenarios.recovery import recovery_line
     from agentlake.scenarios.results import read_results
-    from agentlake.scenarios.runner import RunRequest, prepare_run, run_request
+    from agentlake.scenarios.runner import run_request
 
     request = RunRequest(
         scenarios=_split(scenarios),
@@ -108,6 +117,7 @@ def run(
         workers=workers,
         semantic_lessons=semantic_lessons,
         feedback=_split(feedback) or None,
+        concurrency=concurrency,
     )
     if check:
         from agentlake.scenarios.feasibility import lake_pools

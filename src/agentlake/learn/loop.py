@@ -320,11 +320,16 @@ def learn_recorded(
     promote: bool = True,
     pool_check: PoolChecker | None = None,
     gate: Gatekeeper | None = None,
+    order: Callable[[ObservedOp], Any] | None = None,
     **filters: Any,
 ) -> CycleReport:
     """Learn now from what the witness recorded: the ops of ``source`` matching ``filters``
-    (e.g. ``run_id="<run>:<arm>:b2:*"``), through one :func:`learn_cycle` (gated by ``gate``)."""
+    (e.g. ``run_id="<run>:<arm>:b2:*"``), through one :func:`learn_cycle` (gated by ``gate``);
+    oldest first, or sorted stably by ``order`` (work that ran at once, learned in the order it
+    was planned)."""
     ops = read_ops(source, **filters)
+    if order is not None:
+        ops.sort(key=order)
     return learn_cycle(
         store,
         ops,
@@ -349,12 +354,14 @@ def learn_between_batches(
     semantic: bool = False,
     pool_check: PoolChecker | None = None,
     gate: Gatekeeper | None = None,
+    order: Callable[[ObservedOp], Any] | None = None,
 ) -> CycleReport:
     """Learn an arm's batch into its own lesson store at ``path`` (a file, or a schema in
     PostgreSQL; opened and closed here).
 
     ``run_id`` selects the batch's ops in ``source`` (a run-id prefix such as
-    ``"<run>:<arm>:b2:*"``); ``proposals`` are the overseer's deltas of the batch. The
+    ``"<run>:<arm>:b2:*"``), read in ``order`` (see :func:`learn_recorded`); ``proposals``
+    are the overseer's deltas of the batch. The
     cycle measures effects but neither decays nor promotes (a batch is minutes, not weeks).
     ``semantic=False`` curates by lesson identity only (no embedding model), like retrieval.
     ``gate``: the arm's gatekeeper (its T5 tier), or none. The report counts the store's lessons
@@ -369,6 +376,7 @@ def learn_between_batches(
             promote=False,
             pool_check=pool_check,
             gate=gate,
+            order=order,
             run_id=run_id,
         )
         counts: dict[str, int] = {}

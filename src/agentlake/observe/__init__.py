@@ -20,6 +20,7 @@ from agentlake.observe.append import AppendResult, QueueFullError, Ticket
 from agentlake.observe.default_observer import (
     close_default_observer,
     get_observer,
+    observing,
     open_client,
     open_observer,
     open_reader,
@@ -94,6 +95,7 @@ __all__ = [
     "new_op_id",
     "observe",
     "observe_context",
+    "observing",
     "open_observer",
     "open_client",
     "open_reader",

@@ -5,17 +5,22 @@ DuckDB file, or the PostgreSQL database when ``database_url`` is set, which ever
 ``http`` sends to a running observer service through ``ObserverClient``, which spools while it
 is down; an embedded sink whose store a running server of the data directory holds sends to that
 server instead), ``open_reader`` (where tools like ``agentlake ops`` read from) and the process-wide
-observer (``get_observer``/``set_observer``, closed at exit, never reused across a fork). It
-does not own recording (``recording``) or the observer itself (``observer``).
+observer (``get_observer``/``set_observer``, closed at exit, never reused across a fork), which
+``observing`` replaces for the work of one thread only (scenario days running at once each
+record into their own). It does not own recording (``recording``) or the observer itself
+(``observer``).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextvars
 import logging
 import os
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from agentlake.errors import UnavailableError
@@ -30,6 +35,10 @@ log = logging.getLogger(__name__)
 
 _default: Observer | None = None
 _default_lock = threading.Lock()
+# The observer standing in for the process-wide one in this context only (``observing``).
+_in_context: contextvars.ContextVar[Observer | None] = contextvars.ContextVar(
+    "agentlake_observer_in_context", default=None
+)
 
 
 def open_observer(settings: Settings | None = None) -> Observer:
@@ -146,6 +155,9 @@ def get_observer(settings: Settings | None = None) -> Observer:
     """
     global _default, _default_pid
 
+    local = _in_context.get()
+    if local is not None:
+        return local
     with _default_lock:
         if _default is not None and _default_pid not in (None, os.getpid()):
             _default = None  # inherited through fork: not ours to use or close
@@ -156,8 +168,11 @@ def get_observer(settings: Settings | None = None) -> Observer:
 
 
 def _current_default() -> Observer | None:
-    """The process-wide observer if this process already opened one (never opens it)."""
-
+    """The process-wide observer if this process already opened one (never opens it); in an
+    ``observing`` block, that block's."""
+    local = _in_context.get()
+    if local is not None:
+        return local
     observer = _default
     return observer if observer is not None and _default_pid == os.getpid() else None
 
@@ -170,6 +185,19 @@ def set_observer(observer: Observer | None) -> Observer | None:
         previous, _default = _default, observer
         _default_pid = os.getpid() if observer is not None else None
         return previous
+
+
+@contextmanager
+def observing(observer: Observer) -> Iterator[Observer]:
+    """Within the block, and in this thread (this ``contextvars`` context) only, ``observer``
+    stands in for the process-wide one: ``get_observer`` returns it and recording without an
+    observer goes to it. Other threads still see the process-wide observer, so work running
+    at once in several threads (scenario days) each records into its own. Not closed here."""
+    token = _in_context.set(observer)
+    try:
+        yield observer
+    finally:
+        _in_context.reset(token)
 
 
 @atexit.register

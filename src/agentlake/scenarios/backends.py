@@ -4,13 +4,16 @@ Owns the ``Backend`` contract (``map`` day tasks to day results, yielding each a
 finishes) and its three implementations. Every backend runs the same ``day.run_day``; a
 worker opens the lake READ-ONLY (DuckDB allows one read-write process per file, any number of
 readers) and sends its ops back with its results, so the parent stays the only writer of the
-observer's store, the lesson stores and the run directory. It does not own batching or
-learning (``runner``).
+observer's store, the lesson stores and the run directory. The inline backend runs
+``concurrency`` days at once in threads of this process (``scenarios/concurrency``), handing
+them back in the order asked, so what is written does not depend on how many ran at once.
+It does not own batching or learning (``runner``).
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -37,17 +40,65 @@ class Backend(Protocol):
 
 
 class InlineBackend:
-    """Runs days one after another in this process (reusing an open lake if given)."""
+    """Runs days in this process (reusing an open lake if given): one after another, or
+    ``concurrency`` at once in threads, yielded in the order of ``tasks`` all the same.
+
+    A day that raises in a thread stops no other: every other day runs and is yielded, then
+    the first error is raised (its own ``UserError``/``RunError``, else a ``RunError`` naming
+    the day), so a resumed run reruns the days that failed only. No day starts after the
+    consumer stops asking (the days under way finish first).
+    """
 
     name = "inline"
 
-    def __init__(self, *, lake: Lake | None = None, matching: Matching | None = None) -> None:
+    def __init__(
+        self, *, lake: Lake | None = None, matching: Matching | None = None, concurrency: int = 1
+    ) -> None:
         self._lake = lake
         self._matching = matching
+        self.concurrency = max(1, concurrency)
 
     def map(self, tasks: Sequence[DayTask]) -> Iterator[DayResult]:
-        for task in tasks:
-            yield run_day(task, lake=self._lake, matching=self._matching)
+        if self.concurrency == 1 or len(tasks) < 2:
+            for task in tasks:
+                yield run_day(task, lake=self._lake, matching=self._matching)
+            return
+        yield from self._at_once(tasks)
+
+    def _at_once(self, tasks: Sequence[DayTask]) -> Iterator[DayResult]:
+        from concurrent.futures import ThreadPoolExecutor
+
+        stop = threading.Event()
+
+        def day(task: DayTask) -> DayResult | None:
+            if stop.is_set():
+                return None  # the consumer stopped asking: days not started yet do not start
+            return run_day(task, lake=self._lake, matching=self._matching)
+
+        failed: BaseException | None = None
+        with ThreadPoolExecutor(self.concurrency, thread_name_prefix="scenario-day") as pool:
+            futures = [pool.submit(day, task) for task in tasks]
+            try:
+                for task, future in zip(tasks, futures, strict=True):
+                    try:
+                        result = future.result()
+                    except (UserError, RunError) as exc:
+                        failed = failed or exc
+                        continue
+                    except Exception as exc:
+                        if failed is None:
+                            failed = RunError(
+                                f"scenario day {task.scenario.scenario} r{task.repetition} of {task.arm} "
+                                f"(batch {task.batch}) failed: {type(exc).__name__}: {exc}"
+                            )
+                            failed.__cause__ = exc
+                        continue
+                    if result is not None:
+                        yield result
+            finally:
+                stop.set()  # those under way finish (the pool waits for them)
+        if failed is not None:
+            raise failed
 
     def close(self) -> None:
         pass
@@ -169,10 +220,12 @@ def make_backend(
     ray_address: str | None = None,
     lake: Lake | None = None,
     matching: Matching | None = None,
+    concurrency: int = 1,
 ) -> Backend:
-    """A backend by name; ``UserError`` for an unknown one or a missing Ray."""
+    """A backend by name (``concurrency``: days at once, inline only); ``UserError`` for an
+    unknown one or a missing Ray."""
     if name == "inline":
-        return InlineBackend(lake=lake, matching=matching)
+        return InlineBackend(lake=lake, matching=matching, concurrency=concurrency)
     if name == "process":
         return ProcessBackend(workers)
     if name == "ray":

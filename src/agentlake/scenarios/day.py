@@ -17,6 +17,7 @@ and handed back with the results; the parent records them in the observer, its o
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Iterator, Sequence
@@ -33,7 +34,7 @@ from agentlake.errors import AgentlakeError, UserError
 from agentlake.lake import Lake
 from agentlake.learn.loop import learn_recorded, outcome_attributes
 from agentlake.learn.store import PgSchema, lesson_snapshot
-from agentlake.observe import MemorySink, Observer, event, set_observer
+from agentlake.observe import MemorySink, Observer, event, observing
 from agentlake.observe.model import ObservedOp
 from agentlake.scenarios.judge import Judgement, Matching, judge_fill
 from agentlake.scenarios.oracle import OraclePolicy
@@ -57,6 +58,8 @@ if TYPE_CHECKING:
     from agentlake.learn import LessonStore
     from agentlake.observe import MemorySink, Observer
     from agentlake.workforce.schedule import ScheduleBook
+
+log = logging.getLogger(__name__)
 
 DEFAULT_RADIUS_MILES = 25.0
 MAX_REJECTIONS_IN_OP = 25  # keeps the op under the observer's attribute cap
@@ -302,26 +305,28 @@ def record_judged(
 
 @contextmanager
 def collecting_observer() -> Iterator[tuple[Observer, MemorySink]]:
-    """A process-wide observer that collects ops in memory for the duration of a day.
+    """An observer that collects ops in memory for the duration of a day, standing in for the
+    process-wide one in this thread only (``observing``): days running at once in other
+    threads each collect their own.
 
-    Model calls are recorded through the LLM accounting hook into the same observer. The
-    previous process-wide observer is restored afterwards.
+    Model calls are recorded through the LLM accounting hook, which records each call into
+    the observer of the thread that made it (the hook of the process-wide observer, which
+    ``observing`` replaces here), so a day's ops never hold another day's model calls.
     """
     # The LLM layer loads when the first day runs, not when a run is planned (start-up time).
     from agentlake.observe import install_llm_recording
 
     sink = MemorySink()
     observer = Observer(sink, ring_size=1000)
-    previous = set_observer(observer)
-    uninstall = None
-    with suppress(ImportError):  # the LLM layer is optional for a rules-only day
-        uninstall = install_llm_recording(observer)
-    try:
-        yield observer, sink
-    finally:
-        if uninstall is not None:
-            uninstall()
-        set_observer(previous)
+    with observing(observer):
+        uninstall = None
+        with suppress(ImportError):  # the LLM layer is optional for a rules-only day
+            uninstall = install_llm_recording(None)
+        try:
+            yield observer, sink
+        finally:
+            if uninstall is not None:
+                uninstall()
 
 
 def build_policy(profile: StafferProfile, settings: Settings, scenario: Scenario | None = None) -> Policy:
@@ -349,8 +354,9 @@ def run_day(task: DayTask, *, lake: Lake | None = None, matching: Matching | Non
     """Staff one scenario day with one staffer; judge every event; return results and ops.
 
     ``lake`` lets an inline caller reuse its open lake; otherwise the lake is opened read-only
-    from ``task.lake_path``. A policy that raises ``AgentlakeError`` for one event is recorded as
-    an unfilled event with the error, and the day goes on (one bad turn is not a lost day).
+    from ``task.lake_path``. A policy that raises for one event (``AgentlakeError`` or anything
+    else) is recorded as an unfilled event with the error, and the day goes on (one bad turn
+    is not a lost day).
     """
     started = time.perf_counter()
     settings = task.settings
@@ -536,10 +542,16 @@ def _overseer_end_of_day(task: DayTask, schedule: ScheduleBook, ctx: Any) -> lis
 
 
 def _attempt(policy: Policy, order: FillOrder, ctx: RunContext) -> tuple[TaskOutcome | None, str | None]:
+    """The policy's outcome, or the error that ended the task: a task that fails, whatever
+    raised, fails alone (its ops so far are kept with the day's; the day and the days beside
+    it go on). A failure that is not ours (a bug) is logged with its traceback."""
     try:
         return policy.run(order, ctx), None
     except AgentlakeError as exc:
         return None, f"{type(exc).__name__}: {exc.message}"
+    except Exception as exc:
+        log.exception("the staffer's task for %s failed", ctx.run_id)
+        return None, f"{type(exc).__name__}: {exc}"
 
 
 def _event_result(

@@ -1,32 +1,33 @@
 """The runner: staffers x scenarios x repetitions, in batches, learning between batches.
 
-Owns a run from start to finish: validating everything before anything runs (scenarios,
-profiles, models reachable, the lake and every event's place), the run directory, dispatching
-each batch's days to a backend, recording every op in the observer (the parent is the only
-writer), and, between batches, learning: for each staffer with learning on,
+Owns a run from start to finish once it is planned (``plan``: everything validated before
+anything runs): the run directory, dispatching each batch's days to a backend (on the inline
+backend several at once, ``concurrency``, handed back in the order planned), recording every
+op in the observer (the parent is the only writer), and, between batches, once the whole
+batch has landed, learning: for each staffer with learning on,
 ``learn.learn_between_batches`` reads the staffer's ops of the batch back from the observer
-(by run-id prefix: their rejections, outcomes and citations) into its OWN lesson store under
+(by run-id prefix, day by day as planned: their rejections, outcomes and citations) into its OWN lesson store under
 ``runs/<run_id>/lessons/<staffer>.duckdb`` (with ``database_url`` set: its own schema in
 PostgreSQL, ``arm_schema``, which the workers read too), so the next batch retrieves what was learned. Staffers never share a store, so arms cannot
 leak into each other. Metrics and the report are computed from the results file at the end,
 with the lessons each learning arm ended with (``arm_lessons``, read back from its store).
 A day's results, ops and overseer proposals are written as it lands and each arm's learning
 when it is done, so an interrupted run resumes (``resume``) without running a day twice.
-It does not own a day (``day``) nor where days run (``backends``).
+It does not own a day (``day``), where days run (``backends``) nor the plan (``plan``).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from agentlake.errors import NotFoundError, UserError
 from agentlake.lake import Lake
@@ -35,11 +36,13 @@ from agentlake.learn.model import Delta
 from agentlake.learn.store import LessonStore, PgSchema
 from agentlake.observe import get_observer
 from agentlake.scenarios.arm_lessons import ArmLesson, read_arm_lessons
-from agentlake.scenarios.backends import BACKENDS, make_backend
+from agentlake.scenarios.backends import make_backend
+from agentlake.scenarios.concurrency import day_order
 from agentlake.scenarios.day import DayLedger, DayTask, plan_event
 from agentlake.scenarios.metrics import leaderboard_document
+from agentlake.scenarios.plan import DEFAULT_STAFFERS, Arm, RunPlan, RunRequest, prepare_run
 from agentlake.scenarios.pools import ClientPools, PoolChecks
-from agentlake.scenarios.profile import StafferProfile, load_profiles, unreachable_models
+from agentlake.scenarios.profile import StafferProfile
 from agentlake.scenarios.recovery import recovery_by_arm, rule_recovery
 from agentlake.scenarios.report import write_report
 from agentlake.scenarios.results import (
@@ -52,7 +55,6 @@ from agentlake.scenarios.results import (
     append_lines,
     append_results,
     arm_lessons_file,
-    arm_name,
     arm_schema,
     batch_run_prefix,
     read_json,
@@ -62,20 +64,17 @@ from agentlake.scenarios.results import (
     resumed_header,
     write_json,
 )
-from agentlake.scenarios.scenario import BUILTIN, FeedbackMode, Scenario, load_scenarios, parse_feedback
+from agentlake.scenarios.scenario import BUILTIN, Scenario
 from agentlake.scenarios.tiers import gatekeeper, t4_deltas, tier_counts
 from agentlake.settings import Settings, load_settings
-from agentlake.workforce.facts import site_of
-from agentlake.workforce.tables import missing_tables
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
     from agentlake.observe import Observer
     from agentlake.scenarios.judge import Matching
 
-DEFAULT_STAFFERS = ("rules-learning", "rules-static")
+log = logging.getLogger(__name__)
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
-_INLINE_ONLY_PREFIXES = ("scripted:", "function:")
 
 
 class Progress(BaseModel):
@@ -155,182 +154,6 @@ def _absolute(settings: Settings) -> Settings:
     )
 
 
-def check_runnable(
-    scenarios: Sequence[Scenario],
-    profiles: Sequence[StafferProfile],
-    settings: Settings,
-    *,
-    backend: str,
-    lake: Lake,
-) -> None:
-    """Refuse, before anything runs, what would fail midway: raises ``UserError`` listing why."""
-    problems: list[str] = []
-    for profile in profiles:
-        for problem in unreachable_models(profile, settings):
-            problems.append(f"staffer {profile.staffer}: {problem}")
-        if backend != "inline":
-            for model in profile.model_list(settings):
-                if model.startswith(_INLINE_ONLY_PREFIXES):
-                    problems.append(
-                        f"staffer {profile.staffer}: {model} lives in this process only; use --backend inline"
-                    )
-    missing = missing_tables(lake)
-    if missing:
-        problems.append(
-            f"the lake has no {' or '.join(sorted(missing))} dataset; generate one with `agentlake data generate`"
-        )
-    else:
-        for scenario in scenarios:
-            places = {(scenario.client.city, scenario.client.state)}
-            places |= {
-                (e.city or scenario.client.city, e.state or scenario.client.state) for e in scenario.events
-            }
-            for city, state in sorted(places):
-                try:
-                    site_of(lake, city, state)
-                except UserError as exc:
-                    problems.append(f"scenario {scenario.scenario}: {exc.message}")
-    if problems:
-        raise UserError("cannot start the run:\n" + "\n".join(problems))
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    """What a run is asked to do, as given (``prepare_run`` loads and checks it into a
-    ``RunPlan``): ``staffers`` x ``scenarios`` x ``repeat`` repetitions, ``batches`` times.
-
-    ``scenarios``: files, directories or ``builtin`` (or already-loaded ``Scenario`` objects).
-    ``staffers``: built-in names, profile files or ``StafferProfile`` objects. ``backend``: where
-    days run (``inline``, ``processes``, ``ray`` at ``ray_address``, with ``workers``).
-    ``semantic_lessons``: retrieval with the embedding stage. ``feedback``: modes every scenario
-    runs under (``explicit``, ``vague``, ``silent``; several make one arm per staffer and mode);
-    ``None``: each scenario's own ``feedback`` key.
-    """
-
-    scenarios: Sequence[str | Path] | Sequence[Scenario] | str | Path = BUILTIN
-    staffers: Sequence[str | StafferProfile] | str = DEFAULT_STAFFERS
-    batches: int = 3
-    repeat: int = 1
-    backend: str = "inline"
-    ray_address: str | None = None
-    workers: int | None = None
-    semantic_lessons: bool = False
-    feedback: Sequence[str] | str | None = None
-
-
-class RunPlan(BaseModel):
-    """A validated run: what will run, before anything does."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    scenarios: list[Scenario]
-    profiles: list[StafferProfile]
-    batches: int
-    repeat: int
-    backend: str
-    ray_address: str | None = None
-    workers: int | None = None
-    semantic_lessons: bool = False
-    feedback: list[FeedbackMode] | None = Field(
-        None, description="Feedback modes every scenario runs under; None: each scenario's own."
-    )
-
-    @property
-    def arms(self) -> list[Arm]:
-        """Each staffer under each feedback mode, with the scenarios it runs (see ``arm_name``)."""
-        out = []
-        for profile in self.profiles:
-            for mode in self.feedback or list(dict.fromkeys(s.feedback for s in self.scenarios)):
-                chosen = [s for s in self.scenarios if self.feedback is not None or s.feedback == mode]
-                out.append(Arm(profile=profile, feedback=mode, scenarios=chosen))
-        return out
-
-    @property
-    def days_per_batch(self) -> int:
-        return self.repeat * sum(len(arm.scenarios) for arm in self.arms)
-
-    @property
-    def events_per_batch(self) -> int:
-        return self.repeat * sum(len(s.events) for arm in self.arms for s in arm.scenarios)
-
-    def describe(self) -> str:
-        """One paragraph for ``agentlake run --check`` and logs."""
-        staffers = ", ".join(
-            f"{p.staffer} ({p.policy}, learning {'on' if p.learning else 'off'})" for p in self.profiles
-        )
-        modes = ", ".join(dict.fromkeys(arm.feedback for arm in self.arms))
-        return (
-            f"{len(self.scenarios)} scenarios ({sum(len(s.events) for s in self.scenarios)} events) x "
-            f"{len(self.profiles)} staffers [{staffers}] x {self.repeat} repetition(s), {self.batches} batches, "
-            f"feedback {modes}: {self.days_per_batch * self.batches} days, "
-            f"{self.events_per_batch * self.batches} judged events, backend {self.backend}"
-        )
-
-
-class Arm(BaseModel):
-    """One staffer under one feedback mode: its own leaderboard rows and lesson store."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    profile: StafferProfile
-    feedback: FeedbackMode
-    scenarios: list[Scenario]
-
-    @property
-    def name(self) -> str:
-        return arm_name(self.profile.staffer, self.feedback)
-
-
-def prepare_run(
-    request: RunRequest,
-    *,
-    settings: Settings | None = None,
-    lake: Lake | None = None,
-) -> RunPlan:
-    """Load and check everything ``request`` needs; ``UserError`` lists every problem. Runs
-    nothing.
-
-    Checks: scenario and profile files, batches/repeat, the backend, the feedback modes
-    (``None``: each scenario's own ``feedback``), every LLM staffer's models reachable,
-    in-process fakes only on the inline backend, the lake's workers and placements datasets,
-    and every event's city/state known.
-    """
-    settings = settings or load_settings()
-    modes = parse_feedback(request.feedback)
-    if request.batches < 1 or request.repeat < 1:
-        raise UserError("--batches and --repeat must be at least 1")
-    if request.backend not in BACKENDS:
-        raise UserError(f"unknown backend {request.backend!r}; choose one of: {', '.join(BACKENDS)}")
-    if request.workers is not None and request.workers < 1:
-        raise UserError("--workers must be at least 1")
-    if lake is not None and request.backend != "inline" and not lake.read_only:
-        raise UserError(
-            "workers open the lake read-only: close the read-write Lake first, or use backend inline"
-        )
-    scenarios = request.scenarios
-    if isinstance(scenarios, (str, Path)) or not all(isinstance(s, Scenario) for s in scenarios):
-        loaded = load_scenarios(scenarios)  # type: ignore[arg-type]
-    else:
-        loaded = list(scenarios)  # type: ignore[arg-type]
-    profiles = _profiles(request.staffers)
-    if lake is None:
-        with Lake.open(settings, read_only=True) as own:
-            check_runnable(loaded, profiles, settings, backend=request.backend, lake=own)
-    else:
-        check_runnable(loaded, profiles, settings, backend=request.backend, lake=lake)
-    return RunPlan(
-        scenarios=loaded,
-        profiles=profiles,
-        batches=request.batches,
-        repeat=request.repeat,
-        backend=request.backend,
-        ray_address=request.ray_address,
-        workers=request.workers,
-        semantic_lessons=request.semantic_lessons,
-        feedback=modes,
-    )
-
-
 def run_scenarios(
     scenarios: Sequence[str | Path] | Sequence[Scenario] | str | Path = BUILTIN,
     staffers: Sequence[str | StafferProfile] | str = DEFAULT_STAFFERS,
@@ -342,6 +165,7 @@ def run_scenarios(
     workers: int | None = None,
     semantic_lessons: bool = False,
     feedback: Sequence[str] | str | None = None,
+    concurrency: int | None = None,
     run_id: str | None = None,
     settings: Settings | None = None,
     lake: Lake | None = None,
@@ -363,6 +187,7 @@ def run_scenarios(
         workers=workers,
         semantic_lessons=semantic_lessons,
         feedback=feedback,
+        concurrency=concurrency,
     )
     return run_request(
         request,
@@ -400,6 +225,8 @@ def run_request(
         raise UserError("--resume needs the --run-id of the run to continue")
     settings = _absolute(settings or load_settings())
     plan = prepare_run(request, settings=settings, lake=lake)
+    for note in plan.notes:  # one line each (a concurrency capped by memory)
+        log.warning("%s", note)
     run_id = run_id or new_run_id()
     if not _RUN_ID.match(run_id):
         raise UserError(f"run id {run_id!r}: use letters, digits, '-', '_' and '.' only")
@@ -450,6 +277,8 @@ def execute_run(
             "backend": plan.backend,
             "ray_address": plan.ray_address,
             "workers": plan.workers,
+            "concurrency": plan.concurrency,
+            "notes": plan.notes,
             "semantic_lessons": plan.semantic_lessons,
             "feedback": plan.feedback,
             "scenario_feedback": {s.scenario: s.feedback for s in plan.scenarios},
@@ -479,6 +308,7 @@ def execute_run(
             ray_address=plan.ray_address,
             lake=lake if plan.backend == "inline" else None,
             matching=matching,
+            concurrency=plan.concurrency,
         )
         recorded = [0]
         pools = client_pools(lake, plan.scenarios) if any(a.profile.learning for a in plan.arms) else None
@@ -620,8 +450,8 @@ def _learn(
     pools: PoolChecks | None = None,
 ) -> BatchLearning:
     """The arm learns its batch from what the observer recorded (its ops, outcomes and
-    citations, by run-id prefix) plus the overseer's proposals (the run's proposals file),
-    into its own store."""
+    citations, by run-id prefix, read day by day in the order the days were planned) plus the
+    overseer's proposals (the run's proposals file), into its own store."""
     proposals = [
         Delta.model_validate(delta)
         for line in read_lines(run_dir / PROPOSALS_FILE)
@@ -629,15 +459,19 @@ def _learn(
         for delta in line["deltas"]
     ]
     proposals += t4_deltas(arm.profile, settings, observer, f"{run_dir.name}:{arm.name}:*")
+    prefix = batch_run_prefix(run_dir.name, arm.name, batch)
+    days = [(s.scenario, rep) for s in arm.scenarios for rep in range(1, plan.repeat + 1)]
     report = learn_between_batches(
         _lessons_path(run_dir, arm, settings),
         observer,
-        run_id=batch_run_prefix(run_dir.name, arm.name, batch) + "*",
+        run_id=prefix + "*",
         settings=settings,
         proposals=proposals,
         semantic=plan.semantic_lessons,
         pool_check=pools,
         gate=gatekeeper(arm.profile, settings),
+        # The batch's days as planned, whatever ran at once or was resumed (``concurrency``).
+        order=day_order(prefix, days),
     )
     return BatchLearning(
         staffer=arm.name,
@@ -713,19 +547,6 @@ def client_pools(lake: Lake, scenarios: Sequence[Scenario]) -> PoolChecks:
             ledger.orders[event.id] = plan_event(scenario, event, ledger).order
             pools.add(ledger.orders[event.id])
     return PoolChecks(by_client.values())
-
-
-def _profiles(staffers: Sequence[str | StafferProfile] | str) -> list[StafferProfile]:
-    items = [staffers] if isinstance(staffers, str) else list(staffers)
-    named = iter(
-        load_profiles([str(s) for s in items if not isinstance(s, StafferProfile)])
-        if any(not isinstance(s, StafferProfile) for s in items)
-        else []
-    )
-    profiles = [s if isinstance(s, StafferProfile) else next(named) for s in items]
-    if len({p.staffer for p in profiles}) != len(profiles):
-        raise UserError("each staffer may appear once per run")
-    return profiles
 
 
 def _lessons_path(run_dir: Path, arm: Arm, settings: Settings) -> Path | PgSchema:

@@ -3,7 +3,8 @@
 Owns the choice (``local_engine``: ``transformers``, ``llamacpp`` or ``auto``, which is
 transformers), the context window a model runs with (the GGUF's, capped by
 ``local_context_window``) and the process-global cache of loaded engines: a model loads on first
-use and stays loaded (one per model, engine, numerics and window). The engines themselves are
+use and stays loaded (one per model, engine, numerics and window), and what one more reply
+decoding at the same time costs in memory (``reply_memory``). The engines themselves are
 ``torch`` (transformers, the ``local`` extra) and ``llamacpp`` (llama-cpp-python, optional),
 each imported only when a model runs on it.
 """
@@ -35,10 +36,7 @@ def load_engine(packaged: PackagedModel, settings: Settings, *, engine: str | No
     """The loaded engine for ``packaged`` (loaded on first use, then kept for the process)."""
     engine = engine or engine_name(settings)
     window = context_window(packaged, settings)
-    # The transformers engine's weights are int8 or bfloat16 (``local_torch_dtype``): two
-    # numerics, two engines (a test runs both to catch a choice that depends on them).
-    variant = f"{engine}:{settings.local_torch_dtype}" if engine == "transformers" else engine
-    key = (packaged.name, variant, window)
+    key = _engine_key(packaged, settings, engine, window)
     with _engines_lock:
         loaded = _engines.get(key)
         if loaded is None:
@@ -56,6 +54,34 @@ def load_engine(packaged: PackagedModel, settings: Settings, *, engine: str | No
                 loaded = TorchEngine(packaged, path, info, settings, window=window, slots=CACHE_SLOTS)
             _engines[key] = loaded
     return loaded
+
+
+def _engine_key(
+    packaged: PackagedModel, settings: Settings, engine: str, window: int
+) -> tuple[str, str, int]:
+    # The transformers engine's weights are int8 or bfloat16 (``local_torch_dtype``): two
+    # numerics, two engines (a test runs both to catch a choice that depends on them).
+    variant = f"{engine}:{settings.local_torch_dtype}" if engine == "transformers" else engine
+    return (packaged.name, variant, window)
+
+
+def reply_memory(packaged: PackagedModel, settings: Settings) -> tuple[int, int]:
+    """``(weights, per reply)``: about how many bytes the model's weights take once loaded (0
+    when this process has loaded it already) and the KV cache of one more reply decoding at
+    the same time, at the full context window (each concurrent reply has a slot of its own),
+    estimated from the GGUF header without loading anything."""
+    from agentlake.llm.local.engine import kv_bytes_per_token
+
+    engine = engine_name(settings)
+    window = context_window(packaged, settings)
+    path = ensure_gguf(packaged, settings)
+    info = gguf_info(path)
+    # transformers keeps the KV cache in float32 under int8 weights, bfloat16 otherwise; llama.cpp f16.
+    element = 4 if engine == "transformers" and settings.local_torch_dtype == "int8" else 2
+    with _engines_lock:
+        loaded = _engine_key(packaged, settings, engine, window) in _engines
+    weights = 0 if loaded else (path.stat().st_size if engine == "llamacpp" else 2 * info.parameters)
+    return weights, window * kv_bytes_per_token(info, element)
 
 
 def loaded_models() -> list[tuple[str, str, int]]:
