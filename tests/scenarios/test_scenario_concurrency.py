@@ -159,9 +159,11 @@ def test_a_task_that_times_out_among_days_at_once_fails_alone(
 ) -> None:
     from agentlake.llm import FunctionProvider, register_scripted
 
-    run = partial(
-        run_scenarios, _days(), [scripted_llm], settings=scenario_settings, observer=observer, batches=1
-    )
+    # The provider's circuit breaker is the process's, over every day at once: a model that keeps
+    # timing out is opened for all of them after llm_breaker_failures in a row (which under load
+    # can be one day's calls alone). Here it stays closed, so what is measured is the task.
+    settings = scenario_settings.model_copy(update={"llm_breaker_failures": 1000})
+    run = partial(run_scenarios, _days(), [scripted_llm], settings=settings, observer=observer, batches=1)
     reference = _fills(run(run_id="reference", concurrency=4))
     register_scripted(
         "lesson-follower", FunctionProvider(_timing_out_for("tri-county-container", lesson_follower), "slow")
