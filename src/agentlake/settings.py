@@ -264,7 +264,7 @@ class Settings(BaseSettings):
     rate_limit_concurrent: int = Field(
         1,
         ge=0,
-        description="Requests one API key (or, without keys, one client address) may have in progress at once in a gateway process, refused ones included; more wait their turn before they are charged, so one caller's burst cannot hold the event loop and the workers while other keys wait. Model calls (POST /fill, POST /ask) and streams (WebSockets, server-sent events) take no turn. 0: no limit.",
+        description="Requests one API key (or, without keys, one client address) may have in progress at once in a gateway process, refused ones included; more wait their turn before they are charged, so one caller's burst cannot hold the event loop and the workers while other keys wait; and while a caller sending one request at a time has one in progress, a caller with requests waiting starts its next only when that ends (at most 0.1 s later). Model calls (POST /fill, POST /ask) and streams (WebSockets, server-sent events) take no turn. 0: no limit.",
     )
     gateway_host: str = Field("127.0.0.1", description="Bind address of `agentlake serve`.")
     gateway_port: int = Field(3700, gt=0, lt=65536, description="Port of `agentlake serve`.")

@@ -6,10 +6,10 @@ observer's ingest is not counted; a negative limit is a settings error naming th
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -17,7 +17,10 @@ import pytest
 from gateway_support import running_server
 
 from agentlake.errors import UserError
+from agentlake.gateway import limits as limits_module
 from agentlake.gateway.limits import RateLimit, RateLimits
+from agentlake.http.keys import KeyRing, fingerprint
+from agentlake.observe import open_reader
 from agentlake.settings import load_settings
 
 H = dict[str, dict[str, str]]
@@ -191,7 +194,67 @@ def test_a_served_gateway_answers_429_with_retry_after(data_dir: Path, tmp_path:
     assert other.status_code == 200
 
 
+def test_requests_the_key_check_refuses_are_not_charged(make_gateway: Any, keys: H) -> None:
+    client, _ = make_gateway(rate_limit_per_minute=3)
+    bad = [client.get("/tools", headers={"X-API-Key": "no-such-key-1"}).status_code for _ in range(5)]
+    assert bad == [401] * 5  # answered by the key check, not the limit
+    assert [client.get("/tools", headers=keys["read"]).status_code for _ in range(4)] == [200, 200, 200, 429]
+
+
+def test_a_flood_of_429s_is_recorded_as_one_op_per_caller(
+    make_gateway: Any, keys: H, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(limits_module, "REFUSALS_WINDOW_S", 0.3)
+    client, app = make_gateway(rate_limit_per_minute=3)
+    statuses = [client.get("/tools", headers=keys["read"]).status_code for _ in range(10)]
+    statuses += [client.get("/worker/3", headers=keys["read"]).status_code]
+    assert statuses == [200] * 3 + [429] * 8
+    observer = app.state.services.observer
+    deadline = time.monotonic() + 10
+    while not any(op.endpoint == "gateway.rate_limited" for op in observer.recent(50)):
+        assert time.monotonic() < deadline, "no rate_limited op within 10 s"
+        time.sleep(0.05)
+    ops = [op for op in observer.recent(50) if op.source == "gateway"]
+    # the answered requests one op each; the 8 refused ones none of their own, but one together
+    assert sorted(op.endpoint for op in ops) == ["GET /tools"] * 3 + ["gateway.rate_limited"]
+    (refused,) = [op for op in ops if op.endpoint == "gateway.rate_limited"]
+    assert not refused.success
+    assert refused.error.startswith("429 x 8 in ")
+    assert "rate_limit_per_minute" in refused.error
+    assert json.loads(refused.input_summary) == {
+        "caller": fingerprint(keys["read"]["X-API-Key"]),
+        "requests": {"GET /tools": 7, "GET /worker/3": 1},
+    }
+    assert json.loads(refused.output_summary)["refused"] == 8
+    # a later refusal opens a new tally
+    assert client.get("/tools", headers=keys["read"]).status_code == 429
+    while sum(op.endpoint == "gateway.rate_limited" for op in observer.recent(50)) < 2:
+        assert time.monotonic() < deadline + 10, "no second rate_limited op"
+        time.sleep(0.05)
+
+
+def test_a_served_gateway_records_its_refusals_when_it_stops(data_dir: Path, tmp_path: Path) -> None:
+    served = {"AGENTLAKE_API_KEYS": "limited-read-1:read", "AGENTLAKE_RATE_LIMIT_PER_MINUTE": "5"}
+    with running_server(data_dir, tmp_path / "serve.log", **served) as (url, _):
+        with httpx.Client(base_url=url, timeout=30, headers={"X-API-Key": "limited-read-1"}) as client:
+            statuses = [client.get("/tools").status_code for _ in range(12)]
+    assert statuses == [200] * 5 + [429] * 7
+    # stopped within the window: the shutdown recorded the tally
+    reader = open_reader(load_settings(data_dir=data_dir))
+    try:
+        (refused,) = reader.query(endpoint="gateway.rate_limited")
+        answered = reader.query(endpoint="GET /tools")
+    finally:
+        reader.close()
+    assert json.loads(refused.output_summary)["refused"] == 7
+    assert json.loads(refused.input_summary)["requests"] == {"GET /tools": 7}
+    assert [op.success for op in answered] == [True] * 5
+
+
 # --- one key's requests take turns ----------------------------------------------------------
+
+
+RING = KeyRing({"key-a": "read", "key-b": "read"})
 
 
 def _scope(key: str, method: str = "GET", path: str = "/tools", accept: bytes = b"*/*") -> dict[str, Any]:
@@ -199,9 +262,12 @@ def _scope(key: str, method: str = "GET", path: str = "/tools", accept: bytes = 
         "type": "http",
         "method": method,
         "path": path,
-        "headers": [(b"accept", accept)],
-        "state": {"principal": SimpleNamespace(key_id=key)},
+        "headers": [(b"accept", accept), (b"x-api-key", key.encode())],
     }
+
+
+def _key(scope: dict[str, Any]) -> str:
+    return dict(scope["headers"])[b"x-api-key"].decode()
 
 
 def _entered(*requests: dict[str, Any], clock: Callable[[], float] = time.monotonic) -> list[str]:
@@ -213,11 +279,11 @@ def _entered(*requests: dict[str, Any], clock: Callable[[], float] = time.monoto
         release = asyncio.Event()
 
         async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-            entered.append(f"{scope['state']['principal'].key_id} {scope['method']} {scope['path']}")
+            entered.append(f"{_key(scope)} {scope['method']} {scope['path']}")
             if len(entered) == 1:
                 await release.wait()
 
-        middleware = RateLimit(app, RateLimits({"all": 600}, clock, concurrent=1))
+        middleware = RateLimit(app, RateLimits({"all": 600}, clock, concurrent=1), RING)
         tasks = []
         for request in requests:
             tasks.append(asyncio.create_task(middleware(request, None, None)))
@@ -237,6 +303,71 @@ def test_a_caller_alone_runs_its_requests_at_once() -> None:
 def test_with_another_key_about_a_keys_second_request_waits_its_turn() -> None:
     entered = _entered(_scope("key-a"), _scope("key-b"), _scope("key-a"), _scope("key-b"))
     assert entered == ["key-a GET /tools", "key-b GET /tools", "key-b GET /tools"]
+
+
+def test_a_request_arriving_as_another_ends_does_not_go_ahead_of_those_waiting() -> None:
+    async def scenario() -> list[str]:
+        turns = RateLimits({"all": 600}, concurrent=1).turns()
+        turns.seen["key-b"] = time.monotonic()  # another key is about: key-a takes turns
+        order: list[str] = []
+        first_may_end = asyncio.Event()
+
+        async def call(name: str, hold: asyncio.Event | None = None) -> None:
+            order.append(name)
+            if hold is not None:
+                await hold.wait()
+
+        first = asyncio.create_task(turns.run("key-a", lambda: call("a1", first_may_end)))
+        await asyncio.sleep(0)
+        second = asyncio.create_task(turns.run("key-a", lambda: call("a2")))
+        await asyncio.sleep(0)  # a2 waits its turn
+        first_may_end.set()
+        # a3 arrives in the very step where a1 ends and hands its place to a2
+        third = asyncio.create_task(turns.run("key-a", lambda: call("a3")))
+        await asyncio.gather(first, second, third)
+        return order
+
+    assert asyncio.run(scenario()) == ["a1", "a2", "a3"]
+
+
+def _yielding(hold_b1_s: float) -> list[str]:
+    """key-a's a1 in progress and a2 waiting; key-b's b1 (no backlog) starts; a1 ends; b1 ends
+    ``hold_b1_s`` later. What had started when a1 ended, and by the end."""
+
+    async def scenario() -> list[str]:
+        turns = RateLimits({"all": 600}, concurrent=1).turns()
+        started: list[str] = []
+        holds = {"a1": asyncio.Event(), "b1": asyncio.Event()}
+
+        async def call(name: str) -> None:
+            started.append(name)
+            if name in holds:
+                await holds[name].wait()
+
+        a1 = asyncio.create_task(turns.run("key-a", lambda: call("a1")))
+        await asyncio.sleep(0)
+        b1 = asyncio.create_task(turns.run("key-b", lambda: call("b1")))
+        await asyncio.sleep(0)
+        a2 = asyncio.create_task(turns.run("key-a", lambda: call("a2")))
+        await asyncio.sleep(0)
+        holds["a1"].set()
+        await asyncio.sleep(hold_b1_s)
+        seen = [*started, "|"]
+        holds["b1"].set()
+        await asyncio.gather(a1, b1, a2)
+        return seen + started[len(seen) - 1 :]
+
+    return asyncio.run(scenario())
+
+
+def test_a_key_with_a_backlog_yields_to_a_key_without() -> None:
+    # a2 does not start beside b1: key-a has a backlog, key-b sends one request at a time
+    assert _yielding(0.02) == ["a1", "b1", "|", "a2"]
+
+
+def test_a_key_yields_at_most_yield_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(limits_module, "YIELD_S", 0.02)
+    assert _yielding(0.2) == ["a1", "b1", "a2", "|"]
 
 
 def test_a_model_call_of_the_same_key_takes_no_turn() -> None:
@@ -259,8 +390,8 @@ def test_a_caller_not_seen_for_a_second_is_forgotten() -> None:
             return None
 
         limits = RateLimits({"all": 600}, clock, concurrent=1)
-        await RateLimit(app, limits)(_scope("key-b"), None, None)
+        await RateLimit(app, limits, RING)(_scope("key-b"), None, None)
         clock.now += 1.5
-        return limits.turns().contended("key-a")
+        return limits.turns().contended(fingerprint("key-a"))
 
     assert asyncio.run(scenario()) is False

@@ -32,7 +32,11 @@ them, `rate_limit_write_per_minute` (120) to routes that need the write or admin
 message on `/ws`, the MCP tool `ask`. Past a limit the answer is 429 (`rate_limited`) with
 `Retry-After` in seconds; other keys are unaffected. One key's requests take turns
 (`rate_limit_concurrent`, default 1 in progress at once; model calls and streams take none), so
-a burst from one key waits its own turn instead of slowing everyone's. Without keys, each client
+a burst from one key waits its own turn instead of slowing everyone's; a key with requests
+waiting yields to keys sending one at a time (at most 0.1 s at a time). A request is charged
+before anything else is done for it, and a refused one is not recorded as an op of its own: a
+key's refusals become one `gateway.rate_limited` op (how many, of which requests) every 5 s
+while they last. Without keys, each client
 address is counted alone. **The limits are counted per server process: N gateway processes behind one
 address allow N times them.** `/health` and the observer's ingest routes (`POST /observer/...`,
 which answer 503 with `Retry-After` when their queue is full or the store cannot commit) are not

@@ -1,15 +1,17 @@
 """The gateway's app factory: one authenticated FastAPI app over the library.
 
-Owns the assembly: the middleware stack (record -> authenticate -> rate limit -> body limit ->
+Owns the assembly: the middleware stack (rate limit -> record -> authenticate -> body limit ->
 catch unexpected errors), the error handlers, the routers, the observer's service mounted under
 ``/observer`` and the MCP server's streamable HTTP endpoint at ``/mcp``, and the lifespan that
 starts the MCP session manager, drains pending op commits and closes what the process opened. It does not own any route
 logic (``gateway.routes``), the security rules (``gateway.security``) or the MCP tools
 (``gateway.mcp_server``).
 
-Middleware order matters: recording is outermost so a 401, a 413 or a 429 is observed too; the
-key check comes before the rate limit (which counts per key) and both before the body is read,
-so an unauthenticated or limited client cannot make us buffer.
+Middleware order matters: the rate limit is outermost, so a flooding key's requests wait their
+turn, or are refused, before anything is spent on them (it reads the key itself; its 429s are
+counted, one op per caller every few seconds, not recorded one op each); recording comes next
+so a 401 or a 413 is observed too; the key check and the rate limit both come before the body
+is read, so an unauthenticated or limited client cannot make us buffer.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from starlette.middleware import Middleware
 
 from agentlake import __version__
 from agentlake.errors import AgentlakeError
-from agentlake.gateway.limits import BodyLimit, RateLimit
+from agentlake.gateway.limits import BodyLimit, RateLimit, Refusals
 from agentlake.gateway.recording import RecordRequests, drain
 from agentlake.gateway.security import Authenticate, KeyRing
 from agentlake.gateway.services import Services
@@ -59,7 +61,8 @@ the key that opened them; trace events go to their own session unless an admin a
 default), of which `rate_limit_write_per_minute` to routes needing the write or admin scope
 (120) and `rate_limit_model_per_minute` that call a model (30: `/fill`, `/ask`, graph chat
 messages, the MCP `ask`); past a limit the answer is 429 with `Retry-After`, and other keys are
-unaffected. Without keys, one client address is one caller. The limits are counted in each
+unaffected. A key's refused requests are counted into one `gateway.rate_limited` op every few
+seconds, not recorded one op each. Without keys, one client address is one caller. The limits are counted in each
 server process: N gateway processes allow N times them. `/health` and the observer's ingest
 routes are not counted (ingest answers 503 with `Retry-After` when its queue is full or the
 store cannot commit: its database down, its disk full).
@@ -101,6 +104,8 @@ def create_app(
     services = services or Services(settings)
     key_ring = KeyRing(settings.api_key_scopes, settings.api_key_names)
     recording: set[Any] = set()  # ops of answered requests still being committed
+    # The 429s, counted: one op per caller a window.
+    refusals = Refusals(lambda: services.observer, pending=recording)
     mcp_server = None
     if mount_mcp:
         # Lazy (start-up time): the app is assembled when it is built.
@@ -140,6 +145,7 @@ def create_app(
                 if scheduler is not None:
                     scheduler.stop()
                     services.learning = None
+                refusals.flush()
                 await drain(recording)
                 services.close()
 
@@ -149,9 +155,10 @@ def create_app(
         description=DESCRIPTION,
         lifespan=lifespan,
         middleware=[
+            # First: a flood's requests wait their turn, or are refused, before any other work.
+            Middleware(RateLimit, limits=services.rate_limits, keys=key_ring, refusals=refusals),
             Middleware(RecordRequests, services=services, pending=recording),
             Middleware(Authenticate, keys=key_ring),
-            Middleware(RateLimit, limits=services.rate_limits),
             Middleware(MethodFallbacks),
             Middleware(BodyLimit, max_bytes=settings.max_body_bytes),
             Middleware(CatchUnexpected),

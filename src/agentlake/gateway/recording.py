@@ -1,7 +1,7 @@
 """Every gateway call observed through the core recording path, as one op with source "gateway".
 
-Owns :class:`RecordRequests`, the outermost ASGI middleware. Each HTTP request becomes one op
-named ``"<METHOD> <route template>"`` (``GET /worker/{worker_id}``, so ids do not explode the
+Owns :class:`RecordRequests`, the ASGI middleware just inside the rate limit. Each HTTP request
+it sees becomes one op named ``"<METHOD> <route template>"`` (``GET /worker/{worker_id}``, so ids do not explode the
 endpoint list), with the method, path, query, a short body excerpt and the key's fingerprint
 as input, and the status and a short response excerpt as output. Any status >= 400 marks the
 op failed, with the error message the handlers rendered.
@@ -16,7 +16,9 @@ it receives, and MCP calls are recorded per tool with source "mcp" (``gateway.mc
 Nor, unless ``observe_dashboard_requests`` is on, the dashboard's own requests (the page, its
 assets, its sign-in and the reads that draw it: the endpoints the dashboard puts in
 ``app.state.dashboard_requests``, ``web.routes.DASHBOARD_OWN_REQUESTS``), so that the live ops
-show the work rather than the page watching it; the ops of its chat turns are recorded.
+show the work rather than the page watching it; the ops of its chat turns are recorded. Nor the
+requests the rate limit refuses before they reach it: those are counted and recorded as one
+``gateway.rate_limited`` op per caller every few seconds (``gateway.limits.Refusals``).
 """
 
 from __future__ import annotations
