@@ -29,14 +29,15 @@ __all__ = [
 
 
 @contextmanager
-def csv_lake(root: Path, files: dict[str, str]) -> Iterator[Lake]:
+def csv_lake(root: Path, files: dict[str, str], keys: dict[str, str] | None = None) -> Iterator[Lake]:
     """A lake on disk in ``root`` holding each CSV text of ``files`` as the dataset of its name,
-    ingested from a file as a user's would be; no model configured."""
+    ingested from a file as a user's would be (with its key of ``keys``, if any); no model
+    configured."""
     settings = Settings(data_dir=root, default_model="none", executor_model=None, llm_max_retries=0)
     with Lake.open(settings, path=root / "lake.duckdb") as opened:
         for name, text in files.items():
             (root / f"{name}.csv").write_text(text)
-            opened.ingest(root / f"{name}.csv", name)
+            opened.ingest(root / f"{name}.csv", name, key=(keys or {}).get(name))
         yield opened
 
 

@@ -77,19 +77,69 @@ _NO = re.compile(r"\b(?:no|none|without|never)\b", re.IGNORECASE)
 _STATED = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\d])")
 
 
+# Units a column's name may end with, by the word a question uses for them ("grams": body_mass_g).
+UNITS = {
+    "g": "gram", "kg": "kilogram", "mg": "milligram", "mm": "millimeter", "cm": "centimeter",
+    "km": "kilometer", "usd": "dollar", "pct": "percent", "mph": "mile", "kwh": "kilowatt",
+}  # fmt: skip
+# Words that say a measure without its column's name ("weighed": mass; "oldest": age).
+_IMPLIED = {
+    "weigh": {"mass", "weight"}, "weighed": {"mass", "weight"}, "weighing": {"mass", "weight"},
+    "heavy": {"mass", "weight"}, "heavier": {"mass", "weight"}, "heaviest": {"mass", "weight"},
+    "light": {"mass", "weight"}, "lighter": {"mass", "weight"}, "lightest": {"mass", "weight"},
+    "old": {"age"}, "older": {"age"}, "oldest": {"age"}, "young": {"age"}, "younger": {"age"},
+    "youngest": {"age"}, "aged": {"age"},
+    "long": {"length"}, "longer": {"length"}, "longest": {"length"},
+    "short": {"length"}, "shorter": {"length"}, "shortest": {"length"},
+    "tall": {"height"}, "taller": {"height"}, "tallest": {"height"},
+    "deep": {"depth"}, "deeper": {"depth"}, "deepest": {"depth"},
+    "wide": {"width"}, "wider": {"width"}, "widest": {"width"},
+    "wettest": {"precipitation"}, "rainiest": {"precipitation"},
+    "cost": {"price"}, "costly": {"price"}, "expensive": {"price"}, "cheap": {"price"}, "cheapest": {"price"},
+}  # fmt: skip
+_UNIT_WORDS = {word: unit for unit, word in UNITS.items()}
+
+
+def measure_words(text: str) -> set[str]:
+    """The words ``text`` says a measure with: its own (``linking.words``), those its words
+    imply ("weighed": mass, weight) and the unit names it says as a column writes them
+    ("grams": g)."""
+    said = words(text)
+    out = set(said)
+    for word in said:
+        out |= _IMPLIED.get(word, set())
+        if word in _UNIT_WORDS:
+            out.add(_UNIT_WORDS[word])
+    return out
+
+
+def says_column(said: set[str], column: str) -> bool:
+    """Whether ``said`` (``measure_words``) names ``column``: each of its name's words but a
+    unit said, or abbreviating a word said ("temp" for temperature, "max" for maximum)."""
+    own = [word for word in words(column) if word not in UNITS]
+    return bool(own) and all(
+        word in said or (len(word) >= 3 and any(s.startswith(word) for s in said)) for word in own
+    )
+
+
 def named_measure(question: str, types: dict[str, str]) -> str | None:
     """The one numeric column (not a key) all of whose name's words ``question`` says
-    ("the average number of manufacturing jobs": manufacturing; "body mass": body_mass_g); of
-    several, the one whose words hold every other's ("the change in nonfarm jobs":
-    nonfarm_change, not nonfarm); None when it names none or several apart."""
-    said = words(question)
-    named = [
-        column
-        for column, kind in types.items()
-        if NUMERIC.search(kind) and not KEYISH.search(column) and words(column) and words(column) <= said
-    ]
+    ("the average number of manufacturing jobs": manufacturing; "body mass": body_mass_g; "the
+    maximum temperature": temp_max; "shortest flippers": flipper_length_mm); of several, the
+    one whose words hold every other's ("the change in nonfarm jobs": nonfarm_change, not
+    nonfarm); else the one column whose words or unit the question's words imply ("weighed
+    at least 4000 grams": body_mass_g); None when it names none or several apart."""
+    said = measure_words(question)
+    numeric = [column for column, kind in types.items() if NUMERIC.search(kind) and not KEYISH.search(column)]
+    named = [column for column in numeric if says_column(said, column)]
     widest = [column for column in named if all(words(other) <= words(column) for other in named)]
-    return widest[0] if len(widest) == 1 else None
+    if len(widest) == 1:
+        return widest[0]
+    if named:
+        return None
+    implied = said - words(question)
+    hinted = [column for column in numeric if words(column) & implied]
+    return hinted[0] if len(hinted) == 1 else None
 
 
 def bound(question: str) -> tuple[str, str] | None:

@@ -581,13 +581,13 @@ def held_values(
             for (value,) in found:
                 holders.setdefault(str(value), []).append((info.name, column))
     return sorted(
-        (_qualified(sql, *places[0]), value)
+        (qualified(sql, *places[0]), value)
         for value, places in holders.items()
         if len({column.casefold() for _, column in places}) == 1
     )
 
 
-def _qualified(sql: str, table: str, column: str) -> str:
+def qualified(sql: str, table: str, column: str) -> str:
     """``column`` as ``sql`` must write it: through its table's alias (or name) when ``sql``
     reads several tables, else bare."""
     read = aliases_read(sql)

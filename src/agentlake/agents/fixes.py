@@ -39,6 +39,9 @@ lake's guard like any query and keeps the trace. The fixes, by the problem ``ask
   filter dropped when the question does not say the value, else the value written as the code
   a lookup table gives it or as the listed value most like it (at least ``NEAR_VALUE`` alike).
 
+What the question's words fix about the query's shape (a direction, a ranking, a count of
+groups, a key, a difference) is ``agents.fix_words``'s; numbers compared, ``agents.fix_compare``'s.
+
 Filters are read and written as a tree (``lake.rewrite``, sqlglot), never as text. It does not
 run queries nor decide when to fix (``agents.ask``).
 """
@@ -89,11 +92,13 @@ from agentlake.agents.fix_shape import (
     unsaid_fix,
     unsaid_null_tests,
 )
+from agentlake.agents.fix_words import WORD_KINDS, fix_worded, word_problems
 from agentlake.agents.linking import (
     compares,
     compares_folded,
     joins,
     missing_values,
+    named_tables,
     unnamed_values,
     words,
 )
@@ -145,20 +150,6 @@ _COMPARED_NUMBER = re.compile(
     re.IGNORECASE,
 )
 _DIFFERENT = re.compile(r"\bhow many (?:different|distinct|unique)\s+((?:[a-z]+\s*){1,3})", re.IGNORECASE)
-
-
-def named_tables(question: str, tables: list[str]) -> list[str]:
-    """The tables whose name's words ``question`` all says, in the order it says them first
-    ("How many orders came from customers in Texas?": orders, customers), the longer name first
-    on a tie (order_statuses before orders)."""
-    text, said = question.casefold(), words(question)
-    found = []
-    for table in tables:
-        name = words(table)
-        if name and name <= said:
-            starts = [match.start() for w in name if (match := re.search(rf"\b{re.escape(w)}", text))]
-            found.append((min(starts, default=len(text)), -len(name), table))
-    return [table for _, _, table in sorted(found)]
 
 
 def subject_table(question: str, tables: list[str]) -> str | None:
@@ -350,7 +341,9 @@ def find_problems(
         or missing_dates(sql, named_dates(question))
         or missing_numbers(sql, question)
     )
-    found: list[tuple[str, str]] = []
+    worded = word_problems(sql, question, lake)
+    # A count of groups is written whole, and a key stated is one row: before any other fix.
+    found = [problem for problem in worded if problem[0] in ("groupcount", "key")]
     if subject := unread_subject(sql, question, lake):
         found.append(("subject", f"does not read {subject}, a table the question names"))
     if joined := unneeded_join(sql, question, lake):
@@ -410,6 +403,7 @@ def find_problems(
         found.append(("different", f"counts rows, but the question counts different {different} values"))
     if _HOW_MANY_Q.search(question) and count_rows(sql) and (len(rows) > 1 or cut_listing(sql, rows, lake)):
         found.append(("listed", f"lists {len(rows)} rows, but the question asks how many"))
+    found += [problem for problem in worded if problem[0] not in ("groupcount", "key")]
     found += compare_problems(sql, question, lake, rows, listed)
     if unheld := unheld_values(sql, listed):
         found.append(("unheld", f"compares {unheld}, a value the column does not hold"))
@@ -502,6 +496,8 @@ def fix_query(
         return (fixed, f"grouped by {asked}, which the question asks for") if fixed else None
     if kind in COMPARE_KINDS:
         return fix_compared(sql, kind, question, lake, rows, listed)
+    if kind in WORD_KINDS:
+        return fix_worded(sql, kind, question, lake)
     if kind == "listed":
         counted = count_rows(sql)
         return (counted, "counted the rows it lists: the question asks how many") if counted else None

@@ -62,6 +62,20 @@ def words(text: str) -> set[str]:
     return out
 
 
+def named_tables(question: str, tables: list[str]) -> list[str]:
+    """The tables whose name's words ``question`` all says, in the order it says them first
+    ("How many orders came from customers in Texas?": orders, customers), the longer name first
+    on a tie (order_statuses before orders)."""
+    text, said = question.casefold(), words(question)
+    found = []
+    for table in tables:
+        name = words(table)
+        if name and name <= said:
+            starts = [match.start() for w in name if (match := re.search(rf"\b{re.escape(w)}", text))]
+            found.append((min(starts, default=len(text)), -len(name), table))
+    return [table for _, _, table in sorted(found)]
+
+
 def lake_columns(lake: Lake) -> list[str]:
     """The names of every column of the lake's datasets."""
     return [column for info in lake.datasets() for column, _ in info.columns]

@@ -1,0 +1,442 @@
+"""Checks and fixes, for a query that ran, of what a question's own words fix about its shape.
+
+A small model writes a query that runs and answers another question. Each check here reads one
+kind of phrase and the query's tree; each fix rewrites the tree:
+
+- a direction ("farthest west", "northernmost", "oldest", "heaviest"): the rows ordered by the
+  column of that dimension (longitude, latitude, age, mass or weight) in that direction, where
+  the query orders by another column or the other way;
+- "which year ... the most" ranked by the year itself (``ORDER BY year DESC``): the groups
+  ranked by their rows (and ``fix_compare`` then by the amount the question names);
+- "no precipitation" read as ``precipitation IS NULL`` on a column that holds no missing
+  value: ``precipitation = 0``;
+- "how many people younger than 20" counting the different values of a column the question
+  never names (``count(DISTINCT type)``): the rows counted;
+- "how many states have more than 100 airports": the groups of the rows' table counted with
+  the bound on each group's rows (``HAVING``), written by code;
+- "order 100250": a number the question states that is a key of a table the query reads,
+  compared with that key where the query does not;
+- "the difference between the maximum and the minimum temperature": the aggregate the question
+  asks of the difference of the two columns in each row.
+
+Like ``agents.fixes``, it reads and writes queries as trees (``lake.rewrite``); it runs a query
+only to learn whether a column holds missing values or a key holds a number, and does not
+decide when to fix (``agents.ask``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from agentlake.agents.fix_compare import NUMERIC, measure_words, says_column
+from agentlake.agents.fix_dates import quote
+from agentlake.agents.fix_shape import qualified, superlative
+from agentlake.agents.linking import KEYISH, named_tables, words
+from agentlake.errors import AgentlakeError
+from agentlake.lake.repair import column_types
+from agentlake.lake.rewrite import add_filters, comparisons, parse_select, tables_read
+
+if TYPE_CHECKING:
+    from agentlake.lake import Lake
+
+# A direction a question asks the extreme of: the words, the dimension's column words, and
+# whether the highest value is the one asked for.
+_DIRECTIONS = [
+    (re.compile(r"\b(?:(?:farthest|furthest|most) west|westernmost)\b", re.IGNORECASE), {"longitude", "lon", "lng"}, False),
+    (re.compile(r"\b(?:(?:farthest|furthest|most) east|easternmost)\b", re.IGNORECASE), {"longitude", "lon", "lng"}, True),
+    (re.compile(r"\b(?:(?:farthest|furthest|most) north|northernmost)\b", re.IGNORECASE), {"latitude", "lat"}, True),
+    (re.compile(r"\b(?:(?:farthest|furthest|most) south|southernmost)\b", re.IGNORECASE), {"latitude", "lat"}, False),
+    (re.compile(r"\boldest\b", re.IGNORECASE), {"age"}, True),
+    (re.compile(r"\byoungest\b", re.IGNORECASE), {"age"}, False),
+    (re.compile(r"\bheaviest\b", re.IGNORECASE), {"mass", "weight"}, True),
+    (re.compile(r"\blightest\b", re.IGNORECASE), {"mass", "weight"}, False),
+    (re.compile(r"\btallest\b", re.IGNORECASE), {"height"}, True),
+]  # fmt: skip
+_NO = re.compile(r"\b(?:no|without|zero)\s+((?:[a-z_]+\s*){1,3})", re.IGNORECASE)
+_HOW_MANY = re.compile(r"\bhow many\b", re.IGNORECASE)
+_DIFFERENT = re.compile(r"\b(?:different|distinct|unique)\b", re.IGNORECASE)
+_GROUP_COUNT = re.compile(
+    r"\bhow many ([a-z]+) (?:have|has|had|placed|made|ordered|hold|holds|held|own|owns|owned|got|received)\s+"
+    r"(more than|over|greater than|fewer than|less than|under|at least|at most|exactly)\s+(\d+)\s+([a-z]+)\b",
+    re.IGNORECASE,
+)
+_GROUP_BOUNDS = {
+    "more than": ">", "over": ">", "greater than": ">", "fewer than": "<", "less than": "<", "under": "<",
+    "at least": ">=", "at most": "<=", "exactly": "=",
+}  # fmt: skip
+_KEY_NUMBER = re.compile(r"(?<![\w.$-])(\d{3,})(?![\w.])")
+_DIFFERENCE = re.compile(
+    r"\b(?:(largest|biggest|greatest|highest|maximum|widest)|(smallest|lowest|minimum|narrowest)|(average|mean)"
+    r"|(total))?\s*(?:daily\s+)?difference between (?:the )?([a-z_ ]+?) and (?:the )?([a-z_ ]+?)"
+    r"(?= on\b| in\b| for\b| of\b| during\b| across\b| over\b|[?.,]|$)",
+    re.IGNORECASE,
+)
+
+
+def _numeric(lake: Lake, sql: str) -> dict[str, str]:
+    """The numeric columns (not keys) of the tables ``sql`` reads, with their types."""
+    return {
+        column: kind
+        for column, kind in column_types(lake, sql).items()
+        if NUMERIC.search(kind) and not KEYISH.search(column)
+    }
+
+
+# --- a direction -------------------------------------------------------------------------------
+
+
+def direction(question: str, lake: Lake, sql: str) -> tuple[str, bool] | None:
+    """The column and order (True: highest first) the direction ``question`` names asks for,
+    when ``sql`` orders its top rows by another column or the other way; else None."""
+    tree = parse_select(sql)
+    order = tree.args.get("order") if tree is not None else None
+    if tree is None or order is None or tree.args.get("limit") is None or len(order.expressions) != 1:
+        return None
+    found = [(dimension, high) for pattern, dimension, high in _DIRECTIONS if pattern.search(question)]
+    if len(found) != 1:
+        return None
+    dimension, high = found[0]
+    columns = [column for column in _numeric(lake, sql) if words(column) & dimension]
+    if len(columns) != 1:
+        return None
+    ordered = order.expressions[0]
+    reads = {c.name.casefold() for c in ordered.find_all(exp.Column)}
+    descending = bool(ordered.args.get("desc"))
+    if reads == {columns[0].casefold()} and descending == high:
+        return None
+    return columns[0], high
+
+
+def direction_fix(sql: str, question: str, lake: Lake) -> tuple[str, str] | None:
+    """``sql`` ordered by ``direction``'s column that way (its aggregate kept for groups)."""
+    found = direction(question, lake, sql)
+    tree = parse_select(sql) if found else None
+    if found is None or tree is None:
+        return None
+    column, high = found
+    ordered = tree.args["order"].expressions[0]
+    inner = ordered.this
+    aggregate = inner if isinstance(inner, exp.AggFunc) and not isinstance(inner, exp.Count) else None
+    if aggregate is None and tree.args.get("group"):
+        return None  # a group ranked by its rows: which aggregate the question means is unsaid
+    target: exp.Expression = exp.column(column, quoted=True)
+    if aggregate is not None:
+        aggregate.set("this", target)
+        target = aggregate
+    tree.set("order", exp.Order(expressions=[exp.Ordered(this=target.copy(), desc=high, nulls_first=False)]))
+    way = "highest" if high else "lowest"
+    return tree.sql("duckdb"), f"ordered by {column}, {way} first, as the question's direction says"
+
+
+# --- a ranking by the group's own value ----------------------------------------------------------
+
+
+def ranked_by_key(sql: str, question: str) -> bool:
+    """Whether ``sql`` ranks its groups (or its one selected value) by that value itself
+    (``ORDER BY year DESC LIMIT 1`` for "which year had the most ...")."""
+    tree = parse_select(sql)
+    order = tree.args.get("order") if tree is not None else None
+    if tree is None or order is None or tree.args.get("limit") is None or superlative(question) is None:
+        return False
+    if len(order.expressions) != 1 or order.expressions[0].find(exp.AggFunc):
+        return False
+    ordered = order.expressions[0].this
+    group = tree.args.get("group")
+    keys = list(group.expressions) if group else [s.unalias() for s in tree.expressions]
+    aliases = {s.alias.casefold() for s in tree.expressions if s.alias}
+    if isinstance(ordered, exp.Column) and ordered.name.casefold() in aliases and not ordered.table:
+        return len(tree.expressions) == 1 or bool(group)
+    same = any(ordered == key for key in keys)
+    return same and (bool(group) or (len(tree.expressions) == 1 and not tree.find(exp.AggFunc)))
+
+
+def ranking_fix(sql: str, question: str) -> tuple[str, str] | None:
+    """``sql`` grouped by what it selects and ranked by the rows of each group, as the
+    question's superlative says."""
+    tree = parse_select(sql) if ranked_by_key(sql, question) else None
+    if tree is None:
+        return None
+    high = bool(superlative(question))
+    if not tree.args.get("group"):
+        tree.set("group", exp.Group(expressions=[tree.expressions[0].unalias().copy()]))
+    tree.set(
+        "order",
+        exp.Order(expressions=[exp.Ordered(this=exp.Count(this=exp.Star()), desc=high, nulls_first=False)]),
+    )
+    return tree.sql("duckdb"), f"ranked the groups by their rows, the {'most' if high else 'fewest'} first"
+
+
+# --- "no precipitation" -------------------------------------------------------------------------
+
+
+def null_for_zero(sql: str, question: str, lake: Lake) -> str | None:
+    """The numeric column ``sql`` tests ``IS NULL`` where ``question`` says "no <column>" and
+    the column holds no missing value (so "no" means zero); else None."""
+    said = [words(match.group(1)) for match in _NO.finditer(question)]
+    tree = parse_select(sql)
+    if not said or tree is None:
+        return None
+    numeric = _numeric(lake, sql)
+    for test in tree.find_all(exp.Is):
+        column = test.this
+        if not isinstance(column, exp.Column) or not isinstance(test.expression, exp.Null):
+            continue
+        if isinstance(test.parent, exp.Not):
+            continue
+        name = next((c for c in numeric if c.casefold() == column.name.casefold()), None)
+        if name is None or not any(says_column(phrase, name) for phrase in said):
+            continue
+        if _holds_no_nulls(lake, sql, name):
+            return name
+    return None
+
+
+def _holds_no_nulls(lake: Lake, sql: str, column: str) -> bool:
+    for table in tables_read(sql):
+        if column.casefold() not in {
+            c.casefold() for c in column_types(lake, f"SELECT * FROM {quote(table)}")
+        }:
+            continue
+        try:
+            rows = lake.query(
+                f"SELECT count(*) FROM {quote(table)} WHERE {quote(column)} IS NULL", max_rows=1
+            ).rows
+        except AgentlakeError:
+            return False
+        return bool(rows) and rows[0][0] == 0
+    return False
+
+
+def zero_fix(sql: str, question: str, lake: Lake) -> tuple[str, str] | None:
+    """``sql`` comparing ``null_for_zero``'s column with 0 in place of its null test."""
+    column = null_for_zero(sql, question, lake)
+    tree = parse_select(sql) if column else None
+    if tree is None or column is None:
+        return None
+    for test in list(tree.find_all(exp.Is)):
+        if isinstance(test.this, exp.Column) and test.this.name.casefold() == column.casefold():
+            test.replace(exp.EQ(this=test.this.copy(), expression=exp.Literal.number(0)))
+    return tree.sql(
+        "duckdb"
+    ), f"compared {column} with 0: it holds no missing value, so 'no {column}' is zero"
+
+
+# --- rows counted ---------------------------------------------------------------------------------
+
+
+def unsaid_distinct(sql: str, question: str) -> str | None:
+    """The column whose different values ``sql`` counts for a "how many" question that asks
+    for no different values and never names the column (``count(DISTINCT type)`` for "How many
+    people younger than 20 died?"); else None."""
+    if not _HOW_MANY.search(question) or _DIFFERENT.search(question):
+        return None
+    tree = parse_select(sql)
+    if tree is None:
+        return None
+    said = words(question)
+    for count in tree.find_all(exp.Count):
+        if not isinstance(count.this, exp.Distinct):
+            continue
+        columns = list(count.this.find_all(exp.Column))
+        if len(columns) == 1 and not words(columns[0].name) & said and not count.this.find(exp.Func):
+            return columns[0].name
+    return None
+
+
+def distinct_fix(sql: str, question: str) -> tuple[str, str] | None:
+    """``sql`` counting rows where it counted ``unsaid_distinct``'s different values."""
+    column = unsaid_distinct(sql, question)
+    tree = parse_select(sql) if column else None
+    if tree is None or column is None:
+        return None
+    for count in list(tree.find_all(exp.Count)):
+        if isinstance(count.this, exp.Distinct):
+            count.set("this", exp.Star())
+    return tree.sql("duckdb"), f"counted the rows: the question does not ask for different {column} values"
+
+
+# --- groups with a bound on their rows ------------------------------------------------------------
+
+
+def group_count(question: str, lake: Lake) -> str | None:
+    """The query for "how many <groups> have more than N <rows>": the groups of the rows'
+    table (a column of it, or another table's key it holds) whose rows meet the bound,
+    counted; None when the question is not of that shape or names no such table and column."""
+    match = _GROUP_COUNT.search(question)
+    if match is None:
+        return None
+    groups, bound, number, rows = match.groups()
+    infos = {info.name: info for info in lake.datasets()}
+    table = next(iter(named_tables(rows, list(infos))), None)
+    if table is None:
+        return None
+    columns = [column for column, _ in infos[table].columns]
+    said = words(groups)
+    column = next((c for c in columns if words(c) == said), None)
+    if column is None:
+        owner = next(iter(named_tables(groups, list(infos))), None)
+        key = infos[owner].key if owner is not None else None
+        column = next((c for c in columns if key and c.casefold() == key.casefold()), None)
+    if column is None:
+        return None
+    op = _GROUP_BOUNDS[bound.casefold()]
+    return (
+        f"SELECT count(*) AS n FROM (SELECT {quote(column)} FROM {quote(table)} "
+        f"WHERE {quote(column)} IS NOT NULL GROUP BY {quote(column)} HAVING count(*) {op} {number})"
+    )
+
+
+def ungrouped_count(sql: str, question: str, lake: Lake) -> str | None:
+    """``group_count``'s query when ``sql`` bounds no group's rows (no ``HAVING``); else None."""
+    tree = parse_select(sql)
+    if tree is None or any(select.args.get("having") for select in tree.find_all(exp.Select)):
+        return None
+    return group_count(question, lake)
+
+
+# --- a key the question states ------------------------------------------------------------------
+
+
+def uncompared_key(sql: str, question: str, lake: Lake) -> tuple[str, str, str] | None:
+    """``(table, key, number)``: a number ``question`` states ("order 100250") that is a value
+    of the key of a table ``sql`` reads, which ``sql`` does not compare that key with; else None."""
+    numbers = _KEY_NUMBER.findall(question)
+    if not numbers:
+        return None
+    read = {t.casefold() for t in tables_read(sql)}
+    compared = {(c.column.casefold(), c.value) for c in comparisons(sql)}
+    for info in lake.datasets():
+        if info.name.casefold() not in read or not info.key:
+            continue
+        for number in numbers:
+            if (info.key.casefold(), number) in compared or re.search(rf"(?<![\w.]){number}(?![\w.])", sql):
+                continue
+            try:
+                held = lake.query(
+                    f"SELECT 1 FROM {quote(info.name)} WHERE CAST({quote(info.key)} AS VARCHAR) = '{number}' LIMIT 1",
+                    max_rows=1,
+                ).rows
+            except AgentlakeError:
+                continue
+            if held:
+                return info.name, info.key, number
+    return None
+
+
+def key_fix(sql: str, question: str, lake: Lake) -> tuple[str, str] | None:
+    """``sql`` with ``uncompared_key``'s key compared with the number the question states."""
+    found = uncompared_key(sql, question, lake)
+    if found is None:
+        return None
+    table, key, number = found
+    kind = column_types(lake, f"SELECT * FROM {quote(table)}").get(key, "")
+    value = number if NUMERIC.search(kind) else f"'{number}'"
+    fixed = add_filters(sql, [f"{qualified(sql, table, key)} = {value}"])
+    return (fixed, f"compared {table}.{key} with {number}, the key the question states") if fixed else None
+
+
+# --- the difference of two columns ----------------------------------------------------------------
+
+
+def difference(question: str, lake: Lake, sql: str) -> tuple[str, str, str] | None:
+    """``(function, first, second)`` for "the <largest|average|...> difference between the <first>
+    and the <second>" naming two numeric columns of the tables ``sql`` reads, when ``sql`` does
+    not subtract them in one row; else None. A noun after the second ("the maximum and the
+    minimum temperature") belongs to both."""
+    match = _DIFFERENCE.search(question)
+    if match is None or re.search(r"\b(?:which|what (?:day|date|year|month))\b", question, re.IGNORECASE):
+        return None
+    high, low, mean, total, first, second = match.groups()
+    function = "max" if high else "min" if low else "avg" if mean else "sum" if total else None
+    if function is None:
+        return None
+    numeric = _numeric(lake, sql)
+    tail = second.split()[-1:]
+    found = []
+    for phrase in (f"{first} {' '.join(tail)}", second):
+        hits = [column for column in numeric if says_column(measure_words(phrase), column)]
+        if len(hits) != 1:
+            return None
+        found.append(hits[0])
+    if found[0] == found[1]:
+        return None
+    tree = parse_select(sql)
+    if tree is None:
+        return None
+    for sub in tree.find_all(exp.Sub):
+        sides = [
+            {c.name.casefold() for c in side.find_all(exp.Column)} for side in (sub.this, sub.expression)
+        ]
+        if sides == [{found[0].casefold()}, {found[1].casefold()}] and not sub.find(exp.AggFunc):
+            return None  # each row's difference is taken (and aggregated, or listed)
+    return function, found[0], found[1]
+
+
+def difference_fix(sql: str, question: str, lake: Lake) -> tuple[str, str] | None:
+    """``sql`` answering ``difference``'s aggregate of the two columns' difference in a row
+    over the rows it filters."""
+    found = difference(question, lake, sql)
+    tree = parse_select(sql) if found else None
+    if tree is None or found is None:
+        return None
+    function, first, second = found
+    subtracted = f"{function}({quote(first)} - {quote(second)})"
+    tree.set("expressions", [exp.alias_(exp.maybe_parse(subtracted, dialect="duckdb"), "n")])
+    for part in ("group", "having", "order", "limit"):
+        tree.set(part, None)
+    return tree.sql("duckdb"), f"took the {function} of {first} - {second} in each row, as the question asks"
+
+
+WORD_KINDS = frozenset(
+    {"direction", "keyranked", "nullzero", "unsaiddistinct", "groupcount", "key", "difference"}
+)
+
+
+def word_problems(sql: str, question: str, lake: Lake) -> list[tuple[str, str]]:
+    """This module's problems of ``sql`` (which ran), as ``agents.fixes.find_problems`` lists
+    them: each kind (one of ``WORD_KINDS``) and what to tell the model."""
+    found = []
+    if grouped := ungrouped_count(sql, question, lake):
+        found.append(("groupcount", f"does not count the groups whose rows meet the bound: {grouped}"))
+    if key := uncompared_key(sql, question, lake):
+        found.append(
+            ("key", f"does not compare {key[0]}.{key[1]} with {key[2]}, the key the question states")
+        )
+    if way := direction(question, lake, sql):
+        found.append(("direction", f"does not order by {way[0]}, {'highest' if way[1] else 'lowest'} first"))
+    if ranked_by_key(sql, question):
+        found.append(("keyranked", "ranks the groups by their own value, not by how many rows each has"))
+    if zero := null_for_zero(sql, question, lake):
+        found.append(("nullzero", f"tests {zero} IS NULL, but {zero} holds no missing value: 'no' is 0"))
+    if distinct := unsaid_distinct(sql, question):
+        found.append(
+            ("unsaiddistinct", f"counts different {distinct} values, which the question does not ask")
+        )
+    if diff := difference(question, lake, sql):
+        found.append(("difference", f"does not take the {diff[0]} of {diff[1]} - {diff[2]} in each row"))
+    return found
+
+
+def fix_worded(
+    sql: str, kind: str, question: str, lake: Lake, rows: list[Any] | None = None
+) -> tuple[str, str] | None:
+    """``sql`` with the fix of its problem ``kind`` (one of ``WORD_KINDS``) and what was done,
+    or None."""
+    del rows
+    if kind == "groupcount":
+        grouped = ungrouped_count(sql, question, lake)
+        return (grouped, "counted the groups whose rows meet the question's bound") if grouped else None
+    if kind == "key":
+        return key_fix(sql, question, lake)
+    if kind == "direction":
+        return direction_fix(sql, question, lake)
+    if kind == "keyranked":
+        return ranking_fix(sql, question)
+    if kind == "nullzero":
+        return zero_fix(sql, question, lake)
+    if kind == "unsaiddistinct":
+        return distinct_fix(sql, question)
+    return difference_fix(sql, question, lake) if kind == "difference" else None

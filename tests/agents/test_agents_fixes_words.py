@@ -1,0 +1,268 @@
+"""Code's fixes of what a question's words fix about a query's shape, on a real lake
+(agents.fix_words): a direction, a ranking by the group's own value, "no" on a column without
+missing values, a count of different values never asked, a count of groups with a bound on
+their rows, a key the question states, and the difference of two columns in a row; and the
+measure a question names by a unit, an implied word or an abbreviation (fix_compare)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from agents_support import csv_lake, fixed_rows, problem_kinds
+
+from agentlake.agents.fix_compare import named_measure
+from agentlake.agents.fix_words import group_count, word_problems
+from agentlake.lake import Lake
+
+AIRPORTS = """iata,name,state,latitude,longitude
+ADK,Adak,AK,51.9,-176.6
+BRW,Wiley Post,AK,71.3,-156.8
+SEA,Seattle Tacoma,WA,47.4,-122.3
+BOS,Logan,MA,42.4,-71.0
+JFK,Kennedy,NY,40.6,-73.8
+LGA,LaGuardia,NY,40.8,-73.9
+ALB,Albany,NY,42.7,-73.8
+"""
+RIOTS = """last_name,age,neighborhood,type
+Austin,64,Harvard Park,Homicide
+Baker,19,Hollywood,Homicide
+Cruz,17,Watts,Death
+Diaz,35,Hollywood,Accident
+"""
+WEATHER = """date,precipitation,temp_max,temp_min,weather
+2013-01-01,0.0,10.0,2.0,sun
+2013-01-02,5.0,8.0,5.0,rain
+2014-01-01,0.0,12.0,1.0,sun
+2014-01-02,0.0,9.0,4.0,sun
+2014-01-03,3.0,7.0,6.0,rain
+"""
+PENGUINS = """species,bill_length_mm,body_mass_g
+Adelie,39.1,3750
+Adelie,40.3,4200
+Gentoo,46.1,4500
+Gentoo,50.0,5400
+"""
+CUSTOMERS = """customer_id,name,state
+C1,Kofi Yilmaz,TX
+C2,Maya Patel,AK
+"""
+ORDERS = """order_id,customer_id,amount
+100250,C1,10
+100251,C2,20
+100252,C2,30
+"""
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
+    files = {
+        "airports": AIRPORTS,
+        "la_riots": RIOTS,
+        "weather": WEATHER,
+        "penguins": PENGUINS,
+        "customers": CUSTOMERS,
+        "orders": ORDERS,
+    }
+    root = tmp_path_factory.mktemp("fixes-words")
+    with csv_lake(
+        root, files, keys={"orders": "order_id", "customers": "customer_id", "airports": "iata"}
+    ) as opened:
+        yield opened
+
+
+# --- the measure a question names -----------------------------------------------------------------
+
+PENGUIN_TYPES = {"species": "VARCHAR", "bill_length_mm": "DOUBLE", "body_mass_g": "BIGINT"}
+
+
+def test_a_unit_and_a_verb_name_the_measure() -> None:
+    assert (
+        named_measure("How many Adelie penguins weighed at least 4000 grams?", PENGUIN_TYPES) == "body_mass_g"
+    )
+
+
+def test_abbreviated_words_name_the_measure() -> None:
+    types = {"temp_max": "DOUBLE", "temp_min": "DOUBLE", "precipitation": "DOUBLE"}
+    assert named_measure("What was the highest maximum temperature?", types) == "temp_max"
+
+
+def test_a_question_naming_no_measure_names_none() -> None:
+    assert named_measure("How many Adelie penguins are there?", PENGUIN_TYPES) is None
+
+
+def test_a_bound_in_grams_is_put_on_the_mass(lake: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM penguins WHERE species = 'Adelie' AND bill_length_mm >= 4000"
+    question = "How many Adelie penguins weighed at least 4000 grams?"
+    assert fixed_rows(lake, sql, "bound", question) == [(1,)]
+
+
+# --- a direction -----------------------------------------------------------------------------------
+
+WEST = "What is the name of the airport that lies farthest west?"
+
+
+def test_ordering_the_wrong_way_is_found(lake: Lake) -> None:
+    assert "direction" in problem_kinds(
+        lake, "SELECT name FROM airports ORDER BY longitude DESC LIMIT 1", WEST
+    )
+
+
+def test_farthest_west_orders_by_the_lowest_longitude(lake: Lake) -> None:
+    sql = "SELECT name FROM airports ORDER BY longitude DESC LIMIT 1"
+    assert fixed_rows(lake, sql, "direction", WEST) == [("Adak",)]
+
+
+def test_northernmost_orders_by_latitude(lake: Lake) -> None:
+    sql = "SELECT name FROM airports WHERE state = 'AK' ORDER BY name LIMIT 1"
+    assert fixed_rows(lake, sql, "direction", "What is the name of the northernmost airport?") == [
+        ("Wiley Post",)
+    ]
+
+
+def test_oldest_orders_by_age(lake: Lake) -> None:
+    sql = "SELECT neighborhood FROM la_riots ORDER BY last_name DESC LIMIT 1"
+    question = "In which neighborhood did the oldest person who died during the LA riots die?"
+    assert fixed_rows(lake, sql, "direction", question) == [("Harvard Park",)]
+
+
+def test_a_right_direction_is_no_problem(lake: Lake) -> None:
+    assert "direction" not in problem_kinds(
+        lake, "SELECT name FROM airports ORDER BY longitude ASC LIMIT 1", WEST
+    )
+
+
+# --- ranking by the group's own value ---------------------------------------------------------------
+
+SUNNY = "In which year did Seattle have the most sunny days?"
+
+
+def test_ranking_years_by_the_year_is_found(lake: Lake) -> None:
+    sql = "SELECT year(date) FROM weather WHERE weather = 'sun' GROUP BY year(date) ORDER BY year(date) DESC LIMIT 1"
+    assert "keyranked" in problem_kinds(lake, sql, SUNNY)
+
+
+def test_years_are_ranked_by_their_rows(lake: Lake) -> None:
+    sql = "SELECT year(date) FROM weather WHERE weather = 'sun' GROUP BY year(date) ORDER BY year(date) DESC LIMIT 1"
+    assert fixed_rows(lake, sql, "keyranked", SUNNY) == [(2014,)]
+
+
+def test_an_ungrouped_ranking_by_the_year_is_grouped(lake: Lake) -> None:
+    sql = "SELECT year(date) FROM weather WHERE weather = 'sun' ORDER BY year(date) ASC LIMIT 1"
+    assert fixed_rows(lake, sql, "keyranked", SUNNY) == [(2014,)]
+
+
+def test_a_ranking_by_rows_is_no_problem(lake: Lake) -> None:
+    sql = "SELECT year(date) FROM weather WHERE weather = 'sun' GROUP BY year(date) ORDER BY count(*) DESC LIMIT 1"
+    assert "keyranked" not in problem_kinds(lake, sql, SUNNY)
+
+
+# --- "no precipitation" ------------------------------------------------------------------------------
+
+DRY = "On how many days in 2014 was there no precipitation?"
+
+
+def test_a_null_test_on_a_column_without_nulls_is_found(lake: Lake) -> None:
+    sql = "SELECT count(*) FROM weather WHERE year(date) = 2014 AND precipitation IS NULL"
+    assert "nullzero" in problem_kinds(lake, sql, DRY)
+
+
+def test_no_precipitation_is_zero(lake: Lake) -> None:
+    sql = "SELECT count(*) FROM weather WHERE year(date) = 2014 AND precipitation IS NULL"
+    assert fixed_rows(lake, sql, "nullzero", DRY) == [(2,)]
+
+
+def test_a_null_test_the_question_does_not_word_is_left(lake: Lake) -> None:
+    sql = "SELECT count(*) FROM weather WHERE year(date) = 2014 AND precipitation IS NULL"
+    assert "nullzero" not in problem_kinds(lake, sql, "On how many days in 2014 was the temperature low?")
+
+
+# --- a count of different values never asked ----------------------------------------------------------
+
+YOUNG = "How many people younger than 20 died during the LA riots?"
+
+
+def test_counting_unnamed_different_values_is_found(lake: Lake) -> None:
+    sql = "SELECT count(DISTINCT type) FROM la_riots WHERE age < 20"
+    assert "unsaiddistinct" in problem_kinds(lake, sql, YOUNG)
+
+
+def test_the_rows_are_counted_instead(lake: Lake) -> None:
+    sql = "SELECT count(DISTINCT type) FROM la_riots WHERE age < 20"
+    assert fixed_rows(lake, sql, "unsaiddistinct", YOUNG) == [(2,)]
+
+
+def test_different_values_asked_for_are_kept(lake: Lake) -> None:
+    sql = "SELECT count(DISTINCT type) FROM la_riots WHERE age < 20"
+    assert "unsaiddistinct" not in problem_kinds(lake, sql, "How many different types of death were there?")
+
+
+# --- groups with a bound on their rows -----------------------------------------------------------------
+
+
+def test_groups_of_a_column_with_a_bound_are_counted(lake: Lake) -> None:
+    assert lake.query(group_count("How many states have more than 1 airports?", lake) or "").rows == [[2]]
+
+
+def test_groups_of_another_tables_key_are_counted(lake: Lake) -> None:
+    query = group_count("How many customers placed more than 1 orders?", lake) or ""
+    assert lake.query(query).rows == [[1]]
+
+
+def test_a_question_of_another_shape_has_no_group_count(lake: Lake) -> None:
+    assert group_count("How many airports are in New York?", lake) is None
+
+
+def test_a_query_without_having_is_replaced(lake: Lake) -> None:
+    sql = "SELECT count(*) FROM airports WHERE state = 'NY'"
+    assert fixed_rows(lake, sql, "groupcount", "How many states have fewer than 3 airports?") == [(3,)]
+
+
+def test_a_query_with_having_is_no_problem(lake: Lake) -> None:
+    sql = "SELECT count(*) FROM (SELECT state FROM airports GROUP BY state HAVING count(*) > 1)"
+    assert "groupcount" not in problem_kinds(lake, sql, "How many states have more than 1 airports?")
+
+
+# --- a key the question states ----------------------------------------------------------------------------
+
+NAME = "What is the name of the customer who placed order 100250?"
+
+
+def test_a_stated_key_left_out_is_found(lake: Lake) -> None:
+    sql = "SELECT c.name FROM customers AS c JOIN orders AS o ON c.customer_id = o.customer_id"
+    assert "key" in problem_kinds(lake, sql, NAME)
+
+
+def test_the_stated_key_is_compared(lake: Lake) -> None:
+    sql = "SELECT c.name FROM customers AS c JOIN orders AS o ON c.customer_id = o.customer_id"
+    assert fixed_rows(lake, sql, "key", NAME) == [("Kofi Yilmaz",)]
+
+
+def test_a_number_that_is_no_key_is_left(lake: Lake) -> None:
+    sql = "SELECT count(*) FROM orders WHERE amount > 999"
+    assert "key" not in problem_kinds(lake, sql, "How many orders were over 999?")
+
+
+# --- the difference of two columns --------------------------------------------------------------------------
+
+RANGE = "What was the largest difference between the maximum and the minimum temperature on one day?"
+
+
+def test_a_difference_of_extremes_is_found(lake: Lake) -> None:
+    assert "difference" in problem_kinds(lake, "SELECT max(temp_max) - min(temp_min) FROM weather", RANGE)
+
+
+def test_the_largest_difference_is_taken_in_a_row(lake: Lake) -> None:
+    assert fixed_rows(lake, "SELECT max(temp_max) - min(temp_min) FROM weather", "difference", RANGE) == [
+        (11.0,)
+    ]
+
+
+def test_the_average_difference_is_taken_in_a_row(lake: Lake) -> None:
+    question = "What was the average difference between the maximum and the minimum temperature in 2014?"
+    sql = "SELECT avg(temp_max) FROM weather WHERE year(date) = 2014"
+    assert fixed_rows(lake, sql, "difference", question) == [(17.0 / 3,)]
+
+
+def test_a_difference_taken_in_a_row_is_no_problem(lake: Lake) -> None:
+    assert word_problems("SELECT max(temp_max - temp_min) FROM weather", RANGE, lake) == []
