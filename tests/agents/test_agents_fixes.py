@@ -72,6 +72,22 @@ def test_the_named_month_goes_on_the_date_the_question_is_about(lake: Lake) -> N
     )
 
 
+def test_a_range_of_days_is_read_with_the_year_said_once() -> None:
+    (named,) = named_dates("How many orders were placed between June 1 and August 31, 2017?")
+    assert named.conditions("d") == ["CAST(\"d\" AS DATE) BETWEEN DATE '2017-06-01' AND DATE '2017-08-31'"]
+
+
+def test_a_quarter_is_read_as_its_three_months() -> None:
+    (named,) = named_dates("How many orders were placed in the first quarter of 2016?")
+    assert named.conditions("d") == ["CAST(\"d\" AS DATE) BETWEEN DATE '2016-01-01' AND DATE '2016-03-31'"]
+
+
+def test_a_range_written_as_parts_of_its_last_day_is_mended(lake: Lake) -> None:
+    sql = "SELECT count(*) AS n FROM orders WHERE year(order_date) = 2016 AND month(order_date) = 4 AND day(order_date) = 2"
+    fixed = _fix(lake, sql, "dates", "How many orders were placed between March 2 and April 2, 2016?")
+    assert lake.query(fixed or "").rows == [[2]]
+
+
 def test_a_value_written_in_several_cases_is_compared_lower_cased(lake: Lake) -> None:
     fixed = _fix(
         lake, "SELECT count(*) AS n FROM orders WHERE channel = 'WEB'", "missing", "orders through the web"

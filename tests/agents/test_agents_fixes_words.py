@@ -12,7 +12,7 @@ import pytest
 from agents_support import csv_lake, fixed_rows, problem_kinds
 
 from agentlake.agents.fix_compare import named_measure
-from agentlake.agents.fix_words import group_count, word_problems
+from agentlake.agents.fix_words import fix_worded, group_count, word_problems
 from agentlake.lake import Lake
 
 AIRPORTS = """iata,name,state,latitude,longitude
@@ -42,6 +42,7 @@ Adelie,39.1,3750
 Adelie,40.3,4200
 Gentoo,46.1,4500
 Gentoo,50.0,5400
+Gentoo,47.0,4800
 """
 CUSTOMERS = """customer_id,name,state
 C1,Kofi Yilmaz,TX
@@ -213,14 +214,14 @@ def test_a_question_of_another_shape_has_no_group_count(lake: Lake) -> None:
     assert group_count("How many airports are in New York?", lake) is None
 
 
-def test_a_query_without_having_is_replaced(lake: Lake) -> None:
+def test_a_query_of_another_value_is_replaced(lake: Lake) -> None:
     sql = "SELECT count(*) FROM airports WHERE state = 'NY'"
-    assert fixed_rows(lake, sql, "groupcount", "How many states have fewer than 3 airports?") == [(3,)]
+    assert fixed_rows(lake, sql, "whole", "How many states have fewer than 2 airports?") == [(2,)]
 
 
-def test_a_query_with_having_is_no_problem(lake: Lake) -> None:
+def test_a_query_of_the_same_value_is_no_problem(lake: Lake) -> None:
     sql = "SELECT count(*) FROM (SELECT state FROM airports GROUP BY state HAVING count(*) > 1)"
-    assert "groupcount" not in problem_kinds(lake, sql, "How many states have more than 1 airports?")
+    assert "whole" not in problem_kinds(lake, sql, "How many states have more than 1 airports?")
 
 
 # --- a key the question states ----------------------------------------------------------------------------
@@ -265,4 +266,70 @@ def test_the_average_difference_is_taken_in_a_row(lake: Lake) -> None:
 
 
 def test_a_difference_taken_in_a_row_is_no_problem(lake: Lake) -> None:
-    assert word_problems("SELECT max(temp_max - temp_min) FROM weather", RANGE, lake) == []
+    sql = "SELECT max(temp_max - temp_min) FROM weather"
+    assert word_problems(sql, RANGE, lake, lake.query(sql).rows, []) == []
+
+
+# --- a share, a "how many" answered with a value, a ranked column held to one value ------------------
+
+SHARE = "What percentage of the penguins are Gentoo penguins?"
+
+
+def test_a_share_of_another_value_is_found(lake: Lake) -> None:
+    sql = "SELECT 100.0 * sum(CASE WHEN species = 'Adelie' THEN 1 ELSE 0 END) / count(*) FROM penguins"
+    rows = lake.query(sql).rows
+    kinds = [kind for kind, _ in word_problems(sql, SHARE, lake, rows, [("species", "Gentoo")])]
+    assert "whole" in kinds
+
+
+def test_the_share_of_the_named_value_is_written_whole(lake: Lake) -> None:
+    sql = "SELECT 100.0 * sum(CASE WHEN species = 'Adelie' THEN 1 ELSE 0 END) / count(*) FROM penguins"
+    rows = lake.query(sql).rows
+    fixed = fix_worded(sql, "whole", SHARE, lake, rows, [("species", "Gentoo")])
+    assert lake.query(fixed[0] if fixed else "").rows == [[60.0]]
+
+
+def test_a_share_filtered_on_its_own_condition_is_fixed(lake: Lake) -> None:
+    sql = "SELECT 100.0 * count(*) FILTER (WHERE species = 'Gentoo') / count(*) FROM penguins WHERE species = 'Gentoo'"
+    assert fixed_rows(lake, sql, "share", SHARE) == [(60.0,)]
+
+
+def test_how_many_answered_with_a_value_is_counted(lake: Lake) -> None:
+    sql = "SELECT month(date) FROM weather WHERE precipitation = 0 GROUP BY month(date) ORDER BY month(date) DESC LIMIT 1"
+    assert fixed_rows(lake, sql, "uncounted", "On how many days was there no precipitation?") == [(3,)]
+
+
+def test_a_ranked_column_held_to_one_value_is_let_go(lake: Lake) -> None:
+    sql = "SELECT type FROM la_riots WHERE type = 'Death' GROUP BY type ORDER BY count(*) DESC LIMIT 1"
+    assert fixed_rows(lake, sql, "heldgroup", "Which type of death was most common?") == [("Homicide",)]
+
+
+def test_shortest_orders_the_named_length_by_its_alias(lake: Lake) -> None:
+    sql = "SELECT species, avg(bill_length_mm) AS a FROM penguins GROUP BY species ORDER BY a DESC LIMIT 1"
+    question = "Which species has the shortest bills on average?"
+    assert fixed_rows(lake, sql, "direction", question) == [("Adelie", 39.7)]
+
+
+# --- days between two dates of a row ---------------------------------------------------------------------
+
+SHIPPED = "How many orders were shipped within 3 days of being placed?"
+
+
+@pytest.fixture(scope="module")
+def shipping(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
+    text = "order_id,order_date,shipped_date\n1,2017-01-01,2017-01-02\n2,2017-01-01,2017-01-09\n3,2017-02-01,2017-02-04\n"
+    with csv_lake(tmp_path_factory.mktemp("shipping"), {"orders": text}) as opened:
+        yield opened
+
+
+def test_days_between_two_dates_left_out_are_found(shipping: Lake) -> None:
+    assert "days" in problem_kinds(shipping, "SELECT count(*) FROM orders", SHIPPED)
+
+
+def test_within_days_filters_the_later_minus_the_earlier(shipping: Lake) -> None:
+    assert fixed_rows(shipping, "SELECT count(*) FROM orders", "days", SHIPPED) == [(2,)]
+
+
+def test_a_difference_of_the_dates_taken_is_no_problem(shipping: Lake) -> None:
+    sql = "SELECT count(*) FROM orders WHERE shipped_date - order_date <= 3"
+    assert "days" not in problem_kinds(shipping, sql, SHIPPED)

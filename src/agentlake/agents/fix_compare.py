@@ -95,6 +95,8 @@ _IMPLIED = {
     "deep": {"depth"}, "deeper": {"depth"}, "deepest": {"depth"},
     "wide": {"width"}, "wider": {"width"}, "widest": {"width"},
     "wettest": {"precipitation"}, "rainiest": {"precipitation"},
+    "generate": {"generation"}, "generated": {"generation"}, "generating": {"generation"},
+    "produce": {"production"}, "produced": {"production"}, "earn": {"earnings"}, "earned": {"earnings"},
     "cost": {"price"}, "costly": {"price"}, "expensive": {"price"}, "cheap": {"price"}, "cheapest": {"price"},
 }  # fmt: skip
 _UNIT_WORDS = {word: unit for unit, word in UNITS.items()}

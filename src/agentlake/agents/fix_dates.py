@@ -40,6 +40,27 @@ _DAY_MONTH_YEAR = re.compile(
     re.I,
 )
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# "between June 1 and August 31, 2017", "from March 2016 to May 2016", "from 3 March to 9 May 2015".
+_ON = rf"(?:({_MONTH_NAMES})\.?(?:\s+(\d{{1,2}})(?:st|nd|rd|th)?)?|(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_NAMES})\.?)"
+_RANGE = re.compile(
+    rf"\b(?:between|from)\s+{_ON}(?:,?\s+(1[89]\d\d|20\d\d))?\s+(?:and|to|through|until|till)\s+{_ON},?\s+(1[89]\d\d|20\d\d)\b",
+    re.I,
+)
+_ORDINALS = {
+    "first": 1,
+    "1st": 1,
+    "second": 2,
+    "2nd": 2,
+    "third": 3,
+    "3rd": 3,
+    "fourth": 4,
+    "4th": 4,
+    "last": 4,
+}
+_QUARTER = re.compile(
+    r"\b(?:(?:the\s+)?(first|1st|second|2nd|third|3rd|fourth|4th|last)\s+(quarter|half)\s+of\s+|q([1-4])\s+)(1[89]\d\d|20\d\d)\b",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -50,14 +71,22 @@ class NamedDate:
     year: int
     month: int | None = None
     day: int | None = None
+    last: datetime.date | None = None  # a range's last day: "between June 1 and August 31, 2017"
 
     def describe(self) -> str:
+        if self.last is not None:
+            first = datetime.date(self.year, self.month or 1, self.day or 1)
+            return f"{first:%B} {first.day}, {first.year} to {self.last:%B} {self.last.day}, {self.last.year}"
         if self.month and self.day:
             return f"{calendar.month_name[self.month]} {self.day}, {self.year}"
         return f"{calendar.month_name[self.month]} {self.year}" if self.month else str(self.year)
 
     def conditions(self, column: str) -> list[str]:
-        """The filters of date ``column`` on this date: its year, month and day."""
+        """The filters of date ``column`` on this date: its year, month and day (a range: its
+        first and last day)."""
+        if self.last is not None:
+            first = datetime.date(self.year, self.month or 1, self.day or 1)
+            return [f"CAST({quote(column)} AS DATE) BETWEEN DATE '{first}' AND DATE '{self.last}'"]
         parts = [("year", self.year), ("month", self.month), ("day", self.day)]
         return [f"{part}({quote(column)}) = {value}" for part, value in parts if value]
 
@@ -66,7 +95,12 @@ def named_dates(question: str) -> list[NamedDate]:
     """The years, with their months where named, that ``question`` names, in order."""
     found: list[NamedDate] = []
     taken: set[int] = set()
+    for named in _ranges(question):
+        found.append(named[0])
+        taken |= named[1]
     for match in _DAY_MONTH_YEAR.finditer(question):
+        if match.start(5) in taken:
+            continue
         month = _MONTHS[(match.group(1) or match.group(4)).casefold()]
         day = int(match.group(2) or match.group(3))
         try:
@@ -83,6 +117,41 @@ def named_dates(question: str) -> list[NamedDate]:
     for match in _YEAR.finditer(question):
         if match.start() not in taken:
             found.append(NamedDate(int(match.group(1))))
+    return found
+
+
+def _ranges(question: str) -> list[tuple[NamedDate, set[int]]]:
+    """The ranges of days ``question`` names (between two days or months, a quarter, a half),
+    each with the positions of the years it read."""
+    found = []
+    for match in _RANGE.finditer(question):
+        end_year = int(match.group(10))
+        start_year = int(match.group(5) or end_year)
+        start_month = _MONTHS[(match.group(1) or match.group(4)).casefold()]
+        end_month = _MONTHS[(match.group(6) or match.group(9)).casefold()]
+        start_day = match.group(2) or match.group(3)
+        end_day = match.group(7) or match.group(8)
+        try:
+            first = datetime.date(start_year, start_month, int(start_day or 1))
+            last = datetime.date(
+                end_year, end_month, int(end_day) if end_day else calendar.monthrange(end_year, end_month)[1]
+            )
+        except ValueError:
+            continue
+        if last < first:
+            continue
+        positions = {match.start(10)} | ({match.start(5)} if match.group(5) else set())
+        found.append((NamedDate(first.year, first.month, first.day, last), positions))
+    for match in _QUARTER.finditer(question):
+        year = int(match.group(4))
+        if match.group(3):
+            part, size = int(match.group(3)), 3
+        else:
+            size = 3 if match.group(2).casefold() == "quarter" else 6
+            part = min(_ORDINALS[match.group(1).casefold()], 12 // size)
+        first_month, last_month = (part - 1) * size + 1, part * size
+        last = datetime.date(year, last_month, calendar.monthrange(year, last_month)[1])
+        found.append((NamedDate(year, first_month, 1, last), {match.start(4)}))
     return found
 
 
@@ -196,7 +265,9 @@ def _other_date(node: exp.Expression, date: NamedDate, dated: dict[str, str], ta
 
 
 def period(date: NamedDate) -> tuple[datetime.date, datetime.date]:
-    """The first and last day of ``date``: its day, its month, or its whole year."""
+    """The first and last day of ``date``: its range, its day, its month, or its whole year."""
+    if date.last is not None:
+        return datetime.date(date.year, date.month or 1, date.day or 1), date.last
     if date.month and date.day:
         named = datetime.date(date.year, date.month, date.day)
         return named, named
@@ -258,6 +329,14 @@ def _too_wide(conjuncts: list[exp.Expression], date: NamedDate, target: str) -> 
         for kind in (exp.Year, exp.Month, exp.Day)
         if isinstance(node, exp.EQ) and isinstance(node.this, kind) and _on(node.this.this, target)
     }
+    if date.last is not None:  # a range: no one year, month or day is it
+        return [
+            node
+            for node in conjuncts
+            if isinstance(node, exp.EQ)
+            and isinstance(node.this, (exp.Year, exp.Month, exp.Day))
+            and _on(node.this.this, target)
+        ]
     finer = (date.month and exp.Month not in parts) or (date.day and exp.Day not in parts)
     return [
         node

@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from agentlake.agents.fix_compare import NUMERIC, measure_words, says_column
-from agentlake.agents.fix_dates import quote
+from agentlake.agents.fix_compare import NUMERIC, measure_words, named_measure, says_column
+from agentlake.agents.fix_dates import is_date, quote
 from agentlake.agents.fix_shape import qualified, superlative
 from agentlake.agents.linking import KEYISH, named_tables, words
 from agentlake.errors import AgentlakeError
 from agentlake.lake.repair import column_types
-from agentlake.lake.rewrite import add_filters, comparisons, parse_select, tables_read
+from agentlake.lake.rewrite import add_filters, comparisons, drop_filters, parse_select, tables_read
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
@@ -54,6 +54,8 @@ _DIRECTIONS = [
     (re.compile(r"\bheaviest\b", re.IGNORECASE), {"mass", "weight"}, True),
     (re.compile(r"\blightest\b", re.IGNORECASE), {"mass", "weight"}, False),
     (re.compile(r"\btallest\b", re.IGNORECASE), {"height"}, True),
+    (re.compile(r"\blongest\b", re.IGNORECASE), {"length"}, True),
+    (re.compile(r"\bshortest\b", re.IGNORECASE), {"length"}, False),
 ]  # fmt: skip
 _NO = re.compile(r"\b(?:no|without|zero)\s+((?:[a-z_]+\s*){1,3})", re.IGNORECASE)
 _HOW_MANY = re.compile(r"\bhow many\b", re.IGNORECASE)
@@ -88,9 +90,20 @@ def _numeric(lake: Lake, sql: str) -> dict[str, str]:
 # --- a direction -------------------------------------------------------------------------------
 
 
+def _ordered(tree: exp.Select) -> exp.Expression:
+    """What ``tree``'s one ORDER BY term orders by, an alias read as what it names."""
+    ordered = tree.args["order"].expressions[0].this
+    if isinstance(ordered, exp.Column) and not ordered.table:
+        named = {s.alias.casefold(): s.this for s in tree.expressions if isinstance(s, exp.Alias)}
+        return named.get(ordered.name.casefold(), ordered)
+    return ordered
+
+
 def direction(question: str, lake: Lake, sql: str) -> tuple[str, bool] | None:
     """The column and order (True: highest first) the direction ``question`` names asks for,
-    when ``sql`` orders its top rows by another column or the other way; else None."""
+    when ``sql`` orders its top rows by another column or the other way; else None. Of
+    several columns of the dimension ("shortest": bill_length_mm, flipper_length_mm), the one
+    the question names."""
     tree = parse_select(sql)
     order = tree.args.get("order") if tree is not None else None
     if tree is None or order is None or tree.args.get("limit") is None or len(order.expressions) != 1:
@@ -99,12 +112,14 @@ def direction(question: str, lake: Lake, sql: str) -> tuple[str, bool] | None:
     if len(found) != 1:
         return None
     dimension, high = found[0]
-    columns = [column for column in _numeric(lake, sql) if words(column) & dimension]
+    numeric = _numeric(lake, sql)
+    columns = [column for column in numeric if words(column) & dimension]
+    if len(columns) > 1:
+        columns = [column for column in columns if column == named_measure(question, numeric)]
     if len(columns) != 1:
         return None
-    ordered = order.expressions[0]
-    reads = {c.name.casefold() for c in ordered.find_all(exp.Column)}
-    descending = bool(ordered.args.get("desc"))
+    reads = {c.name.casefold() for c in _ordered(tree).find_all(exp.Column)}
+    descending = bool(order.expressions[0].args.get("desc"))
     if reads == {columns[0].casefold()} and descending == high:
         return None
     return columns[0], high
@@ -117,8 +132,7 @@ def direction_fix(sql: str, question: str, lake: Lake) -> tuple[str, str] | None
     if found is None or tree is None:
         return None
     column, high = found
-    ordered = tree.args["order"].expressions[0]
-    inner = ordered.this
+    inner = _ordered(tree).copy()
     aggregate = inner if isinstance(inner, exp.AggFunc) and not isinstance(inner, exp.Count) else None
     if aggregate is None and tree.args.get("group"):
         return None  # a group ranked by its rows: which aggregate the question means is unsaid
@@ -126,7 +140,7 @@ def direction_fix(sql: str, question: str, lake: Lake) -> tuple[str, str] | None
     if aggregate is not None:
         aggregate.set("this", target)
         target = aggregate
-    tree.set("order", exp.Order(expressions=[exp.Ordered(this=target.copy(), desc=high, nulls_first=False)]))
+    tree.set("order", exp.Order(expressions=[exp.Ordered(this=target, desc=high, nulls_first=False)]))
     way = "highest" if high else "lowest"
     return tree.sql("duckdb"), f"ordered by {column}, {way} first, as the question's direction says"
 
@@ -289,14 +303,6 @@ def group_count(question: str, lake: Lake) -> str | None:
     )
 
 
-def ungrouped_count(sql: str, question: str, lake: Lake) -> str | None:
-    """``group_count``'s query when ``sql`` bounds no group's rows (no ``HAVING``); else None."""
-    tree = parse_select(sql)
-    if tree is None or any(select.args.get("having") for select in tree.find_all(exp.Select)):
-        return None
-    return group_count(question, lake)
-
-
 # --- a key the question states ------------------------------------------------------------------
 
 
@@ -390,17 +396,216 @@ def difference_fix(sql: str, question: str, lake: Lake) -> tuple[str, str] | Non
     return tree.sql("duckdb"), f"took the {function} of {first} - {second} in each row, as the question asks"
 
 
+# --- days between two dates of a row -------------------------------------------------------------
+
+_DAYS = re.compile(
+    r"\b(within|more than|over|longer than|less than|under|fewer than|at least|at most|exactly)\s+"
+    r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten)\s+days?\b",
+    re.IGNORECASE,
+)
+_DAY_BOUNDS = {
+    "within": "<=", "more than": ">", "over": ">", "longer than": ">", "less than": "<", "under": "<",
+    "fewer than": "<", "at least": ">=", "at most": "<=", "exactly": "=",
+}  # fmt: skip
+_SMALL = "zero one two three four five six seven eight nine ten".split()
+
+
+def days_apart(sql: str, question: str, lake: Lake) -> str | None:
+    """The filter on the days between the two date columns of the one table ``sql`` reads
+    ("shipped within 3 days of being placed": ``date_diff('day', order_date, ship_date) <= 3``,
+    the earlier first) when ``question`` bounds a number of days and ``sql`` takes no
+    difference of dates; else None."""
+    match = _DAYS.search(question)
+    tree = parse_select(sql) if match else None
+    read = tables_read(sql)
+    if match is None or tree is None or len(read) != 1:
+        return None
+    if tree.find(exp.DateDiff, exp.DatetimeDiff, exp.TimestampDiff) or any(
+        node.this.find(exp.Column) and node.expression.find(exp.Column) for node in tree.find_all(exp.Sub)
+    ):
+        return None  # a difference of two columns is taken
+    dated = [c for c, kind in column_types(lake, f"SELECT * FROM {quote(read[0])}").items() if is_date(kind)]
+    if len(dated) != 2:
+        return None
+    first, second = dated
+    try:
+        rows = lake.query(
+            f"SELECT avg(date_diff('day', {quote(first)}, {quote(second)})) FROM {quote(read[0])}", max_rows=1
+        ).rows
+    except AgentlakeError:
+        return None
+    if not rows or rows[0][0] is None:
+        return None
+    if rows[0][0] < 0:
+        first, second = second, first
+    number = match.group(2).casefold()
+    days = str(_SMALL.index(number)) if number in _SMALL else number
+    return (
+        f"date_diff('day', {quote(first)}, {quote(second)}) {_DAY_BOUNDS[match.group(1).casefold()]} {days}"
+    )
+
+
+def days_fix(sql: str, question: str, lake: Lake) -> tuple[str, str] | None:
+    """``sql`` with ``days_apart``'s filter."""
+    condition = days_apart(sql, question, lake)
+    fixed = add_filters(sql, [condition]) if condition else None
+    return (
+        (fixed, f"filtered {condition}: the question bounds the days between the two dates")
+        if fixed
+        else None
+    )
+
+
+# --- a share of the rows ------------------------------------------------------------------------------
+
+_SHARE = re.compile(r"\b(?:what|which)\s+(?:percentage|percent|share|proportion|fraction)\b", re.IGNORECASE)
+
+
+def shared_filter(sql: str, question: str) -> str | None:
+    """The filter ``sql`` puts on every row it reads that is also the condition of the share it
+    computes (``100 * sum(CASE WHEN island = 'Dream' ...) / count(*) ... WHERE island = 'Dream'``:
+    always 100), for a question asking a share; else None."""
+    tree = parse_select(sql)
+    where = tree.args.get("where") if tree is not None else None
+    if not _SHARE.search(question) or tree is None or where is None:
+        return None
+    conditions = {
+        node.sql()
+        for select in tree.expressions
+        for node in select.find_all(exp.EQ)
+        if node.find_ancestor(exp.If, exp.Case, exp.Filter)
+    }
+    return next((node.sql() for node in where.find_all(exp.EQ) if node.sql() in conditions), None)
+
+
+def share_fix(sql: str, question: str) -> tuple[str, str] | None:
+    """``sql`` without ``shared_filter``'s filter on the rows."""
+    shared = shared_filter(sql, question)
+    tree = parse_select(sql) if shared else None
+    if tree is None or shared is None:
+        return None
+    for node in list(tree.args["where"].find_all(exp.EQ)):
+        if node.sql() != shared:
+            continue
+        parent = node.parent
+        if isinstance(parent, exp.And):
+            parent.replace(parent.expression if parent.this is node else parent.this)
+        elif isinstance(parent, exp.Where):
+            tree.set("where", None)
+    return tree.sql("duckdb"), f"dropped WHERE {shared}: the share is of all the rows"
+
+
+def share_query(question: str, lake: Lake, named: list[tuple[str, str]]) -> str | None:
+    """The query for "what percentage of <rows> ... <one named value>": the rows holding the
+    value, in percent of the rows of the table that has its column (the table the question
+    names first, where several have it); else None."""
+    if not _SHARE.search(question) or len(named) != 1:
+        return None
+    column, value = named[0]
+    infos = lake.datasets()
+    holding = [info.name for info in infos if column.casefold() in {c.casefold() for c, _ in info.columns}]
+    said = [table for table in named_tables(question, [info.name for info in infos]) if table in holding]
+    table = said[0] if said else holding[0] if len(holding) == 1 else None
+    if table is None:
+        return None
+    literal = "'" + value.replace("'", "''") + "'"
+    return (
+        f"SELECT 100.0 * count(*) FILTER (WHERE {quote(column)} = {literal}) / count(*) AS percent "
+        f"FROM {quote(table)}"
+    )
+
+
+def whole_query(question: str, lake: Lake, named: list[tuple[str, str]]) -> tuple[str, str] | None:
+    """A query code writes whole from ``question`` when it has one of the shapes code reads
+    (groups with a bound on their rows, a share of one named value); else None."""
+    if grouped := group_count(question, lake):
+        return grouped, "wrote the count of groups whose rows meet the question's bound"
+    if share := share_query(question, lake, named):
+        return share, "wrote the share of the rows holding the value the question names"
+    return None
+
+
+def other_than_whole(
+    sql: str, question: str, lake: Lake, rows: list[Any], named: list[tuple[str, str]]
+) -> tuple[str, str] | None:
+    """``whole_query``'s query and what it does, when ``question`` has a shape code reads and
+    ``sql``'s value (the first of ``rows``) is not that query's; else None."""
+    whole = whole_query(question, lake, named)
+    if whole is None:
+        return None
+    try:
+        wanted = lake.query(whole[0], max_rows=1).rows
+    except AgentlakeError:
+        return None
+    got = rows[0][0] if rows and rows[0] else None
+    value = wanted[0][0] if wanted and wanted[0] else None
+    if value is None or (isinstance(got, (int, float)) and abs(float(got) - float(value)) < 1e-9):
+        return None
+    return whole
+
+
+def uncounted(sql: str, question: str) -> bool:
+    """Whether ``sql`` answers "how many" with a value of its rows, no aggregate ("In how many
+    months was the price between 20 and 30?": ``SELECT month(date) ... GROUP BY ... LIMIT 1``)."""
+    tree = parse_select(sql)
+    if (
+        tree is None
+        or not _HOW_MANY.search(question)
+        or re.search(r"\bhow many\b.*\b(?:per|each)\b", question, re.I)
+    ):
+        return False
+    return not any(select.find(exp.AggFunc) for select in tree.expressions) and bool(
+        tree.args.get("group") or tree.args.get("limit")
+    )
+
+
+def count_fix(sql: str, question: str) -> tuple[str, str] | None:
+    """``sql`` counting the rows it filters, with no grouping, order or limit."""
+    tree = parse_select(sql) if uncounted(sql, question) else None
+    if tree is None:
+        return None
+    tree.set("expressions", [exp.alias_(exp.Count(this=exp.Star()), "n")])
+    for part in ("group", "having", "order", "limit"):
+        tree.set(part, None)
+    return tree.sql("duckdb"), "counted the rows it filters: the question asks how many"
+
+
+def held_group(sql: str) -> str | None:
+    """The column ``sql`` groups by and ranks while holding it to one value in its filter
+    (``WHERE type = 'Death' GROUP BY type ORDER BY count(*) DESC``: the ranking has one group);
+    else None."""
+    tree = parse_select(sql)
+    group = tree.args.get("group") if tree is not None else None
+    if tree is None or group is None or tree.args.get("order") is None:
+        return None
+    held = {c.column.casefold() for c in comparisons(sql) if c.op == "="}
+    grouped = [key.name for key in group.expressions if isinstance(key, exp.Column)]
+    return next((name for name in grouped if name.casefold() in held), None)
+
+
+def held_group_fix(sql: str) -> tuple[str, str] | None:
+    """``sql`` without ``held_group``'s filter on the column it ranks."""
+    column = held_group(sql)
+    if column is None:
+        return None
+    fixed = drop_filters(sql, lambda c: c.op == "=" and c.column.casefold() == column.casefold())
+    return (fixed, f"dropped the filter on {column}: the question ranks every {column}") if fixed else None
+
+
 WORD_KINDS = frozenset(
-    {"direction", "keyranked", "nullzero", "unsaiddistinct", "groupcount", "key", "difference"}
+    "direction keyranked nullzero unsaiddistinct whole key difference days share uncounted heldgroup".split()
 )
 
 
-def word_problems(sql: str, question: str, lake: Lake) -> list[tuple[str, str]]:
-    """This module's problems of ``sql`` (which ran), as ``agents.fixes.find_problems`` lists
-    them: each kind (one of ``WORD_KINDS``) and what to tell the model."""
+def word_problems(
+    sql: str, question: str, lake: Lake, rows: list[Any], named: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """This module's problems of ``sql`` (which returned ``rows``), as
+    ``agents.fixes.find_problems`` lists them (``named``: the values the question names): each
+    kind (one of ``WORD_KINDS``) and what to tell the model."""
     found = []
-    if grouped := ungrouped_count(sql, question, lake):
-        found.append(("groupcount", f"does not count the groups whose rows meet the bound: {grouped}"))
+    if whole := other_than_whole(sql, question, lake, rows, named):
+        found.append(("whole", f"does not give the value of {whole[0]}"))
     if key := uncompared_key(sql, question, lake):
         found.append(
             ("key", f"does not compare {key[0]}.{key[1]} with {key[2]}, the key the question states")
@@ -415,20 +620,30 @@ def word_problems(sql: str, question: str, lake: Lake) -> list[tuple[str, str]]:
         found.append(
             ("unsaiddistinct", f"counts different {distinct} values, which the question does not ask")
         )
+    if days := days_apart(sql, question, lake):
+        found.append(("days", f"does not filter {days}, the days between the dates the question bounds"))
+    if shared := shared_filter(sql, question):
+        found.append(("share", f"filters every row on {shared}, the condition of the share it computes"))
     if diff := difference(question, lake, sql):
         found.append(("difference", f"does not take the {diff[0]} of {diff[1]} - {diff[2]} in each row"))
+    if uncounted(sql, question):
+        found.append(("uncounted", "returns a value of its rows, but the question asks how many"))
+    if held := held_group(sql):
+        found.append(("heldgroup", f"ranks the {held} values while holding {held} to one"))
     return found
 
 
 def fix_worded(
-    sql: str, kind: str, question: str, lake: Lake, rows: list[Any] | None = None
+    sql: str, kind: str, question: str, lake: Lake, rows: list[Any] | None, named: list[tuple[str, str]]
 ) -> tuple[str, str] | None:
     """``sql`` with the fix of its problem ``kind`` (one of ``WORD_KINDS``) and what was done,
     or None."""
-    del rows
-    if kind == "groupcount":
-        grouped = ungrouped_count(sql, question, lake)
-        return (grouped, "counted the groups whose rows meet the question's bound") if grouped else None
+    if kind == "whole":
+        return other_than_whole(sql, question, lake, rows or [], named)
+    if kind == "uncounted":
+        return count_fix(sql, question)
+    if kind == "heldgroup":
+        return held_group_fix(sql)
     if kind == "key":
         return key_fix(sql, question, lake)
     if kind == "direction":
@@ -437,6 +652,10 @@ def fix_worded(
         return ranking_fix(sql, question)
     if kind == "nullzero":
         return zero_fix(sql, question, lake)
+    if kind == "days":
+        return days_fix(sql, question, lake)
+    if kind == "share":
+        return share_fix(sql, question)
     if kind == "unsaiddistinct":
         return distinct_fix(sql, question)
     return difference_fix(sql, question, lake) if kind == "difference" else None

@@ -92,7 +92,7 @@ from agentlake.agents.fix_shape import (
     unsaid_fix,
     unsaid_null_tests,
 )
-from agentlake.agents.fix_words import WORD_KINDS, fix_worded, word_problems
+from agentlake.agents.fix_words import WORD_KINDS, fix_worded, whole_query, word_problems
 from agentlake.agents.linking import (
     compares,
     compares_folded,
@@ -341,9 +341,9 @@ def find_problems(
         or missing_dates(sql, named_dates(question))
         or missing_numbers(sql, question)
     )
-    worded = word_problems(sql, question, lake)
-    # A count of groups is written whole, and a key stated is one row: before any other fix.
-    found = [problem for problem in worded if problem[0] in ("groupcount", "key")]
+    worded = word_problems(sql, question, lake, rows, named)
+    # A query code writes whole, and a key stated (one row): before any other fix.
+    found = [problem for problem in worded if problem[0] in ("whole", "key")]
     if subject := unread_subject(sql, question, lake):
         found.append(("subject", f"does not read {subject}, a table the question names"))
     if joined := unneeded_join(sql, question, lake):
@@ -403,7 +403,7 @@ def find_problems(
         found.append(("different", f"counts rows, but the question counts different {different} values"))
     if _HOW_MANY_Q.search(question) and count_rows(sql) and (len(rows) > 1 or cut_listing(sql, rows, lake)):
         found.append(("listed", f"lists {len(rows)} rows, but the question asks how many"))
-    found += [problem for problem in worded if problem[0] not in ("groupcount", "key")]
+    found += [problem for problem in worded if problem[0] not in ("whole", "key")]
     found += compare_problems(sql, question, lake, rows, listed)
     if unheld := unheld_values(sql, listed):
         found.append(("unheld", f"compares {unheld}, a value the column does not hold"))
@@ -445,6 +445,7 @@ def fix_query(
             _error_fix(sql, error or "", lake, columns)
             or placement_fix(sql, error or "", lake, question)
             or syntax_fix(sql, error or "")
+            or whole_query(question, lake, named)
         )
     if kind == "ungrouped":
         return ungroup_fix(sql, question)
@@ -497,7 +498,7 @@ def fix_query(
     if kind in COMPARE_KINDS:
         return fix_compared(sql, kind, question, lake, rows, listed)
     if kind in WORD_KINDS:
-        return fix_worded(sql, kind, question, lake)
+        return fix_worded(sql, kind, question, lake, rows, named)
     if kind == "listed":
         counted = count_rows(sql)
         return (counted, "counted the rows it lists: the question asks how many") if counted else None
