@@ -146,16 +146,20 @@ def test_the_truths_hold_however_ingest_types_the_columns(
 ) -> None:
     """The same files read with every column as text, with NA as null (numbers as numbers) or
     with text dates as dates: every truth is the same."""
+    expected = {qid: pytest.approx(v) if isinstance(v, float) else v for qid, v in truths.items()}
+    assert _truths_read_as(PACK, variant, tmp_path) == expected
+
+
+def _truths_read_as(pack: Pack, variant: str, directory: Path) -> dict[str, float | str]:
+    """Every truth of ``pack`` on a lake whose tables were read from its files as ``variant``."""
     options, more = READS[variant]
     reader = duckdb.connect()
-    with Lake.open(load_settings(data_dir=tmp_path)) as other:
-        for name, path in checked_files(PACK).items():
+    with Lake.open(load_settings(data_dir=directory)) as other:
+        for name, path in checked_files(pack).items():
             extra = f", {more[name]}" if name in more else ""
             read = f"SELECT * FROM read_csv(?, header=true, {options}{extra})"
             other.write_table(name, reader.sql(read, params=[str(path)]).to_arrow_table(), mode="replace")
-        again = {qid: truth.value for qid, truth in compute_truths(PACK, other).items()}
-    expected = {qid: pytest.approx(v) if isinstance(v, float) else v for qid, v in truths.items()}
-    assert again == expected
+        return {qid: truth.value for qid, truth in compute_truths(pack, other).items()}
 
 
 def test_a_truth_judges_an_answer_to_its_question(lake: Lake) -> None:
@@ -315,7 +319,55 @@ def test_no_third_held_out_question_is_asked_before() -> None:
     assert set(_texts(HELDOUT_3.questions)) & before == set()
 
 
-HELD_OUT = [(pack, question) for pack in (HELDOUT, HELDOUT_2, HELDOUT_3) for question in pack.questions]
+# --- the fourth held-out pack: written by a helper before any run over it, unread by the lead ----
+
+HELDOUT_4 = load_pack(PACK_FILE.parent / "heldout4.yaml")
+
+
+def test_the_fourth_held_out_pack_reads_the_same_files() -> None:
+    assert HELDOUT_4.datasets == PACK.datasets
+
+
+def test_the_fourth_held_out_pack_asks_at_least_sixty_questions() -> None:
+    assert len(HELDOUT_4.questions) >= 60
+
+
+@pytest.mark.parametrize("pass_", [1, 2])
+def test_each_pass_of_the_fourth_held_out_pack_has_at_least_32_questions(pass_: int) -> None:
+    assert len(HELDOUT_4.questions_of(pass_)) >= 32
+
+
+def test_the_fourth_held_out_pack_asks_as_many_questions_in_each_pass() -> None:
+    assert len(HELDOUT_4.questions_of(1)) == len(HELDOUT_4.questions_of(2))
+
+
+def test_each_pass_2_question_of_the_fourth_pack_follows_its_pass_1_sibling() -> None:
+    """Siblings sit side by side (pass 1, then pass 2) and read the same tables."""
+    questions = HELDOUT_4.questions
+    pairs = [
+        (first.pass_, second.pass_, HELDOUT_4.datasets_of(first) == HELDOUT_4.datasets_of(second))
+        for first, second in zip(questions[::2], questions[1::2], strict=True)
+    ]
+    assert [pair for pair in pairs if pair != (1, 2, True)] == []
+
+
+def test_no_fourth_held_out_question_is_asked_before() -> None:
+    before = {text for pack in (PACK, HELDOUT, HELDOUT_2, HELDOUT_3) for text in _texts(pack.questions)}
+    assert set(_texts(HELDOUT_4.questions)) & before == set()
+
+
+@pytest.mark.parametrize("variant", sorted(READS))
+def test_the_fourth_packs_truths_hold_however_ingest_types_the_columns(
+    lake: Lake, variant: str, tmp_path: Path
+) -> None:
+    truths = {qid: truth.value for qid, truth in compute_truths(HELDOUT_4, lake).items()}
+    expected = {qid: pytest.approx(v) if isinstance(v, float) else v for qid, v in truths.items()}
+    assert _truths_read_as(HELDOUT_4, variant, tmp_path) == expected
+
+
+HELD_OUT = [
+    (pack, question) for pack in (HELDOUT, HELDOUT_2, HELDOUT_3, HELDOUT_4) for question in pack.questions
+]
 HELD_OUT_IDS = [f"{pack.name}-{question.id}" for pack, question in HELD_OUT]
 
 
