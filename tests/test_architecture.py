@@ -21,7 +21,16 @@ from agentlake.workforce.tables import TABLES
 SRC = Path(agentlake.__file__).parent
 ARCHITECTURE_DOC = Path(__file__).parents[1] / "docs" / "architecture.md"
 DOORS = ("cli", "gateway", "web", "graph")
-CROSS_CUTTING = {"__init__", "errors", "settings", "migrations", "postgres", "serving", "registry"}
+CROSS_CUTTING = {
+    "__init__",
+    "errors",
+    "settings",
+    "migrations",
+    "postgres",
+    "serving",
+    "registry",
+    "checksum",
+}
 
 
 @dataclass(frozen=True)

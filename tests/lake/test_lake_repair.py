@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentlake.lake.repair import repaired_sql
+from agentlake.lake.repair import NUMERIC_TYPE, repaired_sql
 
 WEATHER = {"date": "DATE", "temp_max": "DOUBLE", "weather": "VARCHAR"}
 LIKE_ON_DATE = (
@@ -70,3 +70,13 @@ def test_a_missing_month_is_left_alone_without_exactly_one_date_column(columns: 
 def test_text_inside_a_string_literal_is_never_changed() -> None:
     sql = "SELECT 'date LIKE x' AS t FROM w WHERE date LIKE '2014%'"
     assert _fixed(sql, LIKE_ON_DATE, WEATHER).startswith("SELECT 'date LIKE x' AS t")
+
+
+@pytest.mark.parametrize("kind", ["INTEGER", "UBIGINT", "HUGEINT", "DOUBLE", "FLOAT", "DECIMAL(18,3)"])
+def test_a_numeric_column_type_is_numeric(kind: str) -> None:
+    assert NUMERIC_TYPE.search(kind)
+
+
+@pytest.mark.parametrize("kind", ["VARCHAR", "DATE", "TIMESTAMP", "BOOLEAN"])
+def test_a_column_type_of_no_number_is_not_numeric(kind: str) -> None:
+    assert NUMERIC_TYPE.search(kind) is None

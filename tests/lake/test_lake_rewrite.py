@@ -16,6 +16,7 @@ from agentlake.lake.rewrite import (
     grouped_by,
     join_table,
     regroup,
+    replace_strings,
     replace_value,
     tables_read,
     unused_joins,
@@ -61,6 +62,44 @@ def test_a_compared_value_is_replaced() -> None:
     assert replace_value("SELECT 1 FROM w WHERE weather = 'foggy'", "weather", "foggy", "fog") == (
         "SELECT 1 FROM w WHERE weather = 'fog'"
     )
+
+
+def test_the_text_literals_a_rewrite_names_are_replaced_wherever_they_stand() -> None:
+    sql = "SELECT 'a' AS x FROM t WHERE y = 'b' AND z = 'a'"
+    assert replace_strings(sql, lambda literal: "c" if literal.this == "a" else None) == (
+        "SELECT 'c' AS x FROM t WHERE y = 'b' AND z = 'c'"
+    )
+
+
+def test_a_rewrite_that_names_no_literal_is_none() -> None:
+    assert replace_strings("SELECT 'a' FROM t", lambda literal: None) is None
+
+
+def test_a_value_compared_from_the_left_is_replaced() -> None:
+    assert replace_value("SELECT 1 FROM w WHERE 'foggy' = weather", "weather", "foggy", "fog") == (
+        "SELECT 1 FROM w WHERE 'fog' = weather"
+    )
+
+
+def test_a_value_inside_a_bracketed_and_is_replaced() -> None:
+    sql = "SELECT 1 FROM w WHERE (weather LIKE 'foggy' AND day = 1)"
+    assert replace_value(sql, "weather", "foggy", "fog") == (
+        "SELECT 1 FROM w WHERE (weather LIKE 'fog' AND day = 1)"
+    )
+
+
+def test_a_value_on_one_side_of_an_or_is_not_replaced() -> None:
+    sql = "SELECT 1 FROM w WHERE weather = 'rain' OR weather = 'foggy'"
+    assert replace_value(sql, "weather", "foggy", "fog") is None
+
+
+def test_a_value_in_a_subquery_s_where_is_not_replaced() -> None:
+    sql = "SELECT 1 FROM w WHERE id IN (SELECT id FROM v WHERE weather = 'foggy')"
+    assert replace_value(sql, "weather", "foggy", "fog") is None
+
+
+def test_a_value_compared_with_another_column_is_not_replaced() -> None:
+    assert replace_value("SELECT 1 FROM w WHERE sky = 'foggy'", "weather", "foggy", "fog") is None
 
 
 def test_a_value_in_several_cases_is_compared_lower_cased() -> None:

@@ -11,6 +11,7 @@ import json
 
 import jsonschema
 import pytest
+from llm_support import CopyingModel
 
 from agentlake.errors import UserError
 from agentlake.llm import CallRecord, ContextOverflowError, Message, generate, generate_json
@@ -123,49 +124,6 @@ def test_what_the_grammar_forces_is_evaluated_without_a_step_of_its_own(
     assert len(passes) == generation.output_tokens - generation.forced_tokens
 
 
-class CopyingModel:
-    """A deterministic stand-in for a model over the real tokenizer: at each place it favours the
-    token that followed the latest earlier occurrence of the token before it (a model copying its
-    prompt), over a fixed random preference. Its logits depend only on the tokens before them, as
-    a real model's would in exact arithmetic, so a draft cannot change what it writes."""
-
-    name = "copying"
-    verifies_drafts = True
-
-    def __init__(self, tokenizer) -> None:
-        import torch
-
-        from agentlake.llm.local import Decoder
-
-        self.tokenizer = tokenizer
-        self.vocab_size = len(tokenizer)
-        self.bias = torch.randn(self.vocab_size, generator=torch.Generator().manual_seed(0))
-        self.histories: dict[int, list[int]] = {}
-        self.passes = 0
-        self.decoder = Decoder(self, 1)
-
-    def tokenize(self, text: str) -> list[int]:
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
-    def _logits(self, history: list[int]):
-        logits = self.bias.clone()
-        last = history[-1]
-        for place in range(len(history) - 2, -1, -1):
-            if history[place] == last:
-                logits[history[place + 1]] += 10.0
-                break
-        return logits
-
-    def evaluate(self, slot: int, keep: int, tokens, rows: int = 1):
-        import torch
-
-        self.passes += 1
-        history = self.histories.get(slot, [])[:keep] + list(tokens)
-        self.histories[slot] = history
-        each = [self._logits(history[: len(history) - back]) for back in range(rows - 1, -1, -1)]
-        return each[0] if rows == 1 else torch.stack(each)
-
-
 def test_drafts_change_the_passes_not_the_reply(provider: LocalProvider) -> None:
     model = CopyingModel(provider.decoder().engine.tokenizer)
     order = "fill 3 x Welder in Cleveland, OH; notes: AWS D1.1 certified, steel-toe boots, 8-hour shift"
@@ -182,11 +140,11 @@ def test_drafts_change_the_passes_not_the_reply(provider: LocalProvider) -> None
     }
     replies = {}
     for draft in (0, 8):
-        model.passes = 0
+        model.calls.clear()
         generation = model.decoder.generate(
             prompt, schema=schema, max_tokens=80, temperature=None, stop=None, window=4096, draft=draft
         )
-        replies[draft] = (generation, model.passes)
+        replies[draft] = (generation, len(model.calls))
     (plain, plain_passes), (drafted, drafted_passes) = replies[0], replies[8]
     assert drafted.text == plain.text
     assert drafted.drafted_tokens > 0

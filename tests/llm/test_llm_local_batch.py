@@ -10,13 +10,12 @@ or times out fails alone, and each reply under way keeps its own KV-cache slot.
 from __future__ import annotations
 
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from llm_support import CopyingModel
 
 from agentlake.errors import RunError
-from agentlake.llm.local import Decoder
 from agentlake.llm.local.engine import Pass
 from agentlake.llm.packaged import installed, packaged_model
 from agentlake.llm.provider import ProviderTimeoutError
@@ -138,66 +137,6 @@ def tokenizer():
     return load_tokenizer(packaged, ensure_gguf(packaged, settings), settings)
 
 
-class CopyingModel:
-    """A deterministic stand-in model (as in test_llm_local): at each place it favours the token
-    that followed the latest earlier occurrence of the token before it, over a fixed random
-    preference; its logits depend only on the tokens before them, so batching cannot change
-    what it writes. ``pause`` seconds per engine call let concurrent replies gather; a prompt
-    holding ``poison`` fails its passes."""
-
-    name = "copying"
-    verifies_drafts = True
-
-    def __init__(self, tokenizer, *, pause: float = 0.0, poison: str = " POISON") -> None:
-        self.tokenizer = tokenizer
-        self.vocab_size = len(tokenizer)
-        self.bias = torch.randn(self.vocab_size, generator=torch.Generator().manual_seed(0))
-        self.histories: dict[int, list[int]] = {}
-        self.pause = pause
-        self.poison = tokenizer(poison, add_special_tokens=False)["input_ids"][0]
-        self.calls: list[int] = []  # the passes in each engine call
-        self.slots = 3
-        self.decoder = Decoder(self, self.slots)
-
-    def tokenize(self, text: str) -> list[int]:
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
-    def _logits(self, history: list[int]):
-        logits = self.bias.clone()
-        last = history[-1]
-        for place in range(len(history) - 2, -1, -1):
-            if history[place] == last:
-                logits[history[place + 1]] += 10.0
-                break
-        return logits
-
-    def _one(self, slot: int, keep: int, tokens, rows: int = 1):
-        if self.poison in tokens:
-            raise RunError("the stand-in model cannot read this prompt")
-        history = self.histories.get(slot, [])[:keep] + list(tokens)
-        self.histories[slot] = history
-        each = [self._logits(history[: len(history) - back]) for back in range(rows - 1, -1, -1)]
-        return each[0] if rows == 1 else torch.stack(each)
-
-    def evaluate(self, slot: int, keep: int, tokens, rows: int = 1):
-        time.sleep(self.pause)
-        self.calls.append(1)
-        return self._one(slot, keep, tokens, rows)
-
-    def evaluate_batch(self, passes):
-        time.sleep(self.pause)
-        self.calls.append(len(passes))
-        return [self._one(*one) for one in passes]
-
-    def add_slot(self) -> int:
-        self.slots += 1
-        return self.slots - 1
-
-    def copy_prefix(self, source: int, target: int, length: int) -> bool:
-        self.histories[target] = self.histories.get(source, [])[:length]
-        return True
-
-
 def _generate(decoder, order: str, timeout: float | None = None):
     prompt = f"{SYSTEM}\nOrder: {order}. Reply:"
     return decoder.generate(
@@ -230,46 +169,46 @@ def _together(decoder, orders: list[str], timeouts: list[float | None] | None = 
 
 @needs_tokenizer
 def test_replies_decoded_together_equal_replies_decoded_one_at_a_time(tokenizer) -> None:
-    alone = CopyingModel(tokenizer)
+    alone = CopyingModel(tokenizer, slots=3)
     expected = [_generate(alone.decoder, order).text for order in ORDERS]
-    together = CopyingModel(tokenizer, pause=0.05)
+    together = CopyingModel(tokenizer, slots=3, pause=0.05)
     replies = _together(together.decoder, ORDERS)
     assert [reply.text for reply in replies] == expected
 
 
 @needs_tokenizer
 def test_replies_under_way_share_engine_calls(tokenizer) -> None:
-    model = CopyingModel(tokenizer, pause=0.05)
+    model = CopyingModel(tokenizer, slots=3, pause=0.05)
     _together(model.decoder, ORDERS)
     assert max(model.calls) == len(ORDERS)
 
 
 @needs_tokenizer
 def test_each_reply_under_way_gets_a_slot_of_its_own(tokenizer) -> None:
-    model = CopyingModel(tokenizer, pause=0.05)
+    model = CopyingModel(tokenizer, slots=3, pause=0.05)
     _together(model.decoder, ORDERS)
     assert len(model.decoder.slots) == len(ORDERS)
 
 
 @needs_tokenizer
 def test_a_prompt_decoded_together_is_reused_by_the_next_call(tokenizer) -> None:
-    model = CopyingModel(tokenizer, pause=0.05)
+    model = CopyingModel(tokenizer, slots=3, pause=0.05)
     _together(model.decoder, ORDERS)
     assert _generate(model.decoder, ORDERS[2]).cached_tokens > 100
 
 
 @needs_tokenizer
 def test_replies_arriving_together_evaluate_their_shared_prompt_once(tokenizer) -> None:
-    model = CopyingModel(tokenizer, pause=0.05)
+    model = CopyingModel(tokenizer, slots=3, pause=0.05)
     replies = _together(model.decoder, ORDERS)
     assert sorted(reply.cached_tokens > 100 for reply in replies) == [False] + [True] * (len(ORDERS) - 1)
 
 
 @needs_tokenizer
 def test_a_reply_that_fails_in_a_batch_fails_alone(tokenizer) -> None:
-    alone = CopyingModel(tokenizer)
+    alone = CopyingModel(tokenizer, slots=3)
     expected = [_generate(alone.decoder, order).text for order in ORDERS[1:]]
-    model = CopyingModel(tokenizer, pause=0.05)
+    model = CopyingModel(tokenizer, slots=3, pause=0.05, poison=" POISON")
     first, *others = _together(model.decoder, [f"{ORDERS[0]} POISON", *ORDERS[1:]])
     assert isinstance(first, RunError)
     assert [reply.text for reply in others] == expected
@@ -277,9 +216,9 @@ def test_a_reply_that_fails_in_a_batch_fails_alone(tokenizer) -> None:
 
 @needs_tokenizer
 def test_a_reply_that_times_out_in_a_batch_fails_alone(tokenizer) -> None:
-    alone = CopyingModel(tokenizer)
+    alone = CopyingModel(tokenizer, slots=3)
     expected = [_generate(alone.decoder, order).text for order in ORDERS[1:]]
-    model = CopyingModel(tokenizer, pause=0.05)
+    model = CopyingModel(tokenizer, slots=3, pause=0.05)
     first, *others = _together(model.decoder, ORDERS, [0.2, *[None] * (len(ORDERS) - 1)])
     assert isinstance(first, ProviderTimeoutError)
     assert [reply.text for reply in others] == expected

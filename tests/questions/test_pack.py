@@ -14,6 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from agentlake.checksum import file_sha256
 from agentlake.errors import UserError
 from agentlake.lake import Lake
 from agentlake.questions.judge import stated_numbers
@@ -26,7 +27,6 @@ from agentlake.questions.pack import (
     compute_truths,
     dataset_file,
     load_pack,
-    sha256_of,
 )
 from agentlake.settings import load_settings
 
@@ -62,7 +62,7 @@ def test_the_pack_loads() -> None:
 
 @pytest.mark.parametrize("name", sorted(PACK.datasets))
 def test_each_file_is_the_one_the_pack_pins(name: str) -> None:
-    assert sha256_of(dataset_file(PACK, name)) == PACK.datasets[name].sha256
+    assert file_sha256(dataset_file(PACK, name)) == PACK.datasets[name].sha256
 
 
 @pytest.mark.parametrize("pass_", [1, 2])
@@ -179,7 +179,7 @@ def test_building_twice_gives_the_same_rows(lake: Lake, tmp_path: Path) -> None:
 
 def _write_pack(directory: Path, questions: str, *, dataset: str | None = None) -> Path:
     (directory / "things.csv").write_text("id,colour,size\n1,red,3\n2,blue,NA\n", encoding="utf-8")
-    sha = sha256_of(directory / "things.csv")
+    sha = file_sha256(directory / "things.csv")
     dataset = dataset or f"things:\n    file: things.csv\n    sha256: {sha}\n"
     path = directory / "pack.yaml"
     path.write_text(

@@ -4,7 +4,7 @@ same resume, and a task that fails fails alone."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,11 @@ def scripted_llm() -> Iterator[StafferProfile]:
 
 
 def _fills(summary: RunSummary) -> dict[tuple, tuple]:
+    """The fills of the run ``summary`` tells of (``_fills_of`` its results)."""
+    return _fills_of(read_results(summary.run_dir))
+
+
+def _fills_of(results: list[Any]) -> dict[tuple, tuple]:
     """Event for event: what was proposed, accepted and filled, and the lessons given and cited."""
     return {
         (r.arm, r.batch, r.scenario, r.repetition, r.event_id): (
@@ -63,7 +68,7 @@ def _fills(summary: RunSummary) -> dict[tuple, tuple]:
             r.lessons_given,
             r.lessons_cited,
         )
-        for r in read_results(summary.run_dir)
+        for r in results
     }
 
 
@@ -142,6 +147,22 @@ def test_a_run_of_days_at_once_resumes_where_it_stopped(scenario_settings: Setti
     assert [(x.staffer, x.batch) for x in resumed.learning] == [("rules-learning", b) for b in (1, 2, 3)]
 
 
+# The client whose tasks the tests below break: the other days go on as if nothing happened.
+BROKEN_CLIENT = "tri-county-container"
+
+
+def _with_a_client_broken(
+    run: Callable[..., RunSummary], breaking: Callable[[], object]
+) -> tuple[dict[tuple, tuple], list[Any], list[Any]]:
+    """``run`` with four days at once, as a reference, then again (run ``broken``) after
+    ``breaking`` broke ``BROKEN_CLIENT``'s tasks: the reference's fills, the broken run's
+    results and those of them that are ``BROKEN_CLIENT``'s."""
+    reference = _fills(run(run_id="reference", concurrency=4))
+    breaking()
+    results = read_results(run(run_id="broken", concurrency=4).run_dir)
+    return reference, results, [r for r in results if r.client_id == BROKEN_CLIENT]
+
+
 def _timing_out_for(client: str, follower: Any) -> Any:
     """The lesson follower, except that every reply about an order of ``client`` times out."""
 
@@ -164,20 +185,17 @@ def test_a_task_that_times_out_among_days_at_once_fails_alone(
     # can be one day's calls alone). Here it stays closed, so what is measured is the task.
     settings = scenario_settings.model_copy(update={"llm_breaker_failures": 1000})
     run = partial(run_scenarios, _days(), [scripted_llm], settings=settings, observer=observer, batches=1)
-    reference = _fills(run(run_id="reference", concurrency=4))
-    register_scripted(
-        "lesson-follower", FunctionProvider(_timing_out_for("tri-county-container", lesson_follower), "slow")
+    slow = FunctionProvider(_timing_out_for(BROKEN_CLIENT, lesson_follower), "slow")
+    reference, results, failed = _with_a_client_broken(
+        run, lambda: register_scripted("lesson-follower", slow)
     )
-    failing = run(run_id="failing", concurrency=4)
-    results = read_results(failing.run_dir)
-    failed = [r for r in results if r.client_id == "tri-county-container"]
     assert failed
     assert not any(r.filled for r in failed)
     assert all("timeout" in (r.failure_reason or "") for r in failed)
-    others = {k: v for k, v in _fills(failing).items() if k[2] != failed[0].scenario}
+    others = {k: v for k, v in _fills_of(results).items() if k[2] != failed[0].scenario}
     assert others == {k: v for k, v in reference.items() if k[2] != failed[0].scenario}
     # Its transcript is kept: the model calls that timed out are in the observer, failed.
-    calls = read_ops(observer, run_id=f"failing:scripted-llm:b1:{failed[0].scenario}:*", endpoint="llm.*")
+    calls = read_ops(observer, run_id=f"broken:scripted-llm:b1:{failed[0].scenario}:*", endpoint="llm.*")
     assert calls
     assert not any(op.success for op in calls)
 
@@ -191,39 +209,25 @@ def test_a_staffer_that_raises_fails_its_task_and_the_day_goes_on(
     run = partial(
         run_scenarios, _days(), ["rules-static"], settings=scenario_settings, observer=observer, batches=1
     )
-    reference = _fills(run(run_id="reference", concurrency=4))
     original = RulesPolicy.run
 
     def broken(self: Any, order: Any, ctx: Any) -> Any:
-        if order.client_id == "tri-county-container":
+        if order.client_id == BROKEN_CLIENT:
             raise ZeroDivisionError("a bug in one task")
         return original(self, order, ctx)
 
-    monkeypatch.setattr(RulesPolicy, "run", broken)
-    results = read_results(run(run_id="broken", concurrency=4).run_dir)
-    failed = [r for r in results if r.client_id == "tri-county-container"]
+    reference, results, failed = _with_a_client_broken(
+        run, lambda: monkeypatch.setattr(RulesPolicy, "run", broken)
+    )
     assert failed
     assert all(r.error == "ZeroDivisionError: a bug in one task" for r in failed)
     assert len(results) == sum(len(s.events) for s in _days()), "every event was judged"
     fine = {
         (r.arm, r.batch, r.scenario, r.repetition, r.event_id)
         for r in results
-        if r.client_id != "tri-county-container"
+        if r.client_id != BROKEN_CLIENT
     }
     assert {k: reference[k] for k in fine} == {k: v for k, v in _fills_of(results).items() if k in fine}
-
-
-def _fills_of(results: list[Any]) -> dict[tuple, tuple]:
-    return {
-        (r.arm, r.batch, r.scenario, r.repetition, r.event_id): (
-            r.filled,
-            r.proposed,
-            r.accepted,
-            r.lessons_given,
-            r.lessons_cited,
-        )
-        for r in results
-    }
 
 
 def test_a_day_that_crashes_stops_no_other_and_is_the_one_a_resume_runs(

@@ -33,7 +33,7 @@ from sqlglot import exp
 from agentlake.agents.fix_dates import NamedDate, named_dates
 from agentlake.agents.linking import abbreviates, lake_columns, named_values, words
 from agentlake.lake.repair import column_types, rename_identifier
-from agentlake.lake.rewrite import DIALECT, parse_select
+from agentlake.lake.rewrite import DIALECT, parse_select, replace_strings
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
@@ -180,15 +180,9 @@ def _carry(
 def _replace_literal(sql: str, before: str, after: str) -> str | None:
     """``sql`` with the text literal that is the word ``before`` (an id, a city: a value too
     rare to be listed) written as ``after``, or None where it has no such literal."""
-    tree = sqlglot.parse_one(sql, read=DIALECT)
-    hits = [
-        lit
-        for lit in tree.find_all(exp.Literal)
-        if lit.is_string and lit.this.casefold() == before.casefold()
-    ]
-    for literal in hits:
-        literal.replace(exp.Literal.string(after))
-    return tree.sql(DIALECT) if hits else None
+    return replace_strings(
+        sql, lambda literal: after if literal.this.casefold() == before.casefold() else None
+    )
 
 
 def _naming(tokens: list[str], value: str) -> list[str]:
@@ -207,19 +201,13 @@ def _naming(tokens: list[str], value: str) -> list[str]:
 def _replace_text(sql: str, column: str, before: str, after: str) -> str | None:
     """``sql`` with the text ``before`` compared with ``column`` written ``after`` (lower-cased
     where the query compares it lower-cased), or None where it compares no such text."""
-    tree = sqlglot.parse_one(sql, read=DIALECT)
-    hits = [
-        literal
-        for literal in tree.find_all(exp.Literal)
-        if literal.is_string
-        and literal.this.casefold() == before.casefold()
-        and _compared_with(literal, column)
-    ]
-    for literal in hits:
-        literal.replace(
-            exp.Literal.string(after.casefold() if literal.this == before.casefold() != before else after)
-        )
-    return tree.sql(DIALECT) if hits else None
+
+    def written(literal: exp.Literal) -> str | None:
+        if literal.this.casefold() != before.casefold() or not _compared_with(literal, column):
+            return None
+        return after.casefold() if literal.this == before.casefold() != before else after
+
+    return replace_strings(sql, written)
 
 
 def _compared_with(literal: exp.Expression, column: str) -> bool:

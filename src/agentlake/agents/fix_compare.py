@@ -34,7 +34,7 @@ from sqlglot import exp
 
 from agentlake.agents.fix_dates import is_date, quote
 from agentlake.agents.linking import KEYISH, words
-from agentlake.lake.repair import column_types
+from agentlake.lake.repair import NUMERIC_TYPE, column_types
 from agentlake.lake.rewrite import (
     add_filters,
     comparisons,
@@ -48,7 +48,6 @@ from agentlake.lake.rewrite import (
 if TYPE_CHECKING:
     from agentlake.lake import Lake
 
-NUMERIC = re.compile(r"INT|DOUBLE|FLOAT|DECIMAL|REAL|NUMERIC|HUGEINT", re.IGNORECASE)
 _WORDS = "zero one two three four five six seven eight nine ten eleven twelve".split()
 _NUMBER = rf"(-?\d+(?:\.\d+)?|{'|'.join(_WORDS)})"
 # The words that put a bound on a number, and the comparison each means.
@@ -132,7 +131,9 @@ def named_measure(question: str, types: dict[str, str]) -> str | None:
     nonfarm); else the one column whose words or unit the question's words imply ("weighed
     at least 4000 grams": body_mass_g); None when it names none or several apart."""
     said = measure_words(question)
-    numeric = [column for column, kind in types.items() if NUMERIC.search(kind) and not KEYISH.search(column)]
+    numeric = [
+        column for column, kind in types.items() if NUMERIC_TYPE.search(kind) and not KEYISH.search(column)
+    ]
     named = [column for column in numeric if says_column(said, column)]
     widest = [column for column in named if all(words(other) <= words(column) for other in named)]
     if len(widest) == 1:
@@ -412,7 +413,9 @@ def counted_amount(sql: str, question: str, lake: Lake) -> str | None:
     measure = named_measure(question, types)
     if measure is None:
         numeric = [
-            column for column, kind in types.items() if NUMERIC.search(kind) and not KEYISH.search(column)
+            column
+            for column, kind in types.items()
+            if NUMERIC_TYPE.search(kind) and not KEYISH.search(column)
         ]
         measure = numeric[0] if len(numeric) == 1 else None
     return measure

@@ -28,7 +28,7 @@ from sqlglot import exp
 from agentlake.agents.fix_dates import date_column, quote
 from agentlake.agents.linking import joins, lake_columns, outside_column_names, words
 from agentlake.errors import AgentlakeError
-from agentlake.lake.repair import column_types
+from agentlake.lake.repair import NUMERIC_TYPE, column_types
 from agentlake.lake.rewrite import (
     add_filters,
     aggregate_with,
@@ -277,8 +277,7 @@ def placement_fix(sql: str, error: str, lake: Lake, question: str) -> tuple[str,
     if match := _NOT_GROUPED.search(error):
         column = match.group(1)
         kind = column_types(lake, sql).get(column, "")
-        numeric = re.search(r"INT|DOUBLE|FLOAT|DECIMAL|REAL", kind, re.IGNORECASE) is not None
-        function = "avg" if numeric and _AVERAGE.search(question) else None
+        function = "avg" if NUMERIC_TYPE.search(kind) and _AVERAGE.search(question) else None
         fixed = settle_ungrouped(sql, column, function)
         if fixed is not None:
             how = f"averaged {column}" if function else f"grouped by {column} too"

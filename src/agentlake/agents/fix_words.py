@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from agentlake.agents.fix_compare import NUMERIC, measure_words, named_measure, says_column
+from agentlake.agents.fix_compare import measure_words, named_measure, says_column
 from agentlake.agents.fix_dates import is_date, quote
 from agentlake.agents.fix_shape import qualified, superlative
 from agentlake.agents.linking import KEYISH, named_tables, words
 from agentlake.errors import AgentlakeError
-from agentlake.lake.repair import column_types
+from agentlake.lake.repair import NUMERIC_TYPE, column_types
 from agentlake.lake.rewrite import add_filters, comparisons, drop_filters, parse_select, tables_read
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ def _numeric(lake: Lake, sql: str) -> dict[str, str]:
     return {
         column: kind
         for column, kind in column_types(lake, sql).items()
-        if NUMERIC.search(kind) and not KEYISH.search(column)
+        if NUMERIC_TYPE.search(kind) and not KEYISH.search(column)
     }
 
 
@@ -339,7 +339,7 @@ def key_fix(sql: str, question: str, lake: Lake) -> tuple[str, str] | None:
         return None
     table, key, number = found
     kind = column_types(lake, f"SELECT * FROM {quote(table)}").get(key, "")
-    value = number if NUMERIC.search(kind) else f"'{number}'"
+    value = number if NUMERIC_TYPE.search(kind) else f"'{number}'"
     fixed = add_filters(sql, [f"{qualified(sql, table, key)} = {value}"])
     return (fixed, f"compared {table}.{key} with {number}, the key the question states") if fixed else None
 

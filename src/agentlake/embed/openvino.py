@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import os
 import shutil
@@ -37,6 +36,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from agentlake.checksum import file_sha256
 from agentlake.errors import RunError, UserError, require_extra
 
 # The ``embed`` extra installs them: the runtime, and the ONNX package torch's exporter writes with.
@@ -52,14 +52,6 @@ _SUPPORTED_MODULES = (
 )
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 _export_lock = threading.Lock()
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def padded_batches(

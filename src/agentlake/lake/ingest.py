@@ -55,6 +55,8 @@ _SNIFFED_TYPES = ["BOOLEAN", "BIGINT", "HUGEINT", "DOUBLE", "TIME", "VARCHAR"]
 # What DuckDB's sniffer takes for an integer (no leading zeros, no fraction, no separators).
 _PLAIN_INTEGER = r"\s*-?(0|[1-9][0-9]*)\s*"
 _LATE = "agentlake: a value past the sample of the CSV sniffer does not fit its type"
+# A scalar numeric type, the whole name: not repair.NUMERIC_TYPE, which finds INT in INTEGER[]
+# and INTERVAL too (a list or an interval is not read from CSV as a number).
 _NUMERIC = re.compile(
     r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|DECIMAL.*)$"
 )

@@ -33,6 +33,9 @@ _DATE_VS_NUMBER = re.compile(
 _DATE_PARTS = ("year", "month", "day", "quarter")
 _TABLES = re.compile(r'\b(?:FROM|JOIN)\s+"?([A-Za-z_][\w]*)"?', re.IGNORECASE)
 _DATE_TYPES = ("DATE", "TIMESTAMP")
+# A column type (as ``column_types`` gives it) that holds numbers: searched, so DECIMAL(18,3),
+# UBIGINT and HUGEINT match too.
+NUMERIC_TYPE = re.compile(r"INT|DOUBLE|FLOAT|DECIMAL|REAL|NUMERIC", re.IGNORECASE)
 _STRINGS = re.compile(r"'(?:[^']|'')*'")
 NEAR_MATCH = 0.7
 

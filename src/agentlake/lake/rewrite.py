@@ -120,26 +120,39 @@ def _rewrite(sql: str, change: Callable[[exp.Expression], bool]) -> str | None:
     return tree.sql(DIALECT) if any(changed) else None
 
 
+def replace_strings(sql: str, written: Callable[[exp.Literal], str | None]) -> str | None:
+    """``sql`` with each text literal for which ``written`` gives a text written as that text
+    (anywhere in the query: ``written`` decides which literal is meant); ``None`` when it gives
+    none or ``sql`` is not one SELECT."""
+    tree = parse_select(sql)
+    if tree is None:
+        return None
+    hits = [
+        (literal, text)
+        for literal in tree.find_all(exp.Literal)
+        if literal.is_string and (text := written(literal)) is not None
+    ]
+    for literal, text in hits:
+        literal.replace(exp.Literal.string(text))
+    return tree.sql(DIALECT) if hits else None
+
+
 def replace_value(sql: str, column: str, old: str, new: str) -> str | None:
     """``sql`` with the literal ``old`` compared with ``column`` in its WHERE written ``new``;
     ``None`` when no such comparison is there."""
 
-    def change(node: exp.Expression) -> bool:
-        if not isinstance(node, (exp.EQ, exp.Like, exp.ILike)):
-            return False
-        for side, other in ((node.this, node.expression), (node.expression, node.this)):
-            if (
-                isinstance(side, exp.Column)
-                and side.name.casefold() == column.casefold()
-                and isinstance(other, exp.Literal)
-                and other.is_string
-                and other.this == old
-            ):
-                other.replace(exp.Literal.string(new))
-                return True
-        return False
+    def written(literal: exp.Literal) -> str | None:
+        node = literal.parent
+        if literal.this != old or not isinstance(node, (exp.EQ, exp.Like, exp.ILike)):
+            return None
+        other = node.this if literal is node.expression else node.expression
+        if not (isinstance(other, exp.Column) and other.name.casefold() == column.casefold()):
+            return None
+        where = literal.root().args.get("where")
+        # A conjunct of the query's own WHERE: not a subquery's, nor one side of an OR.
+        return new if where is not None and any(node is conjunct for conjunct in _conjuncts(where)) else None
 
-    return _rewrite(sql, change)
+    return replace_strings(sql, written)
 
 
 def fold_case(sql: str, column: str, value: str) -> str | None:

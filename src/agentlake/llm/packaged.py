@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from agentlake.checksum import file_sha256
 from agentlake.errors import RunError, UserError, require_extra
 
 if TYPE_CHECKING:
@@ -407,14 +408,6 @@ def verified_before(path: Path, sha256: str) -> bool:
         and entry.get("sha256") == sha256
         and (entry.get("size"), entry.get("mtime_ns")) == key
     )
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def verify_file(path: Path, size: int, sha256: str, *, what: str, fix: str) -> None:

@@ -11,7 +11,6 @@ non-null value. Judging an answer against a truth is ``judge``'s; asking a model
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 from decimal import Decimal
 from pathlib import Path
@@ -21,6 +20,7 @@ import duckdb
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
+from agentlake.checksum import file_sha256
 from agentlake.errors import UserError
 from agentlake.questions.judge import Judgement, Tolerance, judge_number, judge_text
 
@@ -236,14 +236,6 @@ def dataset_file(pack: Pack, name: str) -> Path:
     return path
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def checked_files(pack: Pack) -> dict[str, Path]:
     """Every dataset's file, by name, after checking each one's sha256 against the pack.
 
@@ -254,7 +246,7 @@ def checked_files(pack: Pack) -> dict[str, Path]:
     wrong = [
         f"{name} ({path}): sha256 {actual}, the pack pins {pack.datasets[name].sha256}"
         for name, path in files.items()
-        if (actual := sha256_of(path)) != pack.datasets[name].sha256
+        if (actual := file_sha256(path)) != pack.datasets[name].sha256
     ]
     if wrong:
         raise UserError("dataset files differ from the pack: " + "; ".join(wrong))

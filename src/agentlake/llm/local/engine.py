@@ -16,12 +16,12 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from agentlake.checksum import file_sha256
 from agentlake.errors import UserError
 from agentlake.llm.packaged import (
     GGUFInfo,
     PackagedModel,
     cache_dir,
-    file_sha256,
     remember_verified,
     verify_file,
 )

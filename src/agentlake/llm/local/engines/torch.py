@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentlake.checksum import file_sha256
 from agentlake.errors import RunError, UserError, require_extra
 from agentlake.llm.local.decoder import CACHE_SLOTS, Decoder
 from agentlake.llm.local.engine import (
@@ -44,7 +45,6 @@ from agentlake.llm.packaged import (
     GGUFInfo,
     PackagedModel,
     cache_dir,
-    file_sha256,
     remember_verified,
     verify_file,
 )
