@@ -12,7 +12,7 @@ import pytest
 from agents_support import csv_lake, fixed_rows, problem_kinds
 
 from agentlake.agents.fix_compare import named_measure
-from agentlake.agents.fix_words import fix_worded, group_count, word_problems
+from agentlake.agents.fix_words import fix_worded, group_count, never_count, word_problems
 from agentlake.lake import Lake
 
 AIRPORTS = """iata,name,state,latitude,longitude
@@ -47,6 +47,7 @@ Gentoo,47.0,4800
 CUSTOMERS = """customer_id,name,state
 C1,Kofi Yilmaz,TX
 C2,Maya Patel,AK
+C3,Ana Lima,OH
 """
 ORDERS = """order_id,customer_id,amount
 100250,C1,10
@@ -210,6 +211,16 @@ def test_groups_of_another_tables_key_are_counted(lake: Lake) -> None:
     assert lake.query(query).rows == [[1]]
 
 
+def test_rows_without_rows_in_another_table_are_counted(lake: Lake) -> None:
+    query = never_count("How many customers have never placed an order?", lake) or ""
+    assert lake.query(query).rows == [[1]]
+
+
+def test_rows_with_no_rows_in_another_table_are_counted(lake: Lake) -> None:
+    query = never_count("How many customers have no orders?", lake) or ""
+    assert lake.query(query).rows == [[1]]
+
+
 def test_a_question_of_another_shape_has_no_group_count(lake: Lake) -> None:
     assert group_count("How many airports are in New York?", lake) is None
 
@@ -237,6 +248,13 @@ def test_a_stated_key_left_out_is_found(lake: Lake) -> None:
 def test_the_stated_key_is_compared(lake: Lake) -> None:
     sql = "SELECT c.name FROM customers AS c JOIN orders AS o ON c.customer_id = o.customer_id"
     assert fixed_rows(lake, sql, "key", NAME) == [("Kofi Yilmaz",)]
+
+
+def test_a_code_that_is_a_key_is_compared(lake: Lake) -> None:
+    sql = "SELECT name FROM airports ORDER BY name LIMIT 1"
+    assert fixed_rows(lake, sql, "key", "What is the name of the airport with the code SEA?") == [
+        ("Seattle Tacoma",)
+    ]
 
 
 def test_a_number_that_is_no_key_is_left(lake: Lake) -> None:

@@ -69,7 +69,8 @@ _GROUP_BOUNDS = {
     "more than": ">", "over": ">", "greater than": ">", "fewer than": "<", "less than": "<", "under": "<",
     "at least": ">=", "at most": "<=", "exactly": "=",
 }  # fmt: skip
-_KEY_NUMBER = re.compile(r"(?<![\w.$-])(\d{3,})(?![\w.])")
+# A key a question states: a number ("order 100250") or a code in capitals ("the airport SEA", "C0071").
+_KEY_NUMBER = re.compile(r"(?<![\w.$-])(\d{3,}|[A-Z][A-Z0-9]{2,7})(?![\w.])")
 _DIFFERENCE = re.compile(
     r"\b(?:(largest|biggest|greatest|highest|maximum|widest)|(smallest|lowest|minimum|narrowest)|(average|mean)"
     r"|(total))?\s*(?:daily\s+)?difference between (?:the )?([a-z_ ]+?) and (?:the )?([a-z_ ]+?)"
@@ -307,8 +308,9 @@ def group_count(question: str, lake: Lake) -> str | None:
 
 
 def uncompared_key(sql: str, question: str, lake: Lake) -> tuple[str, str, str] | None:
-    """``(table, key, number)``: a number ``question`` states ("order 100250") that is a value
-    of the key of a table ``sql`` reads, which ``sql`` does not compare that key with; else None."""
+    """``(table, key, number)``: a number or code ``question`` states ("order 100250", "the
+    code SEA") that is a value of the key of a table ``sql`` reads, which ``sql`` does not
+    compare that key with; else None."""
     numbers = _KEY_NUMBER.findall(question)
     if not numbers:
         return None
@@ -322,7 +324,8 @@ def uncompared_key(sql: str, question: str, lake: Lake) -> tuple[str, str, str] 
                 continue
             try:
                 held = lake.query(
-                    f"SELECT 1 FROM {quote(info.name)} WHERE CAST({quote(info.key)} AS VARCHAR) = '{number}' LIMIT 1",
+                    f"SELECT 1 FROM {quote(info.name)} WHERE CAST({quote(info.key)} AS VARCHAR) = ? LIMIT 1",
+                    params=[number],
                     max_rows=1,
                 ).rows
             except AgentlakeError:
@@ -515,11 +518,44 @@ def share_query(question: str, lake: Lake, named: list[tuple[str, str]]) -> str 
     )
 
 
+_NEVER = re.compile(
+    r"\bhow many ([a-z]+)\s+(?:have|has|had|did|do|does)?\s*(?:never|not)\s+[a-z]+\s+(?:an?|any)\s+([a-z]+)"
+    r"|\bhow many ([a-z]+)\s+(?:have|has|had)\s+no\s+([a-z]+)"
+    r"|\bhow many ([a-z]+)\s+(?:are\s+|were\s+)?without\s+(?:an?y?\s+)?([a-z]+)",
+    re.IGNORECASE,
+)
+
+
+def never_count(question: str, lake: Lake) -> str | None:
+    """The query for "how many customers have never placed an order" (or "have no orders",
+    "without orders"): the rows of the first table whose key no row of the second holds,
+    counted; None when the question is not of that shape or the tables share no key."""
+    match = _NEVER.search(question)
+    if match is None:
+        return None
+    groups, rows = [part for part in match.groups() if part]
+    infos = {info.name: info for info in lake.datasets()}
+    owner = next(iter(named_tables(groups, list(infos))), None)
+    table = next(iter(named_tables(rows, list(infos))), None)
+    key = infos[owner].key if owner else None
+    if owner is None or table is None or owner == table or not key:
+        return None
+    if key.casefold() not in {c.casefold() for c, _ in infos[table].columns}:
+        return None
+    return (
+        f"SELECT count(*) AS n FROM {quote(owner)} WHERE {quote(key)} NOT IN "
+        f"(SELECT {quote(key)} FROM {quote(table)} WHERE {quote(key)} IS NOT NULL)"
+    )
+
+
 def whole_query(question: str, lake: Lake, named: list[tuple[str, str]]) -> tuple[str, str] | None:
     """A query code writes whole from ``question`` when it has one of the shapes code reads
-    (groups with a bound on their rows, a share of one named value); else None."""
+    (groups with a bound on their rows, rows of one table without rows in another, a share of
+    one named value); else None."""
     if grouped := group_count(question, lake):
         return grouped, "wrote the count of groups whose rows meet the question's bound"
+    if never := never_count(question, lake):
+        return never, "wrote the count of rows no row of the other table holds the key of"
     if share := share_query(question, lake, named):
         return share, "wrote the share of the rows holding the value the question names"
     return None
