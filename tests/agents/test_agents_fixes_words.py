@@ -12,7 +12,7 @@ import pytest
 from agents_support import csv_lake, fixed_rows, problem_kinds
 
 from agentlake.agents.fix_compare import named_measure
-from agentlake.agents.fix_words import fix_worded, group_count, never_count, word_problems
+from agentlake.agents.fix_words import fix_worded, group_count, never_count, share_query, word_problems
 from agentlake.lake import Lake
 
 AIRPORTS = """iata,name,state,latitude,longitude
@@ -221,6 +221,21 @@ def test_rows_with_no_rows_in_another_table_are_counted(lake: Lake) -> None:
     assert lake.query(query).rows == [[1]]
 
 
+def test_groups_over_the_named_values_are_counted(lake: Lake) -> None:
+    query = group_count("How many states in the data have at least 2 airports?", lake) or ""
+    assert lake.query(query).rows == [[2]]
+
+
+def test_groups_of_people_rows_are_counted(lake: Lake) -> None:
+    query = group_count("In how many neighborhoods did 2 or more people die during the LA riots?", lake) or ""
+    assert lake.query(query).rows == [[1]]
+
+
+def test_periods_whose_total_exceeds_a_bound_are_counted(lake: Lake) -> None:
+    query = group_count("In 2014, in how many months did the total precipitation exceed 2 mm?", lake) or ""
+    assert lake.query(query).rows == [[1]]
+
+
 def test_a_question_of_another_shape_has_no_group_count(lake: Lake) -> None:
     assert group_count("How many airports are in New York?", lake) is None
 
@@ -305,6 +320,11 @@ def test_the_share_of_the_named_value_is_written_whole(lake: Lake) -> None:
     rows = lake.query(sql).rows
     fixed = fix_worded(sql, "whole", SHARE, lake, rows, [("species", "Gentoo")])
     assert lake.query(fixed[0] if fixed else "").rows == [[60.0]]
+
+
+def test_a_share_of_an_amount_sums_the_measure(lake: Lake) -> None:
+    question = "What percentage of the precipitation in 2013 fell on rain days?"
+    assert lake.query(share_query(question, lake, [("weather", "rain")]) or "").rows == [[100.0]]
 
 
 def test_a_share_filtered_on_its_own_condition_is_fixed(lake: Lake) -> None:

@@ -60,7 +60,14 @@ _BOUNDS = {
 }
 _BOUND = [
     # "west of longitude -150": the column's name may stand between the words and the number.
-    (op, re.compile(rf"\b(?:{phrases})\s+(?:[a-z_]+\s+)?\$?{_NUMBER}(?![\d.])", re.IGNORECASE))
+    # "more than 50 per item" bounds a ratio, not a column: no bound.
+    (
+        op,
+        re.compile(
+            rf"\b(?:{phrases})\s+(?:[a-z_]+\s+)?\$?{_NUMBER}(?![\d.])(?!\s+(?:per|a|an|each)\s)",
+            re.IGNORECASE,
+        ),
+    )
     for op, phrases in _BOUNDS.items()
 ]
 _OVER_YEAR = re.compile(r"(?:over|during)\s+(?:1[89]\d\d|20\d\d)$", re.IGNORECASE)
@@ -382,7 +389,7 @@ _RANKED = re.compile(
 # What is ranked by its number of rows: "the most common weather", "the most rows".
 _COUNTED = frozenset(
     w
-    for word in "common frequent frequently often popular times rows records entries".split()
+    for word in "common frequent frequently often popular times rows records entries number".split()
     for w in words(word)
 )
 

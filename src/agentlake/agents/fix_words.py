@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from agentlake.agents.fix_compare import measure_words, named_measure, says_column
-from agentlake.agents.fix_dates import is_date, quote
+from agentlake.agents.fix_dates import is_date, named_dates, quote
 from agentlake.agents.fix_shape import qualified, superlative
 from agentlake.agents.linking import KEYISH, named_tables, words
 from agentlake.errors import AgentlakeError
@@ -60,14 +60,10 @@ _DIRECTIONS = [
 _NO = re.compile(r"\b(?:no|without|zero)\s+((?:[a-z_]+\s*){1,3})", re.IGNORECASE)
 _HOW_MANY = re.compile(r"\bhow many\b", re.IGNORECASE)
 _DIFFERENT = re.compile(r"\b(?:different|distinct|unique)\b", re.IGNORECASE)
-_GROUP_COUNT = re.compile(
-    r"\bhow many ([a-z]+) (?:have|has|had|placed|made|ordered|hold|holds|held|own|owns|owned|got|received)\s+"
-    r"(more than|over|greater than|fewer than|less than|under|at least|at most|exactly)\s+(\d+)\s+([a-z]+)\b",
-    re.IGNORECASE,
-)
+_SMALL = "zero one two three four five six seven eight nine ten".split()
 _GROUP_BOUNDS = {
     "more than": ">", "over": ">", "greater than": ">", "fewer than": "<", "less than": "<", "under": "<",
-    "at least": ">=", "at most": "<=", "exactly": "=",
+    "at least": ">=", "at most": "<=", "exactly": "=", "exceed": ">", "exceeds": ">", "exceeded": ">",
 }  # fmt: skip
 # A key a question states: a number ("order 100250") or a code in capitals ("the airport SEA", "C0071").
 _KEY_NUMBER = re.compile(r"(?<![\w.$-])(\d{3,}|[A-Z][A-Z0-9]{2,7})(?![\w.])")
@@ -276,31 +272,89 @@ def distinct_fix(sql: str, question: str) -> tuple[str, str] | None:
 # --- groups with a bound on their rows ------------------------------------------------------------
 
 
-def group_count(question: str, lake: Lake) -> str | None:
-    """The query for "how many <groups> have more than N <rows>": the groups of the rows'
-    table (a column of it, or another table's key it holds) whose rows meet the bound,
-    counted; None when the question is not of that shape or names no such table and column."""
-    match = _GROUP_COUNT.search(question)
-    if match is None:
+_GROUP_OF = re.compile(r"\bhow many (?:different |distinct |unique )?((?:[a-z]+ ?){1,3})", re.IGNORECASE)
+_GROUP_BOUND = re.compile(
+    r"\b(more than|over|greater than|exceeds?|exceeded|fewer than|less than|under|at least|at most|exactly)\s+"
+    r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten)\s+([a-z]+)"
+    r"|\b(\d+|one|two|three|four|five|six|seven|eight|nine|ten)\s+or\s+(more|fewer|less)\s+([a-z]+)",
+    re.IGNORECASE,
+)
+# Nouns that are the rows of the table a question is about ("at least 3 people died").
+_ROW_NOUNS = frozenset("people persons person rows records entries times deaths victims".split())
+_PERIOD_PARTS = {"day": "day", "month": "month", "year": "year", "week": "week"}
+
+
+def _filters(question: str, lake: Lake, table: str, named: list[tuple[str, str]]) -> list[str]:
+    """The filters on ``table`` of the values and dates ``question`` names: each named value
+    of a column of the table, each named date on its one date column."""
+    types = column_types(lake, f"SELECT * FROM {quote(table)}")
+    columns = {c.casefold(): c for c in types}
+    found = [
+        f"{quote(columns[c.casefold()])} = '{v.replace(chr(39), chr(39) * 2)}'"
+        for c, v in named
+        if c.casefold() in columns
+    ]
+    dates = [c for c, kind in types.items() if is_date(kind)]
+    if len(dates) == 1:
+        found += [condition for date in named_dates(question) for condition in date.conditions(dates[0])]
+    return found
+
+
+def group_count(question: str, lake: Lake, named: list[tuple[str, str]] | None = None) -> str | None:
+    """The query for "how many <groups> have more than N <rows>" ("How many cities in Florida
+    have at least 3 airports?", "On how many different days did 5 or more people die?"): the
+    groups of the rows' table (a column of it, a day, month or year of its date, or another
+    table's key it holds) whose rows meet the bound, over the rows with the values the question
+    names, counted; None when the question is not of that shape or names no such table and
+    column."""
+    group, bound = _GROUP_OF.search(question), _GROUP_BOUND.search(question)
+    if group is None or bound is None or bound.start() < group.end() - len(group.group(1)):
         return None
-    groups, bound, number, rows = match.groups()
+    if bound.group(1):
+        op, number, rows = _GROUP_BOUNDS[bound.group(1).casefold()], bound.group(2), bound.group(3)
+    else:
+        op = ">=" if bound.group(5).casefold() == "more" else "<="
+        number, rows = bound.group(4), bound.group(6)
+    number = str(_SMALL.index(number.casefold())) if number.casefold() in _SMALL else number
     infos = {info.name: info for info in lake.datasets()}
     table = next(iter(named_tables(rows, list(infos))), None)
-    if table is None:
+    if table is None and rows.casefold() in _ROW_NOUNS:
+        table = next(iter(named_tables(question, list(infos))), None)
+    counted, measure = "count(*)", None
+    if table is None:  # "in how many months did the total precipitation exceed 50 mm": a sum per period
+        measured = [
+            (name, m) for name, info in infos.items() if (m := named_measure(question, dict(info.columns)))
+        ]
+        said = named_tables(question, list(infos))
+        if len(measured) > 1:
+            measured = [(name, m) for name, m in measured if name in said]
+        if len(measured) != 1:
+            return None
+        table, measure = measured[0]
+        counted = f"sum({quote(measure)})"
+    types = column_types(lake, f"SELECT * FROM {quote(table)}")
+    dates = [c for c, kind in types.items() if is_date(kind)]
+    key = None
+    for word in reversed(group.group(1).split()):
+        said = words(word)
+        if not said:
+            continue
+        key = next((quote(c) for c in types if words(c) == said), None)
+        part = _PERIOD_PARTS.get(next(iter(said)))
+        if key is None and part and len(dates) == 1:
+            key = f"date_trunc('{part}', {quote(dates[0])})"
+        owner = next(iter(named_tables(word, list(infos))), None)
+        owned = infos[owner].key if owner is not None and owner != table else None
+        if key is None and owned and owned.casefold() in {c.casefold() for c in types}:
+            key = quote(owned)
+        if key is not None:
+            break
+    if key is None or (measure is not None and not key.startswith("date_trunc")):
         return None
-    columns = [column for column, _ in infos[table].columns]
-    said = words(groups)
-    column = next((c for c in columns if words(c) == said), None)
-    if column is None:
-        owner = next(iter(named_tables(groups, list(infos))), None)
-        key = infos[owner].key if owner is not None else None
-        column = next((c for c in columns if key and c.casefold() == key.casefold()), None)
-    if column is None:
-        return None
-    op = _GROUP_BOUNDS[bound.casefold()]
+    kept = " AND ".join([f"{key} IS NOT NULL", *_filters(question, lake, table, named or [])])
     return (
-        f"SELECT count(*) AS n FROM (SELECT {quote(column)} FROM {quote(table)} "
-        f"WHERE {quote(column)} IS NOT NULL GROUP BY {quote(column)} HAVING count(*) {op} {number})"
+        f"SELECT count(*) AS n FROM (SELECT {key} FROM {quote(table)} WHERE {kept} "
+        f"GROUP BY {key} HAVING {counted} {op} {number})"
     )
 
 
@@ -410,7 +464,6 @@ _DAY_BOUNDS = {
     "within": "<=", "more than": ">", "over": ">", "longer than": ">", "less than": "<", "under": "<",
     "fewer than": "<", "at least": ">=", "at most": "<=", "exactly": "=",
 }  # fmt: skip
-_SMALL = "zero one two three four five six seven eight nine ten".split()
 
 
 def days_apart(sql: str, question: str, lake: Lake) -> str | None:
@@ -499,23 +552,38 @@ def share_fix(sql: str, question: str) -> tuple[str, str] | None:
 
 
 def share_query(question: str, lake: Lake, named: list[tuple[str, str]]) -> str | None:
-    """The query for "what percentage of <rows> ... <one named value>": the rows holding the
-    value, in percent of the rows of the table that has its column (the table the question
-    names first, where several have it); else None."""
-    if not _SHARE.search(question) or len(named) != 1:
+    """The query for "what percentage of <rows or an amount> ... <one named value>": the rows
+    holding the value in percent of the rows (or the sum of the measure the question names, in
+    percent of its whole sum) of the table that has its column (the table the question names
+    first, where several have it), over the dates the question names; else None."""
+    if not _SHARE.search(question) or not named:
         return None
-    column, value = named[0]
     infos = lake.datasets()
-    holding = [info.name for info in infos if column.casefold() in {c.casefold() for c, _ in info.columns}]
-    said = [table for table in named_tables(question, [info.name for info in infos]) if table in holding]
-    table = said[0] if said else holding[0] if len(holding) == 1 else None
-    if table is None:
+    # Each table holding the column of exactly one named value: the share's candidates.
+    candidates = []
+    for info in infos:
+        columns = {c.casefold() for c, _ in info.columns}
+        held = [(c, v) for c, v in named if c.casefold() in columns]
+        if len(held) == 1:
+            measure = named_measure(question, dict(info.columns))
+            candidates.append((info.name, held[0], measure))
+    said = named_tables(question, [info.name for info in infos])
+    for keep in (lambda c: c[0] in said, lambda c: c[2] is not None):
+        if len(candidates) > 1 and any(keep(c) for c in candidates):
+            candidates = [c for c in candidates if keep(c)]
+    if len(candidates) != 1:
         return None
+    table, (column, value), measure = candidates[0]
     literal = "'" + value.replace("'", "''") + "'"
-    return (
-        f"SELECT 100.0 * count(*) FILTER (WHERE {quote(column)} = {literal}) / count(*) AS percent "
-        f"FROM {quote(table)}"
+    amount = f"sum({quote(measure)})" if measure else "count(*)"
+    part = (
+        f"sum({quote(measure)}) FILTER (WHERE {quote(column)} = {literal})"
+        if measure
+        else (f"count(*) FILTER (WHERE {quote(column)} = {literal})")
     )
+    dated = _filters(question, lake, table, [])
+    where = f" WHERE {' AND '.join(dated)}" if dated else ""
+    return f"SELECT 100.0 * {part} / {amount} AS percent FROM {quote(table)}{where}"
 
 
 _NEVER = re.compile(
@@ -552,7 +620,7 @@ def whole_query(question: str, lake: Lake, named: list[tuple[str, str]]) -> tupl
     """A query code writes whole from ``question`` when it has one of the shapes code reads
     (groups with a bound on their rows, rows of one table without rows in another, a share of
     one named value); else None."""
-    if grouped := group_count(question, lake):
+    if grouped := group_count(question, lake, named):
         return grouped, "wrote the count of groups whose rows meet the question's bound"
     if never := never_count(question, lake):
         return never, "wrote the count of rows no row of the other table holds the key of"
@@ -578,6 +646,15 @@ def other_than_whole(
     if value is None or (isinstance(got, (int, float)) and abs(float(got) - float(value)) < 1e-9):
         return None
     return whole
+
+
+def settled(sql: str, question: str, lake: Lake, rows: list[Any], named: list[tuple[str, str]]) -> bool:
+    """Whether ``question`` has a shape code writes whole and ``sql``'s value (the first of
+    ``rows``) is that query's: no other check may then change it."""
+    return (
+        whole_query(question, lake, named) is not None
+        and other_than_whole(sql, question, lake, rows, named) is None
+    )
 
 
 def uncounted(sql: str, question: str) -> bool:

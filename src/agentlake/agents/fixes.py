@@ -92,7 +92,7 @@ from agentlake.agents.fix_shape import (
     unsaid_fix,
     unsaid_null_tests,
 )
-from agentlake.agents.fix_words import WORD_KINDS, fix_worded, whole_query, word_problems
+from agentlake.agents.fix_words import WORD_KINDS, fix_worded, settled, whole_query, word_problems
 from agentlake.agents.linking import (
     compares,
     compares_folded,
@@ -341,6 +341,8 @@ def find_problems(
         or missing_dates(sql, named_dates(question))
         or missing_numbers(sql, question)
     )
+    if settled(sql, question, lake, rows, named):
+        return []  # the value of the query code writes whole for this question
     worded = word_problems(sql, question, lake, rows, named)
     # A query code writes whole, and a key stated (one row): before any other fix.
     found = [problem for problem in worded if problem[0] in ("whole", "key")]
