@@ -325,9 +325,9 @@ def group_count(question: str, lake: Lake, named: list[tuple[str, str]] | None =
         measured = [
             (name, m) for name, info in infos.items() if (m := named_measure(question, dict(info.columns)))
         ]
-        said = named_tables(question, list(infos))
+        subjects = named_tables(question, list(infos))
         if len(measured) > 1:
-            measured = [(name, m) for name, m in measured if name in said]
+            measured = [(name, m) for name, m in measured if name in subjects]
         if len(measured) != 1:
             return None
         table, measure = measured[0]
