@@ -12,7 +12,8 @@ import pytest
 from agents_support import csv_lake, fixed_rows, problem_kinds
 
 from agentlake.agents.fix_compare import named_measure
-from agentlake.agents.fix_words import fix_worded, group_count, never_count, share_query, word_problems
+from agentlake.agents.fix_whole import group_count, never_count, share_query
+from agentlake.agents.fix_words import fix_worded, word_problems
 from agentlake.lake import Lake
 
 AIRPORTS = """iata,name,state,latitude,longitude

@@ -92,7 +92,8 @@ from agentlake.agents.fix_shape import (
     unsaid_fix,
     unsaid_null_tests,
 )
-from agentlake.agents.fix_words import WORD_KINDS, fix_worded, settled, whole_query, word_problems
+from agentlake.agents.fix_whole import settled, whole_query
+from agentlake.agents.fix_words import WORD_KINDS, fix_worded, word_problems
 from agentlake.agents.linking import (
     compares,
     compares_folded,
