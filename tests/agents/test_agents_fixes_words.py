@@ -14,6 +14,8 @@ from agents_support import csv_lake, fixed_rows, problem_kinds
 from agentlake.agents.fix_compare import named_measure
 from agentlake.agents.fix_whole import group_count, never_count, share_query
 from agentlake.agents.fix_words import fix_worded, word_problems
+from agentlake.agents.linking import lake_columns, named_values
+from agentlake.agents.tools import listed_values
 from agentlake.lake import Lake
 
 AIRPORTS = """iata,name,state,latitude,longitude
@@ -25,11 +27,11 @@ JFK,Kennedy,NY,40.6,-73.8
 LGA,LaGuardia,NY,40.8,-73.9
 ALB,Albany,NY,42.7,-73.8
 """
-RIOTS = """last_name,age,neighborhood,type
-Austin,64,Harvard Park,Homicide
-Baker,19,Hollywood,Homicide
-Cruz,17,Watts,Death
-Diaz,35,Hollywood,Accident
+RIOTS = """last_name,age,neighborhood,type,gender
+Austin,64,Harvard Park,Homicide,Male
+Baker,19,Hollywood,Homicide,Female
+Cruz,17,Watts,Death,Male
+Diaz,35,Hollywood,Accident,Female
 """
 WEATHER = """date,precipitation,temp_max,temp_min,weather
 2013-01-01,0.0,10.0,2.0,sun
@@ -372,3 +374,38 @@ def test_within_days_filters_the_later_minus_the_earlier(shipping: Lake) -> None
 def test_a_difference_of_the_dates_taken_is_no_problem(shipping: Lake) -> None:
     sql = "SELECT count(*) FROM orders WHERE shipped_date - order_date <= 3"
     assert "days" not in problem_kinds(shipping, sql, SHIPPED)
+
+
+# --- who, a column no table has, a gender in words, a state code unsaid, the cheapest -------------------
+
+
+def test_who_selects_the_name_for_the_key(lake: Lake) -> None:
+    sql = "SELECT customer_id FROM customers WHERE state = 'AK'"
+    assert fixed_rows(lake, sql, "whoname", "Who lives in Alaska?") == [("Maya Patel",)]
+
+
+def test_a_selected_column_no_table_has_is_dropped(lake: Lake) -> None:
+    sql = "SELECT name, symbol FROM customers WHERE state = 'AK'"
+    error = 'Binder Error: Referenced column "symbol" not found in FROM clause!'
+    assert fixed_rows(lake, sql, "error", "Who lives in Alaska?", error) == [("Maya Patel",)]
+
+
+def test_men_names_male(lake: Lake) -> None:
+    listed = listed_values(lake)
+    assert ("gender", "Male") in named_values("How old were the men who died?", listed, lake_columns(lake))
+
+
+def test_a_state_code_the_question_does_not_name_is_dropped(tmp_path_factory: pytest.TempPathFactory) -> None:
+    text = "customer_id,state\n" + "".join(
+        f"C{i},{state}\n" for i, state in enumerate("TX OH OR CA NY WA".split())
+    )
+    with csv_lake(tmp_path_factory.mktemp("states"), {"customers": text}) as states:
+        sql = "SELECT count(*) FROM customers WHERE state = 'OR'"
+        assert fixed_rows(states, sql, "unnamed", "How many customers are there?") == [(6,)]
+
+
+def test_cheapest_orders_by_the_lowest_price(tmp_path_factory: pytest.TempPathFactory) -> None:
+    text = "symbol,price\nAAA,30\nBBB,10\nCCC,20\n"
+    with csv_lake(tmp_path_factory.mktemp("cheap"), {"stocks": text}) as stocks:
+        sql = "SELECT symbol FROM stocks ORDER BY price DESC LIMIT 1"
+        assert fixed_rows(stocks, sql, "direction", "Which symbol was the cheapest?") == [("BBB",)]

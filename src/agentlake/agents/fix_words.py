@@ -60,6 +60,8 @@ _DIRECTIONS = [
     (re.compile(r"\bheaviest\b", re.IGNORECASE), {"mass", "weight"}, True),
     (re.compile(r"\blightest\b", re.IGNORECASE), {"mass", "weight"}, False),
     (re.compile(r"\btallest\b", re.IGNORECASE), {"height"}, True),
+    (re.compile(r"\bcheapest\b", re.IGNORECASE), {"price", "cost"}, False),
+    (re.compile(r"\bmost expensive\b", re.IGNORECASE), {"price", "cost"}, True),
     (re.compile(r"\blongest\b", re.IGNORECASE), {"length"}, True),
     (re.compile(r"\bshortest\b", re.IGNORECASE), {"length"}, False),
 ]  # fmt: skip
@@ -508,8 +510,50 @@ def held_group_fix(sql: str) -> tuple[str, str] | None:
     return (fixed, f"dropped the filter on {column}: the question ranks every {column}") if fixed else None
 
 
+_WHO = re.compile(r"\bwho\b|\bname\b", re.IGNORECASE)
+
+
+def key_for_name(sql: str, question: str, lake: Lake) -> tuple[str, str] | None:
+    """``(key, name column)`` when ``question`` asks who (or for a name) and ``sql`` selects a
+    key (``customer_id``) first, of a table that has one column of names it does not select;
+    else None."""
+    tree = parse_select(sql)
+    if tree is None or not _WHO.search(question) or not tree.expressions:
+        return None
+    picked = tree.expressions[0].unalias()
+    if not isinstance(picked, exp.Column) or not KEYISH.search(picked.name):
+        return None
+    selected = {c.name.casefold() for e in tree.expressions for c in e.find_all(exp.Column)}
+    for table in tables_read(sql):
+        columns = list(column_types(lake, f"SELECT * FROM {quote(table)}"))
+        if picked.name.casefold() not in {c.casefold() for c in columns}:
+            continue
+        names = [c for c in columns if "name" in words(c)]
+        if len(names) != 1 or names[0].casefold() in selected:
+            return None
+        return picked.name, names[0]
+    return None
+
+
+def name_fix(sql: str, question: str, lake: Lake) -> tuple[str, str] | None:
+    """``sql`` selecting ``key_for_name``'s column of names in place of the key (grouped by it
+    too, where it groups by the key)."""
+    found = key_for_name(sql, question, lake)
+    tree = parse_select(sql) if found else None
+    if tree is None or found is None:
+        return None
+    key, name = found
+    column = tree.expressions[0].unalias()
+    named = exp.column(name, table=column.table or None, quoted=True)
+    tree.set("expressions", [named, *tree.expressions[1:]])
+    group = tree.args.get("group")
+    if group is not None:
+        group.set("expressions", [*group.expressions, named.copy()])
+    return tree.sql("duckdb"), f"selected {name} for {key}: the question asks who"
+
+
 WORD_KINDS = frozenset(
-    "direction keyranked nullzero unsaiddistinct whole key difference days share uncounted heldgroup".split()
+    "direction keyranked nullzero unsaiddistinct whole key difference days share uncounted heldgroup whoname".split()
 )
 
 
@@ -544,6 +588,8 @@ def word_problems(
         found.append(("difference", f"does not take the {diff[0]} of {diff[1]} - {diff[2]} in each row"))
     if uncounted(sql, question):
         found.append(("uncounted", "returns a value of its rows, but the question asks how many"))
+    if who := key_for_name(sql, question, lake):
+        found.append(("whoname", f"selects {who[0]}, but the question asks who: {who[1]}"))
     if held := held_group(sql):
         found.append(("heldgroup", f"ranks the {held} values while holding {held} to one"))
     return found
@@ -560,6 +606,8 @@ def fix_worded(
         return count_fix(sql, question)
     if kind == "heldgroup":
         return held_group_fix(sql)
+    if kind == "whoname":
+        return name_fix(sql, question, lake)
     if kind == "key":
         return key_fix(sql, question, lake)
     if kind == "direction":

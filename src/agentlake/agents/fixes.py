@@ -52,6 +52,8 @@ import difflib
 import re
 from typing import TYPE_CHECKING, Any
 
+from sqlglot import exp
+
 from agentlake.agents.fix_compare import COMPARE_KINDS, compare_problems, fix_compared, named_measure
 from agentlake.agents.fix_dates import (
     date_column,
@@ -100,6 +102,7 @@ from agentlake.agents.linking import (
     joins,
     missing_values,
     named_tables,
+    state_codes,
     unnamed_values,
     words,
 )
@@ -119,6 +122,7 @@ from agentlake.lake.rewrite import (
     fold_case,
     grouped_by,
     join_table,
+    parse_select,
     regroup,
     replace_value,
     sql_literal,
@@ -544,7 +548,26 @@ def _error_fix(sql: str, error: str, lake: Lake, columns: dict[str, list[str]]) 
         dropped = drop_filters(sql, lambda c: c.column.casefold() == wrong.casefold())
         if dropped is not None:
             return dropped, f"dropped the filter {compared[0].sql}: no such column"
-    return None
+    return _unselect(sql, wrong)
+
+
+def _unselect(sql: str, wrong: str) -> tuple[str, str] | None:
+    """``sql`` without the selected column ``wrong`` no table has, when the query names it
+    nowhere else and selects something else too (``SELECT customer_id, name, symbol FROM
+    customers``)."""
+    tree = parse_select(sql)
+    if tree is None or len(tree.expressions) < 2:
+        return None
+    named = [c for c in tree.find_all(exp.Column) if c.name.casefold() == wrong.casefold()]
+    picked = [
+        e
+        for e in tree.expressions
+        if isinstance(e.unalias(), exp.Column) and e.unalias().name.casefold() == wrong.casefold()
+    ]
+    if len(picked) != 1 or len(named) != 1:
+        return None
+    tree.set("expressions", [e for e in tree.expressions if e is not picked[0]])
+    return tree.sql("duckdb"), f"dropped {wrong} from what it selects: no such column"
 
 
 def _looked_up(sql: str, error: str, lake: Lake) -> tuple[str, str] | None:
@@ -617,9 +640,9 @@ def _unnamed_fix(
 
     def unnamed(comparison: Any) -> bool:
         value = comparison.value
-        if value.isupper() and len(value) <= 3:
-            return False  # a code: a question describes it in words
         listed = columns.get(comparison.column, [])
+        if value.isupper() and len(value) <= 3 and not state_codes(listed):
+            return False  # a code: a question describes it in words (a state's, by its name: linked)
         return value in listed and (comparison.column, value) not in named and value.casefold() not in text
 
     dropped = [c.sql for c in comparisons(sql) if unnamed(c)]

@@ -133,7 +133,7 @@ def named_values(
             if match and (column, value) not in found:
                 found[(column, value)] = match.start()
         codes = set(values) & set(US_STATES.values())
-        if len(codes) >= STATE_CODES_MIN:
+        if state_codes(values):
             for name, code in US_STATES.items():
                 if words(name) <= in_table_names:
                     continue  # "Iowa electricity" names the table iowa_electricity, not IA
@@ -141,6 +141,7 @@ def named_values(
                 if match and code in codes and (column, code) not in found:
                     found[(column, code)] = match.start()
         _name_codes(question, column, values, in_table_names, found)
+        _name_genders(question, column, values, found)
     # A value written in several cases is named in all of them ("web": 'WEB', 'Web', 'web').
     for (_, column), values in listed.items():
         for value in values:
@@ -160,6 +161,30 @@ def named_values(
         and not any(start <= found[key] < end for start, end in spans)
     ]
     return sorted(kept, key=lambda key: (found[key], key[1]))
+
+
+# The words that name a gender a column writes as Male/Female (or M/F).
+_GENDERS = {
+    "male": re.compile(r"\b(?:men|man|males?|boys?)\b", re.IGNORECASE),
+    "female": re.compile(r"\b(?:women|woman|females?|girls?)\b", re.IGNORECASE),
+}
+
+
+def state_codes(values: list[str]) -> bool:
+    """Whether a column's listed ``values`` are US states' codes (at least ``STATE_CODES_MIN``)."""
+    return len(set(values) & set(US_STATES.values())) >= STATE_CODES_MIN
+
+
+def _name_genders(question: str, column: str, values: list[str], found: dict[tuple[str, str], int]) -> None:
+    """ "white men" names 'Male' of a column that holds Male and Female (or M and F)."""
+    written = {value.casefold(): value for value in values}
+    if not ({"male", "female"} <= set(written) or {"m", "f"} <= set(written)):
+        return
+    for gender, pattern in _GENDERS.items():
+        value = written.get(gender) or written.get(gender[0])
+        match = pattern.search(question)
+        if match and value and (column, value) not in found:
+            found[(column, value)] = match.start()
 
 
 def outside_column_names(question: str, columns: Iterable[str]) -> str:
