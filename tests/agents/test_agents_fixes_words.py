@@ -409,3 +409,17 @@ def test_cheapest_orders_by_the_lowest_price(tmp_path_factory: pytest.TempPathFa
     with csv_lake(tmp_path_factory.mktemp("cheap"), {"stocks": text}) as stocks:
         sql = "SELECT symbol FROM stocks ORDER BY price DESC LIMIT 1"
         assert fixed_rows(stocks, sql, "direction", "Which symbol was the cheapest?") == [("BBB",)]
+
+
+def test_a_copied_column_counted_and_grouped_is_let_go(lake: Lake) -> None:
+    sql = "SELECT count(DISTINCT country) AS n FROM customers WHERE state = 'AK' GROUP BY country ORDER BY n DESC LIMIT 1"
+    error = 'Binder Error: Referenced column "country" not found in FROM clause!'
+    assert fixed_rows(lake, sql, "error", "How many customers live in Alaska?", error) == [(1,)]
+
+
+def test_a_year_column_the_table_lacks_is_the_year_of_its_first_date(shipping: Lake) -> None:
+    sql = "SELECT year, count(*) AS n FROM orders GROUP BY year ORDER BY n DESC LIMIT 1"
+    error = 'Binder Error: Referenced column "year" not found in FROM clause!'
+    assert fixed_rows(shipping, sql, "error", "In which year were the most orders placed?", error) == [
+        (2017, 3)
+    ]

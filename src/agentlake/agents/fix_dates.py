@@ -365,13 +365,17 @@ def date_fix(sql: str, lake: Lake, question: str, *, broken: bool = False) -> tu
 _PARTS: dict[str, type[exp.Func]] = {"year": exp.Year, "month": exp.Month, "day": exp.Day}
 
 
-def part_fix(sql: str, part: str, lake: Lake) -> tuple[str, str] | None:
+def part_fix(sql: str, part: str, lake: Lake, question: str = "") -> tuple[str, str] | None:
     """``sql`` reading ``year(<date>)`` where it read a column ``year`` the tables do not have
-    (``month``, ``day`` alike), when they have one date column; with what was done."""
+    (``month``, ``day`` alike), of their one date column, else of the one ``question`` is about
+    (``date_column``), else of the first (a table's own date, such as order_date, comes before
+    the dates of what followed it); with what was done."""
     dated = [name for name, kind in column_types(lake, sql).items() if is_date(kind)]
     tree = parse_select(sql)
-    if part not in _PARTS or len(dated) != 1 or tree is None:
+    if part not in _PARTS or not dated or tree is None:
         return None
+    if len(dated) > 1:
+        dated = [date_column(lake, sql, question) or dated[0]]
     columns = [c for c in tree.find_all(exp.Column) if c.name.casefold() == part and not c.table]
     if any(_whole_date(column) for column in columns):
         return None  # "day = DATE '2012-01-01'" names the date itself (``fixes._error_fix``)
