@@ -653,3 +653,43 @@ def extreme_fix(sql: str, question: str, measure: str | None) -> tuple[str, str]
     for part in ("group", "having", "order", "limit"):
         tree.set(part, None)
     return tree.sql("duckdb"), f"took the {function} of {measure}, the value the question asks for"
+
+
+def unselect(sql: str, wrong: str) -> tuple[str, str] | None:
+    """``sql`` without the column ``wrong`` no table has, where the query only selects it
+    beside something else, groups by it, or counts its different values (``SELECT customer_id,
+    name, symbol``; ``count(DISTINCT country) ... GROUP BY country`` copied from an example):
+    not selected, not grouped by, the rows counted."""
+    tree = parse_select(sql)
+    if tree is None:
+        return None
+    folded = wrong.casefold()
+
+    def names(node: exp.Expression) -> bool:
+        return isinstance(node, exp.Column) and node.name.casefold() == folded
+
+    uses = [c for c in tree.find_all(exp.Column) if names(c)]
+    picked = [e for e in tree.expressions if names(e.unalias())]
+    group = tree.args.get("group")
+    grouped = [e for e in group.expressions if names(e)] if group else []
+    counted = [
+        c
+        for c in tree.find_all(exp.Count)
+        if isinstance(c.this, exp.Distinct) and any(names(e) for e in c.this.expressions)
+    ]
+    order = tree.args.get("order")
+    ordered = [o for o in order.expressions if names(o.this)] if order else []
+    if not uses or len(uses) != len(picked) + len(grouped) + len(counted) + len(ordered):
+        return None
+    if len(picked) == len(tree.expressions):
+        return None  # nothing else is selected
+    tree.set("expressions", [e for e in tree.expressions if e not in picked])
+    if group is not None:
+        kept = [e for e in group.expressions if e not in grouped]
+        tree.set("group", exp.Group(expressions=kept) if kept else None)
+    if order is not None:
+        kept_order = [o for o in order.expressions if o not in ordered]
+        tree.set("order", exp.Order(expressions=kept_order) if kept_order else None)
+    for count in counted:
+        count.set("this", exp.Star())
+    return tree.sql("duckdb"), f"dropped {wrong} where it was selected, grouped by or counted: no such column"
