@@ -130,6 +130,13 @@ def says_column(said: set[str], column: str) -> bool:
     )
 
 
+def measure_columns(types: dict[str, str]) -> list[str]:
+    """The columns of ``types`` a measure may be: numeric, and not a key."""
+    return [
+        column for column, kind in types.items() if NUMERIC_TYPE.search(kind) and not KEYISH.search(column)
+    ]
+
+
 def named_measure(question: str, types: dict[str, str]) -> str | None:
     """The one numeric column (not a key) all of whose name's words ``question`` says
     ("the average number of manufacturing jobs": manufacturing; "body mass": body_mass_g; "the
@@ -138,9 +145,7 @@ def named_measure(question: str, types: dict[str, str]) -> str | None:
     nonfarm); else the one column whose words or unit the question's words imply ("weighed
     at least 4000 grams": body_mass_g); None when it names none or several apart."""
     said = measure_words(question)
-    numeric = [
-        column for column, kind in types.items() if NUMERIC_TYPE.search(kind) and not KEYISH.search(column)
-    ]
+    numeric = measure_columns(types)
     named = [column for column in numeric if says_column(said, column)]
     widest = [column for column in named if all(words(other) <= words(column) for other in named)]
     if len(widest) == 1:
@@ -157,7 +162,7 @@ def bound(question: str) -> tuple[str, str] | None:
     ``("BETWEEN", "20 AND 30")`` for "between 20 and 30"; None for none or several."""
     spans = [(m.span(), "BETWEEN", f"{m.group(1)} AND {m.group(2)}") for m in _BETWEEN.finditer(question)]
     spans += [
-        (m.span(), op, _digits(m.group(1)))
+        (m.span(), op, digits(m.group(1)))
         for op, pattern in _BOUND
         for m in pattern.finditer(question)
         if not _OVER_YEAR.match(m.group(0))  # "the change over 2010" is a time, not a bound
@@ -171,7 +176,8 @@ def bound(question: str) -> tuple[str, str] | None:
     return found[0] if len(found) == 1 else None
 
 
-def _digits(number: str) -> str:
+def digits(number: str) -> str:
+    """``number`` in digits: "four" -> "4"; a number in digits as it is."""
     return str(_WORDS.index(number.casefold())) if number.casefold() in _WORDS else number
 
 
@@ -419,11 +425,7 @@ def counted_amount(sql: str, question: str, lake: Lake) -> str | None:
     }
     measure = named_measure(question, types)
     if measure is None:
-        numeric = [
-            column
-            for column, kind in types.items()
-            if NUMERIC_TYPE.search(kind) and not KEYISH.search(column)
-        ]
+        numeric = measure_columns(types)
         measure = numeric[0] if len(numeric) == 1 else None
     return measure
 

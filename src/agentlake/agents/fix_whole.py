@@ -23,16 +23,16 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from agentlake.agents.fix_compare import named_measure
+from agentlake.agents.fix_compare import digits, named_measure
 from agentlake.agents.fix_dates import is_date, named_dates, quote
 from agentlake.agents.linking import named_tables, words
 from agentlake.errors import AgentlakeError
-from agentlake.lake.repair import column_types
+from agentlake.lake.repair import table_types
+from agentlake.lake.rewrite import sql_literal
 
 if TYPE_CHECKING:
     from agentlake.lake import Lake
 
-SMALL_NUMBERS = "zero one two three four five six seven eight nine ten".split()
 _GROUP_BOUNDS = {
     "more than": ">", "over": ">", "greater than": ">", "fewer than": "<", "less than": "<", "under": "<",
     "at least": ">=", "at most": "<=", "exactly": "=", "exceed": ">", "exceeds": ">", "exceeded": ">",
@@ -59,12 +59,10 @@ _PERIOD_PARTS = {"day": "day", "month": "month", "year": "year", "week": "week"}
 def _filters(question: str, lake: Lake, table: str, named: list[tuple[str, str]]) -> list[str]:
     """The filters on ``table`` of the values and dates ``question`` names: each named value
     of a column of the table, each named date on its one date column."""
-    types = column_types(lake, f"SELECT * FROM {quote(table)}")
+    types = table_types(lake, table)
     columns = {c.casefold(): c for c in types}
     found = [
-        f"{quote(columns[c.casefold()])} = '{v.replace(chr(39), chr(39) * 2)}'"
-        for c, v in named
-        if c.casefold() in columns
+        f"{quote(columns[c.casefold()])} = {sql_literal(v)}" for c, v in named if c.casefold() in columns
     ]
     dates = [c for c, kind in types.items() if is_date(kind)]
     if len(dates) == 1:
@@ -87,7 +85,7 @@ def group_count(question: str, lake: Lake, named: list[tuple[str, str]] | None =
     else:
         op = ">=" if bound.group(5).casefold() == "more" else "<="
         number, rows = bound.group(4), bound.group(6)
-    number = str(SMALL_NUMBERS.index(number.casefold())) if number.casefold() in SMALL_NUMBERS else number
+    number = digits(number)
     infos = {info.name: info for info in lake.datasets()}
     table = next(iter(named_tables(rows, list(infos))), None)
     if table is None and rows.casefold() in _ROW_NOUNS:
@@ -104,7 +102,7 @@ def group_count(question: str, lake: Lake, named: list[tuple[str, str]] | None =
             return None
         table, measure = measured[0]
         counted = f"sum({quote(measure)})"
-    types = column_types(lake, f"SELECT * FROM {quote(table)}")
+    types = table_types(lake, table)
     dates = [c for c, kind in types.items() if is_date(kind)]
     key = None
     for word in reversed(group.group(1).split()):
@@ -153,7 +151,7 @@ def share_query(question: str, lake: Lake, named: list[tuple[str, str]]) -> str 
     if len(candidates) != 1:
         return None
     table, (column, value), measure = candidates[0]
-    literal = "'" + value.replace("'", "''") + "'"
+    literal = sql_literal(value)
     amount = f"sum({quote(measure)})" if measure else "count(*)"
     part = (
         f"sum({quote(measure)}) FILTER (WHERE {quote(column)} = {literal})"

@@ -36,13 +36,13 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from agentlake.agents.fix_compare import measure_words, named_measure, says_column
+from agentlake.agents.fix_compare import digits, measure_columns, measure_words, named_measure, says_column
 from agentlake.agents.fix_dates import is_date, quote
 from agentlake.agents.fix_shape import qualified, superlative
-from agentlake.agents.fix_whole import SHARE, SMALL_NUMBERS, other_than_whole
+from agentlake.agents.fix_whole import SHARE, other_than_whole
 from agentlake.agents.linking import KEYISH, words
 from agentlake.errors import AgentlakeError
-from agentlake.lake.repair import NUMERIC_TYPE, column_types
+from agentlake.lake.repair import NUMERIC_TYPE, column_types, table_types
 from agentlake.lake.rewrite import add_filters, comparisons, drop_filters, parse_select, tables_read
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ _DIRECTIONS = [
     (re.compile(r"\bshortest\b", re.IGNORECASE), {"length"}, False),
 ]  # fmt: skip
 _NO = re.compile(r"\b(?:no|without|zero)\s+((?:[a-z_]+\s*){1,3})", re.IGNORECASE)
-_HOW_MANY = re.compile(r"\bhow many\b", re.IGNORECASE)
+HOW_MANY = re.compile(r"\bhow many\b", re.IGNORECASE)
 _DIFFERENT = re.compile(r"\b(?:different|distinct|unique)\b", re.IGNORECASE)
 _KEY_NUMBER = re.compile(r"(?<![\w.$-])(\d{3,}|[A-Z][A-Z0-9]{2,7})(?![\w.])")
 _DIFFERENCE = re.compile(
@@ -79,11 +79,8 @@ _DIFFERENCE = re.compile(
 
 def _numeric(lake: Lake, sql: str) -> dict[str, str]:
     """The numeric columns (not keys) of the tables ``sql`` reads, with their types."""
-    return {
-        column: kind
-        for column, kind in column_types(lake, sql).items()
-        if NUMERIC_TYPE.search(kind) and not KEYISH.search(column)
-    }
+    types = column_types(lake, sql)
+    return {column: types[column] for column in measure_columns(types)}
 
 
 # --- a direction -------------------------------------------------------------------------------
@@ -209,9 +206,7 @@ def null_for_zero(sql: str, question: str, lake: Lake) -> str | None:
 
 def _holds_no_nulls(lake: Lake, sql: str, column: str) -> bool:
     for table in tables_read(sql):
-        if column.casefold() not in {
-            c.casefold() for c in column_types(lake, f"SELECT * FROM {quote(table)}")
-        }:
+        if column.casefold() not in {c.casefold() for c in table_types(lake, table)}:
             continue
         try:
             rows = lake.query(
@@ -244,7 +239,7 @@ def unsaid_distinct(sql: str, question: str) -> str | None:
     """The column whose different values ``sql`` counts for a "how many" question that asks
     for no different values and never names the column (``count(DISTINCT type)`` for "How many
     people younger than 20 died?"); else None."""
-    if not _HOW_MANY.search(question) or _DIFFERENT.search(question):
+    if not HOW_MANY.search(question) or _DIFFERENT.search(question):
         return None
     tree = parse_select(sql)
     if tree is None:
@@ -308,7 +303,7 @@ def key_fix(sql: str, question: str, lake: Lake) -> tuple[str, str] | None:
     if found is None:
         return None
     table, key, number = found
-    kind = column_types(lake, f"SELECT * FROM {quote(table)}").get(key, "")
+    kind = table_types(lake, table).get(key, "")
     value = number if NUMERIC_TYPE.search(kind) else f"'{number}'"
     fixed = add_filters(sql, [f"{qualified(sql, table, key)} = {value}"])
     return (fixed, f"compared {table}.{key} with {number}, the key the question states") if fixed else None
@@ -393,7 +388,7 @@ def days_apart(sql: str, question: str, lake: Lake) -> str | None:
         node.this.find(exp.Column) and node.expression.find(exp.Column) for node in tree.find_all(exp.Sub)
     ):
         return None  # a difference of two columns is taken
-    dated = [c for c, kind in column_types(lake, f"SELECT * FROM {quote(read[0])}").items() if is_date(kind)]
+    dated = [c for c, kind in table_types(lake, read[0]).items() if is_date(kind)]
     if len(dated) != 2:
         return None
     first, second = dated
@@ -407,8 +402,7 @@ def days_apart(sql: str, question: str, lake: Lake) -> str | None:
         return None
     if rows[0][0] < 0:
         first, second = second, first
-    number = match.group(2).casefold()
-    days = str(SMALL_NUMBERS.index(number)) if number in SMALL_NUMBERS else number
+    days = digits(match.group(2))
     return (
         f"date_diff('day', {quote(first)}, {quote(second)}) {_DAY_BOUNDS[match.group(1).casefold()]} {days}"
     )
@@ -468,7 +462,7 @@ def uncounted(sql: str, question: str) -> bool:
     tree = parse_select(sql)
     if (
         tree is None
-        or not _HOW_MANY.search(question)
+        or not HOW_MANY.search(question)
         or re.search(r"\bhow many\b.*\b(?:per|each)\b", question, re.I)
     ):
         return False
@@ -525,7 +519,7 @@ def key_for_name(sql: str, question: str, lake: Lake) -> tuple[str, str] | None:
         return None
     selected = {c.name.casefold() for e in tree.expressions for c in e.find_all(exp.Column)}
     for table in tables_read(sql):
-        columns = list(column_types(lake, f"SELECT * FROM {quote(table)}"))
+        columns = list(table_types(lake, table))
         if picked.name.casefold() not in {c.casefold() for c in columns}:
             continue
         names = [c for c in columns if "name" in words(c)]

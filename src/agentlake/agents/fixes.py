@@ -94,7 +94,7 @@ from agentlake.agents.fix_shape import (
     unselect,
 )
 from agentlake.agents.fix_whole import settled, whole_query
-from agentlake.agents.fix_words import WORD_KINDS, fix_worded, word_problems
+from agentlake.agents.fix_words import HOW_MANY, WORD_KINDS, fix_worded, word_problems
 from agentlake.agents.linking import (
     compares,
     compares_folded,
@@ -141,7 +141,6 @@ _BAD_DATE = re.compile(
     r"|Cannot mix values of type (?:DATE|TIMESTAMP)\w* and INTEGER",
     re.IGNORECASE,
 )
-_HOW_MANY_Q = re.compile(r"\bhow many\b", re.IGNORECASE)
 _HOW_MANY = re.compile(r"\bhow many\s+((?:[a-z]+\s*){1,3})", re.IGNORECASE)
 _COUNT_ROWS = re.compile(r"\bcount\s*\(\s*\*\s*\)", re.IGNORECASE)
 _WHICH_YEAR = re.compile(r"\b(?:which|what) year\b", re.IGNORECASE)
@@ -406,7 +405,7 @@ def find_problems(
         )
     if different := counts_not_different(sql, question, lake):
         found.append(("different", f"counts rows, but the question counts different {different} values"))
-    if _HOW_MANY_Q.search(question) and count_rows(sql) and (len(rows) > 1 or cut_listing(sql, rows, lake)):
+    if HOW_MANY.search(question) and count_rows(sql) and (len(rows) > 1 or cut_listing(sql, rows, lake)):
         found.append(("listed", f"lists {len(rows)} rows, but the question asks how many"))
     found += [problem for problem in worded if problem[0] not in ("whole", "key")]
     found += compare_problems(sql, question, lake, rows, listed)

@@ -88,6 +88,11 @@ def column_types(lake: Any, sql: str) -> dict[str, str]:
     return {column: kind for info in infos if info.name.casefold() in read for column, kind in info.columns}
 
 
+def table_types(lake: Any, table: str) -> dict[str, str]:
+    """Each column of ``table`` with its type, as ``column_types`` reads them."""
+    return column_types(lake, 'SELECT * FROM "' + table.replace('"', '""') + '"')
+
+
 def _date_columns(columns: Mapping[str, str]) -> list[str]:
     return [name for name, kind in columns.items() if kind.upper().startswith(_DATE_TYPES)]
 
